@@ -1,0 +1,3 @@
+module drainguard.dev/client
+
+go 1.19

@@ -1,0 +1,57 @@
+// Builds dist/drainguard: the bundle, run by the Node.js runtime it is injected into
+// (Node's single executable applications), so it needs no Node.js and no node_modules.
+
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+const bundle = join(dist, 'drainguard.cjs');
+const blob = join(dist, 'drainguard.blob');
+const output = join(dist, 'drainguard');
+
+mkdirSync(dist, { recursive: true });
+await build({
+  entryPoints: [join(root, 'sidecar/main.ts')],
+  outfile: bundle,
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: `node${process.versions.node.split('.')[0]}`,
+  minify: true,
+  keepNames: true,
+  legalComments: 'none',
+  define: { __DRAINGUARD_VERSION__: JSON.stringify(pkg.version) },
+  // Optional native speed-ups of `ws`; it falls back to JavaScript when they are missing.
+  external: ['bufferutil', 'utf-8-validate'],
+  logLevel: 'warning',
+});
+
+const seaConfig = join(dist, 'sea-config.json');
+writeFileSync(
+  seaConfig,
+  JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false }),
+);
+// The blob must be made by the very runtime it is injected into.
+execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], { stdio: 'ignore' });
+rmSync(output, { force: true });
+copyFileSync(process.execPath, output);
+// postject's CLI, so its harmless notes about ELF sections stay out of the build log unless it fails.
+const postject = join(dirname(createRequire(import.meta.url).resolve('postject/package.json')), 'dist/cli.js');
+try {
+  execFileSync(process.execPath, [postject, output, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], {
+    stdio: 'pipe',
+  });
+} catch (err) {
+  process.stderr.write(`${(err as { stderr?: Buffer }).stderr ?? ''}`);
+  throw err;
+}
+chmodSync(output, 0o755);
+rmSync(seaConfig);
+rmSync(blob);
+process.stdout.write(`built ${output}\n`);

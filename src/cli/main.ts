@@ -1,0 +1,45 @@
+// Dispatches `drainguard COMMAND`; returns the exit status (never exits itself).
+
+import { ConfigError } from '../config/errors.ts';
+import { parseArgs } from '../config/load.ts';
+import { VERSION } from '../version.ts';
+import type { CliIO, CommandDef } from './command.ts';
+import { commandHelp, mainHelp } from './help.ts';
+import { runCommand } from './run.ts';
+
+export const COMMANDS: readonly CommandDef[] = [runCommand];
+
+export const EXIT_USAGE = 2;
+export const EXIT_FAILURE = 1;
+
+export async function main(argv: readonly string[], io: CliIO): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+    io.stdout.write(mainHelp(COMMANDS));
+    return name === undefined ? EXIT_USAGE : 0;
+  }
+  if (name === '--version' || name === '-v' || name === 'version') {
+    io.stdout.write(`drainguard ${VERSION} (node ${process.version})\n`);
+    return 0;
+  }
+  const def = COMMANDS.find((c) => c.name === name);
+  if (!def) {
+    io.stderr.write(`drainguard: unknown command ${JSON.stringify(name)}; run 'drainguard --help' for the list\n`);
+    return EXIT_USAGE;
+  }
+  try {
+    const args = parseArgs(def.name, rest, io.env, { extra: def.extra, stopAtPositional: def.stopAtPositional });
+    if (args.help) {
+      io.stdout.write(commandHelp(def));
+      return 0;
+    }
+    return await def.run(args, io);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.stderr.write(`drainguard ${def.name}: ${err.message}\n`);
+      return EXIT_USAGE;
+    }
+    io.stderr.write(`drainguard ${def.name}: ${(err as Error)?.stack ?? String(err)}\n`);
+    return EXIT_FAILURE;
+  }
+}

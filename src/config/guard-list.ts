@@ -1,0 +1,48 @@
+import { invalid } from './errors.ts';
+
+export type GuardKind = 'clusterrole' | 'clusterrolebinding' | 'role' | 'rolebinding' | 'serviceaccount';
+
+export interface GuardTarget {
+  readonly kind: GuardKind;
+  readonly namespace?: string;
+  readonly name: string;
+}
+
+const NAMESPACED: Record<GuardKind, boolean> = {
+  clusterrole: false,
+  clusterrolebinding: false,
+  role: true,
+  rolebinding: true,
+  serviceaccount: true,
+};
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+// RBAC object names are path segments (they may hold ':', as in system:controller:x).
+const PATH_SEGMENT = /^[^/,\s%]+$/;
+const EXPECTED =
+  'comma-separated clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME or serviceaccount/NAMESPACE/NAME';
+
+export function parseGuardList(raw: string, source: string): GuardTarget[] {
+  const targets: GuardTarget[] = [];
+  const seen = new Set<string>();
+  for (const item of raw.split(',').map((s) => s.trim())) {
+    if (item === '') continue;
+    const parts = item.split('/');
+    const kind = parts[0]!.toLowerCase() as GuardKind;
+    if (!(kind in NAMESPACED)) throw invalid(source, `${EXPECTED}; unknown kind ${JSON.stringify(parts[0])} in`, item);
+    const namespaced = NAMESPACED[kind];
+    if (parts.length !== (namespaced ? 3 : 2)) throw invalid(source, `${namespaced ? `${kind}/NAMESPACE/NAME` : `${kind}/NAME`} in`, item);
+    const name = parts[parts.length - 1]!;
+    if (!PATH_SEGMENT.test(name) || name === '.' || name === '..') throw invalid(source, 'a valid object name in', item);
+    const target: GuardTarget = namespaced ? { kind, namespace: parts[1]!, name } : { kind, name };
+    if (namespaced && !DNS_LABEL.test(target.namespace!)) throw invalid(source, 'a valid namespace (a DNS label) in', item);
+    const key = guardTargetKey(target);
+    if (!seen.has(key)) targets.push(Object.freeze(target));
+    seen.add(key);
+  }
+  return targets;
+}
+
+export function guardTargetKey(t: GuardTarget): string {
+  return t.namespace === undefined ? `${t.kind}/${t.name}` : `${t.kind}/${t.namespace}/${t.name}`;
+}

@@ -1,0 +1,91 @@
+// Reads flags and DRAINGUARD_* variables: the one place drainguard looks at
+// its environment. A flag given on the command line wins over the variable.
+
+import { ConfigError } from './errors.ts';
+import { type Command, type OptionSpec, OPTIONS, envName } from './options.ts';
+
+export interface ParsedArgs {
+  /** Parsed option values by key; absent when neither flag nor variable was given. */
+  readonly values: Readonly<Record<string, unknown>>;
+  /** Where each value came from (flag or variable name), for messages about rules that span settings. */
+  readonly sources: Readonly<Record<string, string>>;
+  readonly positionals: readonly string[];
+  readonly help: boolean;
+}
+
+export interface ParseOptions {
+  /** Options beyond the shared table that only this command has. */
+  readonly extra?: readonly OptionSpec[];
+  /** Stop reading options at the first positional argument (for `run COMMAND ARGS...`). */
+  readonly stopAtPositional?: boolean;
+}
+
+export function optionsFor(command: Command, extra: readonly OptionSpec[] = []): OptionSpec[] {
+  return [...OPTIONS.filter((o) => o.commands.includes(command)), ...extra];
+}
+
+export function parseArgs(
+  command: Command,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  { extra = [], stopAtPositional = false }: ParseOptions = {},
+): ParsedArgs {
+  const specs = optionsFor(command, extra);
+  const values: Record<string, unknown> = {};
+  const sources: Record<string, string> = {};
+  const positionals: string[] = [];
+  let help = false;
+
+  for (const spec of specs) {
+    if (spec.flagOnly) continue;
+    const name = envName(spec);
+    const raw = env[name];
+    if (raw === undefined) continue;
+    // An empty variable is how Kubernetes manifests "unset" a value; only a few options accept it.
+    if (raw === '' && spec.key === 'guard') continue;
+    values[spec.key] = spec.parse(raw, name);
+    sources[spec.key] = name;
+  }
+
+  const fromFlags = new Set<string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (arg === '-h' || arg === '--help') {
+      help = true;
+      continue;
+    }
+    if (!arg.startsWith('-') || arg === '-') {
+      if (stopAtPositional) {
+        positionals.push(...argv.slice(i));
+        break;
+      }
+      positionals.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = eq === -1 ? arg : arg.slice(0, eq);
+    const spec = specs.find((s) => `--${s.flag}` === name || (s.short !== undefined && `-${s.short}` === name));
+    if (!spec) throw new ConfigError(`unknown option ${name} for 'drainguard ${command}' (see 'drainguard ${command} --help')`);
+    if (fromFlags.has(spec.key)) throw new ConfigError(`option --${spec.flag} given twice`);
+    fromFlags.add(spec.key);
+    let raw: string;
+    if (spec.value === undefined) {
+      if (eq !== -1) throw new ConfigError(`option --${spec.flag} takes no value, got ${JSON.stringify(arg)}`);
+      raw = 'true';
+    } else if (eq !== -1) {
+      raw = arg.slice(eq + 1);
+    } else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new ConfigError(`option ${name} needs a value (${spec.value})`);
+      raw = next;
+      i++;
+    }
+    values[spec.key] = spec.parse(raw, name);
+    sources[spec.key] = name;
+  }
+  return Object.freeze({ values: Object.freeze(values), sources: Object.freeze(sources), positionals, help });
+}

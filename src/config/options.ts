@@ -1,0 +1,145 @@
+// The one list of drainguard's options. Flags, environment variables, `--help`
+// and the README's table of variables are all generated from it.
+
+import { MAX_DURATION_MS, parseDuration } from './duration.ts';
+import { invalid } from './errors.ts';
+import { parseSignal } from './signals.ts';
+
+export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install';
+
+export interface OptionSpec {
+  /** Field name in the resolved settings. */
+  readonly key: string;
+  /** Long flag without dashes; the variable is DRAINGUARD_ + its upper snake case. */
+  readonly flag: string;
+  readonly short?: string;
+  /** Placeholder shown in help; undefined for boolean switches. */
+  readonly value?: string;
+  readonly description: string;
+  /** Default as shown to users; the effective default may be computed (see resolve.ts). */
+  readonly defaultText: string | ((command: Command) => string);
+  readonly commands: readonly Command[];
+  /** Parses the raw text; `source` names the flag or variable for the message. */
+  readonly parse: (raw: string, source: string) => unknown;
+  /** Not read from the environment (for example --all, which must be deliberate). */
+  readonly flagOnly?: boolean;
+}
+
+export const envName = (spec: OptionSpec): string => `DRAINGUARD_${spec.flag.toUpperCase().replaceAll('-', '_')}`;
+
+const SUPERVISING: readonly Command[] = ['run', 'sidecar'];
+const ALL: readonly Command[] = ['run', 'sidecar', 'prestop', 'release', 'predelete', 'status', 'install'];
+const GUARD_USERS: readonly Command[] = ['run', 'sidecar', 'release', 'status'];
+
+export function duration(raw: string, source: string): number {
+  const ms = parseDuration(raw);
+  if (ms === undefined) throw invalid(source, 'a duration such as 500ms, 30s, 2m or a number of seconds', raw);
+  if (ms > MAX_DURATION_MS) throw invalid(source, 'a duration of at most 24h', raw);
+  return ms;
+}
+
+function signal(raw: string, source: string): NodeJS.Signals {
+  const sig = parseSignal(raw);
+  if (!sig) throw invalid(source, 'a signal name or number such as SIGTERM, TERM or 15', raw);
+  if (sig === 'SIGSTOP' || sig === 'SIGCHLD') throw invalid(source, 'a signal that stops a process (not SIGSTOP or SIGCHLD)', raw);
+  return sig;
+}
+
+function oneOf<T extends string>(...choices: T[]) {
+  return (raw: string, source: string): T => {
+    const value = raw.trim().toLowerCase();
+    if (!(choices as string[]).includes(value)) throw invalid(source, `one of ${choices.join(', ')}`, raw);
+    return value as T;
+  };
+}
+
+function nonEmpty(raw: string, source: string): string {
+  const value = raw.trim();
+  if (value === '') throw invalid(source, 'a non-empty value', raw);
+  return value;
+}
+
+function socketPath(raw: string, source: string): string {
+  const value = nonEmpty(raw, source);
+  // sun_path holds 108 bytes including the terminating NUL.
+  if (Buffer.byteLength(value) > 107) throw invalid(source, 'a socket path of at most 107 bytes (the Unix socket limit)', raw);
+  return value;
+}
+
+function hostPort(raw: string, source: string): { host: string; port: number } {
+  const value = raw.trim();
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]*)):(\d{1,5})$/.exec(value);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65535) throw invalid(source, 'HOST:PORT such as 127.0.0.1:9404, :9404 or [::1]:9404', raw);
+  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+}
+
+function boolean(raw: string, source: string): boolean {
+  const value = oneOf('true', 'false', '1', '0', 'yes', 'no')(raw, source);
+  return value === 'true' || value === '1' || value === 'yes';
+}
+
+export const OPTIONS: readonly OptionSpec[] = [
+  {
+    key: 'socket', flag: 'socket', value: 'PATH', parse: socketPath, commands: ['run', 'sidecar', 'prestop'],
+    description: 'path of the drain socket (Unix domain, stream, mode 0600)',
+    defaultText: (c) => (c === 'run' ? 'a fresh private path per process' : '/run/drainguard/drain.sock'),
+  },
+  {
+    key: 'gracePeriodMs', flag: 'grace-period', value: 'DURATION', parse: duration, commands: SUPERVISING,
+    description: "the pod's terminationGracePeriodSeconds (read from the Pod when the API is reachable)",
+    defaultText: '30s',
+  },
+  {
+    key: 'drainTimeoutMs', flag: 'drain-timeout', value: 'DURATION', parse: duration, commands: ['run', 'sidecar', 'prestop'],
+    description: 'how long to wait for the drain acknowledgement',
+    defaultText: (c) => (c === 'prestop' ? 'the deadline the supervisor announces' : 'grace period - stop timeout - 2s'),
+  },
+  {
+    key: 'stopSignal', flag: 'stop-signal', value: 'SIGNAL', parse: signal, commands: ['run'],
+    description: 'the signal passed on to the operator after the drain',
+    defaultText: 'SIGTERM',
+  },
+  {
+    key: 'stopTimeoutMs', flag: 'stop-timeout', value: 'DURATION', parse: duration, commands: SUPERVISING,
+    description: 'after passing the signal on, how long before SIGKILL',
+    defaultText: '5s',
+  },
+  {
+    key: 'signalTarget', flag: 'signal-target', value: 'group|child', parse: oneOf('group', 'child'), commands: ['run'],
+    description: "where forwarded signals go: the child's process group, or the child alone",
+    defaultText: 'group',
+  },
+  {
+    key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS,
+    description: 'objects whose deletion is held back while this pod lives: comma-separated clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME, serviceaccount/NAMESPACE/NAME',
+    defaultText: 'empty: no guard',
+  },
+  {
+    key: 'podName', flag: 'pod-name', value: 'NAME', parse: nonEmpty, commands: GUARD_USERS,
+    description: 'this pod, from the downward API (metadata.name)', defaultText: '-',
+  },
+  {
+    key: 'podNamespace', flag: 'pod-namespace', value: 'NAMESPACE', parse: nonEmpty, commands: GUARD_USERS,
+    description: 'this pod, from the downward API (metadata.namespace)', defaultText: '-',
+  },
+  {
+    key: 'podUid', flag: 'pod-uid', value: 'UID', parse: nonEmpty, commands: GUARD_USERS,
+    description: 'this pod, from the downward API (metadata.uid)', defaultText: '-',
+  },
+  {
+    key: 'httpAddr', flag: 'http-addr', value: 'HOST:PORT', parse: hostPort, commands: SUPERVISING,
+    description: 'health, readiness and metrics listener',
+    defaultText: (c) => (c === 'sidecar' ? '127.0.0.1:9404' : 'off'),
+  },
+  {
+    key: 'logLevel', flag: 'log-level', value: 'LEVEL', parse: oneOf('debug', 'info', 'warn', 'error'), commands: ALL,
+    description: 'debug, info, warn or error', defaultText: 'info',
+  },
+  {
+    key: 'logFormat', flag: 'log-format', value: 'FORMAT', parse: oneOf('json', 'text'), commands: ALL,
+    description: 'json or text', defaultText: 'json when stderr is not a terminal',
+  },
+];
+
+export { boolean };

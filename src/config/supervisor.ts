@@ -1,0 +1,93 @@
+// The resolved configuration of the supervising commands (run, sidecar):
+// every default filled in and every rule that spans settings checked up front.
+
+import { formatDuration } from './duration.ts';
+import { ConfigError } from './errors.ts';
+import { type GuardTarget, parseGuardList } from './guard-list.ts';
+import type { ParsedArgs } from './load.ts';
+import type { LogFormat, LogLevel } from '../log/logger.ts';
+
+export type SignalTarget = 'group' | 'child';
+
+export interface PodIdentity {
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly uid?: string;
+}
+
+export interface SupervisorConfig {
+  /** undefined in wrap mode without --socket: a fresh private path is made at start. */
+  readonly socket?: string;
+  readonly gracePeriodMs: number;
+  readonly drainTimeoutMs: number;
+  /** False when the drain timeout was derived from the grace period (it may then be re-derived from the Pod). */
+  readonly drainTimeoutExplicit: boolean;
+  readonly stopSignal: NodeJS.Signals;
+  readonly stopTimeoutMs: number;
+  readonly signalTarget: SignalTarget;
+  readonly guard: readonly GuardTarget[];
+  readonly pod: PodIdentity;
+  readonly httpAddr?: { readonly host: string; readonly port: number };
+  readonly logLevel: LogLevel;
+  readonly logFormat?: LogFormat;
+}
+
+/** Time kept between the end of the stop timeout and the end of the grace period. */
+export const GRACE_MARGIN_MS = 2000;
+
+export function defaultDrainTimeout(gracePeriodMs: number, stopTimeoutMs: number): number {
+  return Math.max(0, gracePeriodMs - stopTimeoutMs - GRACE_MARGIN_MS);
+}
+
+export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: string; httpAddr?: string }): SupervisorConfig {
+  const v = args.values as Record<string, any>;
+  const src = (key: string, fallback: string) => args.sources[key] ?? fallback;
+  const gracePeriodMs: number = v.gracePeriodMs ?? 30_000;
+  const stopTimeoutMs: number = v.stopTimeoutMs ?? 5_000;
+
+  if (stopTimeoutMs >= gracePeriodMs && gracePeriodMs > 0) {
+    throw new ConfigError(
+      `${src('stopTimeoutMs', 'DRAINGUARD_STOP_TIMEOUT')}: the stop timeout (${formatDuration(stopTimeoutMs)}) must be shorter than the grace period (${formatDuration(gracePeriodMs)}); lower it or raise DRAINGUARD_GRACE_PERIOD`,
+    );
+  }
+  const drainTimeoutExplicit = v.drainTimeoutMs !== undefined;
+  const drainTimeoutMs: number = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
+  if (drainTimeoutExplicit && drainTimeoutMs + stopTimeoutMs > gracePeriodMs) {
+    throw new ConfigError(
+      `${src('drainTimeoutMs', 'DRAINGUARD_DRAIN_TIMEOUT')}: the drain timeout (${formatDuration(drainTimeoutMs)}) plus the stop timeout (${formatDuration(stopTimeoutMs)}) must fit in the grace period (${formatDuration(gracePeriodMs)}), or the kubelet kills the operator first; lower it to at most ${formatDuration(Math.max(0, gracePeriodMs - stopTimeoutMs))}`,
+    );
+  }
+
+  const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
+  const pod: PodIdentity = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
+  if (guard.length > 0) {
+    const missing = [
+      ['DRAINGUARD_POD_NAME', pod.name],
+      ['DRAINGUARD_POD_NAMESPACE', pod.namespace],
+      ['DRAINGUARD_POD_UID', pod.uid],
+    ]
+      .filter(([, value]) => value === undefined)
+      .map(([name]) => name);
+    if (missing.length > 0) {
+      throw new ConfigError(
+        `${src('guard', 'DRAINGUARD_GUARD')} is set, so drainguard needs to know its pod: set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
+      );
+    }
+  }
+
+  const httpAddr = v.httpAddr ?? (defaults.httpAddr ? { host: defaults.httpAddr.split(':')[0]!, port: Number(defaults.httpAddr.split(':')[1]) } : undefined);
+  return Object.freeze({
+    socket: v.socket ?? defaults.socket,
+    gracePeriodMs,
+    drainTimeoutMs,
+    drainTimeoutExplicit,
+    stopSignal: v.stopSignal ?? 'SIGTERM',
+    stopTimeoutMs,
+    signalTarget: v.signalTarget ?? 'group',
+    guard: Object.freeze(guard),
+    pod,
+    httpAddr,
+    logLevel: v.logLevel ?? 'info',
+    logFormat: v.logFormat,
+  });
+}

@@ -1,0 +1,62 @@
+// One JSON object per line on stderr, or `time LEVEL message key=value` on a terminal.
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type LogFormat = 'json' | 'text';
+export type LogFields = Record<string, unknown>;
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface Logger {
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+  /** A logger that adds these fields to every line. */
+  with(fields: LogFields): Logger;
+}
+
+export interface LoggerOptions {
+  readonly level?: LogLevel;
+  /** Defaults to text when the stream is a terminal, JSON otherwise. */
+  readonly format?: LogFormat;
+  readonly stream?: { write(chunk: string): unknown; isTTY?: boolean };
+  readonly now?: () => Date;
+}
+
+export function createLogger({ level = 'info', format, stream = process.stderr, now = () => new Date() }: LoggerOptions = {}): Logger {
+  const min = RANK[level];
+  const fmt = format ?? (stream.isTTY ? 'text' : 'json');
+  const make = (bound: LogFields): Logger => {
+    const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
+      if (RANK[lvl] < min) return;
+      const all = { ...bound, ...fields };
+      const time = now().toISOString();
+      stream.write(fmt === 'json' ? `${JSON.stringify({ time, level: lvl, msg, ...serialisable(all) })}\n` : textLine(time, lvl, msg, all));
+    };
+    return {
+      debug: (m, f) => emit('debug', m, f),
+      info: (m, f) => emit('info', m, f),
+      warn: (m, f) => emit('warn', m, f),
+      error: (m, f) => emit('error', m, f),
+      with: (fields) => make({ ...bound, ...fields }),
+    };
+  };
+  return make({ component: 'drainguard' });
+}
+
+function serialisable(fields: LogFields): LogFields {
+  const out: LogFields = {};
+  for (const [k, v] of Object.entries(fields)) out[k] = v instanceof Error ? v.message : v;
+  return out;
+}
+
+function textLine(time: string, level: LogLevel, msg: string, fields: LogFields): string {
+  const rest = Object.entries(serialisable(fields))
+    .filter(([k, v]) => k !== 'component' && v !== undefined)
+    .map(([k, v]) => `${k}=${typeof v === 'string' && !/\s/.test(v) ? v : JSON.stringify(v)}`)
+    .join(' ');
+  return `${time} ${level.toUpperCase().padEnd(5)} ${msg}${rest ? ` ${rest}` : ''}\n`;
+}
+
+/** A logger that writes nothing, for library callers that pass none. */
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, with: () => silentLogger };

@@ -1,0 +1,105 @@
+// Drain protocol, version 1: UTF-8 JSON objects, one per line.
+
+export const PROTOCOL_VERSION = 1;
+/** Longest line accepted, in bytes, newline excluded. */
+export const MAX_LINE_BYTES = 64 * 1024;
+
+export type ClientMessage =
+  | { type: 'hello'; protocol: number; name?: string; pid?: number }
+  | { type: 'inflight'; count: number }
+  | { type: 'drained' };
+
+export type ServerMessage =
+  | { type: 'welcome'; protocol: number }
+  | { type: 'drain'; deadline: string; remainingMs: number }
+  | { type: 'error'; message: string };
+
+export function encode(message: object): string {
+  return `${JSON.stringify(message)}\n`;
+}
+
+export class ProtocolError extends Error {
+  override name = 'ProtocolError';
+}
+
+/**
+ * Splits a byte stream into lines without ever holding more than one
+ * partial line of at most MAX_LINE_BYTES: a longer line is an error.
+ */
+export class LineSplitter {
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  readonly #decoder = new TextDecoder('utf-8', { fatal: true });
+
+  /** Returns the complete lines in `chunk`; throws ProtocolError on an overlong line or invalid UTF-8. */
+  push(chunk: Buffer): string[] {
+    const lines: string[] = [];
+    let start = 0;
+    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, nl);
+      this.#check(this.#pendingBytes + piece.length);
+      const bytes = this.#pendingBytes === 0 ? piece : Buffer.concat([...this.#pending, piece]);
+      this.#pending = [];
+      this.#pendingBytes = 0;
+      lines.push(this.#decode(bytes));
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      const rest = chunk.subarray(start);
+      this.#check(this.#pendingBytes + rest.length);
+      // Copy: the caller's chunk may be a slice of a larger pooled buffer.
+      this.#pending.push(Buffer.from(rest));
+      this.#pendingBytes += rest.length;
+    }
+    return lines;
+  }
+
+  #check(bytes: number): void {
+    if (bytes > MAX_LINE_BYTES) throw new ProtocolError(`line longer than ${MAX_LINE_BYTES} bytes`);
+  }
+
+  #decode(bytes: Uint8Array): string {
+    try {
+      return this.#decoder.decode(bytes);
+    } catch {
+      throw new ProtocolError('line is not valid UTF-8');
+    }
+  }
+}
+
+/** Parses one line into a message of a known shape, or returns undefined for an unknown type. */
+export function parseClientMessage(line: string): ClientMessage | { type: 'unknown' } {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw new ProtocolError('invalid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ProtocolError('a message must be a JSON object');
+  const m = value as Record<string, unknown>;
+  switch (m.type) {
+    case 'hello':
+      if (!Number.isSafeInteger(m.protocol)) throw new ProtocolError('hello needs an integer "protocol"');
+      return {
+        type: 'hello',
+        protocol: m.protocol as number,
+        name: typeof m.name === 'string' ? m.name.slice(0, 256) : undefined,
+        pid: Number.isSafeInteger(m.pid) ? (m.pid as number) : undefined,
+      };
+    case 'inflight':
+      if (!Number.isSafeInteger(m.count) || (m.count as number) < 0) throw new ProtocolError('inflight needs a non-negative integer "count"');
+      return { type: 'inflight', count: m.count as number };
+    case 'drained':
+      return { type: 'drained' };
+    default:
+      if (typeof m.type !== 'string') throw new ProtocolError('a message needs a string "type"');
+      return { type: 'unknown' };
+  }
+}
+
+export function parseServerMessage(line: string): ServerMessage | { type: 'unknown' } {
+  const m = JSON.parse(line) as Record<string, unknown>;
+  if (m?.type === 'welcome' || m?.type === 'error') return m as ServerMessage;
+  if (m?.type === 'drain' && typeof m.deadline === 'string') return m as ServerMessage;
+  return { type: 'unknown' };
+}

@@ -1,0 +1,238 @@
+// The drainguard end of the drain protocol: accepts operator clients on a
+// Unix socket, tells them to drain, and reports when all have drained.
+
+import { chmodSync, unlinkSync } from 'node:fs';
+import { type Server, type Socket, createServer } from 'node:net';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { LineSplitter, PROTOCOL_VERSION, ProtocolError, encode, parseClientMessage } from './messages.ts';
+
+/** A client whose unread output grows past this is not reading; it is dropped. */
+const MAX_BACKLOG_BYTES = 64 * 1024;
+
+export interface ClientInfo {
+  readonly id: number;
+  readonly name?: string;
+  readonly pid?: number;
+  readonly greeted: boolean;
+  readonly drained: boolean;
+  readonly inflight: number;
+}
+
+export type ServerEvent =
+  | { type: 'hello'; client: ClientInfo }
+  | { type: 'inflight'; client: ClientInfo }
+  | { type: 'drained'; client: ClientInfo; afterMs: number }
+  | { type: 'disconnect'; client: ClientInfo }
+  | { type: 'rejected'; client: ClientInfo; reason: string };
+
+export interface DrainServerOptions {
+  readonly path: string;
+  readonly logger?: Logger;
+  readonly now?: () => number;
+  readonly onEvent?: (event: ServerEvent) => void;
+}
+
+interface Client extends ClientInfo {
+  socket: Socket;
+  greeted: boolean;
+  drained: boolean;
+  inflight: number;
+  name?: string;
+  pid?: number;
+}
+
+/** How the clients ended their part of a drain. */
+export interface DrainTally {
+  readonly acknowledged: number;
+  readonly disconnected: number;
+}
+
+interface Drain {
+  readonly deadline: number;
+  readonly startedAt: number;
+  readonly done: Promise<DrainTally>;
+  readonly resolve: (tally: DrainTally) => void;
+  acknowledged: number;
+  disconnected: number;
+}
+
+export class DrainServer {
+  readonly path: string;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #onEvent: (event: ServerEvent) => void;
+  readonly #clients = new Map<number, Client>();
+  #server?: Server;
+  #nextId = 1;
+  #drain?: Drain;
+
+  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {} }: DrainServerOptions) {
+    this.path = path;
+    this.#logger = logger;
+    this.#now = now;
+    this.#onEvent = onEvent;
+  }
+
+  /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */
+  async listen(): Promise<void> {
+    const server = createServer({ allowHalfOpen: false }, (socket) => this.#accept(socket));
+    // Running out of descriptors under a connection flood must not bring drainguard down.
+    server.on('error', (err) => this.#logger.warn('drain socket error', { error: err }));
+    const previous = process.umask(0o177);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(this.path, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } finally {
+      process.umask(previous);
+    }
+    chmodSync(this.path, 0o600);
+    this.#server = server;
+  }
+
+  get draining(): boolean {
+    return this.#drain !== undefined;
+  }
+
+  clients(): ClientInfo[] {
+    return [...this.#clients.values()].map(publicInfo);
+  }
+
+  /**
+   * Sends `drain` to every greeted client (and to any that greets later) and
+   * resolves once each has said `drained` or disconnected; at once when none
+   * is connected. The deadline is announced; enforcing it is the caller's job.
+   */
+  drain(deadline: number): Promise<DrainTally> {
+    if (this.#drain) return this.#drain.done;
+    let resolve!: (tally: DrainTally) => void;
+    const done = new Promise<DrainTally>((r) => (resolve = r));
+    this.#drain = { deadline, startedAt: this.#now(), done, resolve, acknowledged: 0, disconnected: 0 };
+    for (const client of this.#clients.values()) if (client.greeted) this.#sendDrain(client);
+    this.#checkDrained();
+    return done;
+  }
+
+  /** Stops accepting, closes every connection and removes the socket file. */
+  async close(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    for (const client of this.#clients.values()) client.socket.destroy();
+    if (!server) return;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    try {
+      unlinkSync(this.path);
+    } catch {
+      // Already gone (Node removes it on close on some platforms).
+    }
+  }
+
+  #accept(socket: Socket): void {
+    const client: Client = { id: this.#nextId++, socket, greeted: false, drained: false, inflight: 0 };
+    this.#clients.set(client.id, client);
+    const splitter = new LineSplitter();
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        for (const line of splitter.push(chunk)) {
+          if (socket.destroyed) return;
+          this.#handle(client, line);
+        }
+      } catch (err) {
+        if (!(err instanceof ProtocolError)) throw err;
+        this.#reject(client, err.message);
+      }
+    });
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => {
+      this.#clients.delete(client.id);
+      if (client.greeted && !client.drained && this.#drain) this.#drain.disconnected++;
+      if (client.greeted) {
+        this.#logger.debug('client disconnected', { client: client.id, name: client.name });
+        this.#onEvent({ type: 'disconnect', client: publicInfo(client) });
+      }
+      this.#checkDrained();
+    });
+  }
+
+  #handle(client: Client, line: string): void {
+    const message = parseClientMessage(line);
+    if (!client.greeted) {
+      if (message.type !== 'hello') throw new ProtocolError('the first message must be hello');
+      if (message.protocol !== PROTOCOL_VERSION) {
+        throw new ProtocolError(`unsupported protocol version ${message.protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
+      }
+      client.greeted = true;
+      client.name = message.name;
+      client.pid = message.pid;
+      this.#send(client, { type: 'welcome', protocol: PROTOCOL_VERSION });
+      this.#logger.debug('client connected', { client: client.id, name: client.name, pid: client.pid });
+      this.#onEvent({ type: 'hello', client: publicInfo(client) });
+      if (this.#drain) this.#sendDrain(client);
+      return;
+    }
+    switch (message.type) {
+      case 'inflight':
+        client.inflight = message.count;
+        this.#onEvent({ type: 'inflight', client: publicInfo(client) });
+        return;
+      case 'drained': {
+        if (client.drained) return;
+        client.drained = true;
+        const afterMs = this.#drain ? this.#now() - this.#drain.startedAt : 0;
+        if (this.#drain) {
+          this.#drain.acknowledged++;
+          this.#logger.info('client drained', { client: client.id, name: client.name, afterMs });
+        }
+        this.#onEvent({ type: 'drained', client: publicInfo(client), afterMs });
+        this.#checkDrained();
+        return;
+      }
+      default:
+        // A repeated hello or a message type from a later protocol version: ignored.
+        return;
+    }
+  }
+
+  #sendDrain(client: Client): void {
+    const deadline = this.#drain!.deadline;
+    const remainingMs = Math.max(0, Math.round(deadline - this.#now()));
+    this.#send(client, { type: 'drain', deadline: new Date(deadline).toISOString(), remainingMs });
+  }
+
+  #send(client: Client, message: object): void {
+    if (client.socket.destroyed) return;
+    client.socket.write(encode(message));
+    if (client.socket.writableLength > MAX_BACKLOG_BYTES) {
+      this.#logger.warn('dropping a client that does not read', { client: client.id, name: client.name });
+      client.socket.destroy();
+    }
+  }
+
+  #reject(client: Client, reason: string): void {
+    this.#logger.warn('protocol error, closing the connection', { client: client.id, name: client.name, reason });
+    this.#onEvent({ type: 'rejected', client: publicInfo(client), reason });
+    this.#clients.delete(client.id);
+    if (client.greeted && !client.drained && this.#drain) this.#drain.disconnected++;
+    client.greeted = false;
+    this.#checkDrained();
+    client.socket.end(encode({ type: 'error', message: reason }));
+    client.socket.removeAllListeners('data');
+    // A peer that never reads must not keep the half-closed socket alive.
+    client.socket.setTimeout(1000, () => client.socket.destroy());
+  }
+
+  #checkDrained(): void {
+    const drain = this.#drain;
+    if (!drain) return;
+    for (const client of this.#clients.values()) if (client.greeted && !client.drained) return;
+    drain.resolve({ acknowledged: drain.acknowledged, disconnected: drain.disconnected });
+  }
+}
+
+function publicInfo(c: Client): ClientInfo {
+  return { id: c.id, name: c.name, pid: c.pid, greeted: c.greeted, drained: c.drained, inflight: c.inflight };
+}

@@ -1,0 +1,94 @@
+// The supervised child: started in a session of its own, so that a terminal's
+// Ctrl-C reaches drainguard (which drains first) and not the child directly.
+
+import { execa } from 'execa';
+import { onExit } from 'signal-exit';
+import { signalNumber } from '../config/signals.ts';
+import type { SignalTarget } from '../config/supervisor.ts';
+
+export interface ChildExit {
+  /** The status drainguard exits with: the child's code, or 128+N for signal N. */
+  readonly status: number;
+  readonly code?: number;
+  readonly signal?: NodeJS.Signals;
+}
+
+export interface Child {
+  readonly pid: number;
+  readonly exited: Promise<ChildExit>;
+  /** True once the child has exited. */
+  readonly gone: boolean;
+  /** Sends a signal to the child's group or the child alone; false when nothing was there to receive it. */
+  signal(signal: NodeJS.Signals, target?: SignalTarget): boolean;
+}
+
+/** The child could not be started at all (missing command, not executable). */
+export class SpawnError extends Error {
+  override name = 'SpawnError';
+  readonly code: string | undefined;
+  constructor(message: string, code: string | undefined) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export interface StartChildOptions {
+  readonly env: NodeJS.ProcessEnv;
+  readonly signalTarget: SignalTarget;
+  readonly kill?: (pid: number, signal: NodeJS.Signals) => void;
+}
+
+export async function startChild(file: string, args: readonly string[], options: StartChildOptions): Promise<Child> {
+  const kill = options.kill ?? ((pid, sig) => process.kill(pid, sig));
+  const subprocess = execa(file, args, {
+    env: options.env,
+    extendEnv: false,
+    // Inherited, not piped: a pipe would make us wait for grandchildren holding it open.
+    stdio: 'inherit',
+    detached: true,
+    reject: false,
+    cleanup: false,
+    forceKillAfterDelay: false,
+  });
+  if (subprocess.pid === undefined) {
+    const result = await subprocess;
+    const code = (result as { code?: string }).code;
+    const why = code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied (not executable?)' : result.originalMessage;
+    throw new SpawnError(`cannot start ${JSON.stringify(file)}: ${why}`, code);
+  }
+  const pid = subprocess.pid;
+  let gone = false;
+  // Whatever ends drainguard (a crash included), the child must not outlive it unsupervised.
+  const removeExitHook = onExit(() => {
+    if (!gone) {
+      try {
+        kill(-pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+  const exited = subprocess.then((result): ChildExit => {
+    gone = true;
+    removeExitHook();
+    if (result.signal) return { status: 128 + signalNumber(result.signal), signal: result.signal };
+    return { status: result.exitCode ?? 1, code: result.exitCode };
+  });
+  return {
+    pid,
+    exited,
+    get gone() {
+      return gone;
+    },
+    signal(sig, target = options.signalTarget) {
+      if (gone) return false;
+      try {
+        kill(target === 'group' ? -pid : pid, sig);
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,27 @@
+// Which signals drainguard catches and what it does with each.
+
+/** Start the drain (first), cut it short (second). */
+export const TERMINATING: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
+
+/** Job control from a terminal: the child is stopped with SIGSTOP, then drainguard stops itself. */
+export const JOB_CONTROL: readonly NodeJS.Signals[] = ['SIGTSTP', 'SIGTTIN', 'SIGTTOU'];
+
+/**
+ * Passed to the child unchanged. Not here, besides SIGKILL, SIGSTOP, SIGCHLD
+ * and the ones above: SIGSEGV, SIGBUS, SIGFPE and SIGILL (a handler would turn
+ * a real fault of drainguard into an endless loop) and SIGPIPE (the kernel
+ * raises it in drainguard itself when a protocol client vanishes mid-write).
+ */
+export const FORWARDED: readonly NodeJS.Signals[] = [
+  'SIGHUP', 'SIGQUIT', 'SIGTRAP', 'SIGABRT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGSTKFLT', 'SIGCONT', 'SIGURG',
+  'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGWINCH', 'SIGIO', 'SIGPWR', 'SIGSYS',
+];
+
+/** Routes every caught signal to `handler`; returns the function that removes the handlers. */
+export function catchSignals(handler: (signal: NodeJS.Signals) => void): () => void {
+  const all = [...TERMINATING, ...JOB_CONTROL, ...FORWARDED];
+  for (const sig of all) process.on(sig, handler);
+  return () => {
+    for (const sig of all) process.off(sig, handler);
+  };
+}

@@ -1,0 +1,132 @@
+// Real processes for tests: the built executable and fixtures, with their
+// output read line by line so tests wait on what they print, never on time.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { until, within } from './wait.ts';
+
+export const EXE = resolve('dist/drainguard');
+export const NODE = process.execPath;
+export const fixture = (name: string): string => resolve('test/fixtures', name);
+
+if (!existsSync(EXE)) throw new Error(`${EXE} is missing: run 'npm run build' first`);
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'drainguard-test-'));
+}
+
+export interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export interface LogLine {
+  readonly msg: string;
+  readonly level: string;
+  readonly [key: string]: unknown;
+}
+
+export class Proc {
+  readonly child: ChildProcess;
+  readonly stdout: string[] = [];
+  readonly stderr: string[] = [];
+  readonly exited: Promise<Exit>;
+  #exit?: Exit;
+  readonly #events = new EventEmitter();
+
+  constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string } = {}) {
+    this.child = spawn(file, args, {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: options.cwd,
+    });
+    this.#events.setMaxListeners(0);
+    for (const [stream, lines] of [
+      [this.child.stdout!, this.stdout],
+      [this.child.stderr!, this.stderr],
+    ] as const) {
+      let partial = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        const parts = (partial + chunk).split('\n');
+        partial = parts.pop()!;
+        lines.push(...parts);
+        this.#events.emit('change');
+      });
+    }
+    this.exited = new Promise((resolve) => {
+      this.child.on('close', (code, signal) => {
+        this.#exit = { code, signal };
+        this.#events.emit('change');
+        resolve(this.#exit);
+      });
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /** The JSON log lines drainguard wrote on stderr. */
+  logs(): LogLine[] {
+    return this.stderr.flatMap((l) => {
+      if (!l.startsWith('{')) return [];
+      try {
+        return [JSON.parse(l) as LogLine];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  /** Waits for a stdout line (exact or matching); resolves with it. */
+  line(match: string | RegExp, ms = 10_000): Promise<string> {
+    const test = (l: string) => (typeof match === 'string' ? l === match : match.test(l));
+    return this.#until(() => this.stdout.find(test), ms, `stdout line ${match}`);
+  }
+
+  /** Waits for a drainguard log line with this message. */
+  log(msg: string, ms = 10_000): Promise<LogLine> {
+    return this.#until(() => this.logs().find((l) => l.msg === msg), ms, `log "${msg}"`);
+  }
+
+  async exit(ms = 15_000): Promise<Exit> {
+    return within(ms, `exit of ${this.child.spawnfile}\nstdout: ${this.stdout.join('\n')}\nstderr: ${this.stderr.join('\n')}`, this.exited);
+  }
+
+  /** The process itself has exited (its output may still be held open by a grandchild). */
+  processExit(ms = 15_000): Promise<Exit> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) {
+      return Promise.resolve({ code: this.child.exitCode, signal: this.child.signalCode as NodeJS.Signals | null });
+    }
+    return within(ms, 'process exit', new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal }))));
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    if (!this.#exit) this.child.kill(signal);
+  }
+
+  #until<T>(predicate: () => T | undefined, ms: number, what: string): Promise<T> {
+    return until(
+      (check) => {
+        this.#events.on('change', check);
+        return () => this.#events.off('change', check);
+      },
+      () => {
+        const v = predicate();
+        if (v === undefined && this.#exit) throw new Error(`process exited (${JSON.stringify(this.#exit)}) before ${what}\nstdout: ${this.stdout.join('\n')}\nstderr: ${this.stderr.join('\n')}`);
+        return v;
+      },
+      ms,
+      what,
+    );
+  }
+}
+
+/** Starts `drainguard ARGS...` (the built executable). */
+export function drainguard(args: readonly string[], env: NodeJS.ProcessEnv = {}): Proc {
+  return new Proc(EXE, args, env);
+}
