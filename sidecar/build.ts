@@ -2,7 +2,7 @@
 // (Node's single executable applications), so it needs no Node.js and no node_modules.
 
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,9 +11,11 @@ import { build } from 'esbuild';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
-const bundle = join(dist, 'drainguard.cjs');
-const blob = join(dist, 'drainguard.blob');
+const bundle = join(dist, `drainguard-${process.pid}.cjs`);
+const blob = join(dist, `drainguard-${process.pid}.blob`);
 const output = join(dist, 'drainguard');
+// Written beside the output and renamed into place, so a running test never sees half an executable.
+const staging = join(dist, `.drainguard-${process.pid}`);
 
 mkdirSync(dist, { recursive: true });
 await build({
@@ -32,26 +34,27 @@ await build({
   logLevel: 'warning',
 });
 
-const seaConfig = join(dist, 'sea-config.json');
+const seaConfig = join(dist, `sea-config-${process.pid}.json`);
 writeFileSync(
   seaConfig,
   JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false }),
 );
 // The blob must be made by the very runtime it is injected into.
 execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], { stdio: 'ignore' });
-rmSync(output, { force: true });
-copyFileSync(process.execPath, output);
+copyFileSync(process.execPath, staging);
 // postject's CLI, so its harmless notes about ELF sections stay out of the build log unless it fails.
 const postject = join(dirname(createRequire(import.meta.url).resolve('postject/package.json')), 'dist/cli.js');
 try {
-  execFileSync(process.execPath, [postject, output, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], {
+  execFileSync(process.execPath, [postject, staging, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], {
     stdio: 'pipe',
   });
 } catch (err) {
   process.stderr.write(`${(err as { stderr?: Buffer }).stderr ?? ''}`);
   throw err;
 }
-chmodSync(output, 0o755);
+chmodSync(staging, 0o755);
+renameSync(staging, output);
 rmSync(seaConfig);
 rmSync(blob);
+renameSync(bundle, join(dist, 'drainguard.cjs'));
 process.stdout.write(`built ${output}\n`);
