@@ -51,6 +51,8 @@ export class DrainClient {
   #welcomed = false;
   #keepAlive?: NodeJS.Timeout;
   #onReady!: () => void;
+  #onDrainedWritten!: () => void;
+  readonly #drainedWritten = new Promise<void>((r) => (this.#onDrainedWritten = r));
   readonly #ready = new Promise<void>((r) => (this.#onReady = r));
 
   constructor(options: DrainClientOptions = {}) {
@@ -109,6 +111,16 @@ export class DrainClient {
     };
   }
 
+  /** Like begin(), but refuses (returns undefined) once the drain has started, so nothing slips in after `drained`. */
+  tryBegin(): (() => void) | undefined {
+    return this.#draining.signal.aborted ? undefined : this.begin();
+  }
+
+  /** Resolves when `drained` has been written to drainguard. */
+  drainedSent(): Promise<void> {
+    return this.#drainedWritten;
+  }
+
   /** Runs `work` as one tracked unit; it gets the deadline signal to abandon work at the deadline. */
   async track<T>(work: (deadline: AbortSignal) => Promise<T> | T): Promise<T> {
     const end = this.begin();
@@ -129,7 +141,7 @@ export class DrainClient {
   drained(): void {
     if (this.#drainedSent || !this.enabled) return;
     this.#drainedSent = true;
-    this.#write({ type: 'drained' });
+    if (this.#write({ type: 'drained' })) this.#onDrainedWritten();
   }
 
   close(): void {
@@ -150,8 +162,11 @@ export class DrainClient {
     if (this.#auto && this.#draining.signal.aborted && this.#inflight === 0) this.drained();
   }
 
-  #write(message: object): void {
-    if (this.#connected) this.#socket!.write(encode(message));
+  /** Writes when connected; otherwise the state is sent on (re)connect. */
+  #write(message: object): boolean {
+    if (!this.#connected) return false;
+    this.#socket!.write(encode(message));
+    return true;
   }
 
   #connect(): void {
@@ -166,7 +181,10 @@ export class DrainClient {
       socket.write(encode({ type: 'hello', protocol: PROTOCOL_VERSION, name: this.#name, pid: process.pid }));
       // After a reconnect, drainguard learns the state it missed.
       if (this.#inflight > 0) socket.write(encode({ type: 'inflight', count: this.#inflight }));
-      if (this.#drainedSent) socket.write(encode({ type: 'drained' }));
+      if (this.#drainedSent) {
+        socket.write(encode({ type: 'drained' }));
+        this.#onDrainedWritten();
+      }
     });
     socket.on('data', (chunk: Buffer) => {
       try {
