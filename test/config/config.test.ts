@@ -1,0 +1,56 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseDuration } from '../../src/config/duration.ts';
+import { parseGuardList } from '../../src/config/guard-list.ts';
+import { parseArgs } from '../../src/config/load.ts';
+import { parseSignal } from '../../src/config/signals.ts';
+import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
+
+test('durations: units, compounds and bare seconds', () => {
+  assert.is(parseDuration('500ms'), 500);
+  assert.is(parseDuration('30s'), 30_000);
+  assert.is(parseDuration('2m'), 120_000);
+  assert.is(parseDuration('1m30s'), 90_000);
+  assert.is(parseDuration('1h'), 3_600_000);
+  assert.is(parseDuration('30'), 30_000);
+  assert.is(parseDuration('1.5'), 1500);
+  for (const bad of ['', ' ', '-1', '5x', 's', '1s2', 'ms', '1 s', 'NaN', 'Infinity', '1e3']) assert.is(parseDuration(bad), undefined, bad);
+});
+
+test('signals by name, short name and number', () => {
+  assert.is(parseSignal('SIGTERM'), 'SIGTERM');
+  assert.is(parseSignal('term'), 'SIGTERM');
+  assert.is(parseSignal('15'), 'SIGTERM');
+  assert.is(parseSignal('SIGUSR1'), 'SIGUSR1');
+  assert.is(parseSignal('SIGNOPE'), undefined);
+  assert.is(parseSignal('99'), undefined);
+});
+
+test('guard entries', () => {
+  assert.equal(parseGuardList('clusterrole/system:op, clusterrolebinding/op,role/ns/r,serviceaccount/ns/sa,role/ns/r', 'G'), [
+    { kind: 'clusterrole', name: 'system:op' },
+    { kind: 'clusterrolebinding', name: 'op' },
+    { kind: 'role', namespace: 'ns', name: 'r' },
+    { kind: 'serviceaccount', namespace: 'ns', name: 'sa' },
+  ]);
+  assert.throws(() => parseGuardList('deployment/x', 'G'), /unknown kind "deployment"/);
+  assert.throws(() => parseGuardList('role/x', 'G'), /role\/NAMESPACE\/NAME/);
+  assert.throws(() => parseGuardList('clusterrole/a/b', 'G'), /clusterrole\/NAME/);
+  assert.throws(() => parseGuardList('role/Bad_NS/x', 'G'), /valid namespace/);
+});
+
+test('flags win over variables; each value names its source in errors', () => {
+  const args = parseArgs('run', ['--stop-timeout=1s', '--', 'x'], { DRAINGUARD_STOP_TIMEOUT: '3s', DRAINGUARD_GRACE_PERIOD: '10s' });
+  assert.is(args.values.stopTimeoutMs, 1000);
+  assert.is(args.values.gracePeriodMs, 10_000);
+  assert.equal(args.positionals, ['x']);
+  const config = resolveSupervisorConfig(args, {});
+  assert.is(config.drainTimeoutMs, 10_000 - 1000 - 2000, 'grace period - stop timeout - 2s');
+  assert.throws(() => parseArgs('run', ['--stop-timeout'], {}), /--stop-timeout needs a value/);
+  assert.throws(() => parseArgs('run', ['--nope'], {}), /unknown option --nope/);
+  assert.throws(() => resolveSupervisorConfig(parseArgs('run', [], { DRAINGUARD_STOP_TIMEOUT: '30s' }), {}), /DRAINGUARD_STOP_TIMEOUT: the stop timeout \(30s\) must be shorter than the grace period \(30s\)/);
+  const positional = parseArgs('run', ['./manager', '--leader-elect'], {}, { stopAtPositional: true });
+  assert.equal(positional.positionals, ['./manager', '--leader-elect'], 'options after the command belong to it');
+});
+
+test.run();

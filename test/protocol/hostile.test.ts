@@ -1,0 +1,94 @@
+// Hostile input at the drain socket of the built executable: each case gets
+// an error and a closed connection, and a real client's drain still completes.
+import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
+import { RawClient } from '../support/raw-client.ts';
+
+function start(): { p: Proc; socket: string } {
+  const socket = join(tempDir(), 'drain.sock');
+  const p = drainguard(['run', '--socket', socket, '--', NODE, fixture('operator.ts')], { FIXTURE_WORK: '300', DRAINGUARD_LOG_LEVEL: 'debug' });
+  return { p, socket };
+}
+
+const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+async function rejected(socket: string, payload: string | Buffer, reason: RegExp): Promise<void> {
+  const c = await new RawClient(socket).connected();
+  c.send(payload);
+  const error = await c.message('error');
+  assert.match(String(error.message), reason);
+  await c.close();
+}
+
+test('each kind of bad input gets an error message and the connection is closed', async () => {
+  const { p, socket } = start();
+  await p.line('ready');
+  await rejected(socket, 'not json\n', /invalid JSON/);
+  await rejected(socket, '{"type":"inflight","count":1}\n', /first message must be hello/);
+  await rejected(socket, '[1,2]\n', /must be a JSON object/);
+  await rejected(socket, '{"type":"hello","protocol":2}\n', /unsupported protocol version 2/);
+  await rejected(socket, Buffer.concat([Buffer.from('{"type":"hello","protocol":1,"name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}\n')]), /not valid UTF-8/);
+  await rejected(socket, 'x'.repeat(64 * 1024 + 1), /line longer than 65536 bytes/);
+  // Exactly 64 KiB is allowed; unknown fields and types are ignored.
+  const ok = await new RawClient(socket).connected();
+  const hello = JSON.stringify({ type: 'hello', protocol: 1, name: 'edge', extra: true });
+  ok.send(`${hello}${' '.repeat(64 * 1024 - hello.length)}\n`);
+  await ok.message('welcome');
+  ok.send({ type: 'from-the-future', x: 1 });
+  ok.send({ type: 'drained' });
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  assert.ok(p.stdout.includes('work done 0'));
+  assert.not.ok(p.stdout.some((l) => l.startsWith('work interrupted')));
+});
+
+test('hundreds of junk connections and silent ones neither crash drainguard nor stall the drain', async () => {
+  const { p, socket } = start();
+  await p.line('ready');
+  const before = rss(p.pid);
+  const silent = await Promise.all(Array.from({ length: 300 }, () => new RawClient(socket).connected()));
+  const junk = await Promise.all(Array.from({ length: 300 }, () => new RawClient(socket).connected()));
+  junk.forEach((c, i) => c.send(i % 2 ? 'x'.repeat(70_000) : '{"type":"drained"}\n'));
+  await Promise.all(junk.map((c) => c.close()));
+  // Partial lines that never end, under the limit: held, bounded.
+  const partial = await Promise.all(Array.from({ length: 200 }, () => new RawClient(socket).connected()));
+  partial.forEach((c) => c.send('{"type":"hello"'.padEnd(60_000, ' ')));
+  await flushed(partial);
+  const peak = rss(p.pid);
+  p.kill('SIGTERM');
+  // The fixture's real client drains, silent and partial connections are not waited for.
+  const exit = await p.exit();
+  assert.equal(exit.code, 0);
+  assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'drained');
+  assert.ok(peak - before < 64, `RSS grew by ${(peak - before).toFixed(1)} MiB`);
+  for (const c of [...silent, ...partial]) c.socket.destroy();
+});
+
+/** Waits until drainguard has read the partial lines (it answers a ping on a fresh connection after them). */
+async function flushed(clients: RawClient[]): Promise<void> {
+  await Promise.all(clients.map((c) => new Promise<void>((r) => (c.socket.writableLength === 0 ? r() : c.socket.once('drain', () => r())))));
+}
+
+test('a client that says hello during the drain gets drain right after welcome and is waited for', async () => {
+  const socket = join(tempDir(), 'drain.sock');
+  const p = drainguard(['run', '--socket', socket, '--', NODE, fixture('operator.ts')], { FIXTURE_ACK: 'never' });
+  await p.line('ready');
+  p.kill('SIGTERM');
+  await p.log('drain started');
+  const late = await new RawClient(socket).connected();
+  late.send({ type: 'hello', protocol: 1, name: 'late', pid: 1 });
+  const drain = await late.message('drain');
+  assert.equal(late.messages()[0]!.type, 'welcome');
+  assert.ok(typeof drain.remainingMs === 'number' && (drain.remainingMs as number) > 0);
+  assert.match(String(drain.deadline), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  // The fixture never acknowledges; the late client disconnecting does not end the drain for it.
+  late.socket.destroy();
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'cut-short');
+});
+
+test.run();
