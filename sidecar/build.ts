@@ -57,4 +57,16 @@ renameSync(staging, output);
 rmSync(seaConfig);
 rmSync(blob);
 renameSync(bundle, join(dist, 'drainguard.cjs'));
-process.stdout.write(`built ${output}\n`);
+
+// The TypeScript client as a library, for operators that depend on this package.
+await build({
+  entryPoints: [join(root, 'src/protocol/client.ts')],
+  outfile: join(dist, 'client.js'),
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  logLevel: 'warning',
+});
+execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json')], { stdio: 'inherit' });
+process.stdout.write(`built ${output} and ${join(dist, 'client.js')}\n`);
