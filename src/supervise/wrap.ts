@@ -25,6 +25,15 @@ export async function runWrapped(config: SupervisorConfig, command: readonly str
   return new WrapSupervisor(config, options).run(command);
 }
 
+/**
+ * Signals reach JavaScript through the event loop, not at once: a SIGTERM the
+ * kernel has already delivered is handled only after a turn of the loop.
+ * Two turns make sure one that came before the operator is started is seen.
+ */
+function signalsHandled(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+}
+
 /** Kept between the end of the release and the kubelet's SIGKILL. */
 const RELEASE_MARGIN_MS = 1000;
 
@@ -59,6 +68,7 @@ class WrapSupervisor {
       if (!ownPath) await claimSocketPath(path, 'DRAINGUARD_SOCKET');
       await this.#listen(server);
       this.#options.onServer?.(server);
+      await signalsHandled();
       if (this.#terminations > 0) {
         this.#log.info('terminated before the operator was started; not starting it');
         return 128 + 15;

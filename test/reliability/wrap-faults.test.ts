@@ -1,0 +1,335 @@
+// The fault matrix of wrap mode, against the built executable: every way the
+// operator (or drainguard itself) can misbehave around a stop. Each case checks
+// the exit status, the order of events in drainguard's log and on the
+// operator's stdout, and that no reconcile that could finish in time was cut off.
+
+import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseArgs } from '../../src/config/load.ts';
+import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { runWrapped } from '../../src/supervise/wrap.ts';
+import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
+import { until, within } from '../support/wait.ts';
+import { alive, sessionOf } from './support/procfs.ts';
+import { prng, sizes } from './support/sizes.ts';
+import { between, count, inOrder, logOf, messages, noErrors, noWorkInterrupted, signalCounts } from './support/timeline.ts';
+
+const OPERATOR = fixture('reliability/operator.ts');
+const SLACK_MS = 1500;
+
+const run = (env: NodeJS.ProcessEnv, flags: string[] = []) =>
+  drainguard(['run', ...flags, '--', NODE, OPERATOR], { DRAINGUARD_LOG_LEVEL: 'debug', ...env });
+
+const operatorPid = (p: Proc): number => logOf(p, 'operator started').pid as number;
+
+test('the operator acknowledges: the stop signal follows drained, in-flight work finishes', async () => {
+  const p = run({ FX_WORK: '300,700', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  await p.line('ready');
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  inOrder(messages(p), ['operator started', 'termination requested', 'drain started', 'client drained', 'drain ended', 'stop signal sent', 'operator exited'], 'log');
+  inOrder(p.stdout, ['work start 1', 'ready', /^drain remainingMs=/, 'work done 0', 'work done 1', 'signal SIGTERM'], 'stdout');
+  const ended = logOf(p, 'drain ended');
+  assert.equal(ended.outcome, 'drained');
+  assert.ok((ended.durationMs as number) < 5000 - 1000, `the ack ended the drain, not the deadline (${ended.durationMs} ms)`);
+  assert.equal(signalCounts(p), { SIGTERM: 1 });
+  noWorkInterrupted(p);
+  noErrors(p);
+});
+
+test('the operator never acknowledges: the stop signal comes at the deadline, not before, not much after', async () => {
+  const p = run({ FX_ACK: 'never', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '1s' });
+  await p.line('ready');
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  inOrder(p.stdout, [/^drain /, 'work done 0', 'deadline', 'signal SIGTERM'], 'stdout');
+  inOrder(messages(p), ['drain started', 'drain ended', 'stop signal sent', 'operator exited'], 'log');
+  const ended = logOf(p, 'drain ended');
+  assert.equal(ended.outcome, 'deadline');
+  assert.ok((ended.durationMs as number) >= 1000 && (ended.durationMs as number) < 1000 + SLACK_MS, `drain lasted ${ended.durationMs} ms`);
+  assert.equal(ended.waitingFor, ['fixture']);
+  noWorkInterrupted(p);
+});
+
+test('the operator crashes during the drain: its status is passed on, no stop signal, no waiting', async () => {
+  const p = run({ FX_ACK: 'crash', FX_WORK: '10000', DRAINGUARD_DRAIN_TIMEOUT: '8s' });
+  await p.line('ready');
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 3);
+  const ended = logOf(p, 'drain ended');
+  // The crash closes the connection and ends the process; whichever drainguard sees first ends the drain.
+  assert.ok(['child-exited', 'disconnected'].includes(ended.outcome as string), String(ended.outcome));
+  assert.ok((ended.durationMs as number) < SLACK_MS, `the crash ended the drain at once (${ended.durationMs} ms)`);
+  assert.equal(signalCounts(p), {}, 'the crashed operator got no signal');
+  assert.not.ok(messages(p).includes('stop timeout passed, operator killed'));
+  assert.equal(logOf(p, 'operator exited').status, 3);
+  noErrors(p);
+});
+
+test('the operator exits without acknowledging: drainguard exits with it at once', async () => {
+  const p = run({ FX_ACK: 'exit', FX_WORK: '10000', DRAINGUARD_DRAIN_TIMEOUT: '8s' });
+  await p.line('ready');
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  const ended = logOf(p, 'drain ended');
+  assert.ok(['child-exited', 'disconnected'].includes(ended.outcome as string), String(ended.outcome));
+  assert.ok((ended.durationMs as number) < SLACK_MS, `${ended.durationMs} ms`);
+  assert.equal(signalCounts(p), {});
+  noErrors(p);
+});
+
+test('the operator acknowledges and then hangs: SIGKILL exactly one stop timeout after the stop signal', async () => {
+  const p = run({ FX_ACK: 'block', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' }, ['--stop-timeout', '800ms']);
+  await p.line('ready');
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 128 + 9);
+  inOrder(p.stdout, [/^drain /, 'work done 0', 'blocking'], 'stdout');
+  inOrder(messages(p), ['client drained', 'drain ended', 'stop signal sent', 'stop timeout passed, operator killed', 'operator exited'], 'log');
+  const waited = between(logOf(p, 'stop signal sent'), logOf(p, 'stop timeout passed, operator killed'));
+  assert.ok(waited >= 790 && waited < 800 + SLACK_MS, `SIGKILL came ${waited} ms after the stop signal`);
+  assert.equal(logOf(p, 'operator exited').signal, 'SIGKILL');
+  noWorkInterrupted(p);
+});
+
+test('the operator acknowledges and then ignores SIGTERM: SIGKILL after the stop timeout', async () => {
+  const p = run({ FX_ON_TERM: 'ignore', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' }, ['--stop-timeout', '600ms']);
+  await p.line('ready');
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 128 + 9);
+  inOrder(p.stdout, ['work done 0', 'signal SIGTERM'], 'stdout');
+  inOrder(messages(p), ['client drained', 'stop signal sent', 'stop timeout passed, operator killed'], 'log');
+  assert.equal(logOf(p, 'drain ended').outcome, 'drained');
+  noWorkInterrupted(p);
+});
+
+test('an operator without a client that ignores SIGTERM: no drain, SIGKILL after the stop timeout', async () => {
+  const p = run({ FX_CONNECT: 'never', FX_ON_TERM: 'ignore' }, ['--stop-timeout', '500ms']);
+  await p.line('ready');
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 128 + 9);
+  assert.equal(logOf(p, 'drain ended').outcome, 'no-client');
+  inOrder(messages(p), ['drain ended', 'stop signal sent', 'stop timeout passed, operator killed', 'operator exited'], 'log');
+  assert.equal(count(p.stdout, 'signal SIGTERM'), 1);
+});
+
+test("children in the operator's process group holding stdout open get the stop signal too", async () => {
+  const p = run({ FX_CHILDREN: 'group', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  await p.line('ready');
+  const sleeper = Number(p.stdout.find((l) => l.startsWith('sleeper '))!.split(' ')[1]);
+  assert.equal(sessionOf(sleeper).pgrp, operatorPid(p), 'the sleeper is in the operator group');
+  p.kill('SIGTERM');
+  // exit() waits for stdout to close: only possible once the sleeper is gone too.
+  assert.equal((await p.exit()).code, 0);
+  assert.not.ok(alive(sleeper), 'the sleeper died with the group');
+  noWorkInterrupted(p);
+});
+
+test('children in a session of their own holding stdout open do not keep drainguard waiting', async () => {
+  const p = run({ FX_CHILDREN: 'session', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  await p.line('ready');
+  const sleeper = Number(p.stdout.find((l) => l.startsWith('sleeper '))!.split(' ')[1]);
+  p.kill('SIGTERM');
+  assert.equal((await p.processExit()).code, 0);
+  // Out of reach of group signals: it outlives drainguard (in a container, the end of PID 1 ends it).
+  assert.ok(alive(sleeper), 'the detached sleeper is still there');
+  process.kill(sleeper, 'SIGKILL');
+  await p.exit();
+  inOrder(messages(p), ['client drained', 'stop signal sent', 'operator exited'], 'log');
+});
+
+test('the operator is already gone when SIGTERM arrives: its status, never a failure of drainguard', async () => {
+  const outcomes = new Map<string, number>();
+  for (let i = 0; i < 8; i++) {
+    const p = run({ FX_EXIT_AFTER: '50', FX_EXIT_CODE: '7', FX_CONNECT: i % 2 ? 'start' : 'never' });
+    // The operator prints its counts right before it exits: SIGTERM races its end.
+    await p.line(/^counts /);
+    p.kill('SIGTERM');
+    assert.equal((await p.exit()).code, 7, p.stderr.join('\n'));
+    const msgs = messages(p);
+    const seen = msgs.includes('operator exited by itself') ? 'exit seen first' : `signal seen first (${logOf(p, 'drain ended').outcome})`;
+    outcomes.set(seen, (outcomes.get(seen) ?? 0) + 1);
+    assert.not.ok(msgs.includes('stop timeout passed, operator killed'));
+    noErrors(p);
+  }
+  console.log('  already gone:', Object.fromEntries(outcomes));
+});
+
+test('drainguard SIGKILLed: the operator, in its own session, lives on and its client keeps retrying', async () => {
+  const dir = tempDir();
+  const socket = join(dir, 'drain.sock');
+  const p = run({ DRAINGUARD_SOCKET: socket });
+  await p.line('ready');
+  const pid = operatorPid(p);
+  assert.equal(sessionOf(pid).session, pid, 'the operator leads a session of its own');
+  assert.not.equal(sessionOf(pid).session, sessionOf(p.pid).session);
+  p.kill('SIGKILL');
+  assert.equal((await p.processExit()).signal, 'SIGKILL');
+  await p.line('client error ECONNREFUSED');
+  assert.ok(alive(pid), 'the operator outlives a SIGKILLed drainguard');
+  assert.ok(existsSync(socket), 'nobody removed the socket file');
+
+  // The next drainguard on that path clears the stale socket, and the orphan's client attaches to it.
+  const next = run({ DRAINGUARD_SOCKET: socket, FX_CONNECT: 'never' });
+  await next.line('ready');
+  await until(
+    (check) => {
+      const t = setInterval(check, 20);
+      return () => clearInterval(t);
+    },
+    () => next.logs().find((l) => l.msg === 'client connected' && l.pid === pid),
+    5000,
+    'the orphan to reconnect',
+  );
+  process.kill(pid, 'SIGKILL');
+  await p.exit();
+  next.kill('SIGTERM');
+  assert.equal((await next.exit()).code, 0);
+});
+
+test('SIGTERM while drainguard itself is starting: the operator is never started', async () => {
+  const dir = tempDir();
+  const marker = join(dir, 'started');
+  const p = run({ FX_MARKER: marker });
+  // The runtime is still booting: no handler is installed yet, so SIGTERM ends drainguard as it would any process.
+  p.kill('SIGTERM');
+  const exit = await p.exit();
+  assert.ok(exit.signal === 'SIGTERM' || exit.code === 143, JSON.stringify(exit));
+  assert.not.ok(existsSync(marker), 'the operator was started');
+  assert.not.ok(messages(p).includes('operator started'));
+});
+
+test('SIGTERM at any moment of the start: either not started (143) or started and stopped in order', async () => {
+  const dir = tempDir();
+  const outcomes = { notStarted: 0, started: 0 };
+  for (let delay = 0; delay <= 160; delay += 10) {
+    const marker = join(dir, `started-${delay}`);
+    const p = run({ FX_MARKER: marker, FX_WORK: '100' });
+    await within(1000, 'the delay', new Promise((r) => setTimeout(r, delay)));
+    p.kill('SIGTERM');
+    const exit = await p.exit();
+    const msgs = messages(p);
+    if (msgs.includes('operator started')) {
+      outcomes.started++;
+      inOrder(msgs, ['operator started', 'termination requested', 'drain ended', 'operator exited'], `delay ${delay}`);
+      // Stopped before its handlers were in place, the operator dies of SIGTERM: 143 as well.
+      assert.ok(exit.code === 0 || exit.code === 143, `delay ${delay}: ${JSON.stringify(exit)}`);
+      if (p.stdout.includes('ready')) noWorkInterrupted(p);
+    } else {
+      outcomes.notStarted++;
+      assert.ok(exit.signal === 'SIGTERM' || exit.code === 143, `delay ${delay}: ${JSON.stringify(exit)}`);
+      assert.not.ok(existsSync(marker));
+    }
+  }
+  console.log('  SIGTERM during start:', outcomes);
+  assert.ok(outcomes.notStarted > 0 && outcomes.started > 0, 'both sides of the start were hit');
+});
+
+test('a SIGTERM received before the operator is started is honoured (library, real signal)', async () => {
+  const dir = tempDir();
+  const marker = join(dir, 'started');
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'debug', format: 'json', stream: { write: (l: string) => lines.push(l) } });
+  const config = resolveSupervisorConfig(parseArgs('run', [], {}), {});
+  const status = await within(
+    5000,
+    'runWrapped',
+    runWrapped(config, [NODE, OPERATOR], {
+      env: { ...process.env, FX_MARKER: marker },
+      logger,
+      // The socket listens; the kernel delivers SIGTERM now, before the operator is started.
+      onServer: () => process.kill(process.pid, 'SIGTERM'),
+    }),
+  );
+  assert.equal(status, 143);
+  assert.not.ok(existsSync(marker), 'the operator was started');
+  assert.ok(lines.some((l) => l.includes('terminated before the operator was started')), lines.join(''));
+});
+
+test('SIGTERM before the client connected: the drain ends at once (no client)', async () => {
+  const p = run({ FX_CONNECT: 'usr1', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  await p.line('ready');
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  const ended = logOf(p, 'drain ended');
+  assert.equal(ended.outcome, 'no-client');
+  assert.ok((ended.durationMs as number) < 300, `${ended.durationMs} ms`);
+  inOrder(messages(p), ['drain started', 'drain ended', 'stop signal sent', 'operator exited'], 'log');
+});
+
+test('a client that connects while the drain is under way gets drain right after welcome', async () => {
+  const dir = tempDir();
+  const socket = join(dir, 'drain.sock');
+  const p = run({ DRAINGUARD_SOCKET: socket, FX_CONNECT: 'usr1', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  await p.line('ready');
+  // Another client holds the drain open until the late one has drained.
+  const early = connect(socket);
+  const received: string[] = [];
+  early.setEncoding('utf8').on('data', (d: string) => received.push(...d.split('\n').filter(Boolean)));
+  early.write('{"type":"hello","protocol":1,"name":"early"}\n');
+  await p.log('client connected');
+  p.kill('SIGTERM');
+  await until((check) => (early.on('data', check), () => early.off('data', check)), () => received.find((l) => l.includes('"drain"')), 5000, 'drain');
+  process.kill(operatorPid(p), 'SIGUSR1');
+  const drain = await p.line(/^drain remainingMs=/);
+  const remaining = Number(drain.split('=')[1]);
+  assert.ok(remaining > 0 && remaining <= 5000, drain);
+  await until(
+    (check) => {
+      const t = setInterval(check, 20);
+      return () => clearInterval(t);
+    },
+    () => p.logs().find((l) => l.msg === 'client drained' && l.name === 'fixture'),
+    5000,
+    'the late client to drain',
+  );
+  early.write('{"type":"drained"}\n');
+  assert.equal((await p.exit()).code, 0);
+  assert.equal(logOf(p, 'drain ended').outcome, 'drained');
+  early.destroy();
+});
+
+test('a storm of 1000 SIGTERM/SIGINT/SIGHUP: one stop signal, SIGHUP forwarded, SIGINT not', async () => {
+  const random = prng(sizes.seed);
+  console.log(`  storm seed ${sizes.seed} (FUZZ_SEED)`);
+  const p = run({ FX_WORK: '20000', DRAINGUARD_DRAIN_TIMEOUT: '10s' });
+  await p.line('ready');
+  const sent = { SIGTERM: 0, SIGINT: 0, SIGHUP: 0 };
+  for (let i = 0; i < 1000; i++) {
+    const sig = i === 0 ? 'SIGTERM' : random.pick(['SIGTERM', 'SIGINT', 'SIGHUP'] as const);
+    sent[sig]++;
+    process.kill(p.pid, sig);
+  }
+  const exit = await p.exit();
+  assert.equal(exit.code, 0);
+  const counts = signalCounts(p);
+  assert.equal(counts.SIGTERM, 1, 'the stop signal was passed on once');
+  assert.equal(counts.SIGINT, undefined, 'SIGINT is not passed on');
+  assert.ok(counts.SIGHUP! >= 1 && counts.SIGHUP! <= sent.SIGHUP, `SIGHUP forwarded ${counts.SIGHUP} of ${sent.SIGHUP}`);
+  assert.equal(count(messages(p), 'termination requested'), 1);
+  assert.equal(count(messages(p), 'stop signal sent'), 1);
+  // A second termination signal cuts the drain short: the 20 s reconcile is the only one interrupted.
+  assert.equal(logOf(p, 'drain ended').outcome, 'cut-short');
+  assert.equal(p.stdout.filter((l) => l.startsWith('work interrupted')), ['work interrupted 0']);
+  noErrors(p);
+  console.log('  storm sent', sent, 'operator got', counts);
+});
+
+test('a storm of 1000 SIGHUP during a drain: forwarded, and the drain is not disturbed', async () => {
+  const p = run({ FX_WORK: '700', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  await p.line('ready');
+  p.kill('SIGTERM');
+  await p.line(/^drain /);
+  for (let i = 0; i < 1000; i++) process.kill(p.pid, 'SIGHUP');
+  assert.equal((await p.exit()).code, 0);
+  assert.equal(logOf(p, 'drain ended').outcome, 'drained');
+  inOrder(p.stdout, [/^drain /, 'work done 0', 'signal SIGTERM'], 'stdout');
+  assert.ok(signalCounts(p).SIGHUP! >= 1);
+  assert.equal(signalCounts(p).SIGTERM, 1);
+  noWorkInterrupted(p);
+});
+
+test.run();
