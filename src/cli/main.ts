@@ -5,9 +5,11 @@ import { parseArgs } from '../config/load.ts';
 import { VERSION } from '../version.ts';
 import type { CliIO, CommandDef } from './command.ts';
 import { commandHelp, mainHelp } from './help.ts';
+import { prestopCommand } from './prestop.ts';
 import { runCommand } from './run.ts';
+import { sidecarCommand } from './sidecar.ts';
 
-export const COMMANDS: readonly CommandDef[] = [runCommand];
+export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand];
 
 export const EXIT_USAGE = 2;
 export const EXIT_FAILURE = 1;

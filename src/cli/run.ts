@@ -15,6 +15,12 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
   async run(args, io) {
     const config = resolveSupervisorConfig(args, {});
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-    return runWrapped(config, args.positionals, { env: io.env, logger });
+    // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
+    const telemetry = config.httpAddr && (await (await import('../http/telemetry.ts')).startTelemetry({ addr: config.httpAddr, logger }));
+    try {
+      return await runWrapped(config, args.positionals, { env: io.env, logger, observer: telemetry?.observer, onServer: telemetry?.attach });
+    } finally {
+      await telemetry?.close();
+    }
   },
 };

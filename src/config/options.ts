@@ -133,6 +133,16 @@ export const OPTIONS: readonly OptionSpec[] = [
     defaultText: (c) => (c === 'sidecar' ? '127.0.0.1:9404' : 'off'),
   },
   {
+    key: 'prestopToken', flag: 'prestop-token', value: 'TOKEN', parse: (raw: string) => raw.trim(), commands: ['sidecar'],
+    description: 'turns on the httpGet preStop route /prestop on the HTTP listener; requests must carry this token in the X-Drainguard-Token header (at least 16 characters)',
+    defaultText: 'no /prestop route',
+  },
+  {
+    key: 'prestopTokenFile', flag: 'prestop-token-file', value: 'PATH', parse: nonEmpty, commands: ['sidecar'],
+    description: 'read the preStop token from this file (a mounted Secret) instead',
+    defaultText: '-',
+  },
+  {
     key: 'logLevel', flag: 'log-level', value: 'LEVEL', parse: oneOf('debug', 'info', 'warn', 'error'), commands: ALL,
     description: 'debug, info, warn or error', defaultText: 'info',
   },

@@ -7,7 +7,9 @@ export const MAX_LINE_BYTES = 64 * 1024;
 export type ClientMessage =
   | { type: 'hello'; protocol: number; name?: string; pid?: number }
   | { type: 'inflight'; count: number }
-  | { type: 'drained' };
+  | { type: 'drained' }
+  // Extension: the first and only message of a control connection (drainguard prestop).
+  | { type: 'request-drain'; protocol: number; source?: string };
 
 export type ServerMessage =
   | { type: 'welcome'; protocol: number }
@@ -91,6 +93,9 @@ export function parseClientMessage(line: string): ClientMessage | { type: 'unkno
       return { type: 'inflight', count: m.count as number };
     case 'drained':
       return { type: 'drained' };
+    case 'request-drain':
+      if (!Number.isSafeInteger(m.protocol)) throw new ProtocolError('request-drain needs an integer "protocol"');
+      return { type: 'request-drain', protocol: m.protocol as number, source: typeof m.source === 'string' ? m.source.slice(0, 64) : undefined };
     default:
       if (typeof m.type !== 'string') throw new ProtocolError('a message needs a string "type"');
       return { type: 'unknown' };
@@ -102,4 +107,37 @@ export function parseServerMessage(line: string): ServerMessage | { type: 'unkno
   if (m?.type === 'welcome' || m?.type === 'error') return m as ServerMessage;
   if (m?.type === 'drain' && typeof m.deadline === 'string') return m as ServerMessage;
   return { type: 'unknown' };
+}
+
+/** What drainguard answers on a control connection (see docs/protocol.md). */
+export type ControlReply =
+  | { type: 'drain-started'; deadline: string; remainingMs: number; clients: number; joined: boolean }
+  | { type: 'drain-ended'; outcome: string; durationMs: number }
+  | { type: 'error'; message: string };
+
+/** Parses drainguard's answer to a drain request; throws ProtocolError on anything else. */
+export function parseControlReply(line: string): ControlReply | { type: 'unknown' } {
+  let m: Record<string, unknown>;
+  try {
+    m = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    throw new ProtocolError('invalid JSON from drainguard');
+  }
+  if (typeof m !== 'object' || m === null) throw new ProtocolError('a message must be a JSON object');
+  switch (m.type) {
+    case 'drain-started':
+      return {
+        type: 'drain-started',
+        deadline: String(m.deadline),
+        remainingMs: Number.isFinite(m.remainingMs) ? (m.remainingMs as number) : 0,
+        clients: Number.isSafeInteger(m.clients) ? (m.clients as number) : 0,
+        joined: m.joined === true,
+      };
+    case 'drain-ended':
+      return { type: 'drain-ended', outcome: String(m.outcome), durationMs: Number.isFinite(m.durationMs) ? (m.durationMs as number) : 0 };
+    case 'error':
+      return { type: 'error', message: String(m.message) };
+    default:
+      return { type: 'unknown' };
+  }
 }

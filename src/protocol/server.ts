@@ -25,15 +25,34 @@ export type ServerEvent =
   | { type: 'disconnect'; client: ClientInfo }
   | { type: 'rejected'; client: ClientInfo; reason: string };
 
+/** A `request-drain` received on a control connection (drainguard prestop). */
+export interface DrainRequest {
+  readonly source?: string;
+}
+
+/** The requester's end of a control connection, for answering a drain request. */
+export interface ControlChannel {
+  /** Sends one message; ignored once the requester has gone. */
+  send(message: object): void;
+  /** Sends a last message (if any) and closes the connection. */
+  end(message?: object): void;
+  /** Aborted when the requester hangs up. */
+  readonly gone: AbortSignal;
+}
+
 export interface DrainServerOptions {
   readonly path: string;
   readonly logger?: Logger;
   readonly now?: () => number;
   readonly onEvent?: (event: ServerEvent) => void;
+  /** Accepts drain requests on control connections; without it they get an `error`. */
+  readonly onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
 }
 
 interface Client extends ClientInfo {
   socket: Socket;
+  /** A control connection: never counted as an operator, never sent `drain`. */
+  control?: AbortController;
   greeted: boolean;
   drained: boolean;
   inflight: number;
@@ -61,16 +80,19 @@ export class DrainServer {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #onEvent: (event: ServerEvent) => void;
+  readonly #onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
   readonly #clients = new Map<number, Client>();
+  readonly #controls = new Set<Client>();
   #server?: Server;
   #nextId = 1;
   #drain?: Drain;
 
-  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {} }: DrainServerOptions) {
+  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest }: DrainServerOptions) {
     this.path = path;
     this.#logger = logger;
     this.#now = now;
     this.#onEvent = onEvent;
+    this.#onDrainRequest = onDrainRequest;
   }
 
   /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */
@@ -122,6 +144,11 @@ export class DrainServer {
     const server = this.#server;
     this.#server = undefined;
     for (const client of this.#clients.values()) client.socket.destroy();
+    // A requester may still be reading its last answer: end gently, then cut.
+    for (const control of this.#controls) {
+      control.socket.end();
+      setTimeout(() => control.socket.destroy(), 1000).unref();
+    }
     if (!server) return;
     await new Promise<void>((resolve) => server.close(() => resolve()));
     try {
@@ -148,6 +175,11 @@ export class DrainServer {
     });
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
+      if (client.control) {
+        this.#controls.delete(client);
+        client.control.abort();
+        return;
+      }
       this.#clients.delete(client.id);
       if (client.greeted && !client.drained && this.#drain) this.#drain.disconnected++;
       if (client.greeted) {
@@ -159,8 +191,11 @@ export class DrainServer {
   }
 
   #handle(client: Client, line: string): void {
+    // A control connection says one thing; whatever follows is ignored.
+    if (client.control) return;
     const message = parseClientMessage(line);
     if (!client.greeted) {
+      if (message.type === 'request-drain') return this.#control(client, message.protocol, { source: message.source });
       if (message.type !== 'hello') throw new ProtocolError('the first message must be hello');
       if (message.protocol !== PROTOCOL_VERSION) {
         throw new ProtocolError(`unsupported protocol version ${message.protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
@@ -195,6 +230,30 @@ export class DrainServer {
         // A repeated hello or a message type from a later protocol version: ignored.
         return;
     }
+  }
+
+  /** Turns the connection into a control connection and hands the request over. */
+  #control(client: Client, protocol: number, request: DrainRequest): void {
+    if (protocol !== PROTOCOL_VERSION) {
+      throw new ProtocolError(`unsupported protocol version ${protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
+    }
+    if (!this.#onDrainRequest) throw new ProtocolError('drain requests are not accepted here: drainguard run drains on SIGTERM; prestop is for drainguard sidecar');
+    this.#clients.delete(client.id);
+    client.control = new AbortController();
+    this.#controls.add(client);
+    const socket = client.socket;
+    this.#onDrainRequest(request, {
+      send: (message) => {
+        if (!socket.destroyed && socket.writable) socket.write(encode(message));
+      },
+      end: (message) => {
+        if (socket.destroyed || !socket.writable) return;
+        if (message) socket.end(encode(message));
+        else socket.end();
+        socket.setTimeout(1000, () => socket.destroy());
+      },
+      gone: client.control.signal,
+    });
   }
 
   #sendDrain(client: Client): void {

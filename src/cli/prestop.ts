@@ -1,0 +1,42 @@
+import { createLogger } from '../log/logger.ts';
+import { requestDrain } from '../sidecar/prestop.ts';
+import { DEFAULT_SIDECAR_SOCKET } from '../sidecar/supervisor.ts';
+import type { CommandDef } from './command.ts';
+import type { LogFormat, LogLevel } from '../log/logger.ts';
+
+export const EXIT_UNREACHABLE = 1;
+
+export const prestopCommand: CommandDef = {
+  name: 'prestop',
+  summary: 'for a preStop exec hook: ask the sidecar to drain, block until drained or the deadline',
+  usage: 'drainguard prestop [OPTIONS]',
+  description: `Connects to the drainguard sidecar's socket, asks it to drain, and waits until every
+operator client said drained (or disconnected), or the drain deadline passed; then exits 0
+and the kubelet sends SIGTERM to the operator. It never waits past the deadline the sidecar
+announces (or --drain-timeout, when shorter). Exits 1 with a message saying what to check
+when the sidecar cannot be reached, refuses, or does not answer within 5s.`,
+  async run(args, io) {
+    const v = args.values as { socket?: string; drainTimeoutMs?: number; logLevel?: LogLevel; logFormat?: LogFormat };
+    const logger = createLogger({ level: v.logLevel ?? 'info', format: v.logFormat, stream: io.stderr });
+    const socket = v.socket ?? DEFAULT_SIDECAR_SOCKET;
+    const started = Date.now();
+    const result = await requestDrain({ socket, timeoutMs: v.drainTimeoutMs });
+    const waitedMs = Date.now() - started;
+    if (!result.ok) {
+      logger.error(result.message, { socket, waitedMs });
+      return EXIT_UNREACHABLE;
+    }
+    if (result.gaveUp) {
+      logger.warn('deadline passed before the drain ended; the stop signal follows', { socket, waitedMs, clients: result.clients });
+    } else {
+      (result.outcome === 'deadline' ? logger.warn : logger.info)('drain ended', {
+        outcome: result.outcome,
+        durationMs: result.durationMs,
+        clients: result.clients,
+        joined: result.joined,
+        waitedMs,
+      });
+    }
+    return 0;
+  },
+};

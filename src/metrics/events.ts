@@ -1,0 +1,56 @@
+// Kubernetes Events on the pod for the drain, so that `kubectl describe pod`
+// tells the story. Best effort: a failure to write one is logged, never fatal.
+
+import { type Logger, silentLogger } from '../log/logger.ts';
+import type { DrainOutcome, Phase } from '../supervise/observer.ts';
+import type { DrainSource, DrainguardObserver } from './observers.ts';
+
+export interface PodEvent {
+  readonly type: 'Normal' | 'Warning';
+  /** UpperCamelCase, as Kubernetes reasons are. */
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** Writes one Event on this pod (the kube module provides it). */
+export type RecordEvent = (event: PodEvent) => Promise<unknown> | void;
+
+const ENDED: Record<DrainOutcome, { type: PodEvent['type']; reason: string; text: string }> = {
+  drained: { type: 'Normal', reason: 'Drained', text: 'every operator client said drained' },
+  disconnected: { type: 'Normal', reason: 'Drained', text: 'the operator clients drained or disconnected' },
+  'no-client': { type: 'Normal', reason: 'Drained', text: 'no operator client was connected' },
+  'child-exited': { type: 'Normal', reason: 'Drained', text: 'the operator exited' },
+  deadline: { type: 'Warning', reason: 'DrainTimedOut', text: 'the drain deadline passed before every operator client said drained' },
+  'cut-short': { type: 'Warning', reason: 'DrainCutShort', text: 'a second termination signal cut the drain short' },
+};
+
+const SOURCE_TEXT: Record<DrainSource, string> = {
+  signal: 'on the termination signal',
+  socket: 'by the preStop hook (drainguard prestop)',
+  http: 'by the httpGet preStop hook',
+};
+
+/** An observer that records DrainStarted and Drained / DrainTimedOut / DrainCutShort with the duration. */
+export function drainEventObserver(record: RecordEvent, logger: Logger = silentLogger): DrainguardObserver {
+  let source: DrainSource | undefined;
+  const emit = (event: PodEvent) => {
+    try {
+      void Promise.resolve(record(event)).catch((err: unknown) => logger.warn('could not record a Kubernetes Event', { reason: event.reason, error: err }));
+    } catch (err) {
+      logger.warn('could not record a Kubernetes Event', { reason: event.reason, error: err });
+    }
+  };
+  return {
+    drainRequested: (s) => {
+      source ??= s;
+    },
+    phase: (phase: Phase) => {
+      if (phase !== 'draining') return;
+      emit({ type: 'Normal', reason: 'DrainStarted', message: `drainguard started the drain${source ? ` ${SOURCE_TEXT[source]}` : ''}` });
+    },
+    drainEnded: (outcome, durationMs) => {
+      const e = ENDED[outcome];
+      emit({ type: e.type, reason: e.reason, message: `drain ended after ${(durationMs / 1000).toFixed(1)}s: ${e.text} (outcome ${outcome})` });
+    },
+  };
+}

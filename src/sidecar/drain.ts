@@ -1,0 +1,81 @@
+// The sidecar's one drain. It starts at the first request (a prestop over the
+// socket or HTTP, or the termination signal); later requests join it, and all
+// wait for the same end. A drain is for good: the operator stops taking work.
+
+import type { Logger } from '../log/logger.ts';
+import type { DrainServer } from '../protocol/server.ts';
+import type { DrainOutcome } from '../supervise/observer.ts';
+import type { DrainSource } from '../metrics/observers.ts';
+
+export interface DrainResult {
+  readonly outcome: DrainOutcome;
+  readonly durationMs: number;
+}
+
+export interface DrainTicket {
+  readonly startedAt: number;
+  /** Epoch ms; the drain ends by then whatever the clients do. */
+  readonly deadline: number;
+  /** Operator clients connected when the drain started. */
+  readonly clients: number;
+  /** True when the drain was already under way (or over) when this request came. */
+  readonly joined: boolean;
+  readonly ended: Promise<DrainResult>;
+}
+
+export interface DrainOptions {
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Called when the drain starts, before any client is told. */
+  readonly onStart: (source: DrainSource) => void;
+  readonly onEnd: (result: DrainResult) => void;
+}
+
+export class SidecarDrain {
+  readonly #server: DrainServer;
+  readonly #options: DrainOptions;
+  #ticket?: DrainTicket;
+  #cutShort = (): void => {};
+
+  constructor(server: DrainServer, options: DrainOptions) {
+    this.#server = server;
+    this.#options = options;
+  }
+
+  get started(): DrainTicket | undefined {
+    return this.#ticket;
+  }
+
+  request(source: DrainSource): DrainTicket {
+    if (this.#ticket) return { ...this.#ticket, joined: true };
+    const { timeoutMs, logger, now, onStart, onEnd } = this.#options;
+    const startedAt = now();
+    const deadline = startedAt + timeoutMs;
+    const clients = this.#server.clients().filter((c) => c.greeted).length;
+    onStart(source);
+    logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
+    let timer: NodeJS.Timeout | undefined;
+    const ended = Promise.race<DrainOutcome>([
+      this.#server.drain(deadline).then((t) => (clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
+      new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), timeoutMs))),
+      new Promise<'cut-short'>((r) => (this.#cutShort = () => r('cut-short'))),
+    ]).then((outcome) => {
+      clearTimeout(timer);
+      const result = { outcome, durationMs: now() - startedAt };
+      (outcome === 'deadline' ? logger.warn : logger.info)('drain ended', {
+        ...result,
+        ...(outcome === 'deadline' && { waitingFor: this.#server.clients().filter((c) => c.greeted && !c.drained).map((c) => c.name ?? c.id) }),
+      });
+      onEnd(result);
+      return result;
+    });
+    this.#ticket = { startedAt, deadline, clients, joined: false, ended };
+    return this.#ticket;
+  }
+
+  /** Ends a drain under way at once (a second termination signal). */
+  cutShort(): void {
+    this.#cutShort();
+  }
+}
