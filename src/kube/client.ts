@@ -1,0 +1,174 @@
+// Calls to the Kubernetes API: client-node finds the server and signs the
+// request (kubeconfig, in-cluster token, exec plugins, TLS); this adds a timeout
+// on every call, retries with backoff and jitter, and errors that name the
+// server and the object.
+
+import { type HttpMethod, IsomorphicFetchHttpLibrary, RequestContext } from '@kubernetes/client-node';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import type { ApiAccess } from './config.ts';
+import { KubeApiError, KubeUnreachableError, isTransient } from './errors.ts';
+import { type KubeList, type KubeObject, type ObjectRef, type ResourceRef, describe, objectPath, pathOf } from './objects.ts';
+import { DEFAULT_RETRY, type Delay, type RetryPolicy, backoff, sleep } from './retry.ts';
+
+export type PatchType = 'application/merge-patch+json' | 'application/json-patch+json' | 'application/strategic-merge-patch+json';
+
+/** One attempt, as seen from drainguard: for debug logs and measurements. */
+export interface CallRecord {
+  readonly method: string;
+  readonly path: string;
+  /** HTTP status, or 0 when there was no answer. */
+  readonly status: number;
+  readonly durationMs: number;
+  readonly attempt: number;
+}
+
+export interface KubeClientOptions {
+  readonly access: ApiAccess;
+  /** Longest wait for one answer (default 10 s). */
+  readonly timeoutMs?: number;
+  readonly retry?: RetryPolicy;
+  readonly delay?: Delay;
+  readonly random?: () => number;
+  readonly now?: () => number;
+  readonly logger?: Logger;
+  readonly onCall?: (call: CallRecord) => void;
+}
+
+export interface CallOptions {
+  readonly query?: Record<string, string | undefined>;
+  readonly body?: unknown;
+  readonly contentType?: string;
+  /** Epoch ms: no attempt starts after it and none lasts past it. */
+  readonly deadline?: number;
+  readonly signal?: AbortSignal;
+  /** false: one attempt only. */
+  readonly retry?: boolean | Partial<RetryPolicy>;
+  /** What the call is about, for messages (default: the path). */
+  readonly what?: string;
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export class KubeClient {
+  readonly server: string;
+  readonly #access: ApiAccess;
+  readonly #http = new IsomorphicFetchHttpLibrary();
+  readonly #timeoutMs: number;
+  readonly #retry: RetryPolicy;
+  readonly #delay: Delay;
+  readonly #random: () => number;
+  readonly #now: () => number;
+  readonly #log: Logger;
+  readonly #onCall?: (call: CallRecord) => void;
+  #dispatcher?: ReturnType<RequestContext['getDispatcher']>;
+
+  constructor(options: KubeClientOptions) {
+    this.#access = options.access;
+    this.server = options.access.server;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#retry = options.retry ?? DEFAULT_RETRY;
+    this.#delay = options.delay ?? sleep;
+    this.#random = options.random ?? Math.random;
+    this.#now = options.now ?? Date.now;
+    this.#log = options.logger ?? silentLogger;
+    this.#onCall = options.onCall;
+  }
+
+  get<T extends KubeObject = KubeObject>(ref: ObjectRef, options: CallOptions = {}): Promise<T> {
+    return this.request<T>('GET', objectPath(ref), { what: describe(ref), ...options });
+  }
+
+  list<T extends KubeObject = KubeObject>(r: ResourceRef, namespace: string | undefined, options: CallOptions = {}): Promise<KubeList<T>> {
+    return this.request<KubeList<T>>('GET', pathOf(r, namespace), { what: `${r.resource}${namespace ? ` in namespace ${namespace}` : ''}`, ...options });
+  }
+
+  create<T extends KubeObject = KubeObject>(r: ResourceRef, namespace: string | undefined, body: KubeObject, options: CallOptions = {}): Promise<T> {
+    const what = `${r.kind.toLowerCase()}/${namespace ? `${namespace}/` : ''}${body.metadata.name ?? ''}`;
+    return this.request<T>('POST', pathOf(r, namespace), { what, body, ...options });
+  }
+
+  patch<T extends KubeObject = KubeObject>(ref: ObjectRef, patch: unknown, contentType: PatchType, options: CallOptions = {}): Promise<T> {
+    return this.request<T>('PATCH', objectPath(ref), { what: describe(ref), body: patch, contentType, ...options });
+  }
+
+  delete(ref: ObjectRef, options: CallOptions = {}): Promise<unknown> {
+    return this.request('DELETE', objectPath(ref), { what: describe(ref), ...options });
+  }
+
+  /** One API call with retries of transient failures (network, timeouts, 429, 5xx). */
+  async request<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+    const policy: RetryPolicy =
+      options.retry === false ? { ...this.#retry, maxAttempts: 1 } : { ...this.#retry, ...(typeof options.retry === 'object' ? options.retry : {}) };
+    const call = `${method} ${options.what ?? path}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await this.#attempt(method, path, options, call, attempt)) as T;
+      } catch (err) {
+        if (!isTransient(err) || attempt >= policy.maxAttempts || options.signal?.aborted) throw err;
+        const wait = (err as KubeApiError).retryAfterMs ?? backoff(policy, attempt, this.#random);
+        if (options.deadline !== undefined && this.#now() + wait >= options.deadline) throw err;
+        this.#log.debug('Kubernetes API call failed, retrying', { call, attempt, retryInMs: wait, error: (err as Error).message });
+        await this.#delay(wait, options.signal);
+      }
+    }
+  }
+
+  async #attempt(method: string, path: string, options: CallOptions, call: string, attempt: number): Promise<unknown> {
+    const remaining = options.deadline === undefined ? Infinity : options.deadline - this.#now();
+    if (remaining <= 0) throw new KubeUnreachableError(call, this.server, 'no time left before the deadline', { timedOut: true });
+    const timeoutMs = Math.min(this.#timeoutMs, remaining);
+    const url = new URL(path, this.server.endsWith('/') ? this.server : `${this.server}/`);
+    url.pathname = `${new URL(this.server).pathname.replace(/\/$/, '')}${path}`;
+    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
+
+    const ctx = new RequestContext(url.toString(), method as HttpMethod);
+    ctx.setHeaderParam('Accept', 'application/json');
+    if (options.body !== undefined) {
+      ctx.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
+      ctx.setBody(JSON.stringify(options.body));
+    }
+    const timeout = AbortSignal.timeout(timeoutMs);
+    ctx.setSignal(options.signal ? AbortSignal.any([timeout, options.signal]) : timeout);
+    const started = performance.now();
+    const record = (status: number) => this.#onCall?.({ method, path: url.pathname + url.search, status, durationMs: Math.round((performance.now() - started) * 10) / 10, attempt });
+    let status = 0;
+    let text: string;
+    let headers: Record<string, string>;
+    try {
+      await this.#access.kubeConfig.applySecurityAuthentication(ctx);
+      // One connection pool for every call (client-node makes a new one per request).
+      if (this.#dispatcher) ctx.setDispatcher(this.#dispatcher);
+      else this.#dispatcher = ctx.getDispatcher();
+      const res = await this.#http.send(ctx).toPromise();
+      status = res.httpStatusCode;
+      headers = res.headers;
+      text = await res.body.text();
+    } catch (err) {
+      record(status);
+      if (timeout.aborted) throw new KubeUnreachableError(call, this.server, `no answer within ${timeoutMs} ms`, { cause: err, timedOut: true });
+      if (options.signal?.aborted) throw new KubeUnreachableError(call, this.server, 'cancelled', { cause: err });
+      throw new KubeUnreachableError(call, this.server, networkDetail(err), { cause: err });
+    }
+    record(status);
+    let body: any;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    if (status >= 200 && status < 300) return body;
+    const message = typeof body === 'object' && body?.message ? String(body.message) : String(text).slice(0, 500) || '(no message)';
+    const retryAfter = Number(headers['retry-after']);
+    throw new KubeApiError(call, this.server, status, body?.reason, message, status === 429 && retryAfter > 0 ? retryAfter * 1000 : undefined);
+  }
+}
+
+function networkDetail(err: unknown): string {
+  let e = err as { code?: string; message?: string; cause?: unknown } | undefined;
+  const parts: string[] = [];
+  for (let i = 0; e && i < 4; i++, e = e.cause as typeof e) {
+    const piece = e.code ?? e.message;
+    if (piece && !parts.includes(piece)) parts.push(piece);
+  }
+  return parts.join(': ') || String(err);
+}

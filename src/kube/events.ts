@@ -1,0 +1,60 @@
+// Kubernetes Events, best effort: what drainguard did shows in `kubectl
+// describe` and `kubectl get events`; a failure to record one is logged and
+// never gets in the way.
+
+import { type Logger, silentLogger } from '../log/logger.ts';
+import type { KubeClient } from './client.ts';
+import { RESOURCES, type ObjectRef, apiVersion } from './objects.ts';
+
+export type EventType = 'Normal' | 'Warning';
+
+export interface Regarding extends ObjectRef {
+  readonly uid?: string;
+}
+
+export interface EventRecorderOptions {
+  readonly client: KubeClient;
+  /** Reporting component (default "drainguard"). */
+  readonly component?: string;
+  /** Reporting instance, such as the pod name. */
+  readonly instance?: string;
+  readonly logger?: Logger;
+  readonly now?: () => number;
+  /** How long one attempt to record may take in all (default 5 s). */
+  readonly timeoutMs?: number;
+}
+
+export type RecordEvent = (regarding: Regarding, type: EventType, reason: string, message: string) => Promise<void>;
+
+/** Returns `recordEvent`, which never rejects. */
+export function createEventRecorder({ client, component = 'drainguard', instance, logger = silentLogger, now = Date.now, timeoutMs = 5_000 }: EventRecorderOptions): RecordEvent {
+  return async (regarding, type, reason, message) => {
+    const at = now();
+    const time = new Date(at).toISOString();
+    const namespace = regarding.namespace ?? 'default';
+    const event = {
+      metadata: { name: `${regarding.name}.${(BigInt(at) * 1_000_000n).toString(16)}`, namespace },
+      involvedObject: {
+        apiVersion: apiVersion(regarding),
+        kind: regarding.kind,
+        name: regarding.name,
+        ...(regarding.namespace !== undefined && { namespace: regarding.namespace }),
+        ...(regarding.uid !== undefined && { uid: regarding.uid }),
+      },
+      type,
+      reason,
+      message,
+      count: 1,
+      firstTimestamp: time.replace(/\.\d{3}Z$/, 'Z'),
+      lastTimestamp: time.replace(/\.\d{3}Z$/, 'Z'),
+      source: { component, ...(instance !== undefined && { host: instance }) },
+      reportingComponent: component,
+      reportingInstance: instance ?? component,
+    };
+    try {
+      await client.create(RESOURCES.event, namespace, event, { deadline: at + timeoutMs, retry: { maxAttempts: 2 } });
+    } catch (err) {
+      logger.warn('could not record a Kubernetes Event', { reason, regarding: `${regarding.kind}/${regarding.name}`, error: (err as Error).message });
+    }
+  };
+}

@@ -1,0 +1,32 @@
+// Exponential backoff with jitter, bounded by attempts and a deadline. The
+// delay function is a parameter so tests can check the schedule without waiting.
+
+export interface RetryPolicy {
+  /** First delay (ms); each next one doubles, up to maxDelayMs. */
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Attempts in all, the first one included. */
+  readonly maxAttempts: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { baseDelayMs: 200, maxDelayMs: 5_000, maxAttempts: 5 };
+
+export type Delay = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export const sleep: Delay = (ms, signal) =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+
+/** The wait before attempt `attempt + 1` (attempt counts from 1): "equal jitter", half fixed and half random. */
+export function backoff(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}
