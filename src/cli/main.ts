@@ -6,10 +6,11 @@ import { VERSION } from '../version.ts';
 import type { CliIO, CommandDef } from './command.ts';
 import { commandHelp, mainHelp } from './help.ts';
 import { prestopCommand } from './prestop.ts';
+import { installCommand } from './install.ts';
 import { runCommand } from './run.ts';
 import { sidecarCommand } from './sidecar.ts';
 
-export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand];
+export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand, installCommand];
 
 export const EXIT_USAGE = 2;
 export const EXIT_FAILURE = 1;

@@ -1,0 +1,46 @@
+import { statSync } from 'node:fs';
+import { ConfigError } from '../config/errors.ts';
+import { install } from '../install/install.ts';
+import { InstallSourceError } from '../install/sources.ts';
+import { createLogger } from '../log/logger.ts';
+import type { CommandDef } from './command.ts';
+
+export const installCommand: CommandDef = {
+  name: 'install',
+  summary: 'copy drainguard and what it needs to start into DIR (for an init container)',
+  usage: 'drainguard install [OPTIONS] DIR',
+  description: `Writes DIR/drainguard, a static launcher, and DIR/lib/: the executable, glibc's dynamic
+loader and the shared libraries it needs. DIR/drainguard then runs in any x86-64 Linux
+image, also one with no libc and no shell (distroless/static, scratch), for example as
+DIR/drainguard run -- /manager or DIR/drainguard prestop. Files are replaced one by one
+and the launcher is written last. DIR is created when missing.`,
+  async run(args, io) {
+    const v = args.values as { logLevel?: 'debug' | 'info' | 'warn' | 'error'; logFormat?: 'json' | 'text' };
+    if (args.positionals.length !== 1) {
+      throw new ConfigError(`'drainguard install' needs exactly one DIR, got ${args.positionals.length === 0 ? 'none' : JSON.stringify(args.positionals)}`);
+    }
+    const dir = args.positionals[0]!;
+    let stat;
+    try {
+      stat = statSync(dir);
+    } catch {}
+    if (stat && !stat.isDirectory()) throw new ConfigError(`DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
+    const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
+    try {
+      const result = await install(dir);
+      logger.info('installed', { dir, files: result.files.map((f) => f.path), bytes: result.bytes, run: `${dir.replace(/\/+$/, '')}/drainguard` });
+      return 0;
+    } catch (err) {
+      if (err instanceof InstallSourceError) {
+        logger.error('install failed', { error: err.message });
+        return 1;
+      }
+      const e = err as NodeJS.ErrnoException;
+      if (e.code && e.path) {
+        logger.error('install failed', { error: `${e.code} on ${e.path}`, dir });
+        return 1;
+      }
+      throw err;
+    }
+  },
+};
