@@ -24,36 +24,52 @@ export class ProtocolError extends Error {
   override name = 'ProtocolError';
 }
 
+/** Below this, a partial line's buffer is kept for the next line; above, it is let go. */
+const KEPT_BUFFER_BYTES = 4096;
+
 /**
- * Splits a byte stream into lines without ever holding more than one
- * partial line of at most MAX_LINE_BYTES: a longer line is an error.
+ * Splits a byte stream into lines, holding at most one partial line of at
+ * most MAX_LINE_BYTES (a longer line is an error) in one buffer: a line that
+ * arrives a byte at a time costs its bytes, not an object per byte. Lines are
+ * yielded one by one, so the lines before a bad one are handled before the
+ * error is thrown, however the stream happened to be cut into chunks.
  */
 export class LineSplitter {
-  #pending: Buffer[] = [];
+  #pending = Buffer.alloc(0);
   #pendingBytes = 0;
   readonly #decoder = new TextDecoder('utf-8', { fatal: true });
 
-  /** Returns the complete lines in `chunk`; throws ProtocolError on an overlong line or invalid UTF-8. */
-  push(chunk: Buffer): string[] {
-    const lines: string[] = [];
+  /** Yields the complete lines in `chunk`; throws ProtocolError at an overlong line or invalid UTF-8. */
+  *push(chunk: Buffer): Generator<string, void, undefined> {
     let start = 0;
     for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
       const piece = chunk.subarray(start, nl);
-      this.#check(this.#pendingBytes + piece.length);
-      const bytes = this.#pendingBytes === 0 ? piece : Buffer.concat([...this.#pending, piece]);
-      this.#pending = [];
-      this.#pendingBytes = 0;
-      lines.push(this.#decode(bytes));
       start = nl + 1;
+      let line: Uint8Array = piece;
+      if (this.#pendingBytes > 0) {
+        this.#append(piece);
+        line = this.#pending.subarray(0, this.#pendingBytes);
+      } else {
+        this.#check(piece.length);
+      }
+      this.#pendingBytes = 0;
+      if (this.#pending.length > KEPT_BUFFER_BYTES) this.#pending = Buffer.alloc(0);
+      yield this.#decode(line);
     }
-    if (start < chunk.length) {
-      const rest = chunk.subarray(start);
-      this.#check(this.#pendingBytes + rest.length);
-      // Copy: the caller's chunk may be a slice of a larger pooled buffer.
-      this.#pending.push(Buffer.from(rest));
-      this.#pendingBytes += rest.length;
+    if (start < chunk.length) this.#append(chunk.subarray(start));
+  }
+
+  /** Copies: the caller's chunk may be a slice of a larger pooled buffer. */
+  #append(bytes: Buffer): void {
+    const needed = this.#pendingBytes + bytes.length;
+    this.#check(needed);
+    if (needed > this.#pending.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.min(MAX_LINE_BYTES, Math.max(needed, 2 * this.#pending.length, 256)));
+      this.#pending.copy(grown, 0, 0, this.#pendingBytes);
+      this.#pending = grown;
     }
-    return lines;
+    bytes.copy(this.#pending, this.#pendingBytes);
+    this.#pendingBytes = needed;
   }
 
   #check(bytes: number): void {

@@ -1,0 +1,78 @@
+// The line splitter every drain-protocol connection reads through: what it
+// yields must not depend on how the stream was cut into chunks, and a line
+// that arrives a byte at a time must cost its bytes, not an object per byte.
+
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { LineSplitter, MAX_LINE_BYTES } from '../../src/protocol/messages.ts';
+import { transcript } from './support/frames.ts';
+import { mib } from './support/procfs.ts';
+import { prng, sizes } from './support/sizes.ts';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Feeds the chunks in order; returns the lines and the error that ended them, if any. */
+function split(chunks: readonly Buffer[]): { lines: string[]; error?: string } {
+  const splitter = new LineSplitter();
+  const lines: string[] = [];
+  try {
+    for (const chunk of chunks) for (const line of splitter.push(chunk)) lines.push(line);
+  } catch (err) {
+    return { lines, error: (err as Error).message };
+  }
+  return { lines };
+}
+
+function cut(bytes: Buffer, random: ReturnType<typeof prng>, most: number): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < bytes.length; ) {
+    const n = 1 + random.int(most);
+    chunks.push(bytes.subarray(i, i + n));
+    i += n;
+  }
+  return chunks;
+}
+
+test('the same lines and the same error, whole, in random chunks, or a byte at a time', () => {
+  const random = prng(sizes.seed);
+  for (let i = 0; i < 400; i++) {
+    const { bytes } = transcript(random, 1 + random.int(40));
+    const whole = split([bytes]);
+    const context = `seed ${sizes.seed}, transcript ${i}`;
+    assert.equal(split(cut(bytes, random, 5000)), whole, context);
+    if (bytes.length < 20_000) assert.equal(split(cut(bytes, random, 1)), whole, context);
+  }
+});
+
+test('lines before a bad line in the same chunk are yielded before the error', () => {
+  const result = split([Buffer.from('{"type":"drained"}\n\xff\n{"type":"x"}\n', 'latin1')]);
+  assert.equal(result, { lines: ['{"type":"drained"}'], error: 'line is not valid UTF-8' });
+  const long = split([Buffer.concat([Buffer.from('one\ntwo\n'), Buffer.alloc(MAX_LINE_BYTES + 1, 'a')])]);
+  assert.equal(long, { lines: ['one', 'two'], error: `line longer than ${MAX_LINE_BYTES} bytes` });
+  assert.equal(split([Buffer.alloc(MAX_LINE_BYTES, 'a'), Buffer.from('\n')]).lines.length, 1, 'exactly 64 KiB is allowed');
+});
+
+test('a partial line arriving a byte at a time holds about its own size', () => {
+  const splitters = 20;
+  const byte = Buffer.from('a');
+  gc();
+  const before = process.memoryUsage();
+  const held: LineSplitter[] = [];
+  for (let s = 0; s < splitters; s++) {
+    const splitter = new LineSplitter();
+    for (let i = 0; i < MAX_LINE_BYTES; i++) assert.equal([...splitter.push(byte)], []);
+    held.push(splitter);
+  }
+  gc();
+  const after = process.memoryUsage();
+  const grown = Math.max(after.rss - before.rss, after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 1024;
+  console.log(`  ${splitters} partial lines of 64 KiB, a byte per chunk: ${mib(grown)} (${mib(grown / splitters)} each)`);
+  // Two buffers' worth per line at most; one object per byte would be about 200 times the line.
+  assert.ok(grown < splitters * 4 * 64, `grew ${mib(grown)}`);
+  assert.equal(held.length, splitters);
+});
+
+test.run();
