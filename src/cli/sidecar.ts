@@ -1,10 +1,16 @@
 import { resolveSupervisorConfig } from '../config/supervisor.ts';
 import type { SupervisorConfig } from '../config/supervisor.ts';
 import { resolvePrestopToken } from '../http/token.ts';
+import { drainEventObserver } from '../metrics/events.ts';
+import { combineObservers } from '../metrics/observers.ts';
+import { openPodEvents } from '../metrics/pod-events.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
 import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../sidecar/supervisor.ts';
 import type { GuardHandle } from '../supervise/observer.ts';
 import type { CommandDef } from './command.ts';
+
+/** How long the sidecar stays for Events still being written once it is done. */
+const EVENT_FLUSH_MS = 1000;
 
 export const sidecarCommand: CommandDef = {
   name: 'sidecar',
@@ -23,6 +29,8 @@ SIGINT cuts the drain and the wait short.`,
     const token = resolvePrestopToken(args.values as { prestopToken?: string; prestopTokenFile?: string }, args.sources);
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
     const guard = openGuard(config, logger);
+    const record = await openPodEvents(config.pod, io.env, logger);
+    const events = record && drainEventObserver(record, logger);
     let sidecar: SidecarSupervisor | undefined;
     const telemetry = config.httpAddr
       ? await (await import('../http/telemetry.ts')).startTelemetry({
@@ -32,9 +40,11 @@ SIGINT cuts the drain and the wait short.`,
         })
       : undefined;
     try {
-      sidecar = new SidecarSupervisor(config, { logger, guard, observer: telemetry?.observer, onServer: telemetry?.attach });
+      sidecar = new SidecarSupervisor(config, { logger, guard, observer: combineObservers(telemetry?.observer, events), onServer: telemetry?.attach });
       return await sidecar.run();
     } finally {
+      // The last Event (how the drain ended) may still be on its way.
+      await events?.flush(Date.now() + EVENT_FLUSH_MS);
       await telemetry?.close();
     }
   },

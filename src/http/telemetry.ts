@@ -39,7 +39,7 @@ export async function startTelemetry({ addr, logger, guard, prestop }: Telemetry
     const path = (req.url ?? '/').split('?')[0];
     const read = req.method === 'GET' || req.method === 'HEAD';
     if (path === PRESTOP_PATH && prestopHandler) {
-      if (!read && req.method !== 'POST') return text(res, 405, 'method not allowed\n', { Allow: 'GET, POST' });
+      if (req.method !== 'GET' && req.method !== 'POST') return text(res, 405, 'method not allowed\n', { Allow: 'GET, POST' });
       req.resume();
       return prestopHandler(req, res);
     }

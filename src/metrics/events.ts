@@ -30,17 +30,28 @@ const SOURCE_TEXT: Record<DrainSource, string> = {
   http: 'by the httpGet preStop hook',
 };
 
+export interface DrainEventObserver extends DrainguardObserver {
+  /** Resolves once the Events under way are written (or failed), or at `deadline` (epoch ms). */
+  flush(deadline: number): Promise<void>;
+}
+
 /** An observer that records DrainStarted and Drained / DrainTimedOut / DrainCutShort with the duration. */
-export function drainEventObserver(record: RecordEvent, logger: Logger = silentLogger): DrainguardObserver {
+export function drainEventObserver(record: RecordEvent, logger: Logger = silentLogger): DrainEventObserver {
   let source: DrainSource | undefined;
+  const pending = new Set<Promise<unknown>>();
   const emit = (event: PodEvent) => {
-    try {
-      void Promise.resolve(record(event)).catch((err: unknown) => logger.warn('could not record a Kubernetes Event', { reason: event.reason, error: err }));
-    } catch (err) {
-      logger.warn('could not record a Kubernetes Event', { reason: event.reason, error: err });
-    }
+    const written = Promise.resolve()
+      .then(() => record(event))
+      .catch((err: unknown) => logger.warn('could not record a Kubernetes Event', { reason: event.reason, error: err }));
+    pending.add(written);
+    void written.finally(() => pending.delete(written));
   };
   return {
+    async flush(deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(pending), new Promise((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+      clearTimeout(timer);
+    },
     drainRequested: (s) => {
       source ??= s;
     },
