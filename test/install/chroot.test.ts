@@ -6,7 +6,7 @@ import { readFileSync, readlinkSync, renameSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DrainClient } from '../../src/protocol/client.ts';
-import { INSTALL_DIR, SOCKET_DIR, listTree, makeRoot } from './support/chroot.ts';
+import { INSTALL_DIR, SOCKET_DIR, listTree, makeRoot, toldToDrain } from './support/chroot.ts';
 
 const root = await makeRoot();
 const SOCKET = `${SOCKET_DIR}/drain.sock`;
@@ -49,7 +49,7 @@ for (const [variant, start] of [
       await client.ready();
       const endWork = client.begin();
       p.kill('SIGTERM');
-      await within(client.draining, 'the drain message');
+      await toldToDrain(client);
       await p.log('drain started');
       assert.not.ok(p.stdout.includes('signal TERM'), 'no stop signal while work is in flight');
       endWork();
@@ -74,7 +74,7 @@ test('sidecar and prestop from the installed copy: prestop returns once the oper
     await client.ready();
     const endWork = client.begin();
     const prestop = root.run([LAUNCHER, 'prestop'], { DRAINGUARD_SOCKET: SOCKET });
-    await within(client.draining, 'the drain message');
+    await toldToDrain(client);
     assert.equal(prestop.child.exitCode, null, 'prestop waits while work is in flight');
     endWork();
     assert.equal((await prestop.exit()).code, 0, prestop.stderr.join('\n'));
@@ -114,17 +114,5 @@ test('a broken installation says what is missing and exits 127', async () => {
   assert.equal((await bare.exit()).code, 127);
   assert.match(bare.stderr.join('\n'), /cannot find its own directory/);
 });
-
-/** Resolves when the signal fires; every wait has a deadline. */
-function within(signal: AbortSignal, what: string, ms = 10_000): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
 
 test.run();

@@ -74,3 +74,15 @@ export function listTree(root: string): string[] {
     });
   return walk(root).sort();
 }
+
+/** Resolves once the client has been told to drain; every wait has a deadline. */
+export function toldToDrain(client: { readonly draining: AbortSignal }, ms = 10_000): Promise<void> {
+  if (client.draining.aborted) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for the drain message`)), ms);
+    client.draining.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
