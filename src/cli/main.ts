@@ -5,12 +5,15 @@ import { parseArgs } from '../config/load.ts';
 import { VERSION } from '../version.ts';
 import type { CliIO, CommandDef } from './command.ts';
 import { commandHelp, mainHelp } from './help.ts';
+import { predeleteCommand } from './predelete.ts';
 import { prestopCommand } from './prestop.ts';
 import { installCommand } from './install.ts';
+import { releaseCommand } from './release.ts';
 import { runCommand } from './run.ts';
 import { sidecarCommand } from './sidecar.ts';
+import { statusCommand } from './status.ts';
 
-export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand, installCommand];
+export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand, installCommand, predeleteCommand, releaseCommand, statusCommand];
 
 export const EXIT_USAGE = 2;
 export const EXIT_FAILURE = 1;
@@ -42,7 +45,9 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
       io.stderr.write(`drainguard ${def.name}: ${err.message}\n`);
       return EXIT_USAGE;
     }
-    io.stderr.write(`drainguard ${def.name}: ${(err as Error)?.stack ?? String(err)}\n`);
+    // A bug shows its stack; a failure drainguard understood (the API refused, say) its message.
+    const bug = err instanceof TypeError || err instanceof ReferenceError || err instanceof RangeError || err instanceof SyntaxError;
+    io.stderr.write(`drainguard ${def.name}: ${bug ? (err as Error).stack : ((err as Error)?.message ?? String(err))}\n`);
     return EXIT_FAILURE;
   }
 }

@@ -1,0 +1,124 @@
+// Naming resources as kubectl does: TYPE[.VERSION][.GROUP][/NAME], where TYPE is
+// a plural, a singular, a kind or a short name, resolved through discovery.
+
+import { ConfigError } from '../config/errors.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { ResourceRef } from '../kube/objects.ts';
+
+export interface ResourceArg {
+  /** As the user wrote it, for messages. */
+  readonly text: string;
+  readonly type: string;
+  /** Everything after the first dot of TYPE: GROUP, or VERSION.GROUP. */
+  readonly qualifier?: string;
+  readonly name?: string;
+}
+
+export interface Target {
+  readonly text: string;
+  readonly resource: ResourceRef;
+  readonly name?: string;
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+/** Parses one RESOURCE argument; a comma joins several types (`a,b` or `a,b/name` is not kubectl's either). */
+export function parseResourceArgs(argument: string): ResourceArg[] {
+  return argument.split(',').map((text) => {
+    const trimmed = text.trim();
+    const slash = trimmed.indexOf('/');
+    const typePart = slash === -1 ? trimmed : trimmed.slice(0, slash);
+    const name = slash === -1 ? undefined : trimmed.slice(slash + 1);
+    if (typePart === '' || !/^[a-zA-Z0-9][-a-zA-Z0-9.]*$/.test(typePart)) {
+      throw new ConfigError(`RESOURCE: expected TYPE[.GROUP][/NAME] such as installations.operator.tigera.io/default, got ${JSON.stringify(text)}`);
+    }
+    if (name !== undefined && !NAME.test(name)) throw new ConfigError(`RESOURCE: expected an object name after "/" in ${JSON.stringify(text)}`);
+    const dot = typePart.indexOf('.');
+    return {
+      text: trimmed,
+      type: (dot === -1 ? typePart : typePart.slice(0, dot)).toLowerCase(),
+      qualifier: dot === -1 ? undefined : typePart.slice(dot + 1).toLowerCase(),
+      name,
+    };
+  });
+}
+
+interface ApiResource {
+  name: string;
+  singularName?: string;
+  namespaced: boolean;
+  kind: string;
+  verbs?: string[];
+  shortNames?: string[];
+}
+
+interface Discovered extends ResourceRef {
+  readonly names: readonly string[];
+}
+
+/** Discovery, read once per run: every group's preferred version and its resources. */
+export class Discovery {
+  readonly #client: KubeClient;
+  #all?: Promise<Discovered[]>;
+
+  constructor(client: KubeClient) {
+    this.#client = client;
+  }
+
+  async resolve(arg: ResourceArg): Promise<Target> {
+    const all = await (this.#all ??= this.#load());
+    const matches = all.filter((r) => r.names.includes(arg.type) && qualifies(r, arg.qualifier));
+    const groups = [...new Set(matches.map((r) => r.group))];
+    if (matches.length === 0) {
+      const near = all.filter((r) => r.names.includes(arg.type)).map((r) => `${r.resource}.${r.group || 'core'}`);
+      throw new ConfigError(
+        `RESOURCE: the API server at ${this.#client.server} has no resource type ${JSON.stringify(arg.type + (arg.qualifier ? `.${arg.qualifier}` : ''))}` +
+          (near.length > 0 ? ` (in other groups: ${near.join(', ')})` : ' (is its CustomResourceDefinition installed?)'),
+      );
+    }
+    if (groups.length > 1 && !groups.includes('')) {
+      throw new ConfigError(`RESOURCE: ${JSON.stringify(arg.text)} is ambiguous: ${matches.map((r) => `${r.resource}.${r.group}`).join(', ')}; name the group`);
+    }
+    // As kubectl: a core type wins over one of the same name in another group.
+    const resource = matches.find((r) => r.group === '') ?? matches[0]!;
+    return { text: arg.text, resource, name: arg.name };
+  }
+
+  async #load(): Promise<Discovered[]> {
+    const core = this.#client.request<{ resources: ApiResource[] }>('GET', '/api/v1', { what: 'discovery of the core API' });
+    const groups = await this.#client.request<{ groups: { name: string; preferredVersion?: { version: string }; versions: { version: string }[] }[] }>(
+      'GET',
+      '/apis',
+      { what: 'discovery of API groups' },
+    );
+    const lists = await Promise.all(
+      groups.groups.map(async (g) => {
+        const version = g.preferredVersion?.version ?? g.versions[0]?.version;
+        if (!version) return [];
+        const list = await this.#client.request<{ resources: ApiResource[] }>('GET', `/apis/${g.name}/${version}`, { what: `discovery of ${g.name}/${version}` });
+        return toDiscovered(g.name, version, list.resources);
+      }),
+    );
+    return [...toDiscovered('', 'v1', (await core).resources), ...lists.flat()];
+  }
+}
+
+function toDiscovered(group: string, version: string, resources: ApiResource[]): Discovered[] {
+  return resources
+    .filter((r) => !r.name.includes('/')) // subresources such as pods/status
+    .map((r) => ({
+      group,
+      version,
+      resource: r.name,
+      kind: r.kind,
+      namespaced: r.namespaced,
+      names: [r.name, r.singularName || r.kind.toLowerCase(), r.kind.toLowerCase(), ...(r.shortNames ?? [])],
+    }));
+}
+
+/** `qualifier` is GROUP or VERSION.GROUP, and a prefix of the group is not enough (as kubectl). */
+function qualifies(r: Discovered, qualifier: string | undefined): boolean {
+  if (qualifier === undefined) return true;
+  if (qualifier === r.group) return true;
+  return qualifier === `${r.version}.${r.group}` || (r.group === '' && qualifier === r.version);
+}
