@@ -1,0 +1,54 @@
+// Regenerates every generated file in the repository:
+//   src/install/launcher-image.ts   from src/install/launcher.S (GNU as, objcopy)
+//   docs/variables.md               the table of variables, from src/config/options.ts
+//   deploy/rendered/*.yaml          kubectl kustomize deploy/examples/*
+// `npm run generate` writes them; `npm run generate -- --check` only reports
+// the ones that differ (exit 1), as the drift test does.
+
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LAUNCHER_MODULE, assembleLauncher, launcherModule } from './generate/launcher.ts';
+import { EXAMPLE_MODES, renderedExample, renderedPath } from './generate/rendered.ts';
+import { VARIABLES_DOC, withVariablesTable } from './generate/variables.ts';
+
+export const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
+
+export interface Generated {
+  /** Relative to the repository root. */
+  readonly path: string;
+  readonly content: string;
+}
+
+const current = (path: string): string | undefined => (existsSync(join(ROOT, path)) ? readFileSync(join(ROOT, path), 'utf8') : undefined);
+
+export function generateAll(root = ROOT): Generated[] {
+  return [
+    { path: LAUNCHER_MODULE, content: launcherModule(assembleLauncher(root)) },
+    { path: VARIABLES_DOC, content: withVariablesTable(current(VARIABLES_DOC)) },
+    ...EXAMPLE_MODES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
+  ];
+}
+
+/** The generated files whose content in the repository differs from a fresh generation. */
+export function drifted(root = ROOT): string[] {
+  return generateAll(root)
+    .filter((g) => current(g.path) !== g.content)
+    .map((g) => g.path);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  if (process.argv.includes('--check')) {
+    const stale = drifted();
+    for (const path of stale) process.stderr.write(`out of date: ${path} (run npm run generate)\n`);
+    process.exitCode = stale.length > 0 ? 1 : 0;
+  } else {
+    for (const { path, content } of generateAll()) {
+      mkdirSync(dirname(join(ROOT, path)), { recursive: true });
+      if (current(path) !== content) {
+        writeFileSync(join(ROOT, path), content);
+        process.stdout.write(`wrote ${path}\n`);
+      }
+    }
+  }
+}

@@ -1,0 +1,90 @@
+// What the rendered RBAC lets drainguard do, and nothing beyond it: get and
+// patch on exactly the objects it guards (by resourceNames), Leases
+// create/get/update/delete, Events create and Pods get in its own namespace.
+// And the other way round: it can do all of that, so the guard can work.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseGuardList } from '../../src/config/guard-list.ts';
+import { type KubeObject, ofKind, render, rendered, theDeployment } from './support/manifests.ts';
+
+const MODES = ['wrap', 'native-sidecar', 'sidecar'] as const;
+const operator = render('deploy/examples/operator');
+const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+/** One permission: VERB on RESOURCE (GROUP) named NAME ('*' for any) in NAMESPACE ('' for cluster-wide). */
+const grant = (namespace: string, group: string, resource: string, verb: string, name: string) => `${namespace}|${group}|${resource}|${verb}|${name}`;
+
+const GUARD_RESOURCES: Record<string, { group: string; resource: string }> = {
+  clusterrole: { group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
+  clusterrolebinding: { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings' },
+  role: { group: 'rbac.authorization.k8s.io', resource: 'roles' },
+  rolebinding: { group: 'rbac.authorization.k8s.io', resource: 'rolebindings' },
+  serviceaccount: { group: '', resource: 'serviceaccounts' },
+};
+
+function guardValue(deployment: KubeObject): string {
+  const containers = [...deployment.spec.template.spec.containers, ...(deployment.spec.template.spec.initContainers ?? [])];
+  const values = containers.flatMap((c: any) => (c.env ?? []).filter((e: any) => e.name === 'DRAINGUARD_GUARD').map((e: any) => e.value as string));
+  assert.equal(values.length, 1, 'DRAINGUARD_GUARD is set on exactly one container');
+  return values[0]!;
+}
+
+for (const mode of MODES) {
+  const objects = rendered(mode);
+  const deployment = theDeployment(objects);
+  const namespace = deployment.metadata.namespace!;
+  const serviceAccount = deployment.spec.template.spec.serviceAccountName as string;
+  const before = new Set(operator.map(key));
+  const added = objects.filter((o) => !before.has(key(o)));
+  const guard = parseGuardList(guardValue(deployment), 'DRAINGUARD_GUARD');
+
+  test(`${mode}: drainguard's RBAC grants nothing beyond its list`, () => {
+    const roles = added.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
+    const bindings = added.filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding');
+    assert.equal(added.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'], 'drainguard adds RBAC objects and nothing else');
+
+    // The bindings give drainguard's roles to the operator's ServiceAccount alone.
+    for (const b of bindings) {
+      assert.equal(b.subjects, [{ kind: 'ServiceAccount', name: serviceAccount, namespace }], `${key(b)} subjects`);
+      const role = roles.find((r) => r.kind === b.roleRef.kind && r.metadata.name === b.roleRef.name && (r.kind === 'ClusterRole' || r.metadata.namespace === b.metadata.namespace));
+      assert.ok(role, `${key(b)} binds a role drainguard added`);
+      if (b.kind === 'RoleBinding') assert.equal(b.metadata.namespace, namespace);
+    }
+
+    const granted = new Set<string>();
+    for (const role of roles) {
+      assert.equal(role.aggregationRule, undefined);
+      const scope = role.kind === 'Role' ? role.metadata.namespace! : '';
+      if (role.kind === 'Role') assert.equal(scope, namespace, `${key(role)} is in the operator's namespace`);
+      for (const rule of role.rules) {
+        assert.equal(rule.nonResourceURLs, undefined, `${key(role)}: no non-resource URLs`);
+        for (const group of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) {
+          for (const name of rule.resourceNames ?? ['*']) granted.add(grant(scope, group, resource, verb, name));
+        }
+      }
+    }
+
+    const allowed = new Set<string>();
+    for (const t of guard) {
+      const { group, resource } = GUARD_RESOURCES[t.kind]!;
+      if (t.namespace !== undefined) assert.equal(t.namespace, namespace, `${t.kind}/${t.namespace}/${t.name} is in drainguard's own namespace`);
+      for (const verb of ['get', 'patch']) allowed.add(grant(t.namespace ?? '', group, resource, verb, t.name));
+    }
+    for (const verb of ['create', 'get', 'update', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
+    allowed.add(grant(namespace, '', 'events', 'create', '*'));
+    allowed.add(grant(namespace, '', 'pods', 'get', '*'));
+
+    assert.equal([...granted].filter((g) => !allowed.has(g)).sort(), [], 'granted beyond the list');
+    assert.equal([...allowed].filter((g) => !granted.has(g)).sort(), [], 'needed but not granted');
+  });
+
+  test(`${mode}: the guard holds the operator's RBAC and ServiceAccount, and drainguard's own RBAC`, () => {
+    const names = guard.map((t) => `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`).sort();
+    const own = added.map((o) => `${o.kind.toLowerCase()}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`);
+    const operatorRbac = ofKind(operator, 'ClusterRole').concat(ofKind(operator, 'ClusterRoleBinding')).map((o) => `${o.kind.toLowerCase()}/${o.metadata.name}`);
+    assert.equal(names, [...own, ...operatorRbac, `serviceaccount/${namespace}/${serviceAccount}`].sort());
+  });
+}
+
+test.run();

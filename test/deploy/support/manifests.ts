@@ -1,0 +1,104 @@
+// Rendering the kustomizations in deploy/ with kubectl, and checking what they
+// render against the Kubernetes API's schemas: kubernetes-models (generated
+// from the OpenAPI definitions) for types, required fields and formats, and
+// client-node's generated models for unknown fields, which the API server
+// refuses under strict field validation (kubectl's default).
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { parse, parseAllDocuments } from 'yaml';
+
+export const ROOT = resolve('.');
+export const DEPLOY = join(ROOT, 'deploy');
+
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [key: string]: any;
+}
+
+/** Every directory under deploy/ holding a Kustomization (not a Component, which renders only as part of one). */
+export function kustomizations(dir = DEPLOY): string[] {
+  const here = existsSync(join(dir, 'kustomization.yaml')) && (parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as { kind?: string }).kind !== 'Component';
+  const below = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .flatMap((e) => kustomizations(join(dir, e.name)));
+  return [...(here ? [relative(ROOT, dir)] : []), ...below].sort();
+}
+
+const cache = new Map<string, KubeObject[]>();
+
+/** `kubectl kustomize DIR`, parsed. */
+export function render(dir: string): KubeObject[] {
+  if (!cache.has(dir)) {
+    const text = execFileSync('kubectl', ['kustomize', join(ROOT, dir)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    cache.set(dir, parseObjects(text));
+  }
+  return cache.get(dir)!;
+}
+
+export function parseObjects(text: string): KubeObject[] {
+  return parseAllDocuments(text)
+    .map((doc) => {
+      if (doc.errors.length > 0) throw doc.errors[0];
+      return doc.toJS() as KubeObject | null;
+    })
+    .filter((o): o is KubeObject => o !== null);
+}
+
+const id = (o: KubeObject): string => `${o.kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
+
+/** What the API server would refuse in this object: schema violations and unknown fields. */
+export async function problems(object: KubeObject): Promise<string[]> {
+  const [group, version] = object.apiVersion.includes('/') ? object.apiVersion.split('/') : [undefined, object.apiVersion];
+  let model: { new (data: object): { validate(): void } };
+  try {
+    const mod = (await import(`kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`)) as Record<string, any>;
+    model = mod[object.kind];
+  } catch {
+    return [`${id(object)}: no schema for ${object.apiVersion} ${object.kind}`];
+  }
+  const found: string[] = [];
+  try {
+    new model(object).validate();
+  } catch (err) {
+    found.push(`${id(object)}: ${(err as Error).message}`);
+  }
+  const typeName = `${version![0]!.toUpperCase()}${version!.slice(1)}${object.kind}`;
+  found.push(...unknownFields(object, typeName, '').map((path) => `${id(object)}: unknown field ${path}`));
+  return found;
+}
+
+const models = k8s as unknown as Record<string, { getAttributeTypeMap?: () => { baseName: string; type: string }[] }>;
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function unknownFields(value: unknown, type: string, path: string): string[] {
+  const array = /^Array<(.+)>$/.exec(type);
+  if (array) return Array.isArray(value) ? value.flatMap((v, i) => unknownFields(v, array[1]!, `${path}[${i}]`)) : [];
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (map) return isObject(value) ? Object.entries(value).flatMap(([k, v]) => unknownFields(v, map[1]!, `${path}[${k}]`)) : [];
+  const attributes = models[type]?.getAttributeTypeMap?.();
+  if (!attributes || !isObject(value)) return [];
+  const known = new Map(attributes.map((a) => [a.baseName, a.type]));
+  return Object.entries(value).flatMap(([key, v]) => {
+    const field = path === '' ? key : `${path}.${key}`;
+    const fieldType = known.get(key);
+    return fieldType === undefined ? [field] : unknownFields(v, fieldType, field);
+  });
+}
+
+/** deploy/rendered/MODE.yaml: the example's rendering, kept equal to kubectl's by the drift test. */
+export function rendered(mode: string): KubeObject[] {
+  return parseObjects(readFileSync(join(DEPLOY, 'rendered', `${mode}.yaml`), 'utf8'));
+}
+
+export const ofKind = (objects: readonly KubeObject[], kind: string): KubeObject[] => objects.filter((o) => o.kind === kind);
+
+export function theDeployment(objects: readonly KubeObject[]): KubeObject {
+  const deployments = ofKind(objects, 'Deployment');
+  if (deployments.length !== 1) throw new Error(`expected one Deployment, found ${deployments.length}`);
+  return deployments[0]!;
+}
