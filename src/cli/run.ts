@@ -15,10 +15,16 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
   async run(args, io) {
     const config = resolveSupervisorConfig(args, {});
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
+    // The guard (and the Kubernetes client with it) is loaded only when DRAINGUARD_GUARD is set.
+    const guard =
+      config.guard.length > 0
+        ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: (args.values as { leaseDurationMs?: number }).leaseDurationMs })
+        : undefined;
     // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
-    const telemetry = config.httpAddr && (await (await import('../http/telemetry.ts')).startTelemetry({ addr: config.httpAddr, logger }));
+    const telemetry =
+      config.httpAddr && (await (await import('../http/telemetry.ts')).startTelemetry({ addr: config.httpAddr, logger, guard: guard && (() => guard.report()) }));
     try {
-      return await runWrapped(config, args.positionals, { env: io.env, logger, observer: telemetry?.observer, onServer: telemetry?.attach });
+      return await runWrapped(config, args.positionals, { env: io.env, logger, guard, observer: telemetry?.observer, onServer: telemetry?.attach });
     } finally {
       await telemetry?.close();
     }

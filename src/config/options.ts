@@ -116,6 +116,11 @@ export const OPTIONS: readonly OptionSpec[] = [
     defaultText: 'empty: no guard',
   },
   {
+    key: 'leaseDurationMs', flag: 'lease-duration', value: 'DURATION', parse: duration, commands: SUPERVISING,
+    description: "how long the guard's holder Lease stays valid without renewal (renewed every third of it); a holder that stops renewing is stale after it",
+    defaultText: '60s',
+  },
+  {
     key: 'podName', flag: 'pod-name', value: 'NAME', parse: nonEmpty, commands: GUARD_USERS,
     description: 'this pod, from the downward API (metadata.name)', defaultText: '-',
   },

@@ -51,6 +51,8 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 
 export class KubeClient {
   readonly server: string;
+  /** The namespace of the kubeconfig context or of the in-cluster service account. */
+  readonly namespace?: string;
   readonly #access: ApiAccess;
   readonly #http = new IsomorphicFetchHttpLibrary();
   readonly #timeoutMs: number;
@@ -65,6 +67,7 @@ export class KubeClient {
   constructor(options: KubeClientOptions) {
     this.#access = options.access;
     this.server = options.access.server;
+    this.namespace = options.access.namespace;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#retry = options.retry ?? DEFAULT_RETRY;
     this.#delay = options.delay ?? sleep;

@@ -1,0 +1,412 @@
+// The guard of one pod: a holder Lease, and this pod's finalizer on every
+// guarded object, held while the operator runs and released after it stopped,
+// always before the pod's grace period runs out.
+//
+//   start()    Lease, then finalizers; keeps trying while the API is down.
+//   every tick renew the Lease, put back a finalizer someone removed, sweep
+//              stale holders' finalizers.
+//   release()  stop, then remove this pod's finalizers and the Lease, by the deadline.
+
+import type { GuardTarget } from '../config/guard-list.ts';
+import { guardTargetKey } from '../config/guard-list.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { isNotFound, isStatus } from '../kube/errors.ts';
+import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
+import { backoff, sleep } from '../kube/retry.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import type { GuardHandle } from '../supervise/observer.ts';
+import { addFinalizer, removeFinalizers } from './finalizers.ts';
+import { type LeaseObject, listHolders } from './holders.ts';
+import { GUARDS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, finalizerFor, holderOf, inReleaseOrder, leaseNameFor, refOf } from './names.ts';
+
+export interface PodRef {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
+}
+
+export interface GuardOptions {
+  readonly client: KubeClient;
+  readonly targets: readonly GuardTarget[];
+  readonly pod: PodRef;
+  /** DRAINGUARD_GRACE_PERIOD: what the supervisor's release deadline assumes. */
+  readonly gracePeriodMs: number;
+  /** How long the Lease stays valid without renewal; it is renewed every third of it. */
+  readonly leaseDurationMs?: number;
+  readonly logger?: Logger;
+  readonly now?: () => number;
+}
+
+/** What an object's guard looks like from here. */
+export type ObjectState =
+  | 'unknown' // not read yet (API unreachable)
+  | 'guarded' // carries this pod's finalizer
+  | 'missing' // does not exist
+  | 'unguarded-deleting' // being deleted without our finalizer: it cannot be added any more
+  | 'error'; // the last write or read failed (see message)
+
+export interface GuardStatus {
+  /** The Lease is held and every existing guarded object carries this pod's finalizer. */
+  readonly ready: boolean;
+  readonly lease: 'held' | 'not-held';
+  readonly objects: readonly { readonly object: string; readonly state: ObjectState; readonly deleting: boolean; readonly message?: string }[];
+  readonly lastError?: string;
+}
+
+export const DEFAULT_LEASE_DURATION_MS = 60_000;
+/** Kept between the end of the release and the pod's own deadline (deletionTimestamp). */
+const POD_DEADLINE_MARGIN_MS = 1500;
+
+interface Tracked {
+  readonly target: GuardTarget;
+  state: ObjectState;
+  object?: KubeObject;
+  message?: string;
+  /** Whether our finalizer may be on it (we added it, or we could not tell). */
+  mayHold: boolean;
+}
+
+export class Guard implements GuardHandle {
+  readonly #client: KubeClient;
+  readonly #pod: PodRef;
+  readonly #finalizer: string;
+  readonly #leaseName: string;
+  readonly #gracePeriodMs: number;
+  readonly #leaseDurationMs: number;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #objects: Tracked[];
+  readonly #stop = new AbortController();
+  #leaseHeld = false;
+  #leaseCreated = false;
+  #podGraceMs?: number;
+  #podChecked = false;
+  #lastError?: string;
+  #failures = 0;
+  #errors = 0;
+  #loop?: Promise<void>;
+  #releasing?: Promise<void>;
+
+  constructor(options: GuardOptions) {
+    this.#client = options.client;
+    this.#pod = options.pod;
+    this.#finalizer = finalizerFor(options.pod.uid);
+    this.#leaseName = leaseNameFor(options.pod.uid);
+    this.#gracePeriodMs = options.gracePeriodMs;
+    this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS);
+    this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
+    this.#now = options.now ?? Date.now;
+    this.#objects = options.targets.map((target) => ({ target, state: 'unknown', mayHold: true }));
+  }
+
+  get finalizer(): string {
+    return this.#finalizer;
+  }
+
+  status(): GuardStatus {
+    const objects = this.#objects.map((o) => ({
+      object: guardTargetKey(o.target),
+      state: o.state,
+      deleting: Boolean(o.object?.metadata.deletionTimestamp),
+      ...(o.message !== undefined && { message: o.message }),
+    }));
+    const ready = this.#leaseHeld && this.#objects.every((o) => o.state === 'guarded' || o.state === 'missing');
+    return { ready, lease: this.#leaseHeld ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
+  }
+
+  /** The figures readiness and metrics read (the HTTP listener's GuardStatus). */
+  report(): { set: boolean; objectsHeld: number; errors: number } {
+    return { set: this.status().ready, objectsHeld: this.#objects.filter((o) => o.state === 'guarded').length, errors: this.#errors };
+  }
+
+  /** Sets the guard and keeps holding it in the background. Never throws, never waits. */
+  start(): void {
+    if (this.#loop) return;
+    const accounts = this.#objects.filter((o) => o.target.kind === 'serviceaccount').map((o) => guardTargetKey(o.target));
+    if (accounts.length > 0) {
+      this.#log.warn(
+        "a guarded ServiceAccount keeps its object, not its tokens: the API server rejects them 60 s after the ServiceAccount's deletion, finalizer or not; clean up within that minute, or keep the ServiceAccount out of the uninstall",
+        { serviceAccounts: accounts },
+      );
+    }
+    this.#log.info('guard starting', { lease: `${this.#pod.namespace}/${this.#leaseName}`, objects: this.#objects.map((o) => guardTargetKey(o.target)), api: this.#client.server });
+    this.#loop = this.#run().catch((err: unknown) => this.#log.error('guard loop failed', { error: err as Error }));
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    const renewEvery = Math.round(this.#leaseDurationMs / 3);
+    while (!signal.aborted) {
+      let wait = renewEvery;
+      try {
+        await this.#tick(signal);
+        if (this.#failures > 0) this.#log.info('Kubernetes API reachable again: guard set', { afterFailures: this.#failures });
+        this.#failures = 0;
+        this.#lastError = undefined;
+      } catch (err) {
+        if (signal.aborted) break;
+        this.#failures++;
+        this.#errors++;
+        this.#lastError = (err as Error).message;
+        wait = Math.min(renewEvery, backoff({ baseDelayMs: 500, maxDelayMs: 10_000, maxAttempts: Infinity }, this.#failures));
+        // The first failure and then every tenth: an API that stays down must not flood the log.
+        if (this.#failures === 1 || this.#failures % 10 === 0) {
+          this.#log.warn('guard not set: Kubernetes API call failed, the operator runs on and drainguard keeps trying', {
+            error: this.#lastError,
+            failures: this.#failures,
+            retryInMs: wait,
+          });
+        }
+      }
+      await sleep(wait, signal);
+    }
+  }
+
+  async #tick(signal: AbortSignal): Promise<void> {
+    if (!this.#podChecked) await this.#readPod(signal);
+    await this.#holdLease(signal);
+    const foreign = new Set<string>();
+    await Promise.all(this.#objects.map((o) => this.#holdObject(o, signal, foreign)));
+    if (foreign.size > 0) await this.#sweep(foreign, signal);
+    const failed = this.#objects.filter((o) => o.state === 'error');
+    if (failed.length > 0) throw new Error(failed.map((o) => `${guardTargetKey(o.target)}: ${o.message}`).join('; '));
+  }
+
+  /** The Pod's own grace period, and a check that DRAINGUARD_POD_UID is this pod's. */
+  async #readPod(signal: AbortSignal): Promise<void> {
+    const ref = { ...RESOURCES.pod, namespace: this.#pod.namespace, name: this.#pod.name };
+    try {
+      const pod = await this.#client.get(ref, { signal, retry: false });
+      this.#podChecked = true;
+      if (pod.metadata.uid !== this.#pod.uid) {
+        this.#log.warn('DRAINGUARD_POD_UID is not the uid of the pod DRAINGUARD_POD_NAME names: the holder Lease would be collected at once', {
+          pod: describe(ref),
+          uid: pod.metadata.uid,
+          given: this.#pod.uid,
+        });
+      }
+      const grace = (pod.spec as { terminationGracePeriodSeconds?: number } | undefined)?.terminationGracePeriodSeconds;
+      if (typeof grace === 'number') this.#podGraceMs = grace * 1000;
+    } catch (err) {
+      if (!isStatus(err, 403, 404)) throw err;
+      this.#podChecked = true;
+      this.#log.debug('cannot read this pod; using DRAINGUARD_GRACE_PERIOD', { error: (err as Error).message });
+    }
+  }
+
+  #leaseBody(): LeaseObject {
+    const now = new Date(this.#now()).toISOString().replace('Z', '000Z');
+    return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: this.#leaseName,
+        namespace: this.#pod.namespace,
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
+        annotations: { [GUARDS_ANNOTATION]: this.#objects.map((o) => guardTargetKey(o.target)).join(',') },
+        // The garbage collector deletes the Lease once the Pod is gone: the holder's end, even after SIGKILL.
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: this.#pod.name, uid: this.#pod.uid }],
+      },
+      spec: { holderIdentity: this.#pod.name, leaseDurationSeconds: Math.ceil(this.#leaseDurationMs / 1000), acquireTime: now, renewTime: now },
+    };
+  }
+
+  async #holdLease(signal: AbortSignal): Promise<void> {
+    const ref = { ...RESOURCES.lease, namespace: this.#pod.namespace, name: this.#leaseName };
+    const body = this.#leaseBody();
+    try {
+      if (this.#leaseCreated) {
+        await this.#client.patch(ref, { spec: { holderIdentity: body.spec!.holderIdentity, renewTime: body.spec!.renewTime } }, 'application/merge-patch+json', { signal });
+      } else {
+        await this.#client.create(RESOURCES.lease, this.#pod.namespace, body, { signal });
+        this.#log.info('holder Lease created', { lease: `${this.#pod.namespace}/${this.#leaseName}` });
+      }
+    } catch (err) {
+      if (isNotFound(err) && this.#leaseCreated) {
+        this.#leaseCreated = false;
+        this.#log.warn('holder Lease was deleted: creating it again', { lease: `${this.#pod.namespace}/${this.#leaseName}` });
+        return this.#holdLease(signal);
+      }
+      if (!this.#leaseCreated && isStatus(err, 409)) {
+        // Left by an earlier run of this pod's container: take it over.
+        const { metadata, spec } = body;
+        await this.#client.patch(ref, { metadata: { labels: metadata.labels, annotations: metadata.annotations }, spec }, 'application/merge-patch+json', { signal });
+        this.#log.info('holder Lease taken over from an earlier run of this pod', { lease: `${this.#pod.namespace}/${this.#leaseName}` });
+      } else {
+        this.#leaseHeld = false;
+        throw err;
+      }
+    }
+    this.#leaseCreated = true;
+    this.#leaseHeld = true;
+  }
+
+  async #holdObject(o: Tracked, signal: AbortSignal, foreign: Set<string>): Promise<void> {
+    const ref = refOf(o.target);
+    const name = guardTargetKey(o.target);
+    const before = o.state;
+    try {
+      const outcome = await addFinalizer(this.#client, ref, this.#finalizer, { signal });
+      o.message = undefined;
+      if (outcome.state === 'missing') {
+        o.state = 'missing';
+        o.object = undefined;
+        o.mayHold = false;
+        if (before !== 'missing') this.#log.warn(`guarded object ${name} does not exist: nothing to hold; drainguard guards it once it is created`, { object: name });
+        return;
+      }
+      o.object = outcome.object;
+      for (const f of outcome.object.metadata.finalizers ?? []) {
+        const uid = holderOf(f);
+        if (uid !== undefined && f !== this.#finalizer) foreign.add(uid);
+      }
+      if (outcome.state === 'deleting') {
+        o.state = 'unguarded-deleting';
+        o.mayHold = false;
+        if (before !== 'unguarded-deleting') {
+          this.#log.warn(`${name} is being deleted and does not carry this pod's finalizer: the API server forbids adding one now`, { object: name });
+        }
+        return;
+      }
+      o.state = 'guarded';
+      o.mayHold = true;
+      if (outcome.state === 'added') this.#log.info(before === 'guarded' ? 'finalizer was removed by someone else: added again' : 'finalizer added', { object: name });
+    } catch (err) {
+      if (signal.aborted) return;
+      o.state = 'error';
+      o.message = (err as Error).message;
+    }
+  }
+
+  /** Removes the finalizers of holders whose Lease is gone or expired from the guarded objects. */
+  async #sweep(foreign: Set<string>, signal: AbortSignal): Promise<void> {
+    const holders = await listHolders(this.#client, this.#pod.namespace, this.#now, { signal });
+    const stale = [...foreign].map((uid) => holders.state(uid)).filter((h) => !h.live);
+    if (stale.length === 0) return;
+    const staleFinalizers = stale.map((h) => finalizerFor(h.uid));
+    await Promise.all(
+      this.#objects.map(async (o) => {
+        if (!o.object || !(o.object.metadata.finalizers ?? []).some((f) => staleFinalizers.includes(f))) return;
+        const name = guardTargetKey(o.target);
+        try {
+          const result = await removeFinalizers(this.#client, refOf(o.target), staleFinalizers, { signal }, o.object);
+          if (result.state === 'removed') {
+            o.object = result.object;
+            this.#log.info('stale holder finalizers removed', {
+              object: name,
+              holders: stale.filter((h) => staleFinalizers.includes(finalizerFor(h.uid))).map((h) => `${h.uid} (${h.staleBecause})`),
+            });
+          }
+        } catch (err) {
+          if (!signal.aborted) this.#log.warn('could not remove stale holder finalizers', { object: name, error: (err as Error).message });
+        }
+      }),
+    );
+  }
+
+  /** Stops holding, removes this pod's finalizers and the Lease; never throws, never outlasts `deadline` (epoch ms). */
+  release(deadline: number): Promise<void> {
+    this.#releasing ??= this.#release(deadline).catch((err: unknown) => this.#log.error('guard release failed', { error: err as Error }));
+    return this.#releasing;
+  }
+
+  async #release(given: number): Promise<void> {
+    const started = this.#now();
+    this.#stop.abort();
+    if (!this.#loop) return;
+    // The supervisor's deadline assumes DRAINGUARD_GRACE_PERIOD; a shorter grace period of the Pod comes first.
+    let deadline = given;
+    if (this.#podGraceMs !== undefined && this.#podGraceMs < this.#gracePeriodMs) deadline -= this.#gracePeriodMs - this.#podGraceMs;
+    const cutoff = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    let onDeadline = (): void => {};
+    const expired = new Promise<'deadline'>((resolve) => (onDeadline = () => resolve('deadline')));
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        cutoff.abort();
+        onDeadline();
+      }, Math.max(0, deadline - this.#now()));
+    };
+    arm();
+    // The kubelet kills at the Pod's deletionTimestamp (grace counted from the delete, preStop hooks included):
+    // read it beside the release and cut off earlier if it says so.
+    void this.#podDeletionDeadline(cutoff.signal, deadline).then((podDeadline) => {
+      if (podDeadline !== undefined && podDeadline < deadline && !cutoff.signal.aborted) {
+        deadline = podDeadline;
+        arm();
+      }
+    });
+    try {
+      const outcome = await Promise.race([this.#releaseWithin(() => deadline, cutoff.signal, started), expired]);
+      if (outcome === 'deadline') {
+        this.#log.warn('guard release cut short by the deadline: what is left is stale once this pod is gone, and swept by any drainguard or `drainguard release`', {
+          deadline: new Date(deadline).toISOString(),
+          afterMs: this.#now() - started,
+        });
+      }
+    } finally {
+      clearTimeout(timer);
+      cutoff.abort();
+    }
+  }
+
+  async #podDeletionDeadline(signal: AbortSignal, deadline: number): Promise<number | undefined> {
+    try {
+      const ref = { ...RESOURCES.pod, namespace: this.#pod.namespace, name: this.#pod.name };
+      const pod = await this.#client.get(ref, { signal, retry: false, deadline });
+      const at = Date.parse(pod.metadata.deletionTimestamp ?? '');
+      return Number.isNaN(at) ? undefined : at - POD_DEADLINE_MARGIN_MS;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #releaseWithin(deadline: () => number, signal: AbortSignal, started: number): Promise<'done'> {
+    await this.#loop;
+    const held = inReleaseOrder(this.#objects.filter((o) => o.mayHold));
+    if (held.length === 0 && !this.#leaseCreated) {
+      this.#log.info('guard released: nothing was held');
+      return 'done';
+    }
+    const options = { deadline: deadline(), signal };
+    const leaseRef = { ...RESOURCES.lease, namespace: this.#pod.namespace, name: this.#leaseName };
+    // Everything goes out at once, Lease first, ServiceAccount last: each request is authorised
+    // while drainguard's own role, binding and token still exist. Sent one after the other, the
+    // first removal of a role or binding being deleted would take away the right to do the rest.
+    const lease = this.#client.delete(leaseRef, options).then(
+      () => 'deleted',
+      (err: unknown) => (isNotFound(err) ? 'gone' : err),
+    );
+    const results = await Promise.all(
+      held.map(async (o) => {
+        const name = guardTargetKey(o.target);
+        try {
+          const r = await removeFinalizers(this.#client, refOf(o.target), [this.#finalizer], options, o.object);
+          return { name, state: r.state, gone: r.state === 'removed' && r.gone };
+        } catch (err) {
+          return { name, state: 'failed' as const, error: (err as Error).message };
+        }
+      }),
+    );
+    const leaseResult = await lease;
+    const failed = results.filter((r) => r.state === 'failed');
+    const fields = {
+      released: results.filter((r) => r.state === 'removed').map((r) => r.name),
+      deleted: results.filter((r) => r.gone).map((r) => r.name),
+      durationMs: this.#now() - started,
+    };
+    if (leaseResult instanceof Error) this.#log.warn('could not delete the holder Lease: the garbage collector deletes it with the Pod', { error: leaseResult.message });
+    if (failed.length > 0) {
+      this.#log.warn("guard released in part: these objects keep this pod's finalizer until it is stale (Lease gone) and swept", {
+        ...fields,
+        failed: failed.map((f) => `${f.name}: ${f.error}`),
+      });
+    } else {
+      this.#log.info('guard released', fields);
+    }
+    return 'done';
+  }
+}
+
+export { describe };

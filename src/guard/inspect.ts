@@ -1,0 +1,83 @@
+// Reads the guard's state from the API for `drainguard status` and `drainguard
+// release`: the guarded objects, the holder finalizers on them, and which
+// holders are live.
+
+import type { GuardKind, GuardTarget } from '../config/guard-list.ts';
+import { guardTargetKey } from '../config/guard-list.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { isNotFound } from '../kube/errors.ts';
+import type { KubeObject } from '../kube/objects.ts';
+import { type HolderIndex, type HolderState, listHolders } from './holders.ts';
+import { GUARD_KINDS, holderOf, refOf } from './names.ts';
+import { RESOURCES } from '../kube/objects.ts';
+
+export interface HeldBy extends HolderState {
+  readonly finalizer: string;
+}
+
+export interface InspectedObject {
+  readonly target: GuardTarget;
+  readonly key: string;
+  /** undefined: the object does not exist. */
+  readonly object?: KubeObject;
+  readonly holders: readonly HeldBy[];
+}
+
+export interface Inspection {
+  readonly objects: readonly InspectedObject[];
+  readonly holders: HolderIndex;
+}
+
+/** Every object of the guardable kinds that carries a holder finalizer, cluster-wide. */
+async function objectsWithHolders(client: KubeClient): Promise<{ target: GuardTarget; object: KubeObject }[]> {
+  const lists = await Promise.all(
+    GUARD_KINDS.map(async (kind: GuardKind) => {
+      const { items } = await client.list(RESOURCES[kind], undefined);
+      return items
+        .filter((o) => (o.metadata.finalizers ?? []).some((f) => holderOf(f) !== undefined))
+        .map((object) => ({ target: { kind, name: object.metadata.name, ...(object.metadata.namespace !== undefined && { namespace: object.metadata.namespace }) }, object }));
+    }),
+  );
+  return lists.flat();
+}
+
+export async function inspect(
+  client: KubeClient,
+  selection: { readonly targets?: readonly GuardTarget[]; readonly allObjects?: boolean },
+  fallbackNamespace: string | undefined,
+  now: () => number = Date.now,
+): Promise<Inspection> {
+  const found: { target: GuardTarget; object?: KubeObject }[] = [];
+  const seen = new Set<string>();
+  const add = (entry: { target: GuardTarget; object?: KubeObject }) => {
+    const key = guardTargetKey(entry.target);
+    if (!seen.has(key)) found.push(entry);
+    seen.add(key);
+  };
+  const [named, all] = await Promise.all([
+    Promise.all(
+      (selection.targets ?? []).map(async (target) => {
+        try {
+          return { target, object: await client.get(refOf(target)) };
+        } catch (err) {
+          if (isNotFound(err)) return { target };
+          throw err;
+        }
+      }),
+    ),
+    selection.allObjects ? objectsWithHolders(client) : Promise.resolve([]),
+  ]);
+  named.forEach(add);
+  all.forEach(add);
+  const holders = await listHolders(client, fallbackNamespace, now);
+  const objects = found.map(({ target, object }) => ({
+    target,
+    key: guardTargetKey(target),
+    object,
+    holders: (object?.metadata.finalizers ?? []).flatMap((finalizer) => {
+      const uid = holderOf(finalizer);
+      return uid === undefined ? [] : [{ ...holders.state(uid), finalizer }];
+    }),
+  }));
+  return { objects, holders };
+}

@@ -1,0 +1,30 @@
+// The names the guard writes, fixed by the spec, and the objects it guards.
+
+import type { GuardKind, GuardTarget } from '../config/guard-list.ts';
+import { type ObjectRef, RESOURCES } from '../kube/objects.ts';
+
+export const FINALIZER_PREFIX = 'drainguard.dev/holder-';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'drainguard';
+/** On the holder Lease: what this holder guards, for `drainguard status`. */
+export const GUARDS_ANNOTATION = 'drainguard.dev/guards';
+
+export const finalizerFor = (podUid: string): string => `${FINALIZER_PREFIX}${podUid}`;
+export const leaseNameFor = (podUid: string): string => `drainguard-${podUid}`;
+
+/** The pod UID a holder finalizer names, or undefined for other finalizers. */
+export const holderOf = (finalizer: string): string | undefined =>
+  finalizer.startsWith(FINALIZER_PREFIX) && finalizer.length > FINALIZER_PREFIX.length ? finalizer.slice(FINALIZER_PREFIX.length) : undefined;
+
+export function refOf(target: GuardTarget): ObjectRef {
+  return { ...RESOURCES[target.kind], namespace: target.namespace, name: target.name };
+}
+
+// Roles first, then the bindings that let drainguard itself act, the ServiceAccount last.
+const RELEASE_ORDER: Record<GuardKind, number> = { clusterrole: 0, role: 1, clusterrolebinding: 2, rolebinding: 3, serviceaccount: 4 };
+
+export function inReleaseOrder<T extends { target: GuardTarget }>(items: readonly T[]): T[] {
+  return [...items].sort((a, b) => RELEASE_ORDER[a.target.kind] - RELEASE_ORDER[b.target.kind]);
+}
+
+export const GUARD_KINDS = Object.keys(RELEASE_ORDER) as GuardKind[];
