@@ -1,0 +1,63 @@
+// docs/deploy.md, pasted: its kustomization, the drainguard ConfigMap and the
+// patch, put beside a copy of the example operator as a user would put them
+// beside theirs, render for each mode to objects the API server accepts.
+
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parse, stringify } from 'yaml';
+import { parseGuardList } from '../../src/config/guard-list.ts';
+import { tempDir } from '../support/proc.ts';
+import { DEPLOY, problems, render, theDeployment } from './support/manifests.ts';
+
+const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+const doc = readFileSync('docs/deploy.md', 'utf8');
+const yamlBlocks = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!);
+const kustomization = yamlBlocks.find((b) => b.includes('kind: Kustomization') && b.includes('components:'))!;
+const settings = yamlBlocks.find((b) => b.includes('name: drainguard') && b.includes('local-config'))!;
+const patch = yamlBlocks.find((b) => b.startsWith('patches:'))!;
+const REMOTE = /https:\/\/github\.com\/\S+\/\/deploy\/components\/wrap\?ref=\S+/;
+
+/** A tree like the user's: config/default (the operator) and config/drainguard (what the doc shows). */
+function userTree(mode: string, withPatch: boolean): string {
+  const root = join(tempDir(), 'config');
+  cpSync(join(DEPLOY, 'examples/operator'), join(root, 'default'), { recursive: true });
+  const dir = join(root, 'drainguard');
+  mkdirSync(dir);
+  // The remote component, from this checkout instead.
+  const local = relative(dir, join(DEPLOY, 'components', mode));
+  writeFileSync(join(dir, 'kustomization.yaml'), kustomization.replace(REMOTE, local) + (withPatch ? patch : ''));
+  writeFileSync(join(dir, 'drainguard.yaml'), settings);
+  return relative(process.cwd(), dir);
+}
+
+test('the doc shows a kustomization with the wrap component, the settings and a patch', () => {
+  assert.ok(kustomization && settings && patch, 'the blocks are there');
+  assert.match(kustomization, REMOTE);
+});
+
+for (const mode of ['wrap', 'native-sidecar', 'sidecar']) {
+  test(`${mode}: what the doc shows renders, validates, and guards the ClusterRole it names`, async () => {
+    const objects = render(userTree(mode, false));
+    assert.equal((await Promise.all(objects.map(problems))).flat(), []);
+    const names = parse(settings).data as { clusterRole: string; clusterRoleBinding: string };
+    const guard = theDeployment(objects)
+      .spec.template.spec[mode === 'native-sidecar' ? 'initContainers' : 'containers'].flatMap((c: any) => c.env ?? [])
+      .find((e: any) => e.name === 'DRAINGUARD_GUARD').value as string;
+    const targets = parseGuardList(guard, 'DRAINGUARD_GUARD').map((t) => `${t.kind}/${t.name}`);
+    assert.ok(targets.includes(`clusterrole/${names.clusterRole}`) && targets.includes(`clusterrolebinding/${names.clusterRoleBinding}`), guard);
+    assert.not.ok(objects.some((o) => o.kind === 'ConfigMap'), 'the settings are not applied');
+  });
+}
+
+test("native-sidecar: the doc's patch sets the operator's command and drainguard's user", async () => {
+  const objects = render(userTree('native-sidecar', true));
+  assert.equal((await Promise.all(objects.map(problems))).flat(), []);
+  const spec = theDeployment(objects).spec.template.spec;
+  assert.equal(spec.containers.find((c: any) => c.name === 'manager').command, ['/drainguard/drainguard', 'run', '--', '/usr/local/bin/my-operator']);
+  const dg = spec.initContainers.find((c: any) => c.name === 'drainguard');
+  assert.equal([dg.securityContext.runAsUser, dg.securityContext.runAsGroup, dg.image], [1000, 1000, `ghcr.io/drainguard/drainguard:${VERSION}`], stringify(dg));
+});
+
+test.run();
