@@ -5,9 +5,15 @@
 
 import { chmodSync, copyFileSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { execa } from 'execa';
 import { LAUNCHER } from './layout.ts';
 import { LAUNCHER_IMAGE } from './launcher-image.ts';
-import { type SourceFile, installSources } from './sources.ts';
+import { InstallSourceError, type SourceFile, installSources } from './sources.ts';
+
+/** The installed copy does not start (a noexec mount, a file system that lost something). */
+export class InstalledCopyError extends InstallSourceError {
+  override name = 'InstalledCopyError';
+}
 
 export interface InstalledFile {
   /** Relative to DIR. */
@@ -31,7 +37,17 @@ export async function install(dir: string, sources?: readonly SourceFile[]): Pro
   }
   placeFile(join(dir, LAUNCHER), 0o755, (tmp) => writeFileSync(tmp, LAUNCHER_IMAGE));
   written.push({ path: LAUNCHER, bytes: LAUNCHER_IMAGE.length });
+  await checkStarts(join(dir, LAUNCHER));
   return { dir, files: written, bytes: written.reduce((n, f) => n + f.bytes, 0) };
+}
+
+/** Runs the installed copy once, so that a copy that cannot start fails here, in the init container's log. */
+async function checkStarts(launcher: string): Promise<void> {
+  const run = await execa(launcher, ['--version'], { reject: false, timeout: 30_000, extendEnv: false, env: {} });
+  if (run.exitCode !== 0 || !run.stdout.startsWith('drainguard ')) {
+    const why = run.code === 'EACCES' ? ' (permission denied: is DIR on a noexec mount?)' : '';
+    throw new InstalledCopyError(`the installed copy does not start: ${launcher} --version: ${String(run.stderr).trim() || run.originalMessage || run.shortMessage}${why}`);
+  }
 }
 
 function placeFile(path: string, mode: number, write: (tmp: string) => void): void {

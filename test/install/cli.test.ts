@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { installedDir, selfExecutable } from '../../src/install/layout.ts';
 import { parseLoadedObjects } from '../../src/install/sources.ts';
-import { drainguard, tempDir } from '../support/proc.ts';
+import { EXE, Proc, drainguard, tempDir } from '../support/proc.ts';
 
 test('usage errors exit 2 and say what was wrong', async () => {
   const file = join(tempDir(), 'a-file');
@@ -23,6 +23,14 @@ test('usage errors exit 2 and say what was wrong', async () => {
     assert.equal((await p.exit()).code, 2, args.join(' '));
     assert.match(p.stderr.join('\n'), message);
   }
+});
+
+test('a copy that cannot start fails the install (DIR on a noexec mount), exit 1', async () => {
+  const dir = tempDir();
+  // A noexec tmpfs in a mount namespace of the process's own, gone with it.
+  const p = new Proc('unshare', ['--mount', '--propagation', 'private', '/bin/sh', '-c', 'mount -t tmpfs -o noexec,size=300m tmpfs "$1" && exec "$2" install "$1/dg"', 'sh', dir, EXE]);
+  assert.equal((await p.exit(60_000)).code, 1, p.stderr.join('\n'));
+  assert.match(p.logs().find((l) => l.msg === 'install failed')?.error as string, /the installed copy does not start: .*EACCES \(permission denied: is DIR on a noexec mount\?\)/);
 });
 
 test('install --help names the layout', async () => {
