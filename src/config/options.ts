@@ -59,8 +59,23 @@ function nonEmpty(raw: string, source: string): string {
   return value;
 }
 
+// The pod's identity names what the guard writes: the finalizer drainguard.dev/holder-UID
+// (a qualified name: at most 63 characters after the '/') and the Lease drainguard-UID.
+const POD_NAME = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const POD_UID = /^[a-z0-9]([-a-z0-9]{0,54}[a-z0-9])?$/;
+
+function podField(pattern: RegExp, what: string) {
+  return (raw: string, source: string): string => {
+    const value = raw.trim();
+    if (!pattern.test(value)) throw invalid(source, `${what}; set it from the downward API`, raw);
+    return value;
+  };
+}
+
 function socketPath(raw: string, source: string): string {
-  const value = nonEmpty(raw, source);
+  const value = raw.trim();
+  if (value === '') throw invalid(source, 'the path of a Unix socket, such as /run/drainguard/drain.sock', raw);
   // sun_path holds 108 bytes including the terminating NUL.
   if (Buffer.byteLength(value) > 107) throw invalid(source, 'a socket path of at most 107 bytes (the Unix socket limit)', raw);
   return value;
@@ -121,15 +136,15 @@ export const OPTIONS: readonly OptionSpec[] = [
     defaultText: '60s',
   },
   {
-    key: 'podName', flag: 'pod-name', value: 'NAME', parse: nonEmpty, commands: GUARD_USERS,
+    key: 'podName', flag: 'pod-name', value: 'NAME', parse: podField(POD_NAME, "the pod's name (lowercase letters, digits, '-' and '.'), fieldRef metadata.name"), commands: GUARD_USERS,
     description: 'this pod, from the downward API (metadata.name)', defaultText: '-',
   },
   {
-    key: 'podNamespace', flag: 'pod-namespace', value: 'NAMESPACE', parse: nonEmpty, commands: GUARD_USERS,
+    key: 'podNamespace', flag: 'pod-namespace', value: 'NAMESPACE', parse: podField(NAMESPACE, "the pod's namespace (lowercase letters, digits and '-', at most 63), fieldRef metadata.namespace"), commands: GUARD_USERS,
     description: 'this pod, from the downward API (metadata.namespace)', defaultText: '-',
   },
   {
-    key: 'podUid', flag: 'pod-uid', value: 'UID', parse: nonEmpty, commands: GUARD_USERS,
+    key: 'podUid', flag: 'pod-uid', value: 'UID', parse: podField(POD_UID, "the pod's UID (lowercase letters, digits and '-', such as 6f1c2b9e-0d7a-4c1e-9a57-2f0c8e4b1d33), fieldRef metadata.uid"), commands: GUARD_USERS,
     description: 'this pod, from the downward API (metadata.uid)', defaultText: '-',
   },
   {

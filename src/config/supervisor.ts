@@ -18,6 +18,8 @@ export interface PodIdentity {
 export interface SupervisorConfig {
   /** undefined in wrap mode without --socket: a fresh private path is made at start. */
   readonly socket?: string;
+  /** Where the socket path came from (--socket or DRAINGUARD_SOCKET), for messages about it. */
+  readonly socketSource?: string;
   readonly gracePeriodMs: number;
   readonly drainTimeoutMs: number;
   /** False when the drain timeout was derived from the grace period (it may then be re-derived from the Pod). */
@@ -78,6 +80,7 @@ export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: s
   const httpAddr = v.httpAddr ?? (defaults.httpAddr ? { host: defaults.httpAddr.split(':')[0]!, port: Number(defaults.httpAddr.split(':')[1]) } : undefined);
   return Object.freeze({
     socket: v.socket ?? defaults.socket,
+    socketSource: src('socket', 'DRAINGUARD_SOCKET'),
     gracePeriodMs,
     drainTimeoutMs,
     drainTimeoutExplicit,

@@ -1,5 +1,7 @@
 // One JSON object per line on stderr, or `time LEVEL message key=value` on a terminal.
 
+import { EventEmitter } from 'node:events';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogFormat = 'json' | 'text';
 export type LogFields = Record<string, unknown>;
@@ -26,6 +28,8 @@ export interface LoggerOptions {
 export function createLogger({ level = 'info', format, stream = process.stderr, now = () => new Date() }: LoggerOptions = {}): Logger {
   const min = RANK[level];
   const fmt = format ?? (stream.isTTY ? 'text' : 'json');
+  // Logging is best effort: a stderr nobody reads any more (EPIPE) must not bring the supervisor down.
+  if (stream instanceof EventEmitter && stream.listenerCount('error') === 0) stream.on('error', () => {});
   const make = (bound: LogFields): Logger => {
     const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
       if (RANK[lvl] < min) return;

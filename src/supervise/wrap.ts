@@ -1,6 +1,8 @@
 // Wrap mode: drainguard runs the operator as its child.
 // running → draining → stopping → releasing → exited, one step each.
 
+import { tmpdir } from 'node:os';
+import { dirname } from 'node:path';
 import type { SupervisorConfig } from '../config/supervisor.ts';
 import { ConfigError } from '../config/errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
@@ -34,6 +36,18 @@ function signalsHandled(): Promise<void> {
   return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }
 
+/** The default socket: in a fresh private directory under TMPDIR. */
+function privateSocket(): { path: string; cleanup: () => void } {
+  try {
+    return privateSocketPath();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new ConfigError(
+      `cannot make a private directory for the drain socket in ${tmpdir()}: ${e.code ?? e.message}; set TMPDIR to a writable directory, or DRAINGUARD_SOCKET to a socket path`,
+    );
+  }
+}
+
 /** Kept between the end of the release and the kubelet's SIGKILL. */
 const RELEASE_MARGIN_MS = 1000;
 
@@ -60,12 +74,12 @@ class WrapSupervisor {
 
   async run([file, ...args]: readonly string[]): Promise<number> {
     if (file === undefined) throw new ConfigError("'drainguard run' needs a command: drainguard run [OPTIONS] -- COMMAND [ARGS...]");
+    const ownPath = this.#config.socket === undefined ? privateSocket() : undefined;
     const uncatch = catchSignals((sig) => this.#onSignal(sig));
-    const ownPath = this.#config.socket === undefined ? privateSocketPath() : undefined;
     const path = ownPath?.path ?? this.#config.socket!;
     const server = new DrainServer({ path, logger: this.#log, now: this.#now });
     try {
-      if (!ownPath) await claimSocketPath(path, 'DRAINGUARD_SOCKET');
+      if (!ownPath) await claimSocketPath(path, this.#config.socketSource ?? 'DRAINGUARD_SOCKET');
       await this.#listen(server);
       this.#options.onServer?.(server);
       await signalsHandled();
@@ -92,7 +106,8 @@ class WrapSupervisor {
       await server.listen();
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      throw new ConfigError(`DRAINGUARD_SOCKET: cannot listen on ${server.path}: ${e.code ?? e.message}${e.code === 'EACCES' ? ' (directory not writable)' : ''}`);
+      const fix = e.code === 'EACCES' ? `this user may not create files in ${dirname(server.path)}; choose a writable directory (an emptyDir volume in a pod) or make it writable` : 'choose another path';
+      throw new ConfigError(`${this.#config.socketSource ?? 'DRAINGUARD_SOCKET'}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`);
     }
   }
 
