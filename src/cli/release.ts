@@ -1,6 +1,6 @@
 import { ConfigError } from '../config/errors.ts';
 import { parseGuardList } from '../config/guard-list.ts';
-import { boolean, type OptionSpec } from '../config/options.ts';
+import { boolean, duration, type OptionSpec } from '../config/options.ts';
 import { createLogger } from '../log/logger.ts';
 import type { CommandDef } from './command.ts';
 
@@ -21,6 +21,11 @@ const EXTRA: readonly OptionSpec[] = [
     key: 'yes', flag: 'yes', parse: boolean, commands: ['release'], flagOnly: true,
     description: 'confirm --all', defaultText: 'off',
   },
+  {
+    key: 'waitMs', flag: 'wait', value: 'DURATION', parse: duration, commands: ['release'],
+    description: 'keep going until no holder finalizer is left on the objects, removing each as its holder goes stale, for at most DURATION (a post-delete hook runs while the operator pods still drain); exit 1 if live holders remain then',
+    defaultText: 'one pass',
+  },
 ];
 
 export const releaseCommand: CommandDef = {
@@ -30,10 +35,20 @@ export const releaseCommand: CommandDef = {
   description: `Removes the drainguard.dev/holder-* finalizers of stale holders (holder Lease gone
 or expired) from the objects in --guard (DRAINGUARD_GUARD), or from every object that carries
 one with --all-objects. Live holders keep theirs unless --all --yes is given. Only finalizers
-are written. Exit status 0 when every stale finalizer was removed, 1 when some could not be.`,
+are written. Exit status 0 when every stale finalizer was removed, 1 when some could not be
+(or, with --wait, when live holders remained at its end).`,
   extra: EXTRA,
   async run(args, io) {
-    const v = args.values as { guard?: string; allObjects?: boolean; all?: boolean; yes?: boolean; podNamespace?: string; logLevel?: 'debug'; logFormat?: 'json' | 'text' };
+    const v = args.values as {
+      guard?: string;
+      allObjects?: boolean;
+      all?: boolean;
+      yes?: boolean;
+      waitMs?: number;
+      podNamespace?: string;
+      logLevel?: 'debug';
+      logFormat?: 'json' | 'text';
+    };
     const targets = v.guard === undefined ? [] : parseGuardList(v.guard, args.sources.guard ?? 'DRAINGUARD_GUARD');
     if (targets.length === 0 && !v.allObjects) {
       throw new ConfigError('name the objects to release: --guard LIST (DRAINGUARD_GUARD), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
@@ -46,37 +61,51 @@ are written. Exit status 0 when every stale finalizer was removed, 1 when some c
     const { inspect } = await import('../guard/inspect.ts');
     const { removeFinalizers } = await import('../guard/finalizers.ts');
     const { refOf } = await import('../guard/names.ts');
+    const { sleep } = await import('../kube/retry.ts');
     const client = openClient(io.env, logger, 'drainguard release');
-    const { objects } = await inspect(client, { targets, allObjects: v.allObjects }, defaultNamespace(client, v.podNamespace));
+    const namespace = defaultNamespace(client, v.podNamespace);
+    const until = Date.now() + (v.waitMs ?? 0);
+    const said = new Set<string>();
+    const say = (line: string) => {
+      if (!said.has(line)) io.stdout.write(`${line}\n`);
+      said.add(line);
+    };
     let removed = 0;
-    let kept = 0;
-    let failed = 0;
-    await Promise.all(
-      objects.map(async (o) => {
-        if (!o.object) {
-          io.stdout.write(`${o.key}: not found\n`);
-          return;
-        }
-        const remove = o.holders.filter((h) => !h.live || v.all);
-        for (const h of o.holders.filter((x) => !remove.includes(x))) {
-          kept++;
-          io.stdout.write(`${o.key}: kept ${h.finalizer} (live holder ${h.lease!.metadata.namespace}/${h.lease!.metadata.name})\n`);
-        }
-        if (remove.length === 0) return;
-        try {
-          const result = await removeFinalizers(client, refOf(o.target), remove.map((h) => h.finalizer), {}, o.object);
-          for (const h of remove) {
-            removed++;
-            io.stdout.write(`${o.key}: removed ${h.finalizer} (${h.live ? 'live holder, --all' : h.staleBecause === 'gone' ? 'stale: Lease gone' : 'stale: Lease expired'})\n`);
+    for (;;) {
+      const { objects } = await inspect(client, { targets, allObjects: v.allObjects }, namespace);
+      let kept = 0;
+      let failed = 0;
+      await Promise.all(
+        objects.map(async (o) => {
+          if (!o.object) {
+            say(`${o.key}: not found`);
+            return;
           }
-          if (result.state === 'removed' && result.gone) io.stdout.write(`${o.key}: deleted (it was being deleted)\n`);
-        } catch (err) {
-          failed++;
-          io.stdout.write(`${o.key}: could not remove ${remove.map((h) => h.finalizer).join(', ')}: ${(err as Error).message}\n`);
-        }
-      }),
-    );
-    io.stdout.write(`released ${removed} finalizer(s); kept ${kept} of live holders${failed > 0 ? `; ${failed} object(s) failed` : ''}\n`);
-    return failed > 0 ? 1 : 0;
+          const remove = o.holders.filter((h) => !h.live || v.all);
+          for (const h of o.holders.filter((x) => !remove.includes(x))) {
+            kept++;
+            say(`${o.key}: kept ${h.finalizer} (live holder ${h.lease!.metadata.namespace}/${h.lease!.metadata.name})`);
+          }
+          if (remove.length === 0) return;
+          try {
+            const result = await removeFinalizers(client, refOf(o.target), remove.map((h) => h.finalizer), {}, o.object);
+            for (const h of remove) {
+              removed++;
+              say(`${o.key}: removed ${h.finalizer} (${h.live ? 'live holder, --all' : h.staleBecause === 'gone' ? 'stale: Lease gone' : 'stale: Lease expired'})`);
+            }
+            if (result.state === 'removed' && result.gone) say(`${o.key}: deleted (it was being deleted)`);
+          } catch (err) {
+            failed++;
+            say(`${o.key}: could not remove ${remove.map((h) => h.finalizer).join(', ')}: ${(err as Error).message}`);
+          }
+        }),
+      );
+      const done = kept === 0 && failed === 0;
+      if (done || Date.now() >= until) {
+        io.stdout.write(`released ${removed} finalizer(s); ${kept} of live holders left${failed > 0 ? `; ${failed} object(s) failed` : ''}\n`);
+        return failed > 0 || (v.waitMs !== undefined && kept > 0) ? 1 : 0;
+      }
+      await sleep(Math.min(1000, until - Date.now()));
+    }
   },
 };

@@ -133,7 +133,11 @@ export class KubeClient {
     const timeout = AbortSignal.timeout(timeoutMs);
     ctx.setSignal(options.signal ? AbortSignal.any([timeout, options.signal]) : timeout);
     const started = performance.now();
-    const record = (status: number) => this.#onCall?.({ method, path: url.pathname + url.search, status, durationMs: Math.round((performance.now() - started) * 10) / 10, attempt });
+    const record = (status: number) => {
+      const call: CallRecord = { method, path: url.pathname + url.search, status, durationMs: Math.round((performance.now() - started) * 10) / 10, attempt };
+      this.#log.debug('Kubernetes API call', { ...call });
+      this.#onCall?.(call);
+    };
     let status = 0;
     let text: string;
     let headers: Record<string, string>;

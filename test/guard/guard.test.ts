@@ -108,8 +108,18 @@ test('drainguard release removes stale holders (expired Lease) and keeps live on
     const a = c.pod('op-a');
     const b = c.pod('op-b');
     const pa = c.run(a, { DRAINGUARD_LEASE_DURATION: '1s' });
-    const pb = c.run(b, { DRAINGUARD_LEASE_DURATION: '60s' });
-    await c.api.waitFor(() => allHeldBy(c, a, b), 10_000, 'both hold');
+    await pa.line('ready');
+    await c.api.waitFor(() => allHeldBy(c, a), 10_000, 'a holds');
+    // b is a live holder that renews its Lease (written here, so no sweep of b's own races the release).
+    c.api.create({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: `drainguard-${b.uid}`, namespace: NS, labels: { 'app.kubernetes.io/managed-by': 'drainguard' }, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: b.name, uid: b.uid }] },
+      spec: { holderIdentity: b.name, leaseDurationSeconds: 60, renewTime: new Date().toISOString() },
+    });
+    for (const [v, r, ns, name] of [[RBAC_V1, 'clusterroles', undefined, 'op'], [RBAC_V1, 'clusterrolebindings', undefined, 'op'], [RBAC_V1, 'roles', NS, 'op-leases'], [RBAC_V1, 'rolebindings', NS, 'op-leases'], ['v1', 'serviceaccounts', NS, 'op']] as const) {
+      c.api.setFinalizers(v, r, ns, name, [...(c.api.get(v, r, ns, name)!.metadata.finalizers ?? []), finalizer(b)]);
+    }
     await killHard(pa);
     // a's Pod still exists, so its Lease stays: it goes stale when it expires, 1 s after its last renewal.
     const renewed = Date.parse(lease(c, a)!.spec.renewTime);
@@ -126,8 +136,6 @@ test('drainguard release removes stale holders (expired Lease) and keeps live on
     const all = drainguard(['release', '--all-objects', '--all', '--yes'], { KUBECONFIG: admin });
     assert.equal((await all.exit()).code, 0);
     assert.ok(Object.values(c.holders()).every((h) => h.length === 0), JSON.stringify(c.holders()));
-    pb.kill('SIGTERM');
-    await pb.exit();
   });
 });
 
@@ -135,12 +143,16 @@ test('the API down at start does not keep the operator from starting; the guard 
   await withCluster(async (c) => {
     const pod = c.pod('op-0');
     await c.api.stopListening();
-    const p = c.run(pod);
+    const p = c.run(pod, { DRAINGUARD_HTTP_ADDR: '127.0.0.1:0' });
     await p.line('ready');
     await p.log('guard not set: Kubernetes API call failed, the operator runs on and drainguard keeps trying');
+    const readyz = `http://${(await p.log('http listener started')).address}/readyz`;
+    const notReady = await fetch(readyz);
+    assert.equal([notReady.status, (await notReady.text()).trim()], [503, 'guard not set yet']);
     await c.api.listenAgain();
     await c.api.waitFor(() => allHeldBy(c, pod), 15_000, 'guard set after the API came back');
     await p.log('Kubernetes API reachable again: guard set', 5000);
+    assert.equal((await fetch(readyz)).status, 200);
     p.kill('SIGTERM');
     assert.equal((await p.exit()).code, 0);
   });
@@ -236,7 +248,7 @@ test('only finalizers and the Lease are written: no escalation is ever needed', 
   });
 });
 
-test('a strict authorizer: what the pod could not release itself, drainguard release sweeps once the pod is gone', async () => {
+test('a strict authorizer: what the pod could not release itself, the post-delete hook (release --wait) sweeps once the pod is gone', async () => {
   await withCluster(
     async (c) => {
       const pod = c.pod('op-0');
@@ -245,16 +257,19 @@ test('a strict authorizer: what the pod could not release itself, drainguard rel
       await c.api.waitFor(() => allHeldBy(c, pod), 10_000, 'guard set');
       c.api.delete('v1', 'pods', NS, 'op-0');
       uninstall(c);
+      // Helm runs the post-delete hook right away, while the operator pod still drains.
+      const admin = writeKubeconfig(c.dir, c.api, c.api.adminToken, 'admin-kubeconfig');
+      const hook = drainguard(['release', '--guard', GUARD, '--wait', '20s'], { KUBECONFIG: admin });
+      await hook.line(`clusterrole/op: kept ${finalizer(pod)} (live holder ${NS}/drainguard-${pod.uid})`);
       p.kill('SIGTERM');
       assert.equal((await p.exit()).code, 0);
       // Removing the first of its own roles took drainguard's rights at once: the rest stays, held.
       assert.ok(c.remaining().length > 0);
+      assert.ok(p.logs().some((l) => l.msg.startsWith('guard released in part')));
       c.api.finishPodTermination(NS, 'op-0');
-      await c.api.waitFor(() => lease(c, pod) === undefined, 5000, 'Lease collected with the Pod');
-      const admin = writeKubeconfig(c.dir, c.api, c.api.adminToken, 'admin-kubeconfig');
-      const r = drainguard(['release', '--all-objects'], { KUBECONFIG: admin });
-      assert.equal((await r.exit()).code, 0, r.stdout.join('\n'));
+      assert.equal((await hook.exit()).code, 0, hook.stdout.join('\n'));
       assert.equal(c.remaining(), []);
+      assert.ok(hook.stdout.some((l) => l.endsWith('(stale: Lease gone)')));
     },
     { authorizerLagMs: 0 },
   );
