@@ -1,12 +1,10 @@
 import { resolveSupervisorConfig } from '../config/supervisor.ts';
-import type { SupervisorConfig } from '../config/supervisor.ts';
 import { resolvePrestopToken } from '../http/token.ts';
 import { drainEventObserver } from '../metrics/events.ts';
 import { combineObservers } from '../metrics/observers.ts';
-import { openPodEvents } from '../metrics/pod-events.ts';
-import { type Logger, createLogger } from '../log/logger.ts';
+import { createLogger } from '../log/logger.ts';
+import { openPodApi } from '../sidecar/pod-api.ts';
 import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../sidecar/supervisor.ts';
-import type { GuardHandle } from '../supervise/observer.ts';
 import type { CommandDef } from './command.ts';
 
 /** How long the sidecar stays for Events still being written once it is done. */
@@ -26,21 +24,37 @@ is stopped after the operator), then releases the guard and exits 0. A second SI
 SIGINT cuts the drain and the wait short.`,
   async run(args, io) {
     const config = resolveSupervisorConfig(args, { socket: DEFAULT_SIDECAR_SOCKET, httpAddr: '127.0.0.1:9404' });
-    const token = resolvePrestopToken(args.values as { prestopToken?: string; prestopTokenFile?: string }, args.sources);
+    const v = args.values as { prestopToken?: string; prestopTokenFile?: string; operatorContainer?: string[]; leaseDurationMs?: number };
+    const token = resolvePrestopToken(v, args.sources);
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-    const guard = openGuard(config, logger);
-    const record = await openPodEvents(config.pod, io.env, logger);
-    const events = record && drainEventObserver(record, logger);
+    const guard = config.guard.length > 0 ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: v.leaseDurationMs }) : undefined;
+    const api = await openPodApi(config.pod, v.operatorContainer ?? [], io.env, logger);
+    const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
     let sidecar: SidecarSupervisor | undefined;
     const telemetry = config.httpAddr
       ? await (await import('../http/telemetry.ts')).startTelemetry({
           addr: config.httpAddr,
           logger,
+          guard: guard && (() => guard.report()),
           prestop: token === undefined ? undefined : { token, requestDrain: () => sidecar!.requestDrain('http') },
         })
       : undefined;
     try {
-      sidecar = new SidecarSupervisor(config, { logger, guard, observer: combineObservers(telemetry?.observer, events), onServer: telemetry?.attach });
+      sidecar = new SidecarSupervisor(config, {
+        logger,
+        guard,
+        observer: combineObservers(telemetry?.observer, events),
+        onServer: telemetry?.attach,
+        operatorStopped: api.operatorStopped,
+      });
+      // The Pod's own grace period wins over the default, as soon as the API tells it.
+      if (api.readGracePeriodMs && args.sources.gracePeriodMs === undefined) {
+        const running = sidecar;
+        api.readGracePeriodMs().then(
+          (ms) => ms !== undefined && running.adoptGracePeriod(ms),
+          (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { gracePeriodMs: config.gracePeriodMs, error: err }),
+        );
+      }
       return await sidecar.run();
     } finally {
       // The last Event (how the drain ended) may still be on its way.
@@ -49,13 +63,3 @@ SIGINT cuts the drain and the wait short.`,
     }
   },
 };
-
-/**
- * The guard this sidecar holds for its pod, built from DRAINGUARD_GUARD and the
- * pod identity as in wrap mode. This is the one place the guard plugs in.
- */
-function openGuard(config: SupervisorConfig, logger: Logger): GuardHandle | undefined {
-  if (config.guard.length === 0) return undefined;
-  logger.warn('DRAINGUARD_GUARD is set, but this build of drainguard sidecar does not hold a guard', { objects: config.guard.length });
-  return undefined;
-}

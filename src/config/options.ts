@@ -158,6 +158,16 @@ export const OPTIONS: readonly OptionSpec[] = [
     defaultText: 'no /prestop route',
   },
   {
+    key: 'operatorContainer', flag: 'operator-container', value: 'NAMES', commands: ['sidecar'],
+    parse: (raw: string, source: string) => {
+      const names = raw.split(',').map((n) => n.trim()).filter(Boolean);
+      if (names.length === 0 || names.some((n) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n))) throw invalid(source, 'container names separated by commas, such as manager', raw);
+      return names;
+    },
+    description: "the operator's container(s) in this pod: before releasing the guard, a plain sidecar also waits until the Kubernetes API reports them terminated (needed when the operator does not speak the drain protocol)",
+    defaultText: 'go by the drain socket connections alone',
+  },
+  {
     key: 'prestopTokenFile', flag: 'prestop-token-file', value: 'PATH', parse: nonEmpty, commands: ['sidecar'],
     description: 'read the preStop token from this file (a mounted Secret) instead',
     defaultText: '-',

@@ -24,7 +24,8 @@ export interface DrainTicket {
 }
 
 export interface DrainOptions {
-  readonly timeoutMs: number;
+  /** Read when the drain starts: the Pod's grace period may change it until then. */
+  readonly timeoutMs: () => number;
   readonly logger: Logger;
   readonly now: () => number;
   /** Called when the drain starts, before any client is told. */
@@ -49,7 +50,8 @@ export class SidecarDrain {
 
   request(source: DrainSource): DrainTicket {
     if (this.#ticket) return { ...this.#ticket, joined: true };
-    const { timeoutMs, logger, now, onStart, onEnd } = this.#options;
+    const { logger, now, onStart, onEnd } = this.#options;
+    const timeoutMs = this.#options.timeoutMs();
     const startedAt = now();
     const deadline = startedAt + timeoutMs;
     const clients = this.#server.clients().filter((c) => c.greeted).length;

@@ -14,7 +14,7 @@
 
 import { EventEmitter } from 'node:events';
 import { ConfigError } from '../config/errors.ts';
-import type { SupervisorConfig } from '../config/supervisor.ts';
+import { type SupervisorConfig, defaultDrainTimeout } from '../config/supervisor.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { DrainSource, DrainguardObserver } from '../metrics/observers.ts';
 import { type ControlChannel, DrainServer } from '../protocol/server.ts';
@@ -55,6 +55,8 @@ export class SidecarSupervisor {
   /** Fires whenever an operator client comes or goes. */
   readonly #clientsChanged = new EventEmitter();
   #phase: Phase = 'starting';
+  #gracePeriodMs: number;
+  #drainTimeoutMs: number;
   #terminations = 0;
   #terminatedAt?: number;
   #onTerminate = (): void => {};
@@ -67,6 +69,8 @@ export class SidecarSupervisor {
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
     this.#now = options.now ?? Date.now;
+    this.#gracePeriodMs = config.gracePeriodMs;
+    this.#drainTimeoutMs = config.drainTimeoutMs;
     this.#server = new DrainServer({
       path: config.socket ?? DEFAULT_SIDECAR_SOCKET,
       logger: this.#log,
@@ -76,7 +80,7 @@ export class SidecarSupervisor {
     });
     this.#clientsChanged.setMaxListeners(0);
     this.#drain = new SidecarDrain(this.#server, {
-      timeoutMs: config.drainTimeoutMs,
+      timeoutMs: () => this.#drainTimeoutMs,
       logger: this.#log,
       now: this.#now,
       onStart: () => this.#setPhase('draining'),
@@ -90,6 +94,26 @@ export class SidecarSupervisor {
     return this.#drain.request(source);
   }
 
+  /**
+   * Takes the Pod's terminationGracePeriodSeconds (read from the API) in place of
+   * DRAINGUARD_GRACE_PERIOD, with the drain timeout derived from it unless one
+   * was given. A drain already under way keeps its deadline.
+   */
+  adoptGracePeriod(gracePeriodMs: number): void {
+    const { stopTimeoutMs, drainTimeoutExplicit } = this.#config;
+    if (gracePeriodMs === this.#gracePeriodMs) return;
+    this.#gracePeriodMs = gracePeriodMs;
+    if (!drainTimeoutExplicit) this.#drainTimeoutMs = defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
+    this.#log.info('grace period read from the Pod', { gracePeriodMs, drainTimeoutMs: this.#drainTimeoutMs, drainUnderWay: this.#drain.started !== undefined });
+    if (this.#drainTimeoutMs + stopTimeoutMs > gracePeriodMs) {
+      this.#log.warn("the drain timeout plus the stop timeout exceed the Pod's grace period: the kubelet may kill the operator before it stopped", {
+        gracePeriodMs,
+        drainTimeoutMs: this.#drainTimeoutMs,
+        stopTimeoutMs,
+      });
+    }
+  }
+
   /** Serves until terminated, then releases the guard once the operator has stopped; resolves with the exit status. */
   async run(): Promise<number> {
     const onSignal = (sig: NodeJS.Signals) => this.#onSignal(sig);
@@ -101,7 +125,7 @@ export class SidecarSupervisor {
       this.#options.onServer?.(this.#server);
       if (this.#terminations === 0) {
         if (this.#phase === 'starting') this.#setPhase('running');
-        this.#log.info('sidecar ready', { socket: this.#server.path, drainTimeoutMs: this.#config.drainTimeoutMs });
+        this.#log.info('sidecar ready', { socket: this.#server.path, drainTimeoutMs: this.#drainTimeoutMs });
         this.#options.guard?.start();
         guarding = true;
         await this.#terminated;
@@ -159,7 +183,7 @@ export class SidecarSupervisor {
    */
   #deadlines(): { releaseDeadline: number; waitDeadline: number } {
     const signalAt = this.#terminatedAt!;
-    const grace = this.#config.gracePeriodMs;
+    const grace = this.#gracePeriodMs;
     const drainAt = this.#drain.started?.startedAt;
     const begin = drainAt !== undefined && drainAt <= signalAt && signalAt - drainAt < grace ? drainAt : signalAt;
     const releaseDeadline = begin + Math.max(0, grace - RELEASE_MARGIN_MS);

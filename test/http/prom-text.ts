@@ -45,9 +45,11 @@ export function parseExposition(text: string): Exposition {
         labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
       }
     }
+    // As Prometheus reads values (Go's strconv.ParseFloat): NaN and Inf in any case.
     const raw = m[3]!;
-    const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : raw === 'NaN' ? NaN : Number(raw);
-    if (Number.isNaN(value) && raw !== 'NaN') throw new Error(`bad value at ${where}`);
+    const special = /^([+-]?)(inf|infinity|nan)$/i.exec(raw);
+    const value = special ? (special[2]!.toLowerCase() === 'nan' ? NaN : special[1] === '-' ? -Infinity : Infinity) : Number(raw);
+    if (Number.isNaN(value) && !special) throw new Error(`bad value at ${where}`);
     samples.push({ name: m[1]!, labels, value });
   });
   return {

@@ -9,20 +9,23 @@ import { prestop, startOperator, startSidecar } from './support.ts';
 const NS = 'operators';
 
 /** A scheduled Pod and a ServiceAccount that may create Events in its namespace, as a Helm chart would set it up. */
-function setUp(api: FakeApiServer): { env: NodeJS.ProcessEnv; uid: string } {
+function setUp(api: FakeApiServer, terminationGracePeriodSeconds?: number): { env: NodeJS.ProcessEnv; uid: string } {
   api.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const pod = api.create({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'op-7d9f', namespace: NS },
-    spec: { nodeName: 'node-1', containers: [{ name: 'operator', image: 'op' }] },
+    spec: { nodeName: 'node-1', containers: [{ name: 'operator', image: 'op' }], ...(terminationGracePeriodSeconds !== undefined && { terminationGracePeriodSeconds }) },
   });
   api.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'op', namespace: NS } });
   api.create({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: { name: 'op-events', namespace: NS },
-    rules: [{ apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] }],
+    rules: [
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+    ],
   });
   api.create({
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -100,6 +103,40 @@ test('Events are best effort: an API that refuses them changes nothing', async (
     pod.sidecar.kill('SIGTERM');
     assert.equal((await pod.sidecar.exit()).code, 0);
     assert.equal(events(api).length, 0);
+  } finally {
+    await api.close();
+  }
+});
+
+test("the Pod's grace period replaces the default, and the drain timeout follows it", async () => {
+  const api = await startApiServer();
+  try {
+    const { env } = setUp(api, 45);
+    const pod = await startSidecar(env);
+    const read = await pod.sidecar.log('grace period read from the Pod');
+    assert.equal([read.gracePeriodMs, read.drainTimeoutMs], [45_000, 38_000]);
+    const operator = await startOperator(pod, { FIXTURE_ACK: 'never' });
+    const hook = prestop(pod);
+    const remaining = Number((await operator.line(/^drain remainingMs=/)).split('=')[1]);
+    assert.ok(remaining > 37_000 && remaining <= 38_000, `remainingMs ${remaining}`);
+    // Two signals cut the drain short (the second only once the first was seen: signals do not queue).
+    pod.sidecar.kill('SIGTERM');
+    await pod.sidecar.log('termination requested');
+    pod.sidecar.kill('SIGTERM');
+    assert.equal((await hook.exit()).code, 0);
+    operator.kill('SIGKILL');
+    await operator.exit();
+    await pod.sidecar.exit();
+
+    // A grace period given explicitly is kept: the Pod is not even read.
+    const before = api.requestsMatching((r) => r.resource === 'pods').length;
+    const fixed = await startSidecar({ ...env, DRAINGUARD_GRACE_PERIOD: '20s' });
+    assert.equal((await prestop(fixed).exit()).code, 0);
+    await api.waitFor(() => events(api).filter((e) => e.reason === 'Drained').length === 1, 10_000, 'the Drained Event of the second sidecar');
+    assert.equal(api.requestsMatching((r) => r.resource === 'pods').length, before);
+    assert.not.ok(fixed.sidecar.logs().some((l) => l.msg === 'grace period read from the Pod'));
+    fixed.sidecar.kill('SIGTERM');
+    await fixed.sidecar.exit();
   } finally {
     await api.close();
   }

@@ -103,7 +103,6 @@ test('a --drain-timeout shorter than the sidecar deadline: prestop stops waiting
   operator.kill('SIGKILL');
   await operator.exit();
   pod.sidecar.kill('SIGTERM');
-  pod.sidecar.kill('SIGTERM');
   await pod.sidecar.exit();
 });
 
