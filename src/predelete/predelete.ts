@@ -139,7 +139,7 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
         remaining,
       );
     }
-    await (options.delay ?? sleep)(Math.min(options.pollMs ?? 500, Math.max(0, deadline - now())));
+    await (options.delay ?? sleep)(Math.min(options.pollMs ?? 250, Math.max(0, deadline - now())));
   }
 }
 
