@@ -382,7 +382,9 @@ export class Guard implements GuardHandle {
       held.map(async (o) => {
         const name = guardTargetKey(o.target);
         try {
-          const r = await removeFinalizers(this.#client, refOf(o.target), [this.#finalizer], options, o.object);
+          // A last-known copy without our finalizer may predate an add cut short by the stop: read again then.
+          const known = o.object?.metadata.finalizers?.includes(this.#finalizer) ? o.object : undefined;
+          const r = await removeFinalizers(this.#client, refOf(o.target), [this.#finalizer], options, known);
           return { name, state: r.state, gone: r.state === 'removed' && r.gone };
         } catch (err) {
           return { name, state: 'failed' as const, error: (err as Error).message };

@@ -32,7 +32,7 @@ export class NoApiConfigError extends Error {
   override name = 'NoApiConfigError';
 }
 
-export function loadApiAccess(env: NodeJS.ProcessEnv, { serviceAccountDir = SERVICE_ACCOUNT_DIR, home = homedir() }: LoadOptions = {}): ApiAccess {
+export function loadApiAccess(env: NodeJS.ProcessEnv, { serviceAccountDir = SERVICE_ACCOUNT_DIR, home = env.HOME ?? homedir() }: LoadOptions = {}): ApiAccess {
   const kc = new KubeConfig();
   let source: string;
   const paths = (env.KUBECONFIG ?? '').split(delimiter).filter((p) => p !== '');

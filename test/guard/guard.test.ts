@@ -192,6 +192,16 @@ test('409 storms: conflicting writers at start and at release are outlasted', as
   });
 });
 
+test('a guard without any Kubernetes API configured is a configuration error: exit 2, the operator never started', async () => {
+  await withCluster(async (c) => {
+    const pod = c.pod('op-0');
+    const p = c.run(pod, { KUBECONFIG: '', HOME: c.dir }, ['sh', '-c', 'echo started']);
+    assert.equal((await p.exit()).code, 2);
+    assert.match(p.stderr.join('\n'), /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: no Kubernetes API configured: set KUBECONFIG/);
+    assert.not.ok(p.stdout.includes('started'));
+  });
+});
+
 test('a guarded object that does not exist: a clear message, no crash, guarded once created', async () => {
   await withCluster(async (c) => {
     const pod = c.pod('op-0');
