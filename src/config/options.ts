@@ -158,6 +158,11 @@ export const OPTIONS: readonly OptionSpec[] = [
     defaultText: 'no /prestop route',
   },
   {
+    key: 'prestopTokenFile', flag: 'prestop-token-file', value: 'PATH', parse: nonEmpty, commands: ['sidecar'],
+    description: 'read the preStop token from this file (a mounted Secret) instead',
+    defaultText: '-',
+  },
+  {
     key: 'operatorContainer', flag: 'operator-container', value: 'NAMES', commands: ['sidecar'],
     parse: (raw: string, source: string) => {
       const names = raw.split(',').map((n) => n.trim()).filter(Boolean);
@@ -166,11 +171,6 @@ export const OPTIONS: readonly OptionSpec[] = [
     },
     description: "the operator's container(s) in this pod: before releasing the guard, a plain sidecar also waits until the Kubernetes API reports them terminated (needed when the operator does not speak the drain protocol)",
     defaultText: 'go by the drain socket connections alone',
-  },
-  {
-    key: 'prestopTokenFile', flag: 'prestop-token-file', value: 'PATH', parse: nonEmpty, commands: ['sidecar'],
-    description: 'read the preStop token from this file (a mounted Secret) instead',
-    defaultText: '-',
   },
   {
     key: 'logLevel', flag: 'log-level', value: 'LEVEL', parse: oneOf('debug', 'info', 'warn', 'error'), commands: ALL,
