@@ -1,7 +1,7 @@
 // The supervised child: started in a session of its own, so that a terminal's
 // Ctrl-C reaches drainguard (which drains first) and not the child directly.
 
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
 import { onExit } from 'signal-exit';
 import { signalNumber } from '../config/signals.ts';
 import type { SignalTarget } from '../config/supervisor.ts';
@@ -40,22 +40,21 @@ export interface StartChildOptions {
 
 export async function startChild(file: string, args: readonly string[], options: StartChildOptions): Promise<Child> {
   const kill = options.kill ?? ((pid, sig) => process.kill(pid, sig));
-  const subprocess = execa(file, args, {
+  // node:child_process rather than execa: nothing is captured, and execa's
+  // evaluation alone would be most of drainguard's start time.
+  const subprocess = spawn(file, args, {
     env: options.env,
-    extendEnv: false,
     // Inherited, not piped: a pipe would make us wait for grandchildren holding it open.
     stdio: 'inherit',
     detached: true,
-    reject: false,
-    cleanup: false,
-    forceKillAfterDelay: false,
   });
   if (subprocess.pid === undefined) {
-    const result = await subprocess;
-    const code = (result as { code?: string }).code;
-    const why = code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied (not executable?)' : result.originalMessage;
+    const { code, message } = await new Promise<NodeJS.ErrnoException>((resolve) => subprocess.once('error', resolve));
+    const why = code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'permission denied (not executable?)' : message;
     throw new SpawnError(`cannot start ${JSON.stringify(file)}: ${why}`, code);
   }
+  // Errors after the start (a failed kill) are reported where the signal is sent.
+  subprocess.on('error', () => {});
   const pid = subprocess.pid;
   let gone = false;
   // Whatever ends drainguard (a crash included), the child must not outlive it unsupervised.
@@ -68,11 +67,13 @@ export async function startChild(file: string, args: readonly string[], options:
       }
     }
   });
-  const exited = subprocess.then((result): ChildExit => {
-    gone = true;
-    removeExitHook();
-    if (result.signal) return { status: 128 + signalNumber(result.signal), signal: result.signal };
-    return { status: result.exitCode ?? 1, code: result.exitCode };
+  const exited = new Promise<ChildExit>((resolve) => {
+    subprocess.once('exit', (code, signal) => {
+      gone = true;
+      removeExitHook();
+      if (signal) resolve({ status: 128 + signalNumber(signal), signal });
+      else resolve({ status: code ?? 1, code: code ?? undefined });
+    });
   });
   return {
     pid,
