@@ -1,7 +1,5 @@
 import { statSync } from 'node:fs';
 import { ConfigError } from '../config/errors.ts';
-import { install } from '../install/install.ts';
-import { InstallSourceError } from '../install/sources.ts';
 import { createLogger } from '../log/logger.ts';
 import type { CommandDef } from './command.ts';
 
@@ -26,6 +24,8 @@ and the launcher is written last. DIR is created when missing.`,
     } catch {}
     if (stat && !stat.isDirectory()) throw new ConfigError(`DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
     const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
+    // Loaded on use: the install code brings execa, whose evaluation would add to every command's start.
+    const [{ install }, { InstallSourceError }] = await Promise.all([import('../install/install.ts'), import('../install/sources.ts')]);
     try {
       const result = await install(dir);
       logger.info('installed', { dir, files: result.files.map((f) => f.path), bytes: result.bytes, run: `${dir.replace(/\/+$/, '')}/drainguard` });
