@@ -1,0 +1,72 @@
+// SIGTERM → `drain` at the client, and `drained` → the stop signal at the
+// child, each measured across process boundaries on the shared clock: the
+// benchmark stamps the SIGTERM it sends, the operator stamps what it sees.
+
+import { setTimeout as delay } from 'node:timers/promises';
+import { EXE, NODE, fixture } from './lib/paths.ts';
+import { BenchProc, reportedPid } from './lib/proc.ts';
+import { between, random, seedOf } from './lib/random.ts';
+import { percentile } from './lib/stats.ts';
+
+export interface LatencyOptions {
+  readonly runs: number;
+  readonly seed: number;
+}
+
+export interface LatencyResult {
+  readonly runs: number;
+  readonly failedRuns: number;
+  readonly drainLatencyMsP50: number;
+  readonly drainLatencyMsP99: number;
+  readonly drainLatencyMsMax: number;
+  readonly killLatencyMsP50: number;
+  readonly killLatencyMsP99: number;
+  readonly killLatencyMsMax: number;
+  readonly errors: string[];
+}
+
+export async function runLatency(o: LatencyOptions, progress: (done: number, total: number) => void): Promise<LatencyResult> {
+  const drain: number[] = [];
+  const kill: number[] = [];
+  const errors: string[] = [];
+  const rnd = random(seedOf(o.seed, 0x1a7e));
+  // One at a time: a second run starting up would compete for the two cores.
+  for (let i = 0; i < o.runs; i++) {
+    try {
+      const [d, k] = await runOnce(between(rnd, 20, 120));
+      drain.push(d);
+      kill.push(k);
+    } catch (err) {
+      errors.push((err as Error).message);
+    }
+    progress(i + 1, o.runs);
+  }
+  return {
+    runs: drain.length,
+    failedRuns: errors.length,
+    drainLatencyMsP50: percentile(drain, 50),
+    drainLatencyMsP99: percentile(drain, 99),
+    drainLatencyMsMax: percentile(drain, 100),
+    killLatencyMsP50: percentile(kill, 50),
+    killLatencyMsP99: percentile(kill, 99),
+    killLatencyMsMax: percentile(kill, 100),
+    errors: [...new Set(errors)].slice(0, 5),
+  };
+}
+
+async function runOnce(settleMs: number): Promise<[number, number]> {
+  const proc = new BenchProc(EXE, ['run', '--', NODE, fixture('operator.ts')], { BENCH_MODE: 'latency' }, { stderr: true });
+  try {
+    const [, , pid] = await proc.waitLine('ready', 30_000);
+    reportedPid(Number(pid));
+    // drainguard idle for a moment, as it is when a pod is stopped.
+    await delay(settleMs);
+    const sentAt = proc.signal('SIGTERM');
+    const [, drainAt, drainedAt] = await proc.waitLine('drain', 10_000);
+    const [, termAt] = await proc.waitLine('term', 10_000);
+    await proc.waitExit(10_000, 'latency run');
+    return [Number(drainAt) - sentAt, Number(termAt) - Number(drainedAt)];
+  } finally {
+    proc.kill();
+  }
+}

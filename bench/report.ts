@@ -1,0 +1,144 @@
+// The goals drainguard is held to, and the printed table.
+
+import type { FanoutEntry } from './fanout.ts';
+import type { IdleRss } from './startup.ts';
+import type { StrategySummary } from './shutdown.ts';
+
+export interface Results {
+  strategies?: Record<string, StrategySummary>;
+  overheadMsP50?: number;
+  overheadMsP99?: number;
+  overheadMsMax?: number;
+  stopSignalAfterLastReconcileMsP50?: number;
+  stopSignalAfterLastReconcileMsP99?: number;
+  absentStrategies?: string[];
+  drainLatencyMsP50?: number;
+  drainLatencyMsP99?: number;
+  drainLatencyMsMax?: number;
+  killLatencyMsP50?: number;
+  killLatencyMsP99?: number;
+  killLatencyMsMax?: number;
+  latencyRuns?: number;
+  startRatio?: number;
+  startMs?: number;
+  nodeStartMs?: number;
+  idleRssMiB?: number | null;
+  idleRssRatio?: number | null;
+  sidecarIdleRssMiB?: number | null;
+  nodeIdleRssMiB?: number | null;
+  sidecarIdleRssNote?: string;
+  idleMemory?: { cold: Record<string, IdleRss | null>; written: Record<string, IdleRss | null> };
+  fanout?: Record<string, FanoutEntry>;
+  binaryMiB?: number;
+  binaryGzMiB?: number;
+}
+
+export interface Goal {
+  readonly goal: string;
+  readonly target: string;
+  readonly measured: number | null;
+  readonly met: boolean | null;
+}
+
+export function evaluateGoals(r: Results): Goal[] {
+  const goal = (name: string, target: string, measured: number | null | undefined, ok: (x: number) => boolean): Goal => ({
+    goal: name,
+    target,
+    measured: measured ?? null,
+    met: measured === undefined || measured === null || Number.isNaN(measured) ? null : ok(measured),
+  });
+  const fan = r.fanout?.['1000'];
+  return [
+    goal('drainguard: interrupted reconciles when the drain fits', '0', r.strategies?.drainguard?.interrupted, (x) => x === 0),
+    goal('overhead over the ideal, p99 (ms)', '<= 10', r.overheadMsP99, (x) => x <= 10),
+    goal('SIGTERM -> drain at the client, p99 (ms)', '<= 2', r.drainLatencyMsP99, (x) => x <= 2),
+    goal('drained -> stop signal at the child, p99 (ms)', '<= 2', r.killLatencyMsP99, (x) => x <= 2),
+    goal('start, relative to bare node', '<= 1.3', r.startRatio, (x) => x <= 1.3),
+    goal('idle RSS, relative to bare node', '<= 1.2', r.idleRssRatio, (x) => x <= 1.2),
+    goal('1000 clients: SIGTERM -> drain, p99 (ms)', '<= 50', fan?.drainLatencyMsP99, (x) => x <= 50),
+  ];
+}
+
+const f = (x: number | null | undefined, digits = 1): string =>
+  x === undefined || x === null || Number.isNaN(x) ? '-' : x.toFixed(digits);
+
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+export function printReport(r: Results, goals: Goal[], meta: { options: Record<string, unknown>; durationS: number; cpus: number; node: string }): string {
+  const o = meta.options as { iterations: number; workers: number; reconcileMs: number[]; stopAfterMs: number[]; seed: number; parallel: number };
+  const out: string[] = [''];
+  if (r.strategies) {
+    out.push(
+      `Shutdown: ${o.iterations} stops per strategy (seed ${o.seed}), ${o.workers} workers, reconciles ${o.reconcileMs.join('-')} ms, stop ${o.stopAfterMs.join('-')} ms after start`,
+      table(
+        ['strategy', 'interrupted', '%', 'runs hit', 'exit p50 ms', 'exit p99 ms'],
+        Object.entries(r.strategies).map(([name, s]) => [
+          `${name} (${s.command})`,
+          String(s.interrupted),
+          f(s.interruptedPct),
+          `${s.runsWithInterruption}/${s.runs}${s.failedRuns ? ` (${s.failedRuns} failed)` : ''}`,
+          f(s.exitMsP50),
+          f(s.exitMsP99),
+        ]),
+      ),
+      `drainguard over the ideal (last reconcile ended -> drainguard exited): p50 ${f(r.overheadMsP50)} ms, p99 ${f(r.overheadMsP99)} ms, max ${f(r.overheadMsMax)} ms`,
+      `  of which last reconcile ended -> stop signal at the operator: p50 ${f(r.stopSignalAfterLastReconcileMsP50, 2)} ms, p99 ${f(r.stopSignalAfterLastReconcileMsP99, 2)} ms`,
+      ...(r.absentStrategies ? [`not installed, not run: ${r.absentStrategies.join(', ')}`] : []),
+      '',
+    );
+  }
+  if (r.drainLatencyMsP50 !== undefined) {
+    out.push(
+      `Latency over ${r.latencyRuns} runs`,
+      table(
+        ['', 'p50 ms', 'p99 ms', 'max ms'],
+        [
+          ['SIGTERM -> drain at the client', f(r.drainLatencyMsP50, 2), f(r.drainLatencyMsP99, 2), f(r.drainLatencyMsMax, 2)],
+          ['drained -> stop signal at the child', f(r.killLatencyMsP50, 2), f(r.killLatencyMsP99, 2), f(r.killLatencyMsMax, 2)],
+        ],
+      ),
+      '',
+    );
+  }
+  if (r.startRatio !== undefined) {
+    out.push(`Start (median): drainguard run -- /bin/true ${f(r.startMs)} ms, node -e 0 ${f(r.nodeStartMs)} ms, ratio ${f(r.startRatio, 2)}`, '');
+  }
+  if (r.idleMemory) {
+    const row = (name: string, key: string) => {
+      const c = r.idleMemory!.cold[key];
+      const w = r.idleMemory!.written[key];
+      return [name, f(c?.rssMiB), f(c?.anonMiB), f(w?.rssMiB)];
+    };
+    out.push(
+      'Idle memory (MiB, median)',
+      table(['', 'RSS', 'of it anonymous', 'RSS, freshly written executable'], [row('node (bare)', 'node'), row('drainguard run', 'run'), row('drainguard sidecar', 'sidecar')]),
+      `idle RSS ratio drainguard run / node: ${f(r.idleRssRatio, 2)}${r.sidecarIdleRssNote ? `; sidecar: ${r.sidecarIdleRssNote}` : ''}`,
+      '',
+    );
+  }
+  if (r.fanout) {
+    out.push(
+      'Fan-out: clients connected when the drain starts',
+      table(
+        ['clients', 'runs', 'drain p50 ms', 'drain p99 ms', 'all have drain, worst ms', 'drainguard RSS MiB'],
+        Object.entries(r.fanout).map(([n, e]) => [n, String(e.runs), f(e.drainLatencyMsP50, 2), f(e.drainLatencyMsP99, 2), f(e.allDrainedMsMax, 2), f(e.rssMiB)]),
+      ),
+      '',
+    );
+  }
+  if (r.binaryMiB !== undefined) out.push(`Executable: ${f(r.binaryMiB)} MiB, ${f(r.binaryGzMiB)} MiB gzipped`, '');
+  out.push(
+    'Goals',
+    table(
+      ['goal', 'target', 'measured', ''],
+      goals.map((g) => [g.goal, g.target, g.measured === null ? '-' : String(Math.round(g.measured * 100) / 100), g.met === null ? 'not measured' : g.met ? 'met' : 'NOT MET']),
+    ),
+    '',
+    `${meta.durationS} s on ${meta.cpus} CPUs, node ${meta.node}`,
+  );
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,217 @@
+// `npm run bench`: every benchmark of drainguard in one run, so the figures
+// are comparable on a noisy machine; prints a table and writes
+// bench-results.json at the repository root. `--help` lists the knobs.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { runFanout } from './fanout.ts';
+import { runLatency } from './latency.ts';
+import { EXE, NODE, ROOT } from './lib/paths.ts';
+import { killEverything } from './lib/proc.ts';
+import { round } from './lib/stats.ts';
+import { type Results, evaluateGoals, printReport } from './report.ts';
+import { runShutdown } from './shutdown.ts';
+import { runSize } from './size.ts';
+import { runMemory, runStart } from './startup.ts';
+
+const SECTIONS = ['size', 'start', 'memory', 'latency', 'fanout', 'shutdown'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const HELP = `npm run bench [-- OPTIONS]    (or: node bench/run.ts OPTIONS after npm run build)
+
+  --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all)
+  --full               larger samples: 200 shutdown iterations, 1000 latency runs,
+                       100 start runs (about 45 minutes on 2 cores)
+  --seed N             seed of the workload and stop moments (default 1)
+  --iterations N       shutdown runs per strategy (default 30)
+  --parallel N         shutdown runs at a time (default 4)
+  --workers N          concurrent reconciles of the operator (default 8)
+  --reconcile MIN-MAX  reconcile length in ms (default 100-3000)
+  --stop-after MIN-MAX stop moment after the operator is ready, ms (default 200-3000)
+  --sleep MS           the preStop sleep of the 'sleep' strategy (default: the longest reconcile)
+  --latency-runs N     runs of the latency benchmark (default 200)
+  --start-runs N       runs of each start measurement (default 30)
+  --memory-reps N      idle RSS samples per subject and page-cache state (default 3)
+  --fanout LIST        client counts of the fan-out benchmark (default 1,10,100,1000)
+  --fanout-procs N     client processes the clients are spread over (default 4)
+  --out FILE           where the JSON goes (default bench-results.json)
+`;
+
+const { values: v } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    full: { type: 'boolean', default: false },
+    seed: { type: 'string', default: '1' },
+    iterations: { type: 'string' },
+    parallel: { type: 'string', default: '4' },
+    workers: { type: 'string', default: '8' },
+    reconcile: { type: 'string', default: '100-3000' },
+    'stop-after': { type: 'string', default: '200-3000' },
+    sleep: { type: 'string' },
+    'latency-runs': { type: 'string' },
+    'start-runs': { type: 'string' },
+    'memory-reps': { type: 'string' },
+    fanout: { type: 'string', default: '1,10,100,1000' },
+    'fanout-procs': { type: 'string', default: '4' },
+    out: { type: 'string', default: join(ROOT, 'bench-results.json') },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+  strict: true,
+});
+if (v.help) {
+  process.stdout.write(HELP);
+  process.exit(0);
+}
+
+function int(name: string, value: string | undefined, fallback: number): number {
+  const n = value === undefined ? fallback : Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) usage(`--${name}: expected a whole number, got ${JSON.stringify(value)}`);
+  return n;
+}
+function range(name: string, value: string): [number, number] {
+  const m = /^(\d+)-(\d+)$/.exec(value);
+  if (!m || Number(m[1]) > Number(m[2])) usage(`--${name}: expected MIN-MAX in ms, got ${JSON.stringify(value)}`);
+  return [Number(m![1]), Number(m![2])];
+}
+function usage(message: string): never {
+  process.stderr.write(`bench: ${message}\n\n${HELP}`);
+  process.exit(2);
+}
+
+const only = v.only ? v.only.split(',') : [...SECTIONS];
+for (const s of only) if (!SECTIONS.includes(s as Section)) usage(`--only: unknown section ${JSON.stringify(s)}`);
+const wants = (s: Section) => only.includes(s);
+const reconcileMs = range('reconcile', v.reconcile);
+const options = {
+  seed: int('seed', v.seed, 1),
+  iterations: int('iterations', v.iterations, v.full ? 200 : 30),
+  parallel: Math.max(1, int('parallel', v.parallel, 4)),
+  workers: int('workers', v.workers, 8),
+  reconcileMs,
+  stopAfterMs: range('stop-after', v['stop-after']),
+  sleepMs: int('sleep', v.sleep, reconcileMs[1]),
+  latencyRuns: int('latency-runs', v['latency-runs'], v.full ? 1000 : 200),
+  startRuns: Math.max(1, int('start-runs', v['start-runs'], v.full ? 100 : 30)),
+  memoryReps: Math.max(1, int('memory-reps', v['memory-reps'], v.full ? 5 : 3)),
+  fanout: v.fanout.split(',').map((n) => int('fanout', n, 1)),
+  fanoutProcs: Math.max(1, int('fanout-procs', v['fanout-procs'], 4)),
+};
+
+if (!existsSync(EXE)) usage(`${EXE} is missing: run 'npm run build' first (npm run bench does)`);
+const embedded = /\(node (v[\d.]+)\)/.exec(execFileSync(EXE, ['--version'], { encoding: 'utf8' }))?.[1];
+if (embedded !== process.version) {
+  process.stderr.write(`bench: warning: drainguard embeds Node.js ${embedded}, the comparison runs ${process.version} (${NODE})\n`);
+}
+
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(sig, () => {
+    killEverything();
+    process.stderr.write(`\nbench: ${sig}, stopped\n`);
+    process.exit(130);
+  });
+}
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const ticker = (label: string) => {
+  let last = -1;
+  return (done: number, total: number) => {
+    const pct = Math.floor((100 * done) / total / 10) * 10;
+    if (pct !== last) {
+      last = pct;
+      log(`  ${label}: ${done}/${total}`);
+    }
+  };
+};
+
+const began = Date.now();
+const loadBefore = loadavg();
+const results: Record<string, unknown> = {};
+const timings: Record<string, number> = {};
+async function section<T>(name: Section, title: string, body: () => Promise<T>): Promise<T | undefined> {
+  if (!wants(name)) return undefined;
+  log(`bench: ${title}`);
+  const t = Date.now();
+  try {
+    return await body();
+  } finally {
+    timings[name] = Math.round((Date.now() - t) / 1000);
+  }
+}
+
+try {
+  const size = await section('size', 'executable size', runSize);
+  const start = await section('start', `start time, ${options.startRuns} runs each`, () => runStart(options.startRuns, ticker('start')));
+  const memory = await section('memory', 'idle memory', () => runMemory(options.memoryReps, (l) => log(`  ${l}`)));
+  const latency = await section('latency', `drain and kill latency, ${options.latencyRuns} runs`, () =>
+    runLatency({ runs: options.latencyRuns, seed: options.seed }, ticker('latency')),
+  );
+  const fanout = await section('fanout', `fan-out to ${options.fanout.join(', ')} clients`, () =>
+    runFanout({ sizes: options.fanout, procs: options.fanoutProcs }, (l) => log(`  ${l}`)),
+  );
+  const shutdown = await section('shutdown', `shutdown scenario, ${options.iterations} runs per strategy, ${options.parallel} at a time`, () =>
+    runShutdown(options, ticker('shutdown')),
+  );
+
+  const idle = memory?.cold;
+  Object.assign(results, {
+    ...(shutdown && {
+      strategies: shutdown.strategies,
+      overheadMsP50: shutdown.overheadMsP50,
+      overheadMsP99: shutdown.overheadMsP99,
+      overheadMsMax: shutdown.overheadMsMax,
+      stopSignalAfterLastReconcileMsP50: shutdown.signalMsP50,
+      stopSignalAfterLastReconcileMsP99: shutdown.signalMsP99,
+      ...(shutdown.absent.length > 0 && { absentStrategies: shutdown.absent }),
+    }),
+    ...(latency && {
+      drainLatencyMsP50: latency.drainLatencyMsP50,
+      drainLatencyMsP99: latency.drainLatencyMsP99,
+      drainLatencyMsMax: latency.drainLatencyMsMax,
+      killLatencyMsP50: latency.killLatencyMsP50,
+      killLatencyMsP99: latency.killLatencyMsP99,
+      killLatencyMsMax: latency.killLatencyMsMax,
+      latencyRuns: latency.runs,
+    }),
+    ...(start && { startRatio: start.startRatio, startMs: start.drainguardMs, nodeStartMs: start.nodeMs }),
+    ...(idle && {
+      idleRssMiB: idle.run?.rssMiB ?? null,
+      idleRssRatio: idle.run && idle.node ? idle.run.rssMiB / idle.node.rssMiB : null,
+      sidecarIdleRssMiB: idle.sidecar?.rssMiB ?? null,
+      nodeIdleRssMiB: idle.node?.rssMiB ?? null,
+      ...(memory.sidecarNote && { sidecarIdleRssNote: memory.sidecarNote }),
+      idleMemory: { cold: memory.cold, written: memory.written },
+    }),
+    ...(fanout && { fanout }),
+    ...(size && size),
+  });
+  const goals = evaluateGoals(results as Results);
+  const meta = {
+    date: new Date(began).toISOString(),
+    durationS: Math.round((Date.now() - began) / 1000),
+    sectionsS: timings,
+    node: process.version,
+    embeddedNode: embedded,
+    cpus: cpus().length,
+    cpu: cpus()[0]?.model,
+    kernel: release(),
+    loadavgBefore: loadBefore.map(round),
+    loadavgAfter: loadavg().map(round),
+    options: { ...options, full: v.full },
+  };
+  const json = { ...roundAll(results), goals, meta, ...(shutdown && { shutdownRuns: shutdown.runs.map((r) => roundAll(r)) }) };
+  writeFileSync(v.out, `${JSON.stringify(json, null, 2)}\n`);
+  process.stdout.write(printReport(results as Results, goals, meta));
+  process.stdout.write(`\nwrote ${v.out}\n`);
+} finally {
+  killEverything();
+}
+
+function roundAll<T>(value: T): T {
+  if (typeof value === 'number') return round(value) as T;
+  if (Array.isArray(value)) return value.map(roundAll) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, roundAll(x)])) as T;
+  return value;
+}

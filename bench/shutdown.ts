@@ -1,0 +1,176 @@
+// The shutdown scenario: the same seeded workload stopped at the same moment
+// under each strategy, many times; what was interrupted and how long it took.
+
+import { setTimeout as delay } from 'node:timers/promises';
+import { nowMs } from './lib/clock.ts';
+import { EXE, NODE, fixture, onPath } from './lib/paths.ts';
+import { BenchProc, pool, reportedPid } from './lib/proc.ts';
+import { between, random, seedOf } from './lib/random.ts';
+import { percentile } from './lib/stats.ts';
+
+export interface ShutdownOptions {
+  readonly iterations: number;
+  readonly parallel: number;
+  readonly workers: number;
+  readonly reconcileMs: readonly [number, number];
+  readonly stopAfterMs: readonly [number, number];
+  readonly sleepMs: number;
+  readonly seed: number;
+}
+
+interface Strategy {
+  readonly name: string;
+  readonly mode: 'plain' | 'cancel' | 'drainguard';
+  readonly command: readonly string[];
+  /** A preStop hook that sleeps this long before the SIGTERM. */
+  readonly preStopMs?: number;
+}
+
+export interface RunResult {
+  readonly strategy: string;
+  readonly iteration: number;
+  /** Reconciles running at the stop request or started after it. */
+  readonly touched: number;
+  readonly interrupted: number;
+  /** Stop request (SIGTERM, or the start of the preStop hook) → the process exited. */
+  readonly exitMs: number;
+  /** drainguard only: the last reconcile ended → drainguard exited. */
+  readonly overheadMs?: number;
+  /** drainguard only: the last reconcile ended → the stop signal reached the operator. */
+  readonly signalMs?: number;
+  readonly error?: string;
+}
+
+export interface StrategySummary {
+  readonly runs: number;
+  readonly failedRuns: number;
+  readonly interrupted: number;
+  readonly interruptedPct: number;
+  readonly runsWithInterruption: number;
+  readonly exitMsP50: number;
+  readonly exitMsP99: number;
+  readonly command: string;
+}
+
+export interface ShutdownResult {
+  readonly strategies: Record<string, StrategySummary>;
+  readonly overheadMsP50: number;
+  readonly overheadMsP99: number;
+  readonly overheadMsMax: number;
+  /** The part of the overhead before the operator got its stop signal. */
+  readonly signalMsP50: number;
+  readonly signalMsP99: number;
+  readonly absent: string[];
+  readonly runs: RunResult[];
+}
+
+export function strategies(sleepMs: number): { list: Strategy[]; absent: string[] } {
+  const operator = [NODE, fixture('operator.ts')];
+  const list: Strategy[] = [
+    { name: 'sigterm', mode: 'plain', command: operator },
+    { name: `sleep`, mode: 'plain', command: operator, preStopMs: sleepMs },
+    { name: 'cancel', mode: 'cancel', command: operator },
+  ];
+  const absent: string[] = [];
+  const tini = onPath('tini');
+  if (tini) list.push({ name: 'tini', mode: 'plain', command: [tini, '-s', '--', ...operator] });
+  else absent.push('tini');
+  const dumbInit = onPath('dumb-init');
+  if (dumbInit) list.push({ name: 'dumb-init', mode: 'plain', command: [dumbInit, ...operator] });
+  else absent.push('dumb-init');
+  list.push({ name: 'drainguard', mode: 'drainguard', command: [EXE, 'run', '--', ...operator] });
+  return { list, absent };
+}
+
+export async function runShutdown(o: ShutdownOptions, progress: (done: number, total: number) => void): Promise<ShutdownResult> {
+  const { list, absent } = strategies(o.sleepMs);
+  const tasks = Array.from({ length: o.iterations }, (_, iteration) => list.map((strategy) => ({ strategy, iteration }))).flat();
+  let done = 0;
+  const runs = await pool(tasks, o.parallel, async ({ strategy, iteration }) => {
+    const result = await runOnce(strategy, iteration, o).catch(
+      (err: Error): RunResult => ({ strategy: strategy.name, iteration, touched: 0, interrupted: 0, exitMs: Number.NaN, error: err.message }),
+    );
+    progress(++done, tasks.length);
+    return result;
+  });
+
+  const summaries: Record<string, StrategySummary> = {};
+  for (const s of list) {
+    const mine = runs.filter((r) => r.strategy === s.name);
+    const ok = mine.filter((r) => r.error === undefined);
+    const touched = ok.reduce((n, r) => n + r.touched, 0);
+    const interrupted = ok.reduce((n, r) => n + r.interrupted, 0);
+    const exits = ok.map((r) => r.exitMs);
+    summaries[s.name] = {
+      runs: ok.length,
+      failedRuns: mine.length - ok.length,
+      interrupted,
+      interruptedPct: touched === 0 ? 0 : (100 * interrupted) / touched,
+      runsWithInterruption: ok.filter((r) => r.interrupted > 0).length,
+      exitMsP50: percentile(exits, 50),
+      exitMsP99: percentile(exits, 99),
+      command: (s.preStopMs ? `preStop sleep ${s.preStopMs / 1000}; ` : '') + s.command.map((a) => a.split('/').pop()).join(' '),
+    };
+  }
+  const drained = runs.filter((r) => r.strategy === 'drainguard' && r.error === undefined && r.interrupted === 0);
+  const overheads = drained.map((r) => r.overheadMs!);
+  const signals = drained.map((r) => r.signalMs!);
+  return {
+    strategies: summaries,
+    overheadMsP50: percentile(overheads, 50),
+    overheadMsP99: percentile(overheads, 99),
+    overheadMsMax: percentile(overheads, 100),
+    signalMsP50: percentile(signals, 50),
+    signalMsP99: percentile(signals, 99),
+    absent,
+    runs,
+  };
+}
+
+async function runOnce(strategy: Strategy, iteration: number, o: ShutdownOptions): Promise<RunResult> {
+  const [file, ...args] = strategy.command;
+  const proc = new BenchProc(file!, args, {
+    BENCH_MODE: strategy.mode,
+    BENCH_SEED: String(seedOf(o.seed, iteration)),
+    BENCH_WORKERS: String(o.workers),
+    BENCH_RECONCILE_MS: `${o.reconcileMs[0]}-${o.reconcileMs[1]}`,
+  }, { stderr: true });
+  try {
+    const [, , pid] = await proc.waitLine('ready', 30_000);
+    reportedPid(Number(pid));
+    // The same moment for every strategy of this iteration.
+    await delay(between(random(seedOf(o.seed, iteration, 0x5707)), o.stopAfterMs[0], o.stopAfterMs[1]));
+    const stopAt = nowMs();
+    if (strategy.preStopMs) await delay(strategy.preStopMs);
+    proc.signal('SIGTERM');
+    const exit = await proc.waitExit(o.reconcileMs[1] + (strategy.preStopMs ?? 0) + 30_000, strategy.name);
+    return analyse(strategy, iteration, proc.lines, stopAt, exit.at);
+  } finally {
+    proc.kill();
+  }
+}
+
+function analyse(strategy: Strategy, iteration: number, lines: readonly string[], stopAt: number, exitAt: number): RunResult {
+  const starts = new Map<string, number>();
+  const ends = new Map<string, number>();
+  let termAt: number | undefined;
+  for (const line of lines) {
+    const [kind, id, t] = line.split(' ');
+    if (kind === 's') starts.set(id!, Number(t));
+    else if (kind === 'e') ends.set(id!, Number(t));
+    else if (kind === 'term') termAt = Number(id);
+  }
+  let touched = 0;
+  let interrupted = 0;
+  let lastEnd = -Infinity;
+  for (const [id] of starts) {
+    const end = ends.get(id);
+    if (end !== undefined) lastEnd = Math.max(lastEnd, end);
+    if (end !== undefined && end < stopAt) continue;
+    touched++;
+    if (end === undefined) interrupted++;
+  }
+  const result: RunResult = { strategy: strategy.name, iteration, touched, interrupted, exitMs: exitAt - stopAt };
+  if (strategy.mode !== 'drainguard') return result;
+  return { ...result, overheadMs: exitAt - lastEnd, signalMs: termAt === undefined ? Number.NaN : termAt - lastEnd };
+}
