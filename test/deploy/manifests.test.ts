@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
 import { type Command } from '../../src/config/options.ts';
 import { GRACE_MARGIN_MS, resolveSupervisorConfig } from '../../src/config/supervisor.ts';
-import { type KubeObject, rendered, theDeployment } from './support/manifests.ts';
+import { type EnvVar, type KubeObject, kubeletEnv, rendered, theDeployment } from './support/manifests.ts';
 
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 const IMAGE = `ghcr.io/drainguard/drainguard:${VERSION}`;
@@ -19,7 +19,7 @@ interface Container {
   name: string;
   image?: string;
   command?: string[];
-  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  env?: EnvVar[];
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   securityContext?: Record<string, any>;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
@@ -36,17 +36,6 @@ const find = (list: Container[] | undefined, name: string): Container => {
 };
 const mountOf = (c: Container, path: string) => (c.volumeMounts ?? []).find((m) => m.mountPath === path);
 const envOf = (c: Container, name: string) => (c.env ?? []).find((e) => e.name === name);
-
-/** The environment the kubelet would give the container: downward API values filled in, $(VAR) expanded. */
-function kubeletEnv(c: Container, pod: { name: string; namespace: string; uid: string }): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  const fields: Record<string, string> = { 'metadata.name': pod.name, 'metadata.namespace': pod.namespace, 'metadata.uid': pod.uid };
-  for (const e of c.env ?? []) {
-    if (e.valueFrom?.fieldRef) env[e.name] = fields[e.valueFrom.fieldRef.fieldPath];
-    else env[e.name] = (e.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => env[name] ?? whole);
-  }
-  return env;
-}
 
 const MODES: { mode: string; supervisor: (d: KubeObject) => Container; command: Command }[] = [
   { mode: 'wrap', supervisor: (d) => find(podOf(d).containers, 'manager'), command: 'run' },
@@ -119,7 +108,7 @@ for (const { mode, supervisor, command } of MODES) {
     assert.equal(envOf(dg, 'DRAINGUARD_POD_NAME')?.valueFrom?.fieldRef?.fieldPath, 'metadata.name');
     assert.equal(envOf(dg, 'DRAINGUARD_POD_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
     assert.equal(envOf(dg, 'DRAINGUARD_POD_UID')?.valueFrom?.fieldRef?.fieldPath, 'metadata.uid');
-    const env = kubeletEnv(dg, { name: 'example-operator-7d9f8-x2x4q', namespace: deployment.metadata.namespace!, uid: '0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50' });
+    const env = kubeletEnv(dg.env, { name: 'example-operator-7d9f8-x2x4q', namespace: deployment.metadata.namespace!, uid: '0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50' });
     // The grace period drainguard reads from its Pod.
     env.DRAINGUARD_GRACE_PERIOD = String(pod.terminationGracePeriodSeconds);
     const config = resolveSupervisorConfig(parseArgs(command, [], env), {});
@@ -128,7 +117,7 @@ for (const { mode, supervisor, command } of MODES) {
   });
 
   test(`${mode}: the grace period leaves a drain budget of at least 30s after the stop timeout`, () => {
-    const env = kubeletEnv(dg, { name: 'p', namespace: 'n', uid: 'u' });
+    const env = kubeletEnv(dg.env, { name: 'p', namespace: 'n', uid: 'u' });
     env.DRAINGUARD_GRACE_PERIOD = String(pod.terminationGracePeriodSeconds);
     const config = resolveSupervisorConfig(parseArgs(command, [], env), {});
     assert.equal(config.gracePeriodMs, pod.terminationGracePeriodSeconds! * 1000);

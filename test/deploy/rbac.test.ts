@@ -1,6 +1,7 @@
 // What the rendered RBAC lets drainguard do, and nothing beyond it: get and
 // patch on exactly the objects it guards (by resourceNames), Leases
-// create/get/update/delete, Events create and Pods get in its own namespace.
+// create/get/list/update/patch/delete (the guard renews its Lease with a patch
+// and lists the other holders), Events create and Pods get in its own namespace.
 // And the other way round: it can do all of that, so the guard can work.
 
 import { test } from 'uvu';
@@ -71,7 +72,7 @@ for (const mode of MODES) {
       if (t.namespace !== undefined) assert.equal(t.namespace, namespace, `${t.kind}/${t.namespace}/${t.name} is in drainguard's own namespace`);
       for (const verb of ['get', 'patch']) allowed.add(grant(t.namespace ?? '', group, resource, verb, t.name));
     }
-    for (const verb of ['create', 'get', 'update', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
+    for (const verb of ['create', 'get', 'list', 'update', 'patch', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
     allowed.add(grant(namespace, '', 'events', 'create', '*'));
     allowed.add(grant(namespace, '', 'pods', 'get', '*'));
 

@@ -16,7 +16,7 @@ export const DEPLOY = join(ROOT, 'deploy');
 export interface KubeObject {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[] };
   [key: string]: any;
 }
 
@@ -101,4 +101,21 @@ export function theDeployment(objects: readonly KubeObject[]): KubeObject {
   const deployments = ofKind(objects, 'Deployment');
   if (deployments.length !== 1) throw new Error(`expected one Deployment, found ${deployments.length}`);
   return deployments[0]!;
+}
+
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string } };
+}
+
+/** The environment the kubelet gives a container: downward API values filled in, $(VAR) expanded. */
+export function kubeletEnv(env: readonly EnvVar[] | undefined, pod: { name: string; namespace: string; uid: string }): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  const fields: Record<string, string> = { 'metadata.name': pod.name, 'metadata.namespace': pod.namespace, 'metadata.uid': pod.uid };
+  for (const e of env ?? []) {
+    if (e.valueFrom?.fieldRef) out[e.name] = fields[e.valueFrom.fieldRef.fieldPath];
+    else out[e.name] = (e.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => out[name] ?? whole);
+  }
+  return out;
 }
