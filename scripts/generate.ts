@@ -1,6 +1,6 @@
 // Regenerates every generated file in the repository:
 //   src/install/launcher-image.ts   from src/install/launcher.S (GNU as, objcopy)
-//   docs/variables.md               the table of variables, from src/config/options.ts
+//   README.md                       the table of variables, from the options of every command
 //   deploy/rendered/*.yaml          kubectl kustomize deploy/examples/*
 // `npm run generate` writes them; `npm run generate -- --check` only reports
 // the ones that differ (exit 1), as the drift test does.

@@ -1,9 +1,17 @@
-// The table of variables (docs/variables.md, between the markers) from the
-// options table in src/config/options.ts: one row per option.
+// The README's table of variables (between the markers) from the options table
+// in src/config/options.ts and the options of each command: one row per option.
 
+import { COMMANDS } from '../../src/cli/main.ts';
 import { type Command, type OptionSpec, OPTIONS, envName } from '../../src/config/options.ts';
 
-export const VARIABLES_DOC = 'docs/variables.md';
+export const VARIABLES_DOC = 'README.md';
+
+/** Every option: the shared table, then those only one command has. */
+export function allOptions(): OptionSpec[] {
+  const all = [...OPTIONS];
+  for (const command of COMMANDS) for (const spec of command.extra ?? []) if (!all.some((o) => o.key === spec.key && o.flag === spec.flag)) all.push(spec);
+  return all;
+}
 export const BEGIN = '<!-- variables:begin -->';
 export const END = '<!-- variables:end -->';
 
@@ -22,10 +30,10 @@ function defaults(spec: OptionSpec): string {
   return [...byText].map(([text, commands]) => `${commands.join(', ')}: ${text}`).join('; ');
 }
 
-export function variablesTable(options: readonly OptionSpec[] = OPTIONS): string {
+export function variablesTable(options: readonly OptionSpec[] = allOptions()): string {
   const rows = options.map((spec) => {
     const variable = spec.flagOnly ? '(flag only)' : code(envName(spec));
-    const flag = code(`--${spec.flag}${spec.value ? ` ${spec.value}` : ''}`);
+    const flag = code(`${spec.short ? `-${spec.short}, ` : ''}--${spec.flag}${spec.value ? ` ${spec.value}` : ''}`);
     return `| ${cell(variable)} | ${cell(flag)} | ${spec.commands.join(', ')} | ${cell(spec.description)} | ${cell(defaults(spec))} |`;
   });
   return ['| variable | flag | commands | meaning | default |', '|---|---|---|---|---|', ...rows].join('\n');

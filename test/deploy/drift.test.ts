@@ -11,10 +11,10 @@ const generated = generateAll();
 
 test('the generator makes the launcher, the table of variables and each rendered example', () => {
   assert.equal(generated.map((g) => g.path).sort(), [
+    'README.md',
     'deploy/rendered/native-sidecar.yaml',
     'deploy/rendered/sidecar.yaml',
     'deploy/rendered/wrap.yaml',
-    'docs/variables.md',
     'src/install/launcher-image.ts',
   ]);
 });
@@ -26,10 +26,12 @@ for (const { path, content } of generated) {
   });
 }
 
-test('the table lists every option of the options table by its variable', async () => {
-  const { OPTIONS, envName } = await import('../../src/config/options.ts');
-  const doc = generated.find((g) => g.path === 'docs/variables.md')!.content;
-  for (const spec of OPTIONS) assert.ok(doc.includes(spec.flagOnly ? `--${spec.flag}` : `\`${envName(spec)}\``), spec.flag);
+test("the README's table lists every option of every command by its variable", async () => {
+  const { envName } = await import('../../src/config/options.ts');
+  const { COMMANDS } = await import('../../src/cli/main.ts');
+  const { optionsFor } = await import('../../src/config/load.ts');
+  const doc = generated.find((g) => g.path === 'README.md')!.content;
+  for (const c of COMMANDS) for (const spec of optionsFor(c.name, c.extra)) assert.ok(doc.includes(spec.flagOnly ? `--${spec.flag}` : `\`${envName(spec)}\``), `${c.name} --${spec.flag}`);
 });
 
 test.run();
