@@ -1,6 +1,12 @@
 import { resolveSupervisorConfig } from '../config/supervisor.ts';
 import { createLogger } from '../log/logger.ts';
+import { combineObservers } from '../metrics/observers.ts';
+import { drainEventObserver } from '../metrics/events.ts';
+import { openPodApi } from '../sidecar/pod-api.ts';
 import { runWrapped } from '../supervise/wrap.ts';
+
+/** How long the last Event (how the drain ended) may still take at exit. */
+const EVENT_FLUSH_MS = 1000;
 import type { CommandDef } from './command.ts';
 
 export const runCommand: CommandDef = {
@@ -23,9 +29,30 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
     // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
     const telemetry =
       config.httpAddr && (await (await import('../http/telemetry.ts')).startTelemetry({ addr: config.httpAddr, logger, guard: guard && (() => guard.report()) }));
+    // In a pod (DRAINGUARD_POD_NAME set): Events on it, and its own grace period.
+    const api = await openPodApi(config.pod, [], io.env, logger);
+    const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
+    let podGracePeriodMs: number | undefined;
+    if (api.readGracePeriodMs && args.sources.gracePeriodMs === undefined) {
+      api.readGracePeriodMs().then(
+        (ms) => {
+          podGracePeriodMs = ms;
+          if (ms !== undefined) logger.info('grace period read from the Pod', { gracePeriodMs: ms });
+        },
+        (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { gracePeriodMs: config.gracePeriodMs, error: err }),
+      );
+    }
     try {
-      return await runWrapped(config, args.positionals, { env: io.env, logger, guard, observer: telemetry?.observer, onServer: telemetry?.attach });
+      return await runWrapped(config, args.positionals, {
+        env: io.env,
+        logger,
+        guard,
+        observer: combineObservers(telemetry?.observer, events),
+        onServer: telemetry?.attach,
+        podGracePeriodMs: () => podGracePeriodMs,
+      });
     } finally {
+      await events?.flush(Date.now() + EVENT_FLUSH_MS);
       await telemetry?.close();
     }
   },

@@ -3,7 +3,7 @@
 
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
-import type { SupervisorConfig } from '../config/supervisor.ts';
+import { type SupervisorConfig, defaultDrainTimeout } from '../config/supervisor.ts';
 import { ConfigError } from '../config/errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { DrainServer } from '../protocol/server.ts';
@@ -17,7 +17,9 @@ export interface WrapOptions {
   readonly logger?: Logger;
   readonly now?: () => number;
   readonly guard?: GuardHandle;
-  readonly observer?: SupervisorObserver;
+  readonly observer?: SupervisorObserver & { drainRequested?(source: 'signal'): void };
+  /** The Pod's terminationGracePeriodSeconds in ms once the API told it; it wins over the configured default. */
+  readonly podGracePeriodMs?: () => number | undefined;
   /** Called once the drain server listens, with the server (for the HTTP listener). */
   readonly onServer?: (server: DrainServer) => void;
 }
@@ -133,16 +135,18 @@ class WrapSupervisor {
       return early;
     }
 
+    this.#options.observer?.drainRequested?.('signal');
     this.#setPhase('draining');
     const started = this.#now();
-    const deadline = started + this.#config.drainTimeoutMs;
+    const drainTimeoutMs = this.#drainTimeoutMs();
+    const deadline = started + drainTimeoutMs;
     const greeted = server.clients().filter((c) => c.greeted).length;
-    this.#log.info('drain started', { clients: greeted, timeoutMs: this.#config.drainTimeoutMs, deadline: new Date(deadline).toISOString() });
+    this.#log.info('drain started', { clients: greeted, timeoutMs: drainTimeoutMs, deadline: new Date(deadline).toISOString() });
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race<DrainOutcome>([
       server.drain(deadline).then((t) => (greeted === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
       child.exited.then(() => 'child-exited' as const),
-      new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), this.#config.drainTimeoutMs))),
+      new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), drainTimeoutMs))),
       this.#cutShort.then(() => 'cut-short' as const),
     ]);
     clearTimeout(timer);
@@ -199,9 +203,19 @@ class WrapSupervisor {
     }
   }
 
+  #gracePeriodMs(): number {
+    return this.#options.podGracePeriodMs?.() ?? this.#config.gracePeriodMs;
+  }
+
+  /** Configured, or derived from the grace period (the Pod's own, once known). */
+  #drainTimeoutMs(): number {
+    const { drainTimeoutExplicit, drainTimeoutMs, stopTimeoutMs } = this.#config;
+    return drainTimeoutExplicit ? drainTimeoutMs : defaultDrainTimeout(this.#gracePeriodMs(), stopTimeoutMs);
+  }
+
   /** The kubelet's clock started at SIGTERM: release must end within the grace period from then. */
   #releaseDeadline(): number {
-    return (this.#terminatedAt ?? this.#now()) + Math.max(0, this.#config.gracePeriodMs - RELEASE_MARGIN_MS);
+    return (this.#terminatedAt ?? this.#now()) + Math.max(0, this.#gracePeriodMs() - RELEASE_MARGIN_MS);
   }
 
   #logExit(exit: ChildExit, msg: string, afterMs?: number): void {
