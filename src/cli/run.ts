@@ -50,9 +50,9 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
         observer: combineObservers(telemetry?.observer, events),
         onServer: telemetry?.attach,
         podGracePeriodMs: () => podGracePeriodMs,
+        flush: async (deadline) => events?.flush(Math.min(deadline, Date.now() + EVENT_FLUSH_MS)),
       });
     } finally {
-      await events?.flush(Date.now() + EVENT_FLUSH_MS);
       await telemetry?.close();
     }
   },

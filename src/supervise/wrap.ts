@@ -20,6 +20,8 @@ export interface WrapOptions {
   readonly observer?: SupervisorObserver & { drainRequested?(source: 'signal'): void };
   /** The Pod's terminationGracePeriodSeconds in ms once the API told it; it wins over the configured default. */
   readonly podGracePeriodMs?: () => number | undefined;
+  /** Called last before exit, with the moment (epoch ms) by which drainguard must be gone: for Events still on their way. */
+  readonly flush?: (deadline: number) => Promise<void>;
   /** Called once the drain server listens, with the server (for the HTTP listener). */
   readonly onServer?: (server: DrainServer) => void;
 }
@@ -94,11 +96,13 @@ class WrapSupervisor {
       const exit = await this.#supervise(child, server);
       this.#setPhase('releasing');
       await this.#options.guard?.release(this.#releaseDeadline());
+      await this.#options.flush?.(this.#releaseDeadline());
       return exit.status;
     } finally {
-      uncatch();
       await server.close();
       ownPath?.cleanup();
+      // Only now: a late SIGTERM must not end drainguard before its socket and directory are gone.
+      uncatch();
       this.#setPhase('exited');
     }
   }
