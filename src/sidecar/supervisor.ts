@@ -20,7 +20,7 @@ import type { DrainSource, DrainguardObserver } from '../metrics/observers.ts';
 import { type ControlChannel, DrainServer } from '../protocol/server.ts';
 import { claimSocketPath } from '../protocol/socket-path.ts';
 import type { GuardHandle, Phase } from '../supervise/observer.ts';
-import { TERMINATING } from '../supervise/signals.ts';
+import { FORWARDED, TERMINATING } from '../supervise/signals.ts';
 import { type DrainTicket, SidecarDrain } from './drain.ts';
 
 export const DEFAULT_SIDECAR_SOCKET = '/run/drainguard/drain.sock';
@@ -117,7 +117,11 @@ export class SidecarSupervisor {
   /** Serves until terminated, then releases the guard once the operator has stopped; resolves with the exit status. */
   async run(): Promise<number> {
     const onSignal = (sig: NodeJS.Signals) => this.#onSignal(sig);
+    // No child to pass them to; caught all the same, so that a stray SIGHUP or SIGUSR1 (a closed
+    // terminal, a shared process namespace) cannot end the sidecar before it released the guard.
+    const onOther = (sig: NodeJS.Signals) => this.#log.debug('signal ignored: a sidecar has no child to pass it to', { signal: sig });
     for (const sig of TERMINATING) process.on(sig, onSignal);
+    for (const sig of FORWARDED) process.on(sig, onOther);
     let guarding = false;
     try {
       await claimSocketPath(this.#server.path, 'DRAINGUARD_SOCKET');
@@ -141,7 +145,6 @@ export class SidecarSupervisor {
       this.#log.info('sidecar stopped', { afterSignalMs: this.#now() - this.#terminatedAt! });
       return 0;
     } finally {
-      for (const sig of TERMINATING) process.off(sig, onSignal);
       // Whoever asked for the drain hears how it ended before the socket closes.
       const drain = this.#drain.started;
       if (drain) {
@@ -150,6 +153,9 @@ export class SidecarSupervisor {
         await new Promise(setImmediate);
       }
       await this.#server.close();
+      // Only now: a late SIGTERM must not end the sidecar before its socket is gone.
+      for (const sig of TERMINATING) process.off(sig, onSignal);
+      for (const sig of FORWARDED) process.off(sig, onOther);
       this.#setPhase('exited');
     }
   }
