@@ -3,7 +3,7 @@
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { EXE, NODE, fixture } from './lib/paths.ts';
-import { rssOf } from './lib/mem.ts';
+import { type Rss, rssOf } from './lib/mem.ts';
 import { BenchProc, reportedPid } from './lib/proc.ts';
 import { MiB, percentile } from './lib/stats.ts';
 
@@ -11,6 +11,8 @@ export interface FanoutOptions {
   readonly sizes: readonly number[];
   /** Client processes the clients are spread over. */
   readonly procs: number;
+  /** `raw`: minimal clients that stamp the drain as it arrives; `ts`: the TypeScript DrainClient. */
+  readonly client: 'raw' | 'ts';
 }
 
 export interface FanoutEntry {
@@ -20,6 +22,8 @@ export interface FanoutEntry {
   /** The last client of a run had `drain` this long after the SIGTERM (worst run). */
   readonly allDrainedMsMax: number;
   readonly rssMiB: number;
+  /** Of it, the memory drainguard allocated (the rest is its executable's pages). */
+  readonly anonMiB: number;
   readonly errors?: string[];
 }
 
@@ -31,14 +35,16 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
     const latencies: number[] = [];
     const lasts: number[] = [];
     const rss: number[] = [];
+    const anon: number[] = [];
     const errors: string[] = [];
     for (let run = 0; run < runsFor(n); run++) {
       progress(`${n} clients, run ${run + 1}/${runsFor(n)}`);
       try {
-        const r = await runOnce(n, o.procs);
+        const r = await runOnce(n, o.procs, o.client);
         latencies.push(...r.latencies);
         lasts.push(Math.max(...r.latencies));
-        rss.push(r.rssBytes);
+        rss.push(r.rss.rss);
+        anon.push(r.rss.anon);
       } catch (err) {
         errors.push((err as Error).message);
       }
@@ -49,14 +55,16 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
       drainLatencyMsP99: percentile(latencies, 99),
       allDrainedMsMax: percentile(lasts, 100),
       rssMiB: percentile(rss, 50) / MiB,
+      anonMiB: percentile(anon, 50) / MiB,
       ...(errors.length > 0 && { errors: [...new Set(errors)].slice(0, 3) }),
     };
   }
   return result;
 }
 
-async function runOnce(n: number, procs: number): Promise<{ latencies: number[]; rssBytes: number }> {
-  const proc = new BenchProc(EXE, ['run', '--', NODE, fixture('clients.ts')], { BENCH_CLIENTS: String(n), BENCH_PROCS: String(procs) }, { stderr: true });
+async function runOnce(n: number, procs: number, client: string): Promise<{ latencies: number[]; rss: Rss }> {
+  const env = { BENCH_CLIENTS: String(n), BENCH_PROCS: String(procs), BENCH_CLIENT: client };
+  const proc = new BenchProc(EXE, ['run', '--', NODE, fixture('clients.ts')], env, { stderr: true });
   let ready = 0;
   const seen: number[] = [];
   let allReady!: () => void;
@@ -78,11 +86,11 @@ async function runOnce(n: number, procs: number): Promise<{ latencies: number[];
   try {
     await within(readyP, 60_000, `${n} clients connected`, proc);
     await delay(200);
-    const rssBytes = rssOf(proc.pid).rss;
+    const rss = rssOf(proc.pid);
     const sentAt = proc.signal('SIGTERM');
     await within(seenP, 30_000, `${n} clients drained`, proc);
     await proc.waitExit(30_000, 'fan-out run');
-    return { latencies: seen.map((t) => t - sentAt), rssBytes };
+    return { latencies: seen.map((t) => t - sentAt), rss };
   } finally {
     proc.kill();
   }

@@ -29,6 +29,7 @@ export interface Results {
   sidecarIdleRssNote?: string;
   idleMemory?: { cold: Record<string, IdleRss | null>; written: Record<string, IdleRss | null> };
   fanout?: Record<string, FanoutEntry>;
+  fanoutTsClient?: Record<string, FanoutEntry>;
   binaryMiB?: number;
   binaryGzMiB?: number;
 }
@@ -69,13 +70,13 @@ function table(head: string[], rows: string[][]): string {
 }
 
 export function printReport(r: Results, goals: Goal[], meta: { options: Record<string, unknown>; durationS: number; cpus: number; node: string }): string {
-  const o = meta.options as { iterations: number; workers: number; reconcileMs: number[]; stopAfterMs: number[]; seed: number; parallel: number };
+  const o = meta.options as { iterations: number; workers: number; reconcileMs: number[]; stopAfterMs: number[]; seed: number };
   const out: string[] = [''];
   if (r.strategies) {
     out.push(
       `Shutdown: ${o.iterations} stops per strategy (seed ${o.seed}), ${o.workers} workers, reconciles ${o.reconcileMs.join('-')} ms, stop ${o.stopAfterMs.join('-')} ms after start`,
       table(
-        ['strategy', 'interrupted', '%', 'runs hit', 'exit p50 ms', 'exit p99 ms'],
+        ['strategy', 'interrupted', '%', 'runs hit', 'exit p50 ms', 'exit p99 ms', 'after operator p50/p99 ms'],
         Object.entries(r.strategies).map(([name, s]) => [
           `${name} (${s.command})`,
           String(s.interrupted),
@@ -83,6 +84,7 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
           `${s.runsWithInterruption}/${s.runs}${s.failedRuns ? ` (${s.failedRuns} failed)` : ''}`,
           f(s.exitMsP50),
           f(s.exitMsP99),
+          `${f(s.afterOperatorMsP50)} / ${f(s.afterOperatorMsP99)}`,
         ]),
       ),
       `drainguard over the ideal (last reconcile ended -> drainguard exited): p50 ${f(r.overheadMsP50)} ms, p99 ${f(r.overheadMsP99)} ms, max ${f(r.overheadMsMax)} ms`,
@@ -124,8 +126,14 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
     out.push(
       'Fan-out: clients connected when the drain starts',
       table(
-        ['clients', 'runs', 'drain p50 ms', 'drain p99 ms', 'all have drain, worst ms', 'drainguard RSS MiB'],
-        Object.entries(r.fanout).map(([n, e]) => [n, String(e.runs), f(e.drainLatencyMsP50, 2), f(e.drainLatencyMsP99, 2), f(e.allDrainedMsMax, 2), f(e.rssMiB)]),
+        ['clients', 'runs', 'drain p50 ms', 'drain p99 ms', 'all have drain, worst ms', 'drainguard RSS MiB', 'of it anonymous'],
+        [
+          ...Object.entries(r.fanout).map(([n, e]) => [n, e]),
+          ...Object.entries(r.fanoutTsClient ?? {}).map(([n, e]) => [`${n}, TypeScript client`, e]),
+        ].map(([n, e]) => {
+          const x = e as FanoutEntry;
+          return [n as string, String(x.runs), f(x.drainLatencyMsP50, 2), f(x.drainLatencyMsP99, 2), f(x.allDrainedMsMax, 2), f(x.rssMiB), f(x.anonMiB)];
+        }),
       ),
       '',
     );

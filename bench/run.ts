@@ -27,7 +27,6 @@ const HELP = `npm run bench [-- OPTIONS]    (or: node bench/run.ts OPTIONS after
                        100 start runs (about 45 minutes on 2 cores)
   --seed N             seed of the workload and stop moments (default 1)
   --iterations N       shutdown runs per strategy (default 30)
-  --parallel N         shutdown runs at a time (default 4)
   --workers N          concurrent reconciles of the operator (default 8)
   --reconcile MIN-MAX  reconcile length in ms (default 100-3000)
   --stop-after MIN-MAX stop moment after the operator is ready, ms (default 200-3000)
@@ -46,7 +45,6 @@ const { values: v } = parseArgs({
     full: { type: 'boolean', default: false },
     seed: { type: 'string', default: '1' },
     iterations: { type: 'string' },
-    parallel: { type: 'string', default: '4' },
     workers: { type: 'string', default: '8' },
     reconcile: { type: 'string', default: '100-3000' },
     'stop-after': { type: 'string', default: '200-3000' },
@@ -88,7 +86,6 @@ const reconcileMs = range('reconcile', v.reconcile);
 const options = {
   seed: int('seed', v.seed, 1),
   iterations: int('iterations', v.iterations, v.full ? 200 : 30),
-  parallel: Math.max(1, int('parallel', v.parallel, 4)),
   workers: int('workers', v.workers, 8),
   reconcileMs,
   stopAfterMs: range('stop-after', v['stop-after']),
@@ -148,10 +145,12 @@ try {
   const latency = await section('latency', `drain and kill latency, ${options.latencyRuns} runs`, () =>
     runLatency({ runs: options.latencyRuns, seed: options.seed }, ticker('latency')),
   );
-  const fanout = await section('fanout', `fan-out to ${options.fanout.join(', ')} clients`, () =>
-    runFanout({ sizes: options.fanout, procs: options.fanoutProcs }, (l) => log(`  ${l}`)),
-  );
-  const shutdown = await section('shutdown', `shutdown scenario, ${options.iterations} runs per strategy, ${options.parallel} at a time`, () =>
+  const fanout = await section('fanout', `fan-out to ${options.fanout.join(', ')} clients`, async () => ({
+    raw: await runFanout({ sizes: options.fanout, procs: options.fanoutProcs, client: 'raw' }, (l) => log(`  ${l}`)),
+    // The same with the TypeScript client, whose own handling of `drain` is then included.
+    ts: await runFanout({ sizes: [Math.max(...options.fanout)], procs: options.fanoutProcs, client: 'ts' }, (l) => log(`  TypeScript client: ${l}`)),
+  }));
+  const shutdown = await section('shutdown', `shutdown scenario, ${options.iterations} runs per strategy, all strategies at once`, () =>
     runShutdown(options, ticker('shutdown')),
   );
 
@@ -184,7 +183,7 @@ try {
       ...(memory.sidecarNote && { sidecarIdleRssNote: memory.sidecarNote }),
       idleMemory: { cold: memory.cold, written: memory.written },
     }),
-    ...(fanout && { fanout }),
+    ...(fanout && { fanout: fanout.raw, fanoutTsClient: fanout.ts }),
     ...(size && size),
   });
   const goals = evaluateGoals(results as Results);

@@ -4,13 +4,12 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { nowMs } from './lib/clock.ts';
 import { EXE, NODE, fixture, onPath } from './lib/paths.ts';
-import { BenchProc, pool, reportedPid } from './lib/proc.ts';
+import { BenchProc, reportedPid } from './lib/proc.ts';
 import { between, random, seedOf } from './lib/random.ts';
 import { percentile } from './lib/stats.ts';
 
 export interface ShutdownOptions {
   readonly iterations: number;
-  readonly parallel: number;
   readonly workers: number;
   readonly reconcileMs: readonly [number, number];
   readonly stopAfterMs: readonly [number, number];
@@ -34,6 +33,8 @@ export interface RunResult {
   readonly interrupted: number;
   /** Stop request (SIGTERM, or the start of the preStop hook) → the process exited. */
   readonly exitMs: number;
+  /** The operator's last line (just before it exits) → the stopped process exited: the operator's own teardown plus what a supervisor adds. */
+  readonly afterOperatorMs: number;
   /** drainguard only: the last reconcile ended → drainguard exited. */
   readonly overheadMs?: number;
   /** drainguard only: the last reconcile ended → the stop signal reached the operator. */
@@ -49,6 +50,8 @@ export interface StrategySummary {
   readonly runsWithInterruption: number;
   readonly exitMsP50: number;
   readonly exitMsP99: number;
+  readonly afterOperatorMsP50: number;
+  readonly afterOperatorMsP99: number;
   readonly command: string;
 }
 
@@ -82,17 +85,31 @@ export function strategies(sleepMs: number): { list: Strategy[]; absent: string[
   return { list, absent };
 }
 
+/**
+ * One batch per iteration: every strategy started at once on the same
+ * workload, and stopped only once all of them are up, so that no start (the
+ * costly part, on two cores) falls into another run's shutdown.
+ */
 export async function runShutdown(o: ShutdownOptions, progress: (done: number, total: number) => void): Promise<ShutdownResult> {
   const { list, absent } = strategies(o.sleepMs);
-  const tasks = Array.from({ length: o.iterations }, (_, iteration) => list.map((strategy) => ({ strategy, iteration }))).flat();
-  let done = 0;
-  const runs = await pool(tasks, o.parallel, async ({ strategy, iteration }) => {
-    const result = await runOnce(strategy, iteration, o).catch(
-      (err: Error): RunResult => ({ strategy: strategy.name, iteration, touched: 0, interrupted: 0, exitMs: Number.NaN, error: err.message }),
+  const runs: RunResult[] = [];
+  for (let iteration = 0; iteration < o.iterations; iteration++) {
+    const stopAfter = between(random(seedOf(o.seed, iteration, 0x5707)), o.stopAfterMs[0], o.stopAfterMs[1]);
+    const procs = list.map((strategy) => start(strategy, iteration, o));
+    const ready = await Promise.all(procs.map((p) => p.ready.catch(() => undefined)));
+    const batchReady = nowMs();
+    const results = await Promise.all(
+      list.map((strategy, i) => {
+        const fail = (err: Error): RunResult => ({ strategy: strategy.name, iteration, touched: 0, interrupted: 0, exitMs: Number.NaN, afterOperatorMs: Number.NaN, error: err.message });
+        const readyAt = ready[i];
+        if (readyAt === undefined) return procs[i]!.ready.then(() => fail(new Error('not ready')), fail);
+        // The same moment after its own start for every strategy, unless the batch took longer to come up.
+        return stop(strategy, iteration, procs[i]!.proc, Math.max(0, readyAt + stopAfter - batchReady), o).catch(fail);
+      }),
     );
-    progress(++done, tasks.length);
-    return result;
-  });
+    runs.push(...results);
+    progress(iteration + 1, o.iterations);
+  }
 
   const summaries: Record<string, StrategySummary> = {};
   for (const s of list) {
@@ -109,6 +126,8 @@ export async function runShutdown(o: ShutdownOptions, progress: (done: number, t
       runsWithInterruption: ok.filter((r) => r.interrupted > 0).length,
       exitMsP50: percentile(exits, 50),
       exitMsP99: percentile(exits, 99),
+      afterOperatorMsP50: percentile(ok.map((r) => r.afterOperatorMs), 50),
+      afterOperatorMsP99: percentile(ok.map((r) => r.afterOperatorMs), 99),
       command: (s.preStopMs ? `preStop sleep ${s.preStopMs / 1000}; ` : '') + s.command.map((a) => a.split('/').pop()).join(' '),
     };
   }
@@ -127,19 +146,26 @@ export async function runShutdown(o: ShutdownOptions, progress: (done: number, t
   };
 }
 
-async function runOnce(strategy: Strategy, iteration: number, o: ShutdownOptions): Promise<RunResult> {
+function start(strategy: Strategy, iteration: number, o: ShutdownOptions): { proc: BenchProc; ready: Promise<number> } {
   const [file, ...args] = strategy.command;
-  const proc = new BenchProc(file!, args, {
+  const env = {
     BENCH_MODE: strategy.mode,
     BENCH_SEED: String(seedOf(o.seed, iteration)),
     BENCH_WORKERS: String(o.workers),
     BENCH_RECONCILE_MS: `${o.reconcileMs[0]}-${o.reconcileMs[1]}`,
-  }, { stderr: true });
-  try {
-    const [, , pid] = await proc.waitLine('ready', 30_000);
+  };
+  const proc = new BenchProc(file!, args, env, { stderr: true });
+  const ready = proc.waitLine('ready', 30_000).then(([, at, pid]) => {
     reportedPid(Number(pid));
-    // The same moment for every strategy of this iteration.
-    await delay(between(random(seedOf(o.seed, iteration, 0x5707)), o.stopAfterMs[0], o.stopAfterMs[1]));
+    return Number(at);
+  });
+  ready.catch(() => proc.kill());
+  return { proc, ready };
+}
+
+async function stop(strategy: Strategy, iteration: number, proc: BenchProc, afterMs: number, o: ShutdownOptions): Promise<RunResult> {
+  try {
+    await delay(afterMs);
     const stopAt = nowMs();
     if (strategy.preStopMs) await delay(strategy.preStopMs);
     proc.signal('SIGTERM');
@@ -154,11 +180,13 @@ function analyse(strategy: Strategy, iteration: number, lines: readonly string[]
   const starts = new Map<string, number>();
   const ends = new Map<string, number>();
   let termAt: number | undefined;
+  let lastLineAt = Number.NaN;
   for (const line of lines) {
     const [kind, id, t] = line.split(' ');
     if (kind === 's') starts.set(id!, Number(t));
     else if (kind === 'e') ends.set(id!, Number(t));
     else if (kind === 'term') termAt = Number(id);
+    else if (kind === 'exit') lastLineAt = Number(id);
   }
   let touched = 0;
   let interrupted = 0;
@@ -170,7 +198,7 @@ function analyse(strategy: Strategy, iteration: number, lines: readonly string[]
     touched++;
     if (end === undefined) interrupted++;
   }
-  const result: RunResult = { strategy: strategy.name, iteration, touched, interrupted, exitMs: exitAt - stopAt };
+  const result: RunResult = { strategy: strategy.name, iteration, touched, interrupted, exitMs: exitAt - stopAt, afterOperatorMs: exitAt - lastLineAt };
   if (strategy.mode !== 'drainguard') return result;
   return { ...result, overheadMs: exitAt - lastEnd, signalMs: termAt === undefined ? Number.NaN : termAt - lastEnd };
 }

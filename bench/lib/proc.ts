@@ -141,17 +141,3 @@ function splitLines(stream: NodeJS.ReadableStream, onLine: (line: string) => voi
     for (const p of parts) onLine(p);
   });
 }
-
-/** Runs `task` over `items` with at most `limit` at a time; results in input order. */
-export async function pool<T, R>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await task(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
