@@ -35,7 +35,14 @@ async function open(path: string): Promise<Socket> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const socket = connect(path);
-    const outcome = await within(10_000, `a connection to ${path}`, Promise.race([once(socket, 'connect').then(() => undefined), once(socket, 'error').then(([e]) => e as NodeJS.ErrnoException)]));
+    const outcome = await within(
+      10_000,
+      `a connection to ${path}`,
+      new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+        socket.once('connect', () => resolve(undefined));
+        socket.once('error', (e) => resolve(e));
+      }),
+    );
     if (!outcome) {
       socket.on('error', () => {});
       return socket;
