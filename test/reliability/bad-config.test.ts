@@ -184,6 +184,44 @@ test('every option of drainguard run, every kind of wrong value, as variable and
   assert.equal(optionsFor('run').map((o) => o.flag).filter((f) => !covered.has(f)), [], 'options of run without a bad-value case');
 });
 
+test('the options only drainguard sidecar has, and shared ones through the sidecar: exit 2 before it listens', async () => {
+  const sidecarOnly = optionsFor('sidecar').filter((o) => !optionsFor('run').some((r) => r.flag === o.flag)).map((o) => o.flag);
+  const cases: Case[] = [
+    { option: 'prestop-token', value: 'short', fix: /expected a token of at least 16 characters without spaces/ },
+    { option: 'prestop-token', value: '', fix: /expected a token of at least 16 characters/ },
+    { option: 'prestop-token-file', value: join(dir, 'no-token'), fix: /cannot read the token file .*no-token: ENOENT/ },
+    { option: 'prestop-token-file', value: '', fix: /expected a non-empty value/ },
+    { option: 'prestop-token', value: 'a'.repeat(20), with: { DRAINGUARD_PRESTOP_TOKEN_FILE: aFile }, fix: /both set; give the preStop token one way only/ },
+    { option: 'operator-container', value: 'Manager_1', fix: /expected container names separated by commas, such as manager/ },
+    { option: 'operator-container', value: ',', fix: /expected container names separated by commas/ },
+    { option: 'drain-timeout', value: '40s', fix: /lower it to at most 25s/ },
+    { option: 'socket', value: aFile, fix: /exists and is not a socket; remove it or choose another path/ },
+    { option: 'http-addr', value: 'nope', fix: /expected HOST:PORT/ },
+  ];
+  assert.equal(sidecarOnly.filter((f) => !cases.some((c) => c.option === f)), [], 'sidecar options without a bad-value case');
+  const byFlag = new Map(optionsFor('sidecar').map((o) => [o.flag, o]));
+  await inParallel(cases, 4, async (c) => {
+    const variable = envName(byFlag.get(c.option)!);
+    const socketDir = tempDir();
+    const socket = c.option === 'socket' ? c.value : join(socketDir, 'drain.sock');
+    const child = spawn(EXE, ['sidecar'], {
+      env: { PATH: process.env.PATH, HOME: socketDir, DRAINGUARD_SOCKET: socket, DRAINGUARD_HTTP_ADDR: '127.0.0.1:0', ...c.with, [variable]: c.value },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const status = await within(10_000, `sidecar with ${variable}`, new Promise((r) => child.on('close', r)));
+    const what = `${variable}=${JSON.stringify(c.value)}`;
+    assert.equal(status, 2, `${what}: ${stderr}`);
+    const message = stderr.trim().split('\n').at(-1)!;
+    assert.ok(message.startsWith(`drainguard sidecar: ${c.names ?? variable}`), `${what}: ${message}`);
+    assert.match(message, c.fix, what);
+    // The socket is claimed after the HTTP listener started: that one may have been up for a moment.
+    assert.not.match(stderr, /sidecar ready/, `${what}: it started serving`);
+    if (c.option !== 'socket') assert.equal(readdirSync(socketDir), [], `${what}: a socket was made`);
+  });
+});
+
 test('usage errors: no command, an unknown flag, a flag without its value, a flag twice, a command not found', async () => {
   const usage: [string[], RegExp][] = [
     [['run'], /needs a command: drainguard run \[OPTIONS\] -- COMMAND/],
