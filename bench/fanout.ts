@@ -3,7 +3,7 @@
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { EXE, NODE, fixture } from './lib/paths.ts';
-import { type Rss, rssOf } from './lib/mem.ts';
+import { type Rss, rssOf, schedOf } from './lib/mem.ts';
 import { BenchProc, reportedPid } from './lib/proc.ts';
 import { MiB, percentile } from './lib/stats.ts';
 
@@ -24,6 +24,10 @@ export interface FanoutEntry {
   readonly rssMiB: number;
   /** Of it, the memory drainguard allocated (the rest is its executable's pages). */
   readonly anonMiB: number;
+  /** drainguard's CPU time from the SIGTERM until every client had `drain` (median run). */
+  readonly drainguardCpuMs: number;
+  /** How long drainguard was runnable but waiting for a CPU in that time (median run). */
+  readonly drainguardWaitMs: number;
   readonly errors?: string[];
 }
 
@@ -36,6 +40,8 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
     const lasts: number[] = [];
     const rss: number[] = [];
     const anon: number[] = [];
+    const cpu: number[] = [];
+    const wait: number[] = [];
     const errors: string[] = [];
     for (let run = 0; run < runsFor(n); run++) {
       progress(`${n} clients, run ${run + 1}/${runsFor(n)}`);
@@ -45,6 +51,8 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
         lasts.push(Math.max(...r.latencies));
         rss.push(r.rss.rss);
         anon.push(r.rss.anon);
+        cpu.push(r.cpuMs);
+        wait.push(r.waitMs);
       } catch (err) {
         errors.push((err as Error).message);
       }
@@ -56,13 +64,15 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
       allDrainedMsMax: percentile(lasts, 100),
       rssMiB: percentile(rss, 50) / MiB,
       anonMiB: percentile(anon, 50) / MiB,
+      drainguardCpuMs: percentile(cpu, 50),
+      drainguardWaitMs: percentile(wait, 50),
       ...(errors.length > 0 && { errors: [...new Set(errors)].slice(0, 3) }),
     };
   }
   return result;
 }
 
-async function runOnce(n: number, procs: number, client: string): Promise<{ latencies: number[]; rss: Rss }> {
+async function runOnce(n: number, procs: number, client: string): Promise<{ latencies: number[]; rss: Rss; cpuMs: number; waitMs: number }> {
   const env = { BENCH_CLIENTS: String(n), BENCH_PROCS: String(procs), BENCH_CLIENT: client };
   const proc = new BenchProc(EXE, ['run', '--', NODE, fixture('clients.ts')], env, { stderr: true });
   let ready = 0;
@@ -87,10 +97,12 @@ async function runOnce(n: number, procs: number, client: string): Promise<{ late
     await within(readyP, 60_000, `${n} clients connected`, proc);
     await delay(200);
     const rss = rssOf(proc.pid);
+    const before = schedOf(proc.pid);
     const sentAt = proc.signal('SIGTERM');
     await within(seenP, 30_000, `${n} clients drained`, proc);
+    const after = schedOf(proc.pid);
     await proc.waitExit(30_000, 'fan-out run');
-    return { latencies: seen.map((t) => t - sentAt), rss };
+    return { latencies: seen.map((t) => t - sentAt), rss, cpuMs: after.cpuMs - before.cpuMs, waitMs: after.waitMs - before.waitMs };
   } finally {
     proc.kill();
   }

@@ -21,6 +21,7 @@ export interface Results {
   latencyRuns?: number;
   startRatio?: number;
   startMs?: number;
+  versionStartMs?: number;
   nodeStartMs?: number;
   idleRssMiB?: number | null;
   idleRssRatio?: number | null;
@@ -107,7 +108,10 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
     );
   }
   if (r.startRatio !== undefined) {
-    out.push(`Start (median): drainguard run -- /bin/true ${f(r.startMs)} ms, node -e 0 ${f(r.nodeStartMs)} ms, ratio ${f(r.startRatio, 2)}`, '');
+    out.push(
+      `Start (median): drainguard run -- /bin/true ${f(r.startMs)} ms, node -e 0 ${f(r.nodeStartMs)} ms, ratio ${f(r.startRatio, 2)}; drainguard --version ${f(r.versionStartMs)} ms`,
+      '',
+    );
   }
   if (r.idleMemory) {
     const row = (name: string, key: string) => {
@@ -126,13 +130,13 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
     out.push(
       'Fan-out: clients connected when the drain starts',
       table(
-        ['clients', 'runs', 'drain p50 ms', 'drain p99 ms', 'all have drain, worst ms', 'drainguard RSS MiB', 'of it anonymous'],
+        ['clients', 'runs', 'drain p50 ms', 'drain p99 ms', 'all have drain, worst ms', 'drainguard RSS MiB', 'of it anonymous', 'drainguard CPU / waiting ms'],
         [
           ...Object.entries(r.fanout).map(([n, e]) => [n, e]),
           ...Object.entries(r.fanoutTsClient ?? {}).map(([n, e]) => [`${n}, TypeScript client`, e]),
         ].map(([n, e]) => {
           const x = e as FanoutEntry;
-          return [n as string, String(x.runs), f(x.drainLatencyMsP50, 2), f(x.drainLatencyMsP99, 2), f(x.allDrainedMsMax, 2), f(x.rssMiB), f(x.anonMiB)];
+          return [n as string, String(x.runs), f(x.drainLatencyMsP50, 2), f(x.drainLatencyMsP99, 2), f(x.allDrainedMsMax, 2), f(x.rssMiB), f(x.anonMiB), `${f(x.drainguardCpuMs)} / ${f(x.drainguardWaitMs)}`];
         }),
       ),
       '',

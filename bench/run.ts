@@ -24,7 +24,7 @@ const HELP = `npm run bench [-- OPTIONS]    (or: node bench/run.ts OPTIONS after
 
   --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all)
   --full               larger samples: 200 shutdown iterations, 1000 latency runs,
-                       100 start runs (about 45 minutes on 2 cores)
+                       100 start runs (about 25 minutes on 2 cores)
   --seed N             seed of the workload and stop moments (default 1)
   --iterations N       shutdown runs per strategy (default 30)
   --workers N          concurrent reconciles of the operator (default 8)
@@ -174,7 +174,7 @@ try {
       killLatencyMsMax: latency.killLatencyMsMax,
       latencyRuns: latency.runs,
     }),
-    ...(start && { startRatio: start.startRatio, startMs: start.drainguardMs, nodeStartMs: start.nodeMs }),
+    ...(start && { startRatio: start.startRatio, startMs: start.drainguardMs, versionStartMs: start.versionMs, nodeStartMs: start.nodeMs }),
     ...(idle && {
       idleRssMiB: idle.run?.rssMiB ?? null,
       idleRssRatio: idle.run && idle.node ? idle.run.rssMiB / idle.node.rssMiB : null,

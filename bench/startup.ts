@@ -15,6 +15,8 @@ import { MiB, median } from './lib/stats.ts';
 export interface StartResult {
   readonly runs: number;
   readonly drainguardMs: number;
+  /** `drainguard --version`: the executable's own start, without listening or starting a child. */
+  readonly versionMs: number;
   readonly nodeMs: number;
   readonly startRatio: number;
 }
@@ -23,17 +25,20 @@ export interface StartResult {
 export async function runStart(runs: number, progress: (done: number, total: number) => void): Promise<StartResult> {
   const warmup = 3;
   const dg: number[] = [];
+  const version: number[] = [];
   const node: number[] = [];
   for (let i = 0; i < runs + warmup; i++) {
     const a = await timeToExit(EXE, ['run', '--', '/bin/true']);
     const b = await timeToExit(NODE, ['-e', '0']);
+    const c = await timeToExit(EXE, ['--version']);
     if (i >= warmup) {
       dg.push(a);
       node.push(b);
+      version.push(c);
     }
     progress(i + 1, runs + warmup);
   }
-  return { runs, drainguardMs: median(dg), nodeMs: median(node), startRatio: median(dg) / median(node) };
+  return { runs, drainguardMs: median(dg), versionMs: median(version), nodeMs: median(node), startRatio: median(dg) / median(node) };
 }
 
 function timeToExit(file: string, args: string[]): Promise<number> {

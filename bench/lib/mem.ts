@@ -33,3 +33,9 @@ export function dropFromPageCache(file: string): boolean {
     return false;
   }
 }
+
+/** CPU time of a process's main thread and its time spent runnable but waiting for a CPU, in ms (/proc/PID/schedstat, ns resolution). */
+export function schedOf(pid: number): { cpuMs: number; waitMs: number } {
+  const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+  return { cpuMs: run! / 1e6, waitMs: wait! / 1e6 };
+}
