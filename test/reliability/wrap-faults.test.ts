@@ -307,7 +307,8 @@ test('a client that connects while the drain is under way gets drain right after
 test('a storm of 1000 SIGTERM/SIGINT/SIGHUP: one stop signal, SIGHUP forwarded, SIGINT not', async () => {
   const random = prng(sizes.seed);
   console.log(`  storm seed ${sizes.seed} (FUZZ_SEED)`);
-  const p = run({ FX_WORK: '20000', DRAINGUARD_DRAIN_TIMEOUT: '10s' });
+  // The operator outlives the storm (it ignores SIGTERM), so every signal passed on reaches it while it runs.
+  const p = run({ FX_WORK: '20000', FX_ON_TERM: 'ignore', DRAINGUARD_DRAIN_TIMEOUT: '10s' }, ['--stop-timeout', '1500ms']);
   await p.line('ready');
   const sent = { SIGTERM: 0, SIGINT: 0, SIGHUP: 0 };
   for (let i = 0; i < 1000; i++) {
@@ -315,19 +316,19 @@ test('a storm of 1000 SIGTERM/SIGINT/SIGHUP: one stop signal, SIGHUP forwarded, 
     sent[sig]++;
     process.kill(p.pid, sig);
   }
-  const exit = await p.exit();
-  assert.equal(exit.code, 0);
-  const counts = signalCounts(p);
-  assert.equal(counts.SIGTERM, 1, 'the stop signal was passed on once');
-  assert.equal(counts.SIGINT, undefined, 'SIGINT is not passed on');
-  assert.ok(counts.SIGHUP! >= 1 && counts.SIGHUP! <= sent.SIGHUP, `SIGHUP forwarded ${counts.SIGHUP} of ${sent.SIGHUP}`);
+  assert.equal((await p.exit()).code, 128 + 9, 'SIGKILL after the stop timeout');
+  const got = { SIGTERM: count(p.stdout, 'signal SIGTERM'), SIGINT: count(p.stdout, 'signal SIGINT'), SIGHUP: count(p.stdout, 'signal SIGHUP') };
+  assert.equal(got.SIGTERM, 1, 'the stop signal was passed on once');
+  assert.equal(got.SIGINT, 0, 'SIGINT is not passed on');
+  // The kernel merges a signal still pending with the next of its kind: fewer arrive than were sent.
+  assert.ok(got.SIGHUP >= 1 && got.SIGHUP <= sent.SIGHUP, `SIGHUP forwarded ${got.SIGHUP} of ${sent.SIGHUP}`);
   assert.equal(count(messages(p), 'termination requested'), 1);
   assert.equal(count(messages(p), 'stop signal sent'), 1);
-  // A second termination signal cuts the drain short: the 20 s reconcile is the only one interrupted.
+  assert.equal(count(messages(p), 'stop timeout passed, operator killed'), 1);
+  // A second termination signal cuts the drain short: the 20 s reconcile could not have finished anyway.
   assert.equal(logOf(p, 'drain ended').outcome, 'cut-short');
-  assert.equal(p.stdout.filter((l) => l.startsWith('work interrupted')), ['work interrupted 0']);
   noErrors(p);
-  console.log('  storm sent', sent, 'operator got', counts);
+  console.log('  storm sent', sent, 'operator got', got);
 });
 
 test('a storm of 1000 SIGHUP during a drain: forwarded, and the drain is not disturbed', async () => {
