@@ -3,6 +3,7 @@ import { createLogger } from '../log/logger.ts';
 import { combineObservers } from '../metrics/observers.ts';
 import { drainEventObserver } from '../metrics/events.ts';
 import { openPodApi } from '../sidecar/pod-api.ts';
+import { holdTerminationSignals } from '../supervise/signals.ts';
 import { runWrapped } from '../supervise/wrap.ts';
 
 /** How long the last Event (how the drain ended) may still take at exit. */
@@ -53,6 +54,7 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
         flush: async (deadline) => events?.flush(Math.min(deadline, Date.now() + EVENT_FLUSH_MS)),
       });
     } finally {
+      holdTerminationSignals();
       await telemetry?.close();
     }
   },

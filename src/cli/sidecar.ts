@@ -4,6 +4,7 @@ import { drainEventObserver } from '../metrics/events.ts';
 import { combineObservers } from '../metrics/observers.ts';
 import { createLogger } from '../log/logger.ts';
 import { openPodApi } from '../sidecar/pod-api.ts';
+import { holdTerminationSignals } from '../supervise/signals.ts';
 import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../sidecar/supervisor.ts';
 import type { CommandDef } from './command.ts';
 
@@ -57,6 +58,7 @@ SIGINT cuts the drain and the wait short.`,
       }
       return await sidecar.run();
     } finally {
+      holdTerminationSignals();
       // The last Event (how the drain ended) may still be on its way.
       await events?.flush(Date.now() + EVENT_FLUSH_MS);
       await telemetry?.close();

@@ -98,8 +98,6 @@ export class DrainServer {
   /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */
   async listen(): Promise<void> {
     const server = createServer({ allowHalfOpen: false }, (socket) => this.#accept(socket));
-    // Running out of descriptors under a connection flood must not bring drainguard down.
-    server.on('error', (err) => this.#logger.warn('drain socket error', { error: err }));
     const previous = process.umask(0o177);
     try {
       await new Promise<void>((resolve, reject) => {
@@ -113,6 +111,8 @@ export class DrainServer {
       process.umask(previous);
     }
     chmodSync(this.path, 0o600);
+    // Running out of descriptors under a connection flood must not bring drainguard down.
+    server.on('error', (err) => this.#logger.warn('drain socket error', { error: err }));
     this.#server = server;
   }
 

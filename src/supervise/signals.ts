@@ -25,3 +25,12 @@ export function catchSignals(handler: (signal: NodeJS.Signals) => void): () => v
     for (const sig of all) process.off(sig, handler);
   };
 }
+
+/**
+ * From here to exit, termination signals change nothing: the exit status is
+ * decided (the operator is gone, the guard released), and a late SIGTERM must
+ * not turn it into 143 while telemetry closes or Events are flushed.
+ */
+export function holdTerminationSignals(): void {
+  for (const sig of [...TERMINATING, 'SIGHUP'] as const) process.on(sig, () => {});
+}

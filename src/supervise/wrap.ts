@@ -146,6 +146,9 @@ class WrapSupervisor {
     const deadline = started + drainTimeoutMs;
     const greeted = server.clients().filter((c) => c.greeted).length;
     this.#log.info('drain started', { clients: greeted, timeoutMs: drainTimeoutMs, deadline: new Date(deadline).toISOString() });
+    if (drainTimeoutMs === 0 && greeted > 0) {
+      this.#log.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
+    }
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race<DrainOutcome>([
       server.drain(deadline).then((t) => (greeted === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
