@@ -1,7 +1,7 @@
 // The goals drainguard is held to, and the printed table.
 
 import type { FanoutEntry } from './fanout.ts';
-import type { IdleRss } from './startup.ts';
+import type { IdleRss, StartResult } from './startup.ts';
 import type { StrategySummary } from './shutdown.ts';
 
 export interface Results {
@@ -22,13 +22,14 @@ export interface Results {
   startRatio?: number;
   startMs?: number;
   versionStartMs?: number;
+  start?: StartResult;
   nodeStartMs?: number;
   idleRssMiB?: number | null;
   idleRssRatio?: number | null;
   sidecarIdleRssMiB?: number | null;
   nodeIdleRssMiB?: number | null;
   sidecarIdleRssNote?: string;
-  idleMemory?: { cold: Record<string, IdleRss | null>; written: Record<string, IdleRss | null> };
+  idleMemory?: { read: Record<string, IdleRss | null>; written: Record<string, IdleRss | null> };
   fanout?: Record<string, FanoutEntry>;
   fanoutTsClient?: Record<string, FanoutEntry>;
   binaryMiB?: number;
@@ -107,21 +108,29 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
       '',
     );
   }
-  if (r.startRatio !== undefined) {
+  if (r.start) {
+    const row = (state: 'read' | 'written', name: string) => {
+      const x = r.start![state];
+      return [name, f(x.drainguardMs), f(x.nodeMs), f(x.ratio, 2), f(x.versionMs)];
+    };
     out.push(
-      `Start (median): drainguard run -- /bin/true ${f(r.startMs)} ms, node -e 0 ${f(r.nodeStartMs)} ms, ratio ${f(r.startRatio, 2)}; drainguard --version ${f(r.versionStartMs)} ms`,
+      `Start, median of ${r.start.runs} runs (ms)`,
+      table(
+        ['executables', 'drainguard run -- /bin/true', 'node -e 0', 'ratio', 'drainguard --version'],
+        [row('read', 'read back from disk'), row('written', 'freshly written')],
+      ),
       '',
     );
   }
   if (r.idleMemory) {
     const row = (name: string, key: string) => {
-      const c = r.idleMemory!.cold[key];
+      const c = r.idleMemory!.read[key];
       const w = r.idleMemory!.written[key];
       return [name, f(c?.rssMiB), f(c?.anonMiB), f(w?.rssMiB)];
     };
     out.push(
       'Idle memory (MiB, median)',
-      table(['', 'RSS', 'of it anonymous', 'RSS, freshly written executable'], [row('node (bare)', 'node'), row('drainguard run', 'run'), row('drainguard sidecar', 'sidecar')]),
+      table(['', 'RSS', 'of it anonymous', 'RSS, executable freshly written'], [row('node (bare)', 'node'), row('drainguard run', 'run'), row('drainguard sidecar', 'sidecar')]),
       `idle RSS ratio drainguard run / node: ${f(r.idleRssRatio, 2)}${r.sidecarIdleRssNote ? `; sidecar: ${r.sidecarIdleRssNote}` : ''}`,
       '',
     );

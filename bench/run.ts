@@ -15,7 +15,7 @@ import { round } from './lib/stats.ts';
 import { type Results, evaluateGoals, printReport } from './report.ts';
 import { runShutdown } from './shutdown.ts';
 import { runSize } from './size.ts';
-import { runMemory, runStart } from './startup.ts';
+import { privateCopies, runMemory, runStart } from './startup.ts';
 
 const SECTIONS = ['size', 'start', 'memory', 'latency', 'fanout', 'shutdown'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -140,8 +140,14 @@ async function section<T>(name: Section, title: string, body: () => Promise<T>):
 
 try {
   const size = await section('size', 'executable size', runSize);
-  const start = await section('start', `start time, ${options.startRuns} runs each`, () => runStart(options.startRuns, ticker('start')));
-  const memory = await section('memory', 'idle memory', () => runMemory(options.memoryReps, (l) => log(`  ${l}`)));
+  const copies = wants('start') || wants('memory') ? privateCopies() : undefined;
+  let start, memory;
+  try {
+    start = await section('start', `start time, ${options.startRuns} runs each`, () => runStart(copies!, options.startRuns, (l) => log(`  ${l}`)));
+    memory = await section('memory', 'idle memory', () => runMemory(copies!, options.memoryReps, (l) => log(`  ${l}`)));
+  } finally {
+    copies?.remove();
+  }
   const latency = await section('latency', `drain and kill latency, ${options.latencyRuns} runs`, () =>
     runLatency({ runs: options.latencyRuns, seed: options.seed }, ticker('latency')),
   );
@@ -154,7 +160,7 @@ try {
     runShutdown(options, ticker('shutdown')),
   );
 
-  const idle = memory?.cold;
+  const idle = memory?.read;
   Object.assign(results, {
     ...(shutdown && {
       strategies: shutdown.strategies,
@@ -174,14 +180,20 @@ try {
       killLatencyMsMax: latency.killLatencyMsMax,
       latencyRuns: latency.runs,
     }),
-    ...(start && { startRatio: start.startRatio, startMs: start.drainguardMs, versionStartMs: start.versionMs, nodeStartMs: start.nodeMs }),
-    ...(idle && {
+    ...(start && {
+      startRatio: start.read.ratio,
+      startMs: start.read.drainguardMs,
+      versionStartMs: start.read.versionMs,
+      nodeStartMs: start.read.nodeMs,
+      start,
+    }),
+    ...(idle && memory && {
       idleRssMiB: idle.run?.rssMiB ?? null,
       idleRssRatio: idle.run && idle.node ? idle.run.rssMiB / idle.node.rssMiB : null,
       sidecarIdleRssMiB: idle.sidecar?.rssMiB ?? null,
       nodeIdleRssMiB: idle.node?.rssMiB ?? null,
       ...(memory.sidecarNote && { sidecarIdleRssNote: memory.sidecarNote }),
-      idleMemory: { cold: memory.cold, written: memory.written },
+      idleMemory: { read: memory.read, written: memory.written },
     }),
     ...(fanout && { fanout: fanout.raw, fanoutTsClient: fanout.ts }),
     ...(size && size),

@@ -1,5 +1,15 @@
 // Start time and idle memory, drainguard against the bare Node.js runtime it
 // embeds.
+//
+// Both executables are copied to a private directory first, written the same
+// way, so that no other process maps them and their pages are in the same
+// state in the page cache. That state matters on Linux: a file just written
+// is cached in large folios, and a page fault then maps a whole folio, so
+// processes start with fewer faults but more resident pages than from a file
+// read back from disk. Each figure is taken in both states: `written` (as
+// right after an image pull) and `read` (dropped from the cache, then read
+// back by page faults, as after a reboot or memory pressure). The goals are
+// checked against `read`.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,33 +22,81 @@ import { EXE, NODE } from './lib/paths.ts';
 import { BenchProc } from './lib/proc.ts';
 import { MiB, median } from './lib/stats.ts';
 
-export interface StartResult {
-  readonly runs: number;
+export type CacheState = 'written' | 'read';
+
+interface Copies {
+  readonly dir: string;
+  readonly node: string;
+  readonly drainguard: string;
+  readonly hasSidecar: boolean;
+  /** Puts both executables in `state`. */
+  prepare(state: CacheState): void;
+  remove(): void;
+}
+
+export function privateCopies(): Copies {
+  const dir = mkdtempSync(join(tmpdir(), 'drainguard-bench-'));
+  const node = join(dir, 'node');
+  const drainguard = join(dir, 'drainguard');
+  const write = () => {
+    for (const [from, to] of [
+      [NODE, node],
+      [EXE, drainguard],
+    ] as const) {
+      writeFileSync(to, readFileSync(from));
+      chmodSync(to, 0o755);
+    }
+  };
+  write();
+  const hasSidecar = spawnSync(drainguard, ['sidecar', '--help'], { stdio: 'ignore' }).status === 0;
+  return {
+    dir,
+    node,
+    drainguard,
+    hasSidecar,
+    prepare(state) {
+      if (state === 'written') write();
+      else for (const f of [node, drainguard]) dropFromPageCache(f);
+    },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+export interface StartFigures {
+  /** `drainguard run -- /bin/true`, median ms. */
   readonly drainguardMs: number;
   /** `drainguard --version`: the executable's own start, without listening or starting a child. */
   readonly versionMs: number;
+  /** `node -e 0`. */
   readonly nodeMs: number;
-  readonly startRatio: number;
+  readonly ratio: number;
 }
 
-/** `drainguard run -- /bin/true` and `node -e 0` alternately; median wall time of each. */
-export async function runStart(runs: number, progress: (done: number, total: number) => void): Promise<StartResult> {
+export type StartResult = Record<CacheState, StartFigures> & { readonly runs: number };
+
+/** `drainguard run -- /bin/true`, `node -e 0` and `drainguard --version` in turn; median wall time of each. */
+export async function runStart(copies: Copies, runs: number, progress: (label: string) => void): Promise<StartResult> {
   const warmup = 3;
-  const dg: number[] = [];
-  const version: number[] = [];
-  const node: number[] = [];
-  for (let i = 0; i < runs + warmup; i++) {
-    const a = await timeToExit(EXE, ['run', '--', '/bin/true']);
-    const b = await timeToExit(NODE, ['-e', '0']);
-    const c = await timeToExit(EXE, ['--version']);
-    if (i >= warmup) {
-      dg.push(a);
-      node.push(b);
-      version.push(c);
+  const result: Partial<Record<CacheState, StartFigures>> = {};
+  for (const state of ['written', 'read'] as const) {
+    copies.prepare(state);
+    const dg: number[] = [];
+    const version: number[] = [];
+    const node: number[] = [];
+    for (let i = 0; i < runs + warmup; i++) {
+      const a = await timeToExit(copies.drainguard, ['run', '--', '/bin/true']);
+      const b = await timeToExit(copies.node, ['-e', '0']);
+      const c = await timeToExit(copies.drainguard, ['--version']);
+      if (i >= warmup) {
+        dg.push(a);
+        node.push(b);
+        version.push(c);
+      }
+      if ((i + 1) % 10 === 0) progress(`${state}: ${i + 1}/${runs + warmup}`);
     }
-    progress(i + 1, runs + warmup);
+    result[state] = { drainguardMs: median(dg), versionMs: median(version), nodeMs: median(node), ratio: median(dg) / median(node) };
   }
-  return { runs, drainguardMs: median(dg), versionMs: median(version), nodeMs: median(node), startRatio: median(dg) / median(node) };
+  return { runs, written: result.written!, read: result.read! };
 }
 
 function timeToExit(file: string, args: string[]): Promise<number> {
@@ -56,71 +114,44 @@ export interface IdleRss {
   readonly fileMiB: number;
 }
 
-export interface MemoryResult {
-  /** Executables freshly written (as after an image pull): their pages sit in the page cache as written. */
-  readonly written: Record<string, IdleRss | null>;
-  /** The same executables after dropping them from the page cache (as after a reboot). */
-  readonly cold: Record<string, IdleRss | null>;
-  readonly sidecarNote?: string;
-}
-
 type Subject = 'node' | 'run' | 'sidecar';
 
-/**
- * Idle RSS of a bare `node` and of `drainguard run` and `drainguard sidecar`.
- * Both executables are copied to a private directory first, written the same
- * way, so their pages are in the same state in the page cache and no other
- * process maps them; see docs/performance.md for why that matters.
- */
-export async function runMemory(reps: number, progress: (label: string) => void): Promise<MemoryResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'drainguard-bench-'));
-  try {
-    const node = join(dir, 'node');
-    const dg = join(dir, 'drainguard');
-    for (const [from, to] of [
-      [NODE, node],
-      [EXE, dg],
-    ] as const) {
-      writeFileSync(to, readFileSync(from));
-      chmodSync(to, 0o755);
-    }
-    const hasSidecar = spawnSync(dg, ['sidecar', '--help'], { stdio: 'ignore' }).status === 0;
-    const subjects: Subject[] = hasSidecar ? ['node', 'run', 'sidecar'] : ['node', 'run'];
-    const measure = async (cold: boolean): Promise<Record<string, IdleRss | null>> => {
-      const samples: Record<string, Rss[]> = {};
-      for (let r = 0; r < reps; r++) {
-        for (const s of subjects) {
-          progress(`${cold ? 'cold' : 'written'} ${s} ${r + 1}/${reps}`);
-          if (cold) {
-            dropFromPageCache(node);
-            dropFromPageCache(dg);
-          }
-          (samples[s] ??= []).push(await idle(s, s === 'node' ? node : dg, dir));
-        }
-      }
-      const out: Record<string, IdleRss | null> = { node: null, run: null, sidecar: null };
+export type MemoryResult = Record<CacheState, Record<Subject, IdleRss | null>> & { readonly sidecarNote?: string };
+
+/** Idle RSS of a bare `node`, of `drainguard run` and of `drainguard sidecar`. */
+export async function runMemory(copies: Copies, reps: number, progress: (label: string) => void): Promise<MemoryResult> {
+  const subjects: Subject[] = copies.hasSidecar ? ['node', 'run', 'sidecar'] : ['node', 'run'];
+  const measure = async (state: CacheState): Promise<Record<Subject, IdleRss | null>> => {
+    const samples: Partial<Record<Subject, Rss[]>> = {};
+    for (let r = 0; r < reps; r++) {
       for (const s of subjects) {
-        const list = samples[s]!;
-        out[s] = {
-          rssMiB: median(list.map((x) => x.rss)) / MiB,
-          anonMiB: median(list.map((x) => x.anon)) / MiB,
-          fileMiB: median(list.map((x) => x.file)) / MiB,
-        };
+        progress(`${state} ${s} ${r + 1}/${reps}`);
+        // Dropped again before each start: the previous one read the pages back.
+        if (state === 'read') copies.prepare('read');
+        (samples[s] ??= []).push(await idle(s, s === 'node' ? copies.node : copies.drainguard, copies.dir));
       }
-      return out;
-    };
-    const written = await measure(false);
-    const cold = await measure(true);
-    return { written, cold, ...(!hasSidecar && { sidecarNote: "this build has no 'drainguard sidecar'" }) };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+    }
+    const out: Record<Subject, IdleRss | null> = { node: null, run: null, sidecar: null };
+    for (const s of subjects) {
+      const list = samples[s]!;
+      out[s] = {
+        rssMiB: median(list.map((x) => x.rss)) / MiB,
+        anonMiB: median(list.map((x) => x.anon)) / MiB,
+        fileMiB: median(list.map((x) => x.file)) / MiB,
+      };
+    }
+    return out;
+  };
+  copies.prepare('written');
+  const written = await measure('written');
+  const read = await measure('read');
+  return { written, read, ...(!copies.hasSidecar && { sidecarNote: "this build has no 'drainguard sidecar'" }) };
 }
 
 const SETTLE_MS = 500;
 
 async function idle(subject: Subject, file: string, dir: string): Promise<Rss> {
-  const env = { HOME: dir, DRAINGUARD_LOG_LEVEL: 'info' };
+  const env = { HOME: dir };
   const proc =
     subject === 'node'
       ? new BenchProc(file, ['-e', "console.log('ready'); setInterval(() => {}, 1 << 30)"], env)
