@@ -61,7 +61,7 @@ for (const [variant, start] of [
       assert.ok(p.stdout.includes('signal TERM'));
     } finally {
       client.close();
-      p.kill('SIGKILL');
+      p.killAll();
     }
   });
 }

@@ -94,7 +94,7 @@ test('as the wrapper: a full drain and stop of an operator in the same root', as
     assert.ok(p.stdout.includes('signal TERM'));
   } finally {
     client.close();
-    p.kill('SIGKILL');
+    p.killAll();
   }
 });
 

@@ -105,6 +105,23 @@ export class Proc {
     return within(ms, 'process exit', new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal }))));
   }
 
+  /**
+   * SIGKILL to drainguard and to the process group of the operator it started
+   * (in a session of its own, it outlives a SIGKILLed drainguard): the cleanup
+   * of a test that failed half-way.
+   */
+  killAll(): void {
+    const started = this.logs().find((l) => l.msg === 'operator started');
+    for (const pid of [this.#exit ? undefined : this.pid, typeof started?.pid === 'number' ? -started.pid : undefined]) {
+      if (pid === undefined) continue;
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+
   kill(signal: NodeJS.Signals = 'SIGTERM'): void {
     if (!this.#exit) this.child.kill(signal);
   }
