@@ -85,6 +85,8 @@ export class DrainServer {
   readonly #controls = new Set<Client>();
   #server?: Server;
   #nextId = 1;
+  /** Greeted clients that have not said drained: the drain waits for this to reach 0. */
+  #undrained = 0;
   #drain?: Drain;
 
   constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest }: DrainServerOptions) {
@@ -102,7 +104,8 @@ export class DrainServer {
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(this.path, () => {
+        // A deep backlog: a thousand operator clients (or preStop hooks) may connect at the same moment.
+        server.listen({ path: this.path, backlog: 4096 }, () => {
           server.off('error', reject);
           resolve();
         });
@@ -134,7 +137,9 @@ export class DrainServer {
     let resolve!: (tally: DrainTally) => void;
     const done = new Promise<DrainTally>((r) => (resolve = r));
     this.#drain = { deadline, startedAt: this.#now(), done, resolve, acknowledged: 0, disconnected: 0 };
-    for (const client of this.#clients.values()) if (client.greeted) this.#sendDrain(client);
+    // One line for all: with a thousand clients the drain is a thousand writes, and nothing else.
+    const line = this.#drainLine();
+    for (const client of this.#clients.values()) if (client.greeted) this.#write(client, line);
     this.#checkDrained();
     return done;
   }
@@ -181,7 +186,10 @@ export class DrainServer {
         return;
       }
       this.#clients.delete(client.id);
-      if (client.greeted && !client.drained && this.#drain) this.#drain.disconnected++;
+      if (client.greeted && !client.drained) {
+        this.#undrained--;
+        if (this.#drain) this.#drain.disconnected++;
+      }
       if (client.greeted) {
         this.#logger.debug('client disconnected', { client: client.id, name: client.name });
         this.#onEvent({ type: 'disconnect', client: publicInfo(client) });
@@ -201,6 +209,7 @@ export class DrainServer {
         throw new ProtocolError(`unsupported protocol version ${message.protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
       }
       client.greeted = true;
+      this.#undrained++;
       client.name = message.name;
       client.pid = message.pid;
       this.#send(client, { type: 'welcome', protocol: PROTOCOL_VERSION });
@@ -217,6 +226,7 @@ export class DrainServer {
       case 'drained': {
         if (client.drained) return;
         client.drained = true;
+        this.#undrained--;
         const afterMs = this.#drain ? this.#now() - this.#drain.startedAt : 0;
         if (this.#drain) {
           this.#drain.acknowledged++;
@@ -257,14 +267,22 @@ export class DrainServer {
   }
 
   #sendDrain(client: Client): void {
+    this.#write(client, this.#drainLine());
+  }
+
+  #drainLine(): string {
     const deadline = this.#drain!.deadline;
     const remainingMs = Math.max(0, Math.round(deadline - this.#now()));
-    this.#send(client, { type: 'drain', deadline: new Date(deadline).toISOString(), remainingMs });
+    return encode({ type: 'drain', deadline: new Date(deadline).toISOString(), remainingMs });
   }
 
   #send(client: Client, message: object): void {
+    this.#write(client, encode(message));
+  }
+
+  #write(client: Client, line: string): void {
     if (client.socket.destroyed) return;
-    client.socket.write(encode(message));
+    client.socket.write(line);
     if (client.socket.writableLength > MAX_BACKLOG_BYTES) {
       this.#logger.warn('dropping a client that does not read', { client: client.id, name: client.name });
       client.socket.destroy();
@@ -275,7 +293,10 @@ export class DrainServer {
     this.#logger.warn('protocol error, closing the connection', { client: client.id, name: client.name, reason });
     this.#onEvent({ type: 'rejected', client: publicInfo(client), reason });
     this.#clients.delete(client.id);
-    if (client.greeted && !client.drained && this.#drain) this.#drain.disconnected++;
+    if (client.greeted && !client.drained) {
+      this.#undrained--;
+      if (this.#drain) this.#drain.disconnected++;
+    }
     client.greeted = false;
     this.#checkDrained();
     client.socket.end(encode({ type: 'error', message: reason }));
@@ -287,7 +308,7 @@ export class DrainServer {
   #checkDrained(): void {
     const drain = this.#drain;
     if (!drain) return;
-    for (const client of this.#clients.values()) if (client.greeted && !client.drained) return;
+    if (this.#undrained > 0) return;
     drain.resolve({ acknowledged: drain.acknowledged, disconnected: drain.disconnected });
   }
 }

@@ -139,19 +139,21 @@ class WrapSupervisor {
       return early;
     }
 
-    this.#options.observer?.drainRequested?.('signal');
-    this.#setPhase('draining');
     const started = this.#now();
     const drainTimeoutMs = this.#drainTimeoutMs();
     const deadline = started + drainTimeoutMs;
     const greeted = server.clients().filter((c) => c.greeted).length;
+    // The clients are told first; reporting and logging come after.
+    const drained = server.drain(deadline);
+    this.#options.observer?.drainRequested?.('signal');
+    this.#setPhase('draining');
     this.#log.info('drain started', { clients: greeted, timeoutMs: drainTimeoutMs, deadline: new Date(deadline).toISOString() });
     if (drainTimeoutMs === 0 && greeted > 0) {
       this.#log.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
     }
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race<DrainOutcome>([
-      server.drain(deadline).then((t) => (greeted === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
+      drained.then((t) => (greeted === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
       child.exited.then(() => 'child-exited' as const),
       new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), drainTimeoutMs))),
       this.#cutShort.then(() => 'cut-short' as const),
