@@ -56,7 +56,7 @@ for (const [variant, start] of [
       const exit = await p.exit();
       assert.equal(exit, { code: 7, signal: null }, "the operator's own exit status");
       const msgs = p.logs().map((l) => l.msg);
-      assert.ok(msgs.indexOf('client drained') >= 0 && msgs.indexOf('client drained') < msgs.indexOf('stop signal sent'), msgs.join(' | '));
+      assert.ok(msgs.indexOf('client drained') >= 0 && msgs.indexOf('client drained') < msgs.indexOf('stop signal sent'), p.stderr.join('\n'));
       assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'drained');
       assert.ok(p.stdout.includes('signal TERM'));
     } finally {

@@ -73,9 +73,12 @@ export class Proc {
   /** The JSON log lines drainguard wrote on stderr. */
   logs(): LogLine[] {
     return this.stderr.flatMap((l) => {
-      if (!l.startsWith('{')) return [];
+      // The operator shares stderr: a message of its without a newline (a shell's
+      // "Terminated") can stand in front of drainguard's line.
+      const start = l.indexOf('{"time":');
+      if (start === -1) return [];
       try {
-        return [JSON.parse(l) as LogLine];
+        return [JSON.parse(l.slice(start)) as LogLine];
       } catch {
         return [];
       }
