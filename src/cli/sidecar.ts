@@ -47,6 +47,7 @@ SIGINT cuts the drain and the wait short.`,
         observer: combineObservers(telemetry?.observer, events),
         onServer: telemetry?.attach,
         operatorStopped: api.operatorStopped,
+        flush: async (deadline) => events?.flush(Math.min(deadline, Date.now() + EVENT_FLUSH_MS)),
       });
       // The Pod's own grace period wins over the default, as soon as the API tells it.
       if (api.readGracePeriodMs && args.sources.gracePeriodMs === undefined) {

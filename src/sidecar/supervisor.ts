@@ -38,6 +38,8 @@ export interface SidecarOptions {
    * connections to close (an operator that never connected is then waited for too).
    */
   readonly operatorStopped?: (signal: AbortSignal) => Promise<void>;
+  /** Called before the release, with the release deadline (epoch ms): for Events still on their way. */
+  readonly flush?: (deadline: number) => Promise<void>;
 }
 
 /** Kept between the end of the release and the kubelet's SIGKILL. */
@@ -137,6 +139,8 @@ export class SidecarSupervisor {
       const { releaseDeadline, waitDeadline } = this.#deadlines();
       const ticket = this.requestDrain('signal');
       await this.#waitForOperator(ticket, waitDeadline);
+      // Events first, while the guard still keeps the RBAC (and the token) that writes them.
+      await this.#options.flush?.(releaseDeadline);
       if (guarding) {
         this.#setPhase('releasing');
         if (this.#options.guard) this.#log.info('releasing the guard', { deadline: new Date(releaseDeadline).toISOString() });

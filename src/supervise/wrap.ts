@@ -20,7 +20,7 @@ export interface WrapOptions {
   readonly observer?: SupervisorObserver & { drainRequested?(source: 'signal'): void };
   /** The Pod's terminationGracePeriodSeconds in ms once the API told it; it wins over the configured default. */
   readonly podGracePeriodMs?: () => number | undefined;
-  /** Called last before exit, with the moment (epoch ms) by which drainguard must be gone: for Events still on their way. */
+  /** Called before the release, with the moment (epoch ms) by which drainguard must be gone: for Events still on their way. */
   readonly flush?: (deadline: number) => Promise<void>;
   /** Called once the drain server listens, with the server (for the HTTP listener). */
   readonly onServer?: (server: DrainServer) => void;
@@ -95,8 +95,9 @@ class WrapSupervisor {
       this.#options.guard?.start();
       const exit = await this.#supervise(child, server);
       this.#setPhase('releasing');
-      await this.#options.guard?.release(this.#releaseDeadline());
+      // Events first, while the guard still keeps the RBAC (and the token) that writes them.
       await this.#options.flush?.(this.#releaseDeadline());
+      await this.#options.guard?.release(this.#releaseDeadline());
       return exit.status;
     } finally {
       await server.close();
