@@ -72,14 +72,30 @@ async function exchange(path: string, bytes: Buffer, how: 'whole' | 'pieces' | '
   const received: Buffer[] = [];
   socket.on('data', (d: Buffer) => received.push(d));
   const closed = once(socket, 'close');
-  if (how === 'whole') await write(socket, bytes);
-  else if (how === 'bytes') for (let i = 0; i < bytes.length; i++) await write(socket, bytes.subarray(i, i + 1));
-  else for (let i = 0; i < bytes.length; ) {
-    const n = 1 + random.int(4096);
-    await write(socket, bytes.subarray(i, i + n));
-    i += n;
+  // drainguard may answer a bad line and close while the rest is still being sent: then the sending ends.
+  let peerEnded = false;
+  socket.once('end', () => (peerEnded = true));
+  const send = async (piece: Buffer) => {
+    if (peerEnded || socket.destroyed) return false;
+    try {
+      await write(socket, piece);
+      return true;
+    } catch (err) {
+      if (['EPIPE', 'ECONNRESET', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END'].includes((err as NodeJS.ErrnoException).code ?? '')) return false;
+      throw err;
+    }
+  };
+  if (how === 'whole') await send(bytes);
+  else if (how === 'bytes') {
+    for (let i = 0; i < bytes.length; i++) if (!(await send(bytes.subarray(i, i + 1)))) break;
+  } else {
+    for (let i = 0; i < bytes.length; ) {
+      const n = 1 + random.int(4096);
+      if (!(await send(bytes.subarray(i, i + n)))) break;
+      i += n;
+    }
   }
-  socket.end();
+  if (!socket.destroyed) socket.end();
   await within(10_000, 'the connection to close', closed);
   return Buffer.concat(received).toString('utf8');
 }
