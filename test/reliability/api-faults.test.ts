@@ -197,8 +197,8 @@ test("the Lease deleted, then stolen and left to expire: the holder takes it bac
     await c.api.waitFor(() => (lease(c, a)?.spec.holderIdentity === 'op-a' && lease(c, a)?.spec.renewTime !== stolenAt) || undefined, 5000, 'the Lease taken back');
     await c.api.waitFor(() => heldBy(c, a, b), 10_000, 'both guards set again');
     const swept = pb.logs().some((l) => l.msg === 'stale holder finalizers removed');
-    const readded = pa.logs().some((l) => l.msg === 'finalizer was removed by someone else: added again');
-    assert.ok(!swept || readded, 'what the sweep removed was put back');
+    // The API shows the finalizers back before a's log line about it has come through the pipe.
+    if (swept) await pa.log('finalizer was removed by someone else: added again', 5000);
 
     pa.kill('SIGTERM');
     pb.kill('SIGTERM');
