@@ -34,7 +34,10 @@ for (const [name, command] of Object.entries(CLIENTS)) {
     assert.equal(ids(p, 'done').sort(), started.sort(), 'every started reconcile finished');
     assert.equal(ids(p, 'interrupted'), []);
     const at = (line: string) => p.stdout.indexOf(line);
-    assert.ok(at('drain received') >= 0 && at('drain received') < at('drained sent') && at('drained sent') < at('exit'));
+    assert.ok(at('drain received') >= 0 && at('drain received') < at('exit'));
+    // "drained sent" may lose the race with the stop signal in the example's own output;
+    // drainguard's log below is the proof that drained came before the stop signal.
+    if (at('drained sent') >= 0) assert.ok(at('drain received') < at('drained sent') && at('drained sent') < at('exit'));
     const logs = p.logs().map((l) => l.msg);
     assert.ok(logs.indexOf('client drained') >= 0 && logs.indexOf('client drained') < logs.indexOf('stop signal sent'));
     assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'drained');
