@@ -60,21 +60,13 @@ API server does not know.`,
   async run(args, io) {
     const { parseResourceArgs, Discovery } = await import('../predelete/resources.ts');
     const { predelete, PredeleteError } = await import('../predelete/predelete.ts');
-    const { loadApiAccess, NoApiConfigError } = await import('../kube/config.ts');
-    const { KubeClient } = await import('../kube/client.ts');
+    const { openClient } = await import('../guard/open.ts');
     const v = args.values as { namespace?: string; allNamespaces?: boolean; timeoutMs?: number; order?: boolean; propagation?: 'Background'; requireReady?: string; logLevel?: 'info'; logFormat?: 'json' };
     if (args.positionals.length === 0) throw new ConfigError("'drainguard predelete' needs at least one RESOURCE, such as installations.operator.tigera.io/default");
     const groups = args.positionals.map(parseResourceArgs);
     const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
-    let access;
-    try {
-      access = loadApiAccess(io.env);
-    } catch (err) {
-      if (err instanceof NoApiConfigError) throw new ConfigError(err.message);
-      throw err;
-    }
-    const client = new KubeClient({ access, logger });
-    const namespace = v.namespace ?? access.namespace ?? 'default';
+    const client = openClient(io.env, logger, 'drainguard predelete');
+    const namespace = v.namespace ?? client.namespace ?? 'default';
     const discovery = new Discovery(client);
     const resolved = await Promise.all(groups.map((g) => Promise.all(g.map((a) => discovery.resolve(a)))));
     const stages = v.order ? resolved : [resolved.flat()];
