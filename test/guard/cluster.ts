@@ -125,3 +125,21 @@ export async function startCluster(options: ApiServerOptions = {}): Promise<Clus
 export function uninstall(c: Cluster): void {
   for (const [v, r, ns, name] of INSTALL) c.api.delete(v, r, ns, name, { propagationPolicy: 'Background' });
 }
+
+/** A started cluster for the length of `fn`, closed afterwards whatever happens. */
+export async function withCluster(fn: (c: Cluster) => Promise<void>, options: ApiServerOptions = {}): Promise<void> {
+  const c = await startCluster(options);
+  const t0 = Date.now();
+  try {
+    await fn(c);
+  } finally {
+    if (process.env.TEST_VERBOSE) console.log(`  ${Date.now() - t0} ms`);
+    await c.close();
+  }
+}
+
+/** The guard finalizer of `pod`. */
+export const finalizer = (pod: { uid: string }): string => `drainguard.dev/holder-${pod.uid}`;
+
+/** The holder Lease of `pod`, if it exists. */
+export const lease = (c: Cluster, pod: { uid: string }): KubeObject | undefined => c.api.get('coordination.k8s.io/v1', 'leases', NS, `drainguard-${pod.uid}`);

@@ -4,9 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type Proc, drainguard } from '../support/proc.ts';
 import { writeKubeconfig } from '../support/apiserver/index.ts';
-import { type Cluster, GUARD, NS, RBAC_V1, startCluster, uninstall } from './cluster.ts';
+import { type Cluster, GUARD, NS, RBAC_V1, finalizer, lease, uninstall, withCluster } from './cluster.ts';
 
-const finalizer = (pod: { uid: string }) => `drainguard.dev/holder-${pod.uid}`;
 const allHeldBy = (c: Cluster, ...pods: { uid: string }[]) => {
   const want = pods.map(finalizer).sort();
   return Object.values(c.holders()).every((h) => JSON.stringify([...h].sort()) === JSON.stringify(want));
@@ -18,18 +17,7 @@ async function killHard(p: Proc): Promise<void> {
   await p.processExit();
   process.kill(started.pid as number, 'SIGKILL');
 }
-const lease = (c: Cluster, pod: { uid: string }) => c.api.get('coordination.k8s.io/v1', 'leases', NS, `drainguard-${pod.uid}`);
 
-async function withCluster(fn: (c: Cluster) => Promise<void>, options: Parameters<typeof startCluster>[0] = {}): Promise<void> {
-  const c = await startCluster(options);
-  const t0 = Date.now();
-  try {
-    await fn(c);
-  } finally {
-    if (process.env.TEST_VERBOSE) console.log(`  ${Date.now() - t0} ms`);
-    await c.close();
-  }
-}
 
 test('uninstall with background propagation: the operator keeps its API access until drained, then nothing is left', async () => {
   await withCluster(async (c) => {

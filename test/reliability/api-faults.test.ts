@@ -14,30 +14,18 @@ import { Guard } from '../../src/guard/guard.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadApiAccess } from '../../src/kube/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
-import { type Cluster, GUARD, NS, RBAC_V1, startCluster } from '../guard/cluster.ts';
+import { type Cluster, GUARD, NS, RBAC_V1, finalizer, lease, withCluster } from '../guard/cluster.ts';
 import { type RequestInfo, apiRequest, writeKubeconfig } from '../support/apiserver/index.ts';
 import { drainguard, tempDir } from '../support/proc.ts';
 import { within } from '../support/wait.ts';
 
-const finalizer = (pod: { uid: string }) => `drainguard.dev/holder-${pod.uid}`;
 const heldBy = (c: Cluster, ...pods: { uid: string }[]) => {
   const want = JSON.stringify(pods.map(finalizer).sort());
   return Object.values(c.holders()).every((h) => JSON.stringify([...h].sort()) === want) || undefined;
 };
 const nothingHeld = (c: Cluster) => Object.values(c.holders()).every((h) => h.length === 0) || undefined;
-const lease = (c: Cluster, pod: { uid: string }) => c.api.get('coordination.k8s.io/v1', 'leases', NS, `drainguard-${pod.uid}`);
 const guardedWrite = (r: RequestInfo) => r.verb === 'patch' && r.resource !== 'leases' && r.resource !== 'pods';
 
-async function withCluster(fn: (c: Cluster) => Promise<void>): Promise<void> {
-  const c = await startCluster();
-  const t0 = Date.now();
-  try {
-    await fn(c);
-  } finally {
-    if (process.env.TEST_VERBOSE) console.log(`  ${Date.now() - t0} ms`);
-    await c.close();
-  }
-}
 
 /** The post-delete hook once the pod is gone: `drainguard release` as the cluster admin. */
 async function sweep(c: Cluster): Promise<string[]> {
