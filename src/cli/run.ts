@@ -2,7 +2,7 @@ import { resolveSupervisorConfig } from '../config/supervisor.ts';
 import { createLogger } from '../log/logger.ts';
 import { combineObservers } from '../metrics/observers.ts';
 import { drainEventObserver } from '../metrics/events.ts';
-import { openPodApi } from '../sidecar/pod-api.ts';
+import { adoptPodGracePeriod, openPodApi } from '../sidecar/pod-api.ts';
 import { holdTerminationSignals } from '../supervise/signals.ts';
 import { runWrapped } from '../supervise/wrap.ts';
 
@@ -34,15 +34,10 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
     const api = await openPodApi(config.pod, [], io.env, logger);
     const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
     let podGracePeriodMs: number | undefined;
-    if (api.readGracePeriodMs && args.sources.gracePeriodMs === undefined) {
-      api.readGracePeriodMs().then(
-        (ms) => {
-          podGracePeriodMs = ms;
-          if (ms !== undefined) logger.info('grace period read from the Pod', { gracePeriodMs: ms });
-        },
-        (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { gracePeriodMs: config.gracePeriodMs, error: err }),
-      );
-    }
+    adoptPodGracePeriod(api, { ms: config.gracePeriodMs, explicit: args.sources.gracePeriodMs !== undefined }, logger, (ms) => {
+      podGracePeriodMs = ms;
+      logger.info('grace period read from the Pod', { gracePeriodMs: ms });
+    });
     try {
       return await runWrapped(config, args.positionals, {
         env: io.env,

@@ -3,7 +3,7 @@ import { resolvePrestopToken } from '../http/token.ts';
 import { drainEventObserver } from '../metrics/events.ts';
 import { combineObservers } from '../metrics/observers.ts';
 import { createLogger } from '../log/logger.ts';
-import { openPodApi } from '../sidecar/pod-api.ts';
+import { adoptPodGracePeriod, openPodApi } from '../sidecar/pod-api.ts';
 import { holdTerminationSignals } from '../supervise/signals.ts';
 import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../sidecar/supervisor.ts';
 import type { CommandDef } from './command.ts';
@@ -50,13 +50,8 @@ SIGINT cuts the drain and the wait short.`,
         flush: async (deadline) => events?.flush(Math.min(deadline, Date.now() + EVENT_FLUSH_MS)),
       });
       // The Pod's own grace period wins over the default, as soon as the API tells it.
-      if (api.readGracePeriodMs && args.sources.gracePeriodMs === undefined) {
-        const running = sidecar;
-        api.readGracePeriodMs().then(
-          (ms) => ms !== undefined && running.adoptGracePeriod(ms),
-          (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { gracePeriodMs: config.gracePeriodMs, error: err }),
-        );
-      }
+      const running = sidecar;
+      adoptPodGracePeriod(api, { ms: config.gracePeriodMs, explicit: args.sources.gracePeriodMs !== undefined }, logger, (ms) => running.adoptGracePeriod(ms));
       return await sidecar.run();
     } finally {
       holdTerminationSignals();

@@ -55,3 +55,16 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
     operatorStopped: needed ? containersTerminated(client, { name: pod.name, namespace: pod.namespace }, operatorContainers, logger) : undefined,
   };
 }
+
+/**
+ * Hands `use` the Pod's terminationGracePeriodSeconds once the API tells it,
+ * unless the grace period was configured explicitly. A failure to read it is
+ * logged and leaves the configured one in force.
+ */
+export function adoptPodGracePeriod(api: PodApi, configured: { readonly ms: number; readonly explicit: boolean }, logger: Logger, use: (ms: number) => void): void {
+  if (!api.readGracePeriodMs || configured.explicit) return;
+  api.readGracePeriodMs().then(
+    (ms) => ms !== undefined && use(ms),
+    (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { gracePeriodMs: configured.ms, error: err }),
+  );
+}
