@@ -144,19 +144,22 @@ class WrapSupervisor {
     const drainTimeoutMs = this.#drainTimeoutMs();
     const deadline = started + drainTimeoutMs;
     const greeted = server.clients().filter((c) => c.greeted).length;
-    // The clients are told first; reporting and logging come after.
+    // The clients are told first, and the deadline is timed from the moment announced to them;
+    // reporting and logging come after.
     const drained = server.drain(deadline);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadline - this.#now())));
     this.#options.observer?.drainRequested?.('signal');
     this.#setPhase('draining');
     this.#log.info('drain started', { clients: greeted, timeoutMs: drainTimeoutMs, deadline: new Date(deadline).toISOString() });
     if (drainTimeoutMs === 0 && greeted > 0) {
       this.#log.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
     }
-    let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race<DrainOutcome>([
-      drained.then((t) => (greeted === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
+      // An acknowledgement that comes at or after the deadline is an operator that gave up there.
+      drained.then((t) => (this.#now() >= deadline && greeted > 0 ? 'deadline' : greeted === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
       child.exited.then(() => 'child-exited' as const),
-      new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), drainTimeoutMs))),
+      expired,
       this.#cutShort.then(() => 'cut-short' as const),
     ]);
     clearTimeout(timer);
