@@ -25,7 +25,12 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
     // The guard (and the Kubernetes client with it) is loaded only when DRAINGUARD_GUARD is set.
     const guard =
       config.guard.length > 0
-        ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: (args.values as { leaseDurationMs?: number }).leaseDurationMs })
+        ? (await import('../guard/open.ts')).openGuard(config, {
+            env: io.env,
+            logger,
+            leaseDurationMs: (args.values as { leaseDurationMs?: number }).leaseDurationMs,
+            onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix),
+          })
         : undefined;
     // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
     const telemetry =
@@ -34,7 +39,7 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
     const api = await openPodApi(config.pod, [], io.env, logger);
     const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
     let podGracePeriodMs: number | undefined;
-    adoptPodGracePeriod(api, { ms: config.gracePeriodMs, explicit: args.sources.gracePeriodMs !== undefined }, logger, (ms) => {
+    adoptPodGracePeriod(api, { ms: config.gracePeriodMs, source: args.sources.gracePeriodMs }, logger, (ms) => {
       podGracePeriodMs = ms;
       logger.info('grace period read from the Pod', { gracePeriodMs: ms });
     });

@@ -28,7 +28,7 @@ SIGINT cuts the drain and the wait short.`,
     const v = args.values as { prestopToken?: string; prestopTokenFile?: string; operatorContainer?: string[]; leaseDurationMs?: number };
     const token = resolvePrestopToken(v, args.sources);
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-    const guard = config.guard.length > 0 ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: v.leaseDurationMs }) : undefined;
+    const guard = config.guard.length > 0 ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: v.leaseDurationMs, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) }) : undefined;
     const api = await openPodApi(config.pod, v.operatorContainer ?? [], io.env, logger);
     const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
     let sidecar: SidecarSupervisor | undefined;
@@ -51,7 +51,7 @@ SIGINT cuts the drain and the wait short.`,
       });
       // The Pod's own grace period wins over the default, as soon as the API tells it.
       const running = sidecar;
-      adoptPodGracePeriod(api, { ms: config.gracePeriodMs, explicit: args.sources.gracePeriodMs !== undefined }, logger, (ms) => running.adoptGracePeriod(ms));
+      adoptPodGracePeriod(api, { ms: config.gracePeriodMs, source: args.sources.gracePeriodMs }, logger, (ms) => running.adoptGracePeriod(ms));
       return await sidecar.run();
     } finally {
       holdTerminationSignals();

@@ -95,9 +95,12 @@ class WrapSupervisor {
       this.#options.guard?.start();
       const exit = await this.#supervise(child, server);
       this.#setPhase('releasing');
+      if (this.#options.guard) this.#log.info('releasing the guard', { deadline: new Date(this.#releaseDeadline()).toISOString() });
       // Events first, while the guard still keeps the RBAC (and the token) that writes them.
       await this.#options.flush?.(this.#releaseDeadline());
       await this.#options.guard?.release(this.#releaseDeadline());
+      // A GuardReleaseFailed Event, within what is left of the deadline.
+      await this.#options.flush?.(this.#releaseDeadline());
       return exit.status;
     } finally {
       await server.close();
@@ -192,7 +195,8 @@ class WrapSupervisor {
       this.#terminations++;
       if (this.#terminations === 1) {
         this.#terminatedAt = this.#now();
-        this.#log.info('termination requested', { signal: sig });
+        const pod = this.#options.podGracePeriodMs?.();
+        this.#log.info('termination requested', { signal: sig, gracePeriodMs: this.#gracePeriodMs(), gracePeriodFrom: pod === undefined ? this.#config.gracePeriodSource : 'pod' });
         this.#onTerminate();
       } else if (this.#terminations === 2 && this.#phase === 'draining') {
         this.#log.info('second termination signal: cutting the drain short', { signal: sig });

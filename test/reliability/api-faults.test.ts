@@ -222,7 +222,6 @@ test('the service account token rotated mid-run and the old one revoked: the gua
       client: new KubeClient({ access, logger }),
       targets: parseGuardList(GUARD, 'DRAINGUARD_GUARD'),
       pod: { name: pod.name, namespace: NS, uid: pod.uid },
-      gracePeriodMs: 30_000,
       leaseDurationMs: 1500,
       logger,
     });
