@@ -1,11 +1,11 @@
 import { resolveSupervisorConfig } from '../config/supervisor.ts';
-import { resolvePrestopToken } from '../http/token.ts';
-import { drainEventObserver } from '../metrics/events.ts';
-import { combineObservers } from '../metrics/observers.ts';
+import { resolvePrestopToken } from '../telemetry/prestop-token.ts';
+import { drainEventObserver } from '../telemetry/pod-events.ts';
+import { combineObservers } from '../supervisor/observers.ts';
 import { createLogger } from '../log/logger.ts';
-import { adoptPodGracePeriod, openPodApi } from '../sidecar/pod-api.ts';
-import { holdTerminationSignals } from '../supervise/signals.ts';
-import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../sidecar/supervisor.ts';
+import { adoptPodGracePeriod, openPodApi } from '../kube/pod.ts';
+import { holdTerminationSignals } from '../supervisor/signals.ts';
+import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../supervisor/sidecar.ts';
 import type { CommandDef } from './command.ts';
 
 /** How long the sidecar stays for Events still being written once it is done. */
@@ -33,7 +33,7 @@ SIGINT cuts the drain and the wait short.`,
     const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
     let sidecar: SidecarSupervisor | undefined;
     const telemetry = config.httpAddr
-      ? await (await import('../http/telemetry.ts')).startTelemetry({
+      ? await (await import('../telemetry/telemetry.ts')).startTelemetry({
           addr: config.httpAddr,
           logger,
           guard: guard && (() => guard.report()),

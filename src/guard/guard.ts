@@ -14,7 +14,7 @@ import { isNotFound, isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
 import { backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { GuardHandle } from '../supervise/observer.ts';
+import type { GuardHandle } from '../supervisor/observer.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { type LeaseObject, listHolders } from './holders.ts';
 import { GUARDS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, finalizerFor, holderOf, leaseNameFor, refOf } from './names.ts';

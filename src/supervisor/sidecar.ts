@@ -16,11 +16,11 @@ import { EventEmitter } from 'node:events';
 import { ConfigError } from '../config/errors.ts';
 import { type SupervisorConfig, defaultDrainTimeout } from '../config/supervisor.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { DrainSource, DrainguardObserver } from '../metrics/observers.ts';
+import type { DrainSource, DrainguardObserver } from './observers.ts';
 import { type ControlChannel, DrainServer } from '../protocol/server.ts';
 import { claimSocketPath } from '../protocol/socket-path.ts';
-import type { GuardHandle, Phase } from '../supervise/observer.ts';
-import { FORWARDED, TERMINATING } from '../supervise/signals.ts';
+import type { GuardHandle, Phase } from './observer.ts';
+import { FORWARDED, TERMINATING } from './signals.ts';
 import { type DrainTicket, SidecarDrain } from './drain.ts';
 
 export const DEFAULT_SIDECAR_SOCKET = '/run/drainguard/drain.sock';

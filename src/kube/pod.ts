@@ -4,9 +4,9 @@
 
 import { ConfigError } from '../config/errors.ts';
 import type { PodIdentity } from '../config/supervisor.ts';
-import type { KubeObject } from '../kube/objects.ts';
+import type { KubeObject } from './objects.ts';
 import type { Logger } from '../log/logger.ts';
-import type { PodEvent, RecordEvent } from '../metrics/events.ts';
+import type { PodEvent, RecordEvent } from '../telemetry/pod-events.ts';
 
 export interface PodApi {
   /** Events on this pod; undefined without the pod's name or an API. */
@@ -27,11 +27,11 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
     return {};
   }
   const [{ NoApiConfigError, loadApiAccess }, { KubeClient }, { createEventRecorder }, { RESOURCES }, { containersTerminated }] = await Promise.all([
-    import('../kube/config.ts'),
-    import('../kube/client.ts'),
-    import('../kube/events.ts'),
-    import('../kube/objects.ts'),
-    import('./operator-container.ts'),
+    import('./config.ts'),
+    import('./client.ts'),
+    import('./event-recorder.ts'),
+    import('./objects.ts'),
+    import('./pod-containers.ts'),
   ]);
   let access;
   try {

@@ -2,8 +2,8 @@
 // tells the story. Best effort: a failure to write one is logged, never fatal.
 
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { DrainOutcome, Phase } from '../supervise/observer.ts';
-import type { DrainSource, DrainguardObserver } from './observers.ts';
+import type { DrainOutcome, Phase } from '../supervisor/observer.ts';
+import type { DrainSource, DrainguardObserver } from '../supervisor/observers.ts';
 
 export interface PodEvent {
   readonly type: 'Normal' | 'Warning';

@@ -4,8 +4,8 @@
 
 import type { Logger } from '../log/logger.ts';
 import type { DrainServer } from '../protocol/server.ts';
-import type { DrainOutcome } from '../supervise/observer.ts';
-import type { DrainSource } from '../metrics/observers.ts';
+import type { DrainOutcome } from './observer.ts';
+import type { DrainSource } from './observers.ts';
 
 export interface DrainResult {
   readonly outcome: DrainOutcome;
