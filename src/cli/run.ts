@@ -1,13 +1,10 @@
 import { resolveSupervisorConfig } from '../config/supervisor.ts';
 import { createLogger } from '../log/logger.ts';
-import { combineObservers } from '../supervisor/observers.ts';
-import { drainEventObserver } from '../telemetry/pod-events.ts';
-import { adoptPodGracePeriod, openPodApi } from '../kube/pod.ts';
+import { combineObservers } from '../supervisor/observer.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
-import { runWrapped } from '../supervisor/wrap.ts';
-
-/** How long the last Event (how the drain ended) may still take at exit. */
-const EVENT_FLUSH_MS = 1000;
+import { WrapSupervisor } from '../supervisor/wrap.ts';
+import { laterPodEvents } from '../telemetry/pod-events.ts';
+import type { PodApi } from '../kube/pod.ts';
 import type { CommandDef } from './command.ts';
 
 export const runCommand: CommandDef = {
@@ -22,37 +19,36 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
   async run(args, io) {
     const config = resolveSupervisorConfig(args, {});
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
+    // In a pod (DRAINGUARD_POD_NAME set): Events on it, once its API is open.
+    const events = config.pod.name !== undefined ? laterPodEvents(logger) : undefined;
     // The guard (and the Kubernetes client with it) is loaded only when DRAINGUARD_GUARD is set.
     const guard =
       config.guard.length > 0
-        ? (await import('../guard/open.ts')).openGuard(config, {
-            env: io.env,
-            logger,
-            leaseDurationMs: (args.values as { leaseDurationMs?: number }).leaseDurationMs,
-            onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix),
-          })
+        ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) })
         : undefined;
     // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
     const telemetry =
       config.httpAddr && (await (await import('../telemetry/telemetry.ts')).startTelemetry({ addr: config.httpAddr, logger, guard: guard && (() => guard.report()) }));
-    // In a pod (DRAINGUARD_POD_NAME set): Events on it, and its own grace period.
-    const api = await openPodApi(config.pod, [], io.env, logger);
-    const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
-    let podGracePeriodMs: number | undefined;
-    adoptPodGracePeriod(api, { ms: config.gracePeriodMs, source: args.sources.gracePeriodMs }, logger, (ms) => {
-      podGracePeriodMs = ms;
-      logger.info('grace period read from the Pod', { gracePeriodMs: ms });
+    const openPod = async () => {
+      // After the operator started: it must not wait for the Kubernetes client to load.
+      const { openPodApi, readPodGracePeriod } = await import('../kube/pod.ts');
+      const api = await openPodApi(config.pod, [], io.env, logger).catch((err: unknown): PodApi => {
+        logger.warn('cannot reach the Kubernetes API about this pod: no Events on it, and the grace period stays as configured', { error: err });
+        return {};
+      });
+      events?.connect(api.recordEvent);
+      readPodGracePeriod(api, logger, (ms) => supervisor.adoptPodGracePeriod(ms));
+    };
+    const supervisor: WrapSupervisor = new WrapSupervisor(config, {
+      env: io.env,
+      logger,
+      guard,
+      observer: combineObservers(telemetry?.observer, events, { phase: (phase) => phase === 'running' && events && void openPod() }),
+      onServer: telemetry?.attach,
+      flush: async (deadline) => events?.flush(deadline),
     });
     try {
-      return await runWrapped(config, args.positionals, {
-        env: io.env,
-        logger,
-        guard,
-        observer: combineObservers(telemetry?.observer, events),
-        onServer: telemetry?.attach,
-        podGracePeriodMs: () => podGracePeriodMs,
-        flush: async (deadline) => events?.flush(Math.min(deadline, Date.now() + EVENT_FLUSH_MS)),
-      });
+      return await supervisor.run(args.positionals);
     } finally {
       holdTerminationSignals();
       await telemetry?.close();

@@ -1,9 +1,8 @@
 import { resolveSupervisorConfig } from '../config/supervisor.ts';
-import { resolvePrestopToken } from '../telemetry/prestop-token.ts';
 import { drainEventObserver } from '../telemetry/pod-events.ts';
-import { combineObservers } from '../supervisor/observers.ts';
+import { combineObservers } from '../supervisor/observer.ts';
 import { createLogger } from '../log/logger.ts';
-import { adoptPodGracePeriod, openPodApi } from '../kube/pod.ts';
+import { openPodApi, readPodGracePeriod } from '../kube/pod.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
 import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../supervisor/sidecar.ts';
 import type { CommandDef } from './command.ts';
@@ -25,33 +24,33 @@ is stopped after the operator), then releases the guard and exits 0. A second SI
 SIGINT cuts the drain and the wait short.`,
   async run(args, io) {
     const config = resolveSupervisorConfig(args, { socket: DEFAULT_SIDECAR_SOCKET, httpAddr: '127.0.0.1:9404' });
-    const v = args.values as { prestopToken?: string; prestopTokenFile?: string; operatorContainer?: string[]; leaseDurationMs?: number };
-    const token = resolvePrestopToken(v, args.sources);
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-    const guard = config.guard.length > 0 ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: v.leaseDurationMs, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) }) : undefined;
-    const api = await openPodApi(config.pod, v.operatorContainer ?? [], io.env, logger);
+    const guard =
+      config.guard.length > 0
+        ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) })
+        : undefined;
+    // No operator to start first: the API is opened now (DRAINGUARD_OPERATOR_CONTAINER needs it from the start).
+    const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
     const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
-    let sidecar: SidecarSupervisor | undefined;
+    const token = config.prestopToken;
     const telemetry = config.httpAddr
       ? await (await import('../telemetry/telemetry.ts')).startTelemetry({
           addr: config.httpAddr,
           logger,
           guard: guard && (() => guard.report()),
-          prestop: token === undefined ? undefined : { token, requestDrain: () => sidecar!.requestDrain('http') },
+          prestop: token === undefined ? undefined : { token, requestDrain: () => sidecar.requestDrain('http') },
         })
       : undefined;
+    const sidecar: SidecarSupervisor = new SidecarSupervisor(config, {
+      logger,
+      guard,
+      observer: combineObservers(telemetry?.observer, events),
+      onServer: telemetry?.attach,
+      operatorStopped: api.operatorStopped,
+      flush: async (deadline) => events?.flush(deadline),
+    });
+    readPodGracePeriod(api, logger, (ms) => sidecar.adoptPodGracePeriod(ms));
     try {
-      sidecar = new SidecarSupervisor(config, {
-        logger,
-        guard,
-        observer: combineObservers(telemetry?.observer, events),
-        onServer: telemetry?.attach,
-        operatorStopped: api.operatorStopped,
-        flush: async (deadline) => events?.flush(Math.min(deadline, Date.now() + EVENT_FLUSH_MS)),
-      });
-      // The Pod's own grace period wins over the default, as soon as the API tells it.
-      const running = sidecar;
-      adoptPodGracePeriod(api, { ms: config.gracePeriodMs, source: args.sources.gracePeriodMs }, logger, (ms) => running.adoptGracePeriod(ms));
       return await sidecar.run();
     } finally {
       holdTerminationSignals();

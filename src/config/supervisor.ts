@@ -1,7 +1,8 @@
 // The resolved configuration of the supervising commands (run, sidecar):
 // every default filled in and every rule that spans settings checked up front.
 
-import { formatDuration } from './duration.ts';
+import { checkFit, defaultDrainTimeout } from '../supervisor/shutdown.ts';
+import { resolvePrestopToken } from './prestop-token.ts';
 import { ConfigError } from './errors.ts';
 import { type GuardTarget, parseGuardList } from './guard-list.ts';
 import type { ParsedArgs } from './load.ts';
@@ -30,17 +31,16 @@ export interface SupervisorConfig {
   readonly stopTimeoutMs: number;
   readonly signalTarget: SignalTarget;
   readonly guard: readonly GuardTarget[];
+  /** How long the holder Lease stays valid without renewal; the guard's default when unset. */
+  readonly leaseDurationMs?: number;
   readonly pod: PodIdentity;
   readonly httpAddr?: { readonly host: string; readonly port: number };
+  /** Sidecar mode: the operator's containers, whose termination the API must report before the release. */
+  readonly operatorContainers: readonly string[];
+  /** Sidecar mode: turns on the httpGet preStop route. */
+  readonly prestopToken?: string;
   readonly logLevel: LogLevel;
   readonly logFormat?: LogFormat;
-}
-
-/** Time kept between the end of the stop timeout and the end of the grace period. */
-export const GRACE_MARGIN_MS = 2000;
-
-export function defaultDrainTimeout(gracePeriodMs: number, stopTimeoutMs: number): number {
-  return Math.max(0, gracePeriodMs - stopTimeoutMs - GRACE_MARGIN_MS);
 }
 
 export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: string; httpAddr?: string }): SupervisorConfig {
@@ -48,19 +48,10 @@ export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: s
   const src = (key: string, fallback: string) => args.sources[key] ?? fallback;
   const gracePeriodMs: number = v.gracePeriodMs ?? 30_000;
   const stopTimeoutMs: number = v.stopTimeoutMs ?? 5_000;
-
-  if (stopTimeoutMs >= gracePeriodMs && gracePeriodMs > 0) {
-    throw new ConfigError(
-      `${src('stopTimeoutMs', 'DRAINGUARD_STOP_TIMEOUT')}: the stop timeout (${formatDuration(stopTimeoutMs)}) must be shorter than the grace period (${formatDuration(gracePeriodMs)}); lower it or raise DRAINGUARD_GRACE_PERIOD`,
-    );
-  }
   const drainTimeoutExplicit = v.drainTimeoutMs !== undefined;
+  const misfit = checkFit({ gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs }, { stop: src('stopTimeoutMs', 'DRAINGUARD_STOP_TIMEOUT'), drain: src('drainTimeoutMs', 'DRAINGUARD_DRAIN_TIMEOUT') });
+  if (misfit !== undefined) throw new ConfigError(misfit);
   const drainTimeoutMs: number = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
-  if (drainTimeoutExplicit && drainTimeoutMs + stopTimeoutMs > gracePeriodMs) {
-    throw new ConfigError(
-      `${src('drainTimeoutMs', 'DRAINGUARD_DRAIN_TIMEOUT')}: the drain timeout (${formatDuration(drainTimeoutMs)}) plus the stop timeout (${formatDuration(stopTimeoutMs)}) must fit in the grace period (${formatDuration(gracePeriodMs)}), or the kubelet kills the operator first; lower it to at most ${formatDuration(Math.max(0, gracePeriodMs - stopTimeoutMs))}`,
-    );
-  }
 
   const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
   const pod: PodIdentity = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
@@ -91,6 +82,9 @@ export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: s
     stopTimeoutMs,
     signalTarget: v.signalTarget ?? 'group',
     guard: Object.freeze(guard),
+    leaseDurationMs: v.leaseDurationMs,
+    operatorContainers: Object.freeze([...(v.operatorContainer ?? [])]),
+    prestopToken: resolvePrestopToken(v, args.sources),
     pod,
     httpAddr,
     logLevel: v.logLevel ?? 'info',

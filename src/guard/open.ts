@@ -12,7 +12,6 @@ import { Guard } from './guard.ts';
 export interface OpenGuardOptions {
   readonly env: NodeJS.ProcessEnv;
   readonly logger: Logger;
-  readonly leaseDurationMs?: number;
   readonly onReleaseFailed?: (objects: readonly string[], fix: string) => void;
 }
 
@@ -34,13 +33,13 @@ export function defaultNamespace(client: KubeClient, podNamespace: string | unde
 }
 
 /** The guard for `config.guard`; throws ConfigError when no Kubernetes API is configured. */
-export function openGuard(config: SupervisorConfig, { env, logger, leaseDurationMs, onReleaseFailed }: OpenGuardOptions): Guard {
+export function openGuard(config: SupervisorConfig, { env, logger, onReleaseFailed }: OpenGuardOptions): Guard {
   const { name, namespace, uid } = config.pod;
   return new Guard({
     client: openClient(env, logger, 'DRAINGUARD_GUARD is set, so drainguard'),
     targets: config.guard,
     pod: { name: name!, namespace: namespace!, uid: uid! },
-    leaseDurationMs,
+    leaseDurationMs: config.leaseDurationMs,
     logger,
     onReleaseFailed,
   });

@@ -8,6 +8,14 @@ import { RESOURCES, type ObjectRef, apiVersion } from './objects.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
+/** An Event on drainguard's own pod. */
+export interface PodEvent {
+  readonly type: EventType;
+  /** UpperCamelCase, as Kubernetes reasons are. */
+  readonly reason: string;
+  readonly message: string;
+}
+
 export interface Regarding extends ObjectRef {
   readonly uid?: string;
 }
@@ -24,10 +32,10 @@ export interface EventRecorderOptions {
   readonly timeoutMs?: number;
 }
 
-export type RecordEvent = (regarding: Regarding, type: EventType, reason: string, message: string) => Promise<void>;
+export type EventRecorder = (regarding: Regarding, type: EventType, reason: string, message: string) => Promise<void>;
 
 /** Returns `recordEvent`, which never rejects. */
-export function createEventRecorder({ client, component = 'drainguard', instance, logger = silentLogger, now = Date.now, timeoutMs = 5_000 }: EventRecorderOptions): RecordEvent {
+export function createEventRecorder({ client, component = 'drainguard', instance, logger = silentLogger, now = Date.now, timeoutMs = 5_000 }: EventRecorderOptions): EventRecorder {
   return async (regarding, type, reason, message) => {
     const at = now();
     const time = new Date(at).toISOString();

@@ -1,16 +1,20 @@
-// What the sidecar asks of the Kubernetes API besides the guard: Events on its
-// pod, and whether the operator container has terminated. The kube layer (and
-// client-node with it) is loaded only when the pod is known by name.
+// This pod, as the Kubernetes API tells it, for every command: its grace
+// period, Events on it, and whether the operator container has terminated.
+// The kube layer (and client-node with it) is loaded only when the pod is
+// known by name.
 
 import { ConfigError } from '../config/errors.ts';
 import type { PodIdentity } from '../config/supervisor.ts';
-import type { KubeObject } from './objects.ts';
 import type { Logger } from '../log/logger.ts';
-import type { PodEvent, RecordEvent } from '../telemetry/pod-events.ts';
+import type { KubeClient } from './client.ts';
+import { isNotFound } from './errors.ts';
+import type { PodEvent } from './event-recorder.ts';
+import { type KubeObject, RESOURCES } from './objects.ts';
+import { sleep } from './retry.ts';
 
 export interface PodApi {
   /** Events on this pod; undefined without the pod's name or an API. */
-  readonly recordEvent?: RecordEvent;
+  readonly recordEvent?: (event: PodEvent) => Promise<void>;
   /** The wait for the operator container to terminate; only with DRAINGUARD_OPERATOR_CONTAINER. */
   readonly operatorStopped?: (signal: AbortSignal) => Promise<void>;
   /** The Pod's terminationGracePeriodSeconds, in ms; undefined when it does not say. */
@@ -26,12 +30,10 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
     if (needed) throw new ConfigError('DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)');
     return {};
   }
-  const [{ NoApiConfigError, loadApiAccess }, { KubeClient }, { createEventRecorder }, { RESOURCES }, { containersTerminated }] = await Promise.all([
+  const [{ NoApiConfigError, loadApiAccess }, { KubeClient }, { createEventRecorder }] = await Promise.all([
     import('./config.ts'),
     import('./client.ts'),
     import('./event-recorder.ts'),
-    import('./objects.ts'),
-    import('./pod-containers.ts'),
   ]);
   let access;
   try {
@@ -57,25 +59,70 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
 }
 
 /**
- * Hands `use` the Pod's terminationGracePeriodSeconds once the API tells it.
- * The kubelet kills at the Pod's grace period whatever drainguard was told, so
- * it wins over the configured one, except where an explicit setting is
- * shorter (a budget the user chose). A failure to read it is logged and
- * leaves the configured one in force.
+ * Hands `use` the Pod's terminationGracePeriodSeconds once the API tells it
+ * (the supervisor's Deadlines decide what it changes). A failure to read it is
+ * logged and leaves the configured one in force.
  */
-export function adoptPodGracePeriod(api: PodApi, configured: { readonly ms: number; readonly source?: string }, logger: Logger, use: (ms: number) => void): void {
-  if (!api.readGracePeriodMs) return;
-  api.readGracePeriodMs().then(
-    (ms) => {
-      if (ms === undefined) return;
-      if (configured.source === undefined) return use(ms);
-      if (ms >= configured.ms) return;
-      logger.warn(`${configured.source} is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: going by the Pod's`, {
-        gracePeriodMs: ms,
-        configuredMs: configured.ms,
-      });
-      use(ms);
-    },
-    (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { gracePeriodMs: configured.ms, error: err }),
+export function readPodGracePeriod(api: PodApi, logger: Logger, use: (ms: number) => void): void {
+  api.readGracePeriodMs?.().then(
+    (ms) => ms !== undefined && use(ms),
+    (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { error: err }),
   );
+}
+
+// ---- the operator container's state
+
+export const POLL_INTERVAL_MS = 500;
+/** Consecutive failed reads after which the API is given up on for this question. */
+const MAX_FAILURES = 3;
+
+interface PodShape extends KubeObject {
+  spec?: { containers?: { name: string }[] };
+  status?: { containerStatuses?: { name: string; state?: { terminated?: unknown } }[] };
+}
+
+/**
+ * Returns a wait that resolves once every container in `names` is terminated
+ * in the Pod's status (or the Pod is gone), and rejects when the API cannot
+ * tell: the caller then goes by the operator's connections alone.
+ */
+export function containersTerminated(
+  client: KubeClient,
+  pod: { readonly name: string; readonly namespace: string },
+  names: readonly string[],
+  logger: Logger,
+  intervalMs = POLL_INTERVAL_MS,
+): (signal: AbortSignal) => Promise<void> {
+  const ref = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace };
+  return async (signal) => {
+    let failures = 0;
+    let announced = false;
+    while (!signal.aborted) {
+      let current: PodShape;
+      try {
+        current = await client.get<PodShape>(ref, { signal, retry: false });
+        failures = 0;
+      } catch (err) {
+        if (signal.aborted) return;
+        if (isNotFound(err)) return;
+        if (++failures >= MAX_FAILURES) throw err;
+        await sleep(intervalMs, signal);
+        continue;
+      }
+      const containers = (current.spec?.containers ?? []).map((c) => c.name);
+      const unknown = names.filter((n) => !containers.includes(n));
+      if (unknown.length > 0) {
+        throw new Error(`DRAINGUARD_OPERATOR_CONTAINER names ${unknown.join(', ')}, which is not a container of pod ${pod.namespace}/${pod.name} (it has ${containers.join(', ')})`);
+      }
+      const statuses = current.status?.containerStatuses ?? [];
+      const running = names.filter((n) => !statuses.find((s) => s.name === n)?.state?.terminated);
+      if (running.length === 0) {
+        logger.info('operator container terminated', { containers: names });
+        return;
+      }
+      if (!announced) logger.info('waiting for the Kubernetes API to report the operator container terminated', { containers: running });
+      announced = true;
+      await sleep(intervalMs, signal);
+    }
+  };
 }

@@ -1,11 +1,13 @@
-// The sidecar's one drain. It starts at the first request (a prestop over the
-// socket or HTTP, or the termination signal); later requests join it, and all
-// wait for the same end. A drain is for good: the operator stops taking work.
+// The drain, the same in both modes. It starts at the first request (the
+// termination signal, or in sidecar mode a prestop over the socket or HTTP);
+// later requests join it, and all wait for the same end. It ends when every
+// client that said hello has said drained (or disconnected), at the deadline
+// announced to them, when cut short by a second signal, or (wrap mode) when the
+// operator exits. A drain is for good: the operator stops taking work.
 
 import type { Logger } from '../log/logger.ts';
 import type { DrainServer } from '../protocol/server.ts';
-import type { DrainOutcome } from './observer.ts';
-import type { DrainSource } from './observers.ts';
+import type { DrainOutcome, DrainSource } from './observer.ts';
 
 export interface DrainResult {
   readonly outcome: DrainOutcome;
@@ -24,23 +26,24 @@ export interface DrainTicket {
 }
 
 export interface DrainOptions {
+  readonly server: DrainServer;
   /** Read when the drain starts: the Pod's grace period may change it until then. */
   readonly timeoutMs: () => number;
   readonly logger: Logger;
   readonly now: () => number;
-  /** Called when the drain starts, before any client is told. */
+  /** Called right after the clients were told, before anything is logged. */
   readonly onStart: (source: DrainSource) => void;
   readonly onEnd: (result: DrainResult) => void;
+  /** Ends the drain early (wrap mode: the operator exited by itself). */
+  readonly childExited?: Promise<unknown>;
 }
 
-export class SidecarDrain {
-  readonly #server: DrainServer;
+export class Drain {
   readonly #options: DrainOptions;
   #ticket?: DrainTicket;
   #cutShort = (): void => {};
 
-  constructor(server: DrainServer, options: DrainOptions) {
-    this.#server = server;
+  constructor(options: DrainOptions) {
     this.#options = options;
   }
 
@@ -48,30 +51,35 @@ export class SidecarDrain {
     return this.#ticket;
   }
 
+  /** Starts the drain, or joins the one under way. */
   request(source: DrainSource): DrainTicket {
     if (this.#ticket) return { ...this.#ticket, joined: true };
-    const { logger, now, onStart, onEnd } = this.#options;
+    const { server, logger, now, onStart, onEnd, childExited } = this.#options;
     const timeoutMs = this.#options.timeoutMs();
     const startedAt = now();
     const deadline = startedAt + timeoutMs;
-    const clients = this.#server.clients().filter((c) => c.greeted).length;
-    onStart(source);
-    // The deadline is timed from the moment announced to the clients, before anything is logged.
-    const told = this.#server.drain(deadline);
+    const clients = server.clients().filter((c) => c.greeted).length;
+    // The clients are told first, and the deadline is timed from the moment announced to them.
+    const told = server.drain(deadline);
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadline - now())));
+    onStart(source);
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
+    if (timeoutMs === 0 && clients > 0) {
+      logger.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
+    }
     const ended = Promise.race<DrainOutcome>([
       // An acknowledgement that comes at or after the deadline is an operator that gave up there.
       told.then((t) => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
       expired,
       new Promise<'cut-short'>((r) => (this.#cutShort = () => r('cut-short'))),
+      ...(childExited ? [childExited.then(() => 'child-exited' as const)] : []),
     ]).then((outcome) => {
       clearTimeout(timer);
       const result = { outcome, durationMs: now() - startedAt };
       (outcome === 'deadline' ? logger.warn : logger.info)('drain ended', {
         ...result,
-        ...(outcome === 'deadline' && { waitingFor: this.#server.clients().filter((c) => c.greeted && !c.drained).map((c) => c.name ?? c.id) }),
+        ...(outcome === 'deadline' && { waitingFor: server.clients().filter((c) => c.greeted && !c.drained).map((c) => c.name ?? c.id) }),
       });
       onEnd(result);
       return result;

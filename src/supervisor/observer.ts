@@ -1,13 +1,28 @@
-// What the supervisors report as they go, for readiness and metrics.
+// What the supervisors report as they go (for readiness, metrics and Events),
+// and what they drive of the guard.
 
 export type Phase = 'starting' | 'running' | 'draining' | 'stopping' | 'releasing' | 'exited';
 
 /** How a drain ended ('disconnected': some clients went away without saying drained). */
 export type DrainOutcome = 'drained' | 'disconnected' | 'deadline' | 'no-client' | 'cut-short' | 'child-exited';
 
+/** Who asked for a drain: the termination signal, `drainguard prestop` on the socket, or the httpGet preStop route. */
+export type DrainSource = 'signal' | 'socket' | 'http';
+
 export interface SupervisorObserver {
   phase?(phase: Phase): void;
+  drainRequested?(source: DrainSource): void;
   drainEnded?(outcome: DrainOutcome, durationMs: number): void;
+}
+
+/** What the guard reports, read at scrape time and by /readyz. */
+export interface GuardReport {
+  /** True once every guarded object carries this pod's finalizer (readiness waits for it). */
+  readonly set: boolean;
+  /** Guarded objects that carry this pod's finalizer now. */
+  readonly objectsHeld: number;
+  /** Failed Kubernetes API calls since start. */
+  readonly errors: number;
 }
 
 /** The part of the guard a supervisor drives; the guard module provides it. */
@@ -16,4 +31,26 @@ export interface GuardHandle {
   start(): void;
   /** Removes this pod's finalizers and its Lease, giving up at `deadline` (epoch ms); never throws. */
   release(deadline: number): Promise<void>;
+  report(): GuardReport;
 }
+
+/** One observer that passes every report on to each of `observers`; one that throws does not stop the others. */
+export function combineObservers(...observers: readonly (SupervisorObserver | undefined)[]): SupervisorObserver {
+  const present = observers.filter((o): o is SupervisorObserver => o !== undefined);
+  const each = (call: (o: SupervisorObserver) => void) => {
+    for (const o of present) {
+      try {
+        call(o);
+      } catch {
+        // Reporting is never allowed to disturb supervision.
+      }
+    }
+  };
+  return {
+    phase: (phase) => each((o) => o.phase?.(phase)),
+    drainRequested: (source) => each((o) => o.drainRequested?.(source)),
+    drainEnded: (outcome, durationMs) => each((o) => o.drainEnded?.(outcome, durationMs)),
+  };
+}
+
+export type GuardReportSource = () => GuardReport;

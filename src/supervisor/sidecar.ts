@@ -4,7 +4,12 @@
 // operator; that hook starts the drain here. The guard is released only once
 // the operator has stopped.
 //
-// running → draining → stopping (waiting for the operator) → releasing → exited
+//   running    serving the socket, holding the guard
+//   draining   a prestop request or the termination signal: the clients are told (drain.ts)
+//   stopping   waiting until the operator has stopped (its connections closed, and where
+//              configured the API reports its container terminated), by the wait deadline
+//   releasing  Events, then the guard, by the release deadline
+//   exited     socket closed; exit 0
 //
 // Which termination order applies needs no setting: at SIGTERM, operator
 // clients still connected mean a plain sidecar stopped together with the
@@ -14,14 +19,14 @@
 
 import { EventEmitter } from 'node:events';
 import { ConfigError } from '../config/errors.ts';
-import { type SupervisorConfig, defaultDrainTimeout } from '../config/supervisor.ts';
+import type { SupervisorConfig } from '../config/supervisor.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { DrainSource, DrainguardObserver } from './observers.ts';
 import { type ControlChannel, DrainServer } from '../protocol/server.ts';
 import { claimSocketPath } from '../protocol/socket-path.ts';
-import type { GuardHandle, Phase } from './observer.ts';
+import { Drain, type DrainTicket } from './drain.ts';
+import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
+import { Deadlines, Termination } from './shutdown.ts';
 import { FORWARDED, TERMINATING } from './signals.ts';
-import { type DrainTicket, SidecarDrain } from './drain.ts';
 
 export const DEFAULT_SIDECAR_SOCKET = '/run/drainguard/drain.sock';
 
@@ -29,7 +34,7 @@ export interface SidecarOptions {
   readonly logger?: Logger;
   readonly now?: () => number;
   readonly guard?: GuardHandle;
-  readonly observer?: DrainguardObserver;
+  readonly observer?: SupervisorObserver;
   /** Called once the drain server listens (for the HTTP listener's metrics). */
   readonly onServer?: (server: DrainServer) => void;
   /**
@@ -38,43 +43,28 @@ export interface SidecarOptions {
    * connections to close (an operator that never connected is then waited for too).
    */
   readonly operatorStopped?: (signal: AbortSignal) => Promise<void>;
-  /** Called before the release, with the release deadline (epoch ms): for Events still on their way. */
+  /** Called with the moment (epoch ms) by which Events still on their way must be written. */
   readonly flush?: (deadline: number) => Promise<void>;
 }
 
-/** Kept between the end of the release and the kubelet's SIGKILL. */
-const RELEASE_MARGIN_MS = 1000;
-/** Kept for the release itself out of the time spent waiting for the operator. */
-const RELEASE_BUDGET_MS = 2000;
-
 export class SidecarSupervisor {
-  readonly #config: SupervisorConfig;
   readonly #options: SidecarOptions;
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #server: DrainServer;
-  readonly #drain: SidecarDrain;
+  readonly #drain: Drain;
+  readonly #deadlines: Deadlines;
+  readonly #termination: Termination;
   /** Fires whenever an operator client comes or goes. */
   readonly #clientsChanged = new EventEmitter();
   #phase: Phase = 'starting';
-  #gracePeriodMs: number;
-  #gracePeriodFrom: string;
-  #drainTimeoutMs: number;
-  #terminations = 0;
-  #terminatedAt?: number;
-  #onTerminate = (): void => {};
-  #onCutShort = (): void => {};
-  readonly #terminated = new Promise<void>((r) => (this.#onTerminate = r));
-  readonly #cutShort = new Promise<void>((r) => (this.#onCutShort = r));
 
   constructor(config: SupervisorConfig, options: SidecarOptions = {}) {
-    this.#config = config;
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
     this.#now = options.now ?? Date.now;
-    this.#gracePeriodMs = config.gracePeriodMs;
-    this.#gracePeriodFrom = config.gracePeriodSource;
-    this.#drainTimeoutMs = config.drainTimeoutMs;
+    this.#deadlines = new Deadlines(config, this.#log);
+    this.#termination = new Termination(this.#now);
     this.#server = new DrainServer({
       path: config.socket ?? DEFAULT_SIDECAR_SOCKET,
       logger: this.#log,
@@ -83,13 +73,15 @@ export class SidecarSupervisor {
       onDrainRequest: (request, channel) => this.#answerDrainRequest(request.source, channel),
     });
     this.#clientsChanged.setMaxListeners(0);
-    this.#drain = new SidecarDrain(this.#server, {
-      timeoutMs: () => this.#drainTimeoutMs,
+    this.#drain = new Drain({
+      server: this.#server,
+      timeoutMs: () => this.#deadlines.drainTimeoutMs(),
       logger: this.#log,
       now: this.#now,
       onStart: () => this.#setPhase('draining'),
       onEnd: (r) => this.#options.observer?.drainEnded?.(r.outcome, r.durationMs),
     });
+    void this.#termination.cutShort.then(() => this.#drain.cutShort());
   }
 
   /** Starts the drain, or joins the one under way; for the prestop routes. */
@@ -98,24 +90,9 @@ export class SidecarSupervisor {
     return this.#drain.request(source);
   }
 
-  /**
-   * Takes the Pod's terminationGracePeriodSeconds (read from the API) in place of
-   * DRAINGUARD_GRACE_PERIOD, with the drain timeout derived from it unless one
-   * was given. A drain already under way keeps its deadline.
-   */
-  adoptGracePeriod(gracePeriodMs: number): void {
-    const { stopTimeoutMs, drainTimeoutExplicit } = this.#config;
-    this.#gracePeriodFrom = 'pod';
-    this.#gracePeriodMs = gracePeriodMs;
-    if (!drainTimeoutExplicit) this.#drainTimeoutMs = defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
-    this.#log.info('grace period read from the Pod', { gracePeriodMs, drainTimeoutMs: this.#drainTimeoutMs, drainUnderWay: this.#drain.started !== undefined });
-    if (this.#drainTimeoutMs + stopTimeoutMs > gracePeriodMs) {
-      this.#log.warn("the drain timeout plus the stop timeout exceed the Pod's grace period: the kubelet may kill the operator before it stopped", {
-        gracePeriodMs,
-        drainTimeoutMs: this.#drainTimeoutMs,
-        stopTimeoutMs,
-      });
-    }
+  /** The Pod's terminationGracePeriodSeconds, once the API told it. */
+  adoptPodGracePeriod(ms: number): void {
+    this.#deadlines.adoptPodGracePeriod(ms);
   }
 
   /** Serves until terminated, then releases the guard once the operator has stopped; resolves with the exit status. */
@@ -131,26 +108,20 @@ export class SidecarSupervisor {
       await claimSocketPath(this.#server.path, 'DRAINGUARD_SOCKET');
       await this.#listen();
       this.#options.onServer?.(this.#server);
-      if (this.#terminations === 0) {
+      if (this.#termination.count === 0) {
         if (this.#phase === 'starting') this.#setPhase('running');
-        this.#log.info('sidecar ready', { socket: this.#server.path, drainTimeoutMs: this.#drainTimeoutMs });
+        this.#log.info('sidecar ready', { socket: this.#server.path, drainTimeoutMs: this.#deadlines.drainTimeoutMs() });
         this.#options.guard?.start();
         guarding = true;
-        await this.#terminated;
+        await this.#termination.requested;
       }
-      const { releaseDeadline, waitDeadline } = this.#deadlines();
+      const signalAt = this.#termination.at!;
+      const terminatedAt = this.#deadlines.terminationStart(signalAt, this.#drain.started?.startedAt);
       const ticket = this.requestDrain('signal');
-      await this.#waitForOperator(ticket, waitDeadline);
-      // Events first, while the guard still keeps the RBAC (and the token) that writes them.
-      await this.#options.flush?.(releaseDeadline);
-      if (guarding) {
-        this.#setPhase('releasing');
-        if (this.#options.guard) this.#log.info('releasing the guard', { deadline: new Date(releaseDeadline).toISOString() });
-        await this.#options.guard?.release(releaseDeadline);
-        // A GuardReleaseFailed Event, within what is left of the deadline.
-        await this.#options.flush?.(releaseDeadline);
-      }
-      this.#log.info('sidecar stopped', { afterSignalMs: this.#now() - this.#terminatedAt! });
+      await this.#waitForOperator(ticket, this.#deadlines.operatorWaitDeadline(terminatedAt, this.#now()));
+      if (guarding) await this.#release(terminatedAt);
+      else await this.#options.flush?.(this.#deadlines.eventFlushDeadline(this.#now(), terminatedAt));
+      this.#log.info('sidecar stopped', { afterSignalMs: this.#now() - signalAt });
       return 0;
     } finally {
       // Whoever asked for the drain hears how it ended before the socket closes.
@@ -190,27 +161,12 @@ export class SidecarSupervisor {
     void ticket.ended.then((r) => channel.end({ type: 'drain-ended', outcome: r.outcome, durationMs: r.durationMs }));
   }
 
-  /**
-   * The pod's grace period runs from the start of its termination: the prestop
-   * request when one came shortly before the signal (a native sidecar gets its
-   * SIGTERM only after the operator has stopped), the signal otherwise.
-   */
-  #deadlines(): { releaseDeadline: number; waitDeadline: number } {
-    const signalAt = this.#terminatedAt!;
-    const grace = this.#gracePeriodMs;
-    const drainAt = this.#drain.started?.startedAt;
-    const begin = drainAt !== undefined && drainAt <= signalAt && signalAt - drainAt < grace ? drainAt : signalAt;
-    const releaseDeadline = begin + Math.max(0, grace - RELEASE_MARGIN_MS);
-    const waitDeadline = Math.max(this.#now(), releaseDeadline - Math.min(RELEASE_BUDGET_MS, grace / 4));
-    return { releaseDeadline, waitDeadline };
-  }
-
-  /** Waits until the operator has stopped, the release deadline is near, or a second signal says stop waiting. */
+  /** stopping: waits until the operator has stopped, the wait deadline, or a second signal says stop waiting. */
   async #waitForOperator(ticket: DrainTicket, waitDeadline: number): Promise<void> {
     const stop = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), waitDeadline - this.#now())));
-    const cutShort = this.#cutShort.then(() => 'cut-short' as const);
+    const cutShort = this.#termination.cutShort.then(() => 'cut-short' as const);
     const gone = this.#operatorGone(stop.signal).then(() => 'stopped' as const);
     try {
       // While the drain runs, the operator is still at work: phase draining.
@@ -221,13 +177,25 @@ export class SidecarSupervisor {
       if (waiting) this.#log.info('waiting for the operator to stop', { clients: connected, timeoutMs: Math.max(0, waitDeadline - this.#now()) });
       else this.#log.info('no operator client connected: releasing at once');
       const how = await Promise.race([gone, deadline, cutShort]);
-      if (how === 'stopped' && waiting) this.#log.info('operator stopped', { afterSignalMs: this.#now() - this.#terminatedAt! });
+      if (how === 'stopped' && waiting) this.#log.info('operator stopped', { afterSignalMs: this.#now() - this.#termination.at! });
       else if (how === 'deadline') this.#log.warn('the operator has not stopped and the grace period is running out: releasing anyway', { clients: this.#operators() });
       else this.#log.info('second termination signal: releasing now', { clients: this.#operators() });
     } finally {
       clearTimeout(timer);
       stop.abort();
     }
+  }
+
+  /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
+  async #release(terminatedAt: number): Promise<void> {
+    const deadline = this.#deadlines.releaseDeadline(terminatedAt);
+    await this.#options.flush?.(this.#deadlines.eventFlushDeadline(this.#now(), terminatedAt));
+    this.#setPhase('releasing');
+    if (!this.#options.guard) return;
+    this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
+    await this.#options.guard.release(deadline);
+    // A GuardReleaseFailed Event, within what is left of the deadline.
+    await this.#options.flush?.(this.#deadlines.eventFlushDeadline(this.#now(), terminatedAt));
   }
 
   /** Resolves once no operator client is connected and, where the API hook is given, the operator container has terminated. */
@@ -253,15 +221,12 @@ export class SidecarSupervisor {
   }
 
   #onSignal(sig: NodeJS.Signals): void {
-    this.#terminations++;
-    if (this.#terminations === 1) {
-      this.#terminatedAt = this.#now();
-      this.#log.info('termination requested', { signal: sig, clients: this.#operators(), gracePeriodMs: this.#gracePeriodMs, gracePeriodFrom: this.#gracePeriodFrom });
-      this.#onTerminate();
-    } else if (this.#terminations === 2) {
+    const step = this.#termination.signal();
+    if (step === 'drain') {
+      const grace = this.#deadlines.gracePeriod;
+      this.#log.info('termination requested', { signal: sig, clients: this.#operators(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+    } else if (step === 'cut-short') {
       this.#log.info('second termination signal: cutting the drain and the wait short', { signal: sig });
-      this.#drain.cutShort();
-      this.#onCutShort();
     } else {
       this.#log.debug('termination signal ignored, the release is under way', { signal: sig });
     }

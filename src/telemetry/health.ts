@@ -1,8 +1,7 @@
 // Readiness as lightship and terminus have it: ready while the supervisor runs
 // and the guard is set; not ready from the moment the drain starts, for good.
 
-import type { GuardStatusSource } from '../supervisor/observers.ts';
-import type { Phase, SupervisorObserver } from '../supervisor/observer.ts';
+import type { GuardReportSource, Phase, SupervisorObserver } from '../supervisor/observer.ts';
 
 export interface Readiness {
   readonly ready: boolean;
@@ -12,9 +11,9 @@ export interface Readiness {
 
 export class Health implements SupervisorObserver {
   #phase: Phase = 'starting';
-  readonly #guard?: GuardStatusSource;
+  readonly #guard?: GuardReportSource;
 
-  constructor(guard?: GuardStatusSource) {
+  constructor(guard?: GuardReportSource) {
     this.#guard = guard;
   }
 

@@ -3,8 +3,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ClientInfo } from '../protocol/server.ts';
-import type { DrainOutcome } from '../supervisor/observer.ts';
-import type { DrainSource, DrainguardObserver, GuardStatusSource } from '../supervisor/observers.ts';
+import type { DrainOutcome, DrainSource, GuardReportSource, SupervisorObserver } from '../supervisor/observer.ts';
 
 const OUTCOMES: readonly DrainOutcome[] = ['drained', 'disconnected', 'deadline', 'no-client', 'cut-short', 'child-exited'];
 const SOURCES: readonly DrainSource[] = ['signal', 'socket', 'http'];
@@ -14,12 +13,12 @@ const REFUSALS: readonly PrestopRefusal[] = ['missing-token', 'wrong-token'];
 export interface MetricsOptions {
   /** The operator clients connected now (read at scrape time). */
   readonly clients: () => readonly ClientInfo[];
-  readonly guard?: GuardStatusSource;
+  readonly guard?: GuardReportSource;
 }
 
 export interface Metrics {
   /** Feeds the drain counters and the duration histogram. */
-  readonly observer: DrainguardObserver;
+  readonly observer: SupervisorObserver;
   prestopRefused(reason: PrestopRefusal): void;
   /** The exposition in the Prometheus text format. */
   text(): Promise<string>;

@@ -1,19 +1,12 @@
 // Kubernetes Events on the pod for the drain, so that `kubectl describe pod`
 // tells the story. Best effort: a failure to write one is logged, never fatal.
 
+import type { PodEvent } from '../kube/event-recorder.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { DrainOutcome, Phase } from '../supervisor/observer.ts';
-import type { DrainSource, DrainguardObserver } from '../supervisor/observers.ts';
+import type { DrainOutcome, DrainSource, Phase, SupervisorObserver } from '../supervisor/observer.ts';
 
-export interface PodEvent {
-  readonly type: 'Normal' | 'Warning';
-  /** UpperCamelCase, as Kubernetes reasons are. */
-  readonly reason: string;
-  readonly message: string;
-}
-
-/** Writes one Event on this pod (the kube module provides it). */
-export type RecordEvent = (event: PodEvent) => Promise<unknown> | void;
+/** Writes one Event on this pod (kube/pod.ts provides it). */
+export type RecordPodEvent = (event: PodEvent) => Promise<unknown> | void;
 
 const ENDED: Record<DrainOutcome, { type: PodEvent['type']; reason: string; text: string }> = {
   drained: { type: 'Normal', reason: 'Drained', text: 'every operator client said drained' },
@@ -30,7 +23,7 @@ const SOURCE_TEXT: Record<DrainSource, string> = {
   http: 'by the httpGet preStop hook',
 };
 
-export interface DrainEventObserver extends DrainguardObserver {
+export interface DrainEventObserver extends SupervisorObserver {
   /** Resolves once the Events under way are written (or failed), or at `deadline` (epoch ms). */
   flush(deadline: number): Promise<void>;
   /** The release left this pod's finalizer on `objects`; `fix` frees them. */
@@ -38,7 +31,7 @@ export interface DrainEventObserver extends DrainguardObserver {
 }
 
 /** An observer that records DrainStarted and Drained / DrainTimedOut / DrainCutShort with the duration. */
-export function drainEventObserver(record: RecordEvent, logger: Logger = silentLogger): DrainEventObserver {
+export function drainEventObserver(record: RecordPodEvent, logger: Logger = silentLogger): DrainEventObserver {
   let source: DrainSource | undefined;
   const pending = new Set<Promise<unknown>>();
   const emit = (event: PodEvent) => {
@@ -69,4 +62,16 @@ export function drainEventObserver(record: RecordEvent, logger: Logger = silentL
       emit({ type: e.type, reason: e.reason, message: `drain ended after ${(durationMs / 1000).toFixed(1)}s: ${e.text} (outcome ${outcome})` });
     },
   };
+}
+
+/**
+ * The drain Events of a pod whose API is opened later (after the operator was
+ * started, so that it never waits for the Kubernetes client to load): Events
+ * wait for `connect`, which hands over the recorder, or none when the API
+ * cannot be had (they are dropped then).
+ */
+export function laterPodEvents(logger: Logger): DrainEventObserver & { connect(record: RecordPodEvent | undefined): void } {
+  let connect!: (record: RecordPodEvent | undefined) => void;
+  const connected = new Promise<RecordPodEvent | undefined>((resolve) => (connect = resolve));
+  return { ...drainEventObserver((event) => connected.then((record) => record?.(event)), logger), connect };
 }

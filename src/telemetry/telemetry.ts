@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';
 import { createMetrics } from './metrics.ts';
-import { type DrainguardObserver, type GuardStatusSource, combineObservers } from '../supervisor/observers.ts';
+import { type GuardReportSource, type SupervisorObserver, combineObservers } from '../supervisor/observer.ts';
 import type { ClientInfo, DrainServer } from '../protocol/server.ts';
 import type { DrainTicket } from '../supervisor/drain.ts';
 import { Health } from './health.ts';
@@ -14,7 +14,7 @@ import { PRESTOP_PATH, prestopRoute } from './prestop-route.ts';
 export interface TelemetryOptions {
   readonly addr: HttpAddr;
   readonly logger: Logger;
-  readonly guard?: GuardStatusSource;
+  readonly guard?: GuardReportSource;
   /** Sidecar mode with a token: the httpGet preStop route. */
   readonly prestop?: { readonly token: string; readonly requestDrain: () => DrainTicket };
 }
@@ -22,7 +22,7 @@ export interface TelemetryOptions {
 export interface Telemetry {
   readonly address: string;
   /** Report phases and drains here (readiness and metrics follow them). */
-  readonly observer: DrainguardObserver;
+  readonly observer: SupervisorObserver;
   /** The drain server whose clients /metrics counts. */
   attach(server: DrainServer): void;
   close(): Promise<void>;
