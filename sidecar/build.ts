@@ -5,19 +5,21 @@
 //   npm run build                      dist/drainguard, for this machine
 //   npm run build -- --arch arm64      dist/drainguard-linux-arm64 (under qemu-user; cached)
 //   npm run build -- --arch all        both
+//   npm run build -- --lazy-asset      prototype: lazily loaded code in a SEA asset (build/lazy.ts)
 //
 // The cache of foreign executables and runtimes is $DRAINGUARD_BUILD_CACHE,
 // by default ~/.cache/drainguard-build (outside the clone, so a fresh clone
 // on the same machine finds it).
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { build } from 'esbuild';
+import { type BuildOptions, build } from 'esbuild';
+import { buildSplit } from './build/lazy.ts';
 import { runtimeFor } from './build/runtime.ts';
 import { buildExecutable } from './build/sea.ts';
 import { type Arch, TARGETS, executablePath, isArch } from './build/targets.ts';
@@ -27,13 +29,13 @@ const dist = join(root, 'dist');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
 const cacheDir = process.env.DRAINGUARD_BUILD_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'drainguard-build');
 
-const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch } } });
+const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch }, 'lazy-asset': { type: 'boolean', default: false } } });
 const archs: Arch[] = values.arch === 'all' ? (Object.keys(TARGETS) as Arch[]) : isArch(values.arch) ? [values.arch] : [];
 if (archs.length === 0) throw new Error(`--arch: expected ${Object.keys(TARGETS).join(', ')} or all, got ${JSON.stringify(values.arch)}`);
 
 mkdirSync(dist, { recursive: true });
 const bundle = join(dist, `drainguard-${process.pid}.cjs`);
-await build({
+const bundleOptions = {
   entryPoints: [join(root, 'sidecar/main.ts')],
   outfile: bundle,
   bundle: true,
@@ -47,13 +49,22 @@ await build({
   // Optional native speed-ups of `ws`; it falls back to JavaScript when they are missing.
   external: ['bufferutil', 'utf-8-validate'],
   logLevel: 'warning',
-});
+} satisfies BuildOptions;
+let lazy: string | undefined;
+if (values['lazy-asset']) {
+  const split = await buildSplit(root, bundleOptions);
+  lazy = join(dist, 'drainguard-lazy.cjs');
+  writeFileSync(lazy, split.lazy);
+  process.stdout.write(`lazy asset: ${split.lazyEntries.length} entries, ${split.shared.length} modules shared with the main script\n`);
+} else {
+  await build(bundleOptions);
+}
 
 for (const arch of archs) {
   const started = Date.now();
   const target = TARGETS[arch];
   const output = executablePath(root, arch);
-  const { cached } = buildExecutable({ target, runtime: runtimeFor(target, cacheDir), bundle, output, cacheDir });
+  const { cached } = buildExecutable({ target, runtime: runtimeFor(target, cacheDir), bundle, output, cacheDir, lazy });
   process.stdout.write(`built ${output} (linux/${arch}${cached ? ', from the build cache' : ''}, ${Date.now() - started} ms)\n`);
 }
 renameSync(bundle, join(dist, 'drainguard.cjs'));

@@ -14,6 +14,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSy
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LAZY_ASSET, LAZY_CACHE_ASSET } from './lazy.ts';
 import type { Runtime } from './runtime.ts';
 import { type Target, isNative } from './targets.ts';
 
@@ -30,6 +31,8 @@ export interface ExecutableOptions {
   readonly bundle: string;
   readonly output: string;
   readonly cacheDir: string;
+  /** The lazily loaded code (lazy.ts): an asset, with a code cache made by the runtime. */
+  readonly lazy?: string;
 }
 
 /** Writes OUTPUT (beside it, then renamed into place: a running test never sees half an executable); says whether it came from the cache. */
@@ -63,29 +66,36 @@ export function buildExecutable(options: ExecutableOptions): { cached: boolean }
   }
 }
 
-function make({ target, runtime, bundle }: ExecutableOptions, staging: string): void {
+function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: string): void {
   const blob = `${staging}.blob`;
   const config = `${staging}.sea.json`;
+  const lazyCache = `${staging}.lazy.cache`;
   try {
-    writeFileSync(config, JSON.stringify(seaConfig(bundle, blob)));
+    let assets: Record<string, string> | undefined;
+    if (lazy !== undefined) {
+      run(runtime.command([join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
+      assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
+    }
+    writeFileSync(config, JSON.stringify({ ...seaConfig(bundle, blob), ...(assets && { assets }) }));
     run(runtime.command(['--experimental-sea-config', config]));
     copyFileSync(runtime.node, staging);
     run([isNative(target.arch) ? 'strip' : `${target.gnu}-strip`, '--strip-all', staging]);
     run([process.execPath, POSTJECT, staging, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
     chmodSync(staging, 0o755);
   } finally {
-    rmSync(blob, { force: true });
-    rmSync(config, { force: true });
+    for (const f of [blob, config, lazyCache]) rmSync(f, { force: true });
   }
 }
 
 const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false });
 
 /** Everything the executable is made from: the bundle, the runtime, the tools, and this procedure itself. */
-function cacheKey({ target, runtime, bundle }: ExecutableOptions): string {
+function cacheKey({ target, runtime, bundle, lazy }: ExecutableOptions): string {
   const hash = createHash('sha256');
   for (const part of [
     readFileSync(bundle),
+    lazy === undefined ? '' : readFileSync(lazy),
+    readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts')),
     runtime.id,
     JSON.stringify(seaConfig('MAIN', 'OUTPUT')),
     readFileSync(fileURLToPath(import.meta.url)),
