@@ -12,7 +12,7 @@
 // on the same machine finds it).
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -33,8 +33,10 @@ const { values } = parseArgs({ options: { arch: { type: 'string', default: proce
 const archs: Arch[] = values.arch === 'all' ? (Object.keys(TARGETS) as Arch[]) : isArch(values.arch) ? [values.arch] : [];
 if (archs.length === 0) throw new Error(`--arch: expected ${Object.keys(TARGETS).join(', ')} or all, got ${JSON.stringify(values.arch)}`);
 
-mkdirSync(dist, { recursive: true });
-const bundle = join(dist, `drainguard-${process.pid}.cjs`);
+// A directory per build, so that builds running at once do not meet; the bundle is named as it ends up.
+const work = join(dist, `.build-${process.pid}`);
+mkdirSync(work, { recursive: true });
+const bundle = join(work, 'drainguard.cjs');
 const bundleOptions = {
   entryPoints: [join(root, 'sidecar/main.ts')],
   outfile: bundle,
@@ -53,7 +55,7 @@ const bundleOptions = {
 let lazy: string | undefined;
 if (values['lazy-asset']) {
   const split = await buildSplit(root, bundleOptions);
-  lazy = join(dist, 'drainguard-lazy.cjs');
+  lazy = join(work, 'drainguard-lazy.cjs');
   writeFileSync(lazy, split.lazy);
   process.stdout.write(`lazy asset: ${split.lazyEntries.length} entries, ${split.shared.length} modules shared with the main script\n`);
 } else {
@@ -68,6 +70,8 @@ for (const arch of archs) {
   process.stdout.write(`built ${output} (linux/${arch}${cached ? ', from the build cache' : ''}, ${Date.now() - started} ms)\n`);
 }
 renameSync(bundle, join(dist, 'drainguard.cjs'));
+if (lazy !== undefined) renameSync(lazy, join(dist, 'drainguard-lazy.cjs'));
+rmSync(work, { recursive: true, force: true });
 
 // The TypeScript client as a library, for operators that depend on this package.
 await build({

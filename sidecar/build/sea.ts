@@ -76,8 +76,9 @@ function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: str
       run(runtime.command([join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
       assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
     }
-    writeFileSync(config, JSON.stringify({ ...seaConfig(bundle, blob), ...(assets && { assets }) }));
-    run(runtime.command(['--experimental-sea-config', config]));
+    // Run beside the bundle and name it bare: the blob keeps the name (stack traces show it), not the build's path.
+    writeFileSync(config, JSON.stringify({ ...seaConfig(basename(bundle), blob), ...(assets && { assets }) }));
+    run(runtime.command(['--experimental-sea-config', config]), dirname(bundle));
     copyFileSync(runtime.node, staging);
     run([isNative(target.arch) ? 'strip' : `${target.gnu}-strip`, '--strip-all', staging]);
     run([process.execPath, POSTJECT, staging, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
@@ -116,9 +117,9 @@ function prune(dir: string, prefix: string): void {
 }
 
 /** Runs a build tool; its output shows only when it fails (postject's notes about ELF sections are noise). */
-function run([file, ...args]: readonly string[]): void {
+function run([file, ...args]: readonly string[], cwd?: string): void {
   try {
-    execFileSync(file!, args, { stdio: 'pipe' });
+    execFileSync(file!, args, { stdio: 'pipe', cwd });
   } catch (err) {
     const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
     process.stderr.write(`${stdout ?? ''}${stderr ?? ''}`);
