@@ -1,5 +1,5 @@
 // Regenerates every generated file in the repository:
-//   src/install/launcher-image.ts   from src/install/launcher.S (GNU as, objcopy)
+//   src/install/launcher-image.ts   from src/install/launcher.S and launcher-arm64.S (GNU as, objcopy)
 //   README.md                       the table of variables, from the options of every command
 //   deploy/rendered/*.yaml          kubectl kustomize deploy/examples/*
 // `npm run generate` writes them; `npm run generate -- --check` only reports
@@ -24,7 +24,7 @@ const current = (path: string): string | undefined => (existsSync(join(ROOT, pat
 
 export function generateAll(root = ROOT): Generated[] {
   return [
-    { path: LAUNCHER_MODULE, content: launcherModule(assembleLauncher(root)) },
+    { path: LAUNCHER_MODULE, content: launcherModule({ x64: assembleLauncher(root, 'x64'), arm64: assembleLauncher(root, 'arm64') }) },
     { path: VARIABLES_DOC, content: withVariablesTable(current(VARIABLES_DOC)) },
     ...EXAMPLE_MODES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
   ];

@@ -1,24 +1,43 @@
-// Builds dist/drainguard: the bundle, run by the Node.js runtime it is injected into
-// (Node's single executable applications), so it needs no Node.js and no node_modules.
+// Builds the drainguard executable: the bundle, run by the Node.js runtime it
+// is injected into (Node's single executable applications), so it needs no
+// Node.js and no node_modules.
+//
+//   npm run build                      dist/drainguard, for this machine
+//   npm run build -- --arch arm64      dist/drainguard-linux-arm64 (under qemu-user; cached)
+//   npm run build -- --arch all        both
+//   npm run build -- --lazy-asset      prototype: lazily loaded code in a SEA asset (build/lazy.ts)
+//
+// The cache of foreign executables and runtimes is $DRAINGUARD_BUILD_CACHE,
+// by default ~/.cache/drainguard-build (outside the clone, so a fresh clone
+// on the same machine finds it).
 
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { parseArgs } from 'node:util';
+import { type BuildOptions, build } from 'esbuild';
+import { buildSplit } from './build/lazy.ts';
+import { runtimeFor } from './build/runtime.ts';
+import { buildExecutable } from './build/sea.ts';
+import { type Arch, TARGETS, executablePath, isArch } from './build/targets.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
-const bundle = join(dist, `drainguard-${process.pid}.cjs`);
-const blob = join(dist, `drainguard-${process.pid}.blob`);
-const output = join(dist, 'drainguard');
-// Written beside the output and renamed into place, so a running test never sees half an executable.
-const staging = join(dist, `.drainguard-${process.pid}`);
+const cacheDir = process.env.DRAINGUARD_BUILD_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'drainguard-build');
 
-mkdirSync(dist, { recursive: true });
-await build({
+const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch }, 'lazy-asset': { type: 'boolean', default: false } } });
+const archs: Arch[] = values.arch === 'all' ? (Object.keys(TARGETS) as Arch[]) : isArch(values.arch) ? [values.arch] : [];
+if (archs.length === 0) throw new Error(`--arch: expected ${Object.keys(TARGETS).join(', ')} or all, got ${JSON.stringify(values.arch)}`);
+
+// A directory per build, so that builds running at once do not meet; the bundle is named as it ends up.
+const work = join(dist, `.build-${process.pid}`);
+mkdirSync(work, { recursive: true });
+const bundle = join(work, 'drainguard.cjs');
+const bundleOptions = {
   entryPoints: [join(root, 'sidecar/main.ts')],
   outfile: bundle,
   bundle: true,
@@ -32,31 +51,27 @@ await build({
   // Optional native speed-ups of `ws`; it falls back to JavaScript when they are missing.
   external: ['bufferutil', 'utf-8-validate'],
   logLevel: 'warning',
-});
-
-const seaConfig = join(dist, `sea-config-${process.pid}.json`);
-writeFileSync(
-  seaConfig,
-  JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false }),
-);
-// The blob must be made by the very runtime it is injected into.
-execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], { stdio: 'ignore' });
-copyFileSync(process.execPath, staging);
-// postject's CLI, so its harmless notes about ELF sections stay out of the build log unless it fails.
-const postject = join(dirname(createRequire(import.meta.url).resolve('postject/package.json')), 'dist/cli.js');
-try {
-  execFileSync(process.execPath, [postject, staging, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], {
-    stdio: 'pipe',
-  });
-} catch (err) {
-  process.stderr.write(`${(err as { stderr?: Buffer }).stderr ?? ''}`);
-  throw err;
+} satisfies BuildOptions;
+let lazy: string | undefined;
+if (values['lazy-asset']) {
+  const split = await buildSplit(root, bundleOptions);
+  lazy = join(work, 'drainguard-lazy.cjs');
+  writeFileSync(lazy, split.lazy);
+  process.stdout.write(`lazy asset: ${split.lazyEntries.length} entries, ${split.shared.length} modules shared with the main script\n`);
+} else {
+  await build(bundleOptions);
 }
-chmodSync(staging, 0o755);
-renameSync(staging, output);
-rmSync(seaConfig);
-rmSync(blob);
+
+for (const arch of archs) {
+  const started = Date.now();
+  const target = TARGETS[arch];
+  const output = executablePath(root, arch);
+  const { cached } = buildExecutable({ target, runtime: runtimeFor(target, cacheDir), bundle, output, cacheDir, lazy });
+  process.stdout.write(`built ${output} (linux/${arch}${cached ? ', from the build cache' : ''}, ${Date.now() - started} ms)\n`);
+}
 renameSync(bundle, join(dist, 'drainguard.cjs'));
+if (lazy !== undefined) renameSync(lazy, join(dist, 'drainguard-lazy.cjs'));
+rmSync(work, { recursive: true, force: true });
 
 // The TypeScript client as a library, for operators that depend on this package.
 await build({
@@ -69,4 +84,4 @@ await build({
   logLevel: 'warning',
 });
 execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json')], { stdio: 'inherit' });
-process.stdout.write(`built ${output} and ${join(dist, 'client.js')}\n`);
+process.stdout.write(`built ${join(dist, 'client.js')}\n`);

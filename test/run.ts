@@ -1,9 +1,17 @@
 // The test runner: every test/**/*.test.ts in its own process (real signals and
 // child processes must not leak between files), two at a time, and a last line
 // `N passed, N failed`. Arguments filter the files by substring.
+//
+// Each file gets a TMPDIR of its own, removed after it. What was left there
+// (beyond the test's own directories, which it removes itself), processes
+// still running at its exit (test/support/proc.ts ends them), and any process
+// still alive afterwards with that TMPDIR in its environment (an operator in a
+// session of its own, after a timeout) are listed as leftovers and ended,
+// failing or not.
 
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
@@ -29,24 +37,70 @@ interface Result {
   failed: number;
   output: string;
   ms: number;
+  leftovers: string[];
+}
+
+/** Processes whose environment has TMPDIR=DIR: started, directly or not, by the file that got DIR. */
+function processesWithTmpdir(dir: string): { pid: number; command: string }[] {
+  const wanted = `TMPDIR=${dir}`;
+  return readdirSync('/proc').flatMap((name) => {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid) return [];
+    try {
+      if (!readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(wanted)) return [];
+      return [{ pid, command: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim().slice(0, 200) }];
+    } catch {
+      return []; // gone, or not ours to read
+    }
+  });
+}
+
+/** Paths under DIR, down to the first level that holds files (a left socket directory shows its socket). */
+function listLeft(dir: string, prefix = ''): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const rel = join(prefix, e.name);
+    if (!e.isDirectory()) return [rel];
+    const inner = listLeft(join(dir, e.name), rel);
+    return inner.length > 0 ? inner : [`${rel}/`];
+  });
 }
 
 function runFile(file: string): Promise<Result> {
   const started = Date.now();
   return new Promise((resolve) => {
+    const tmp = mkdtempSync(join(tmpdir(), 'drainguard-run-'));
+    // As /tmp is: tests run processes as other users too.
+    chmodSync(tmp, 0o1777);
     const child = spawn(process.execPath, ['test/support/run-file.ts', file], {
-      env: { ...process.env, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' },
+      env: { ...process.env, TMPDIR: tmp, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // A process group of its own: a timeout ends the file and what it started with it.
+      detached: true,
     });
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
     const timer = setTimeout(() => {
       output += `\n  runner: ${file} ran past ${FILE_TIMEOUT_MS} ms and was killed\n`;
-      child.kill('SIGKILL');
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      const leftovers = output.split('\n').filter((l) => l.startsWith('leftover: ')).map((l) => l.slice('leftover: '.length));
+      for (const p of processesWithTmpdir(tmp)) {
+        leftovers.push(`${p.command} (pid ${p.pid}) still running after the file, killed`);
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
+        }
+      }
+      leftovers.push(...listLeft(tmp).map((path) => `${path} left in TMPDIR`));
+      rmSync(tmp, { recursive: true, force: true });
       const total = Number(/Total:\s+(\d+)/.exec(output)?.[1] ?? NaN);
       const done = Number(/Passed:\s+(\d+)/.exec(output)?.[1] ?? NaN);
       let passed = Number.isNaN(done) ? 0 : done;
@@ -55,7 +109,7 @@ function runFile(file: string): Promise<Result> {
       // A file that crashed, hung or exited non-zero after its summary still counts as a failure.
       if ((code !== 0 || signal) && failed === 0) failed = 1;
       if (Number.isNaN(total)) passed = 0;
-      resolve({ file, passed, failed, output, ms: Date.now() - started });
+      resolve({ file, passed, failed, output, ms: Date.now() - started, leftovers });
     });
   });
 }
@@ -71,12 +125,15 @@ await Promise.all(
       const mark = result.failed === 0 ? 'ok  ' : 'FAIL';
       process.stdout.write(`${mark} ${file} (${result.passed} passed, ${result.failed} failed, ${result.ms} ms)\n`);
       if (result.failed > 0 || process.env.TEST_VERBOSE) process.stdout.write(`${result.output.trim()}\n\n`);
+      for (const l of result.leftovers) process.stdout.write(`     leftover of ${file}: ${l}\n`);
     }
   }),
 );
 
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0);
+const left = results.reduce((n, r) => n + r.leftovers.length, 0);
+if (left > 0) process.stdout.write(`${left} leftovers (listed above), ended and removed by the runner\n`);
 if (files.length === 0) process.stdout.write('no test files matched\n');
 process.stdout.write(`${passed} passed, ${failed} failed\n`);
 process.exitCode = failed > 0 || files.length === 0 ? 1 : 0;

@@ -7,7 +7,7 @@ import { chmodSync, copyFileSync, mkdirSync, renameSync, rmSync, statSync, write
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { LAUNCHER } from './layout.ts';
-import { LAUNCHER_IMAGE } from './launcher-image.ts';
+import { LAUNCHER_IMAGES } from './launcher-image.ts';
 import { InstallSourceError, type SourceFile, installSources } from './sources.ts';
 
 /** The installed copy does not start (a noexec mount, a file system that lost something). */
@@ -28,6 +28,10 @@ export interface InstallResult {
 }
 
 export async function install(dir: string, sources?: readonly SourceFile[]): Promise<InstallResult> {
+  const launcher = LAUNCHER_IMAGES[process.arch];
+  if (launcher === undefined) {
+    throw new InstallSourceError(`install has a launcher for ${Object.keys(LAUNCHER_IMAGES).join(' and ')}, not for ${process.arch}`);
+  }
   const files = sources ?? (await installSources());
   mkdirSync(dir, { recursive: true });
   const written: InstalledFile[] = [];
@@ -35,8 +39,8 @@ export async function install(dir: string, sources?: readonly SourceFile[]): Pro
     placeFile(join(dir, file.to), file.mode, (tmp) => copyFileSync(file.from, tmp));
     written.push({ path: file.to, bytes: statSync(join(dir, file.to)).size });
   }
-  placeFile(join(dir, LAUNCHER), 0o755, (tmp) => writeFileSync(tmp, LAUNCHER_IMAGE));
-  written.push({ path: LAUNCHER, bytes: LAUNCHER_IMAGE.length });
+  placeFile(join(dir, LAUNCHER), 0o755, (tmp) => writeFileSync(tmp, launcher));
+  written.push({ path: LAUNCHER, bytes: launcher.length });
   await checkStarts(join(dir, LAUNCHER));
   return { dir, files: written, bytes: written.reduce((n, f) => n + f.bytes, 0) };
 }

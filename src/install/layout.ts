@@ -4,6 +4,7 @@
 //   DIR/drainguard                  the launcher: static, no libc (launcher.S)
 //   DIR/lib/drainguard              the executable proper (Node.js with drainguard injected)
 //   DIR/lib/ld-linux-x86-64.so.2    the dynamic loader the launcher execs
+//                                   (ld-linux-aarch64.so.1 on linux/arm64)
 //   DIR/lib/lib*.so.*               the shared libraries the executable needs
 //
 // The launcher execs the loader explicitly, so the kernel's /proc/self/exe
@@ -16,8 +17,14 @@ import { dirname, join } from 'node:path';
 export const LAUNCHER = 'drainguard';
 export const LIB_DIR = 'lib';
 export const PROGRAM = join(LIB_DIR, 'drainguard');
-/** The name launcher.S execs; the loader is copied under this name whatever it is called on the build host. */
-export const LOADER = join(LIB_DIR, 'ld-linux-x86-64.so.2');
+/** glibc's loader on each architecture: the name its launcher execs. */
+export const LOADER_NAMES: Readonly<Partial<Record<NodeJS.Architecture, string>>> = { x64: 'ld-linux-x86-64.so.2', arm64: 'ld-linux-aarch64.so.1' };
+/**
+ * The loader of this architecture under DIR, the name the launcher execs;
+ * the loader is copied under this name whatever it is called on the build host.
+ * (An architecture without a launcher keeps the x86-64 name: install refuses it.)
+ */
+export const LOADER = join(LIB_DIR, LOADER_NAMES[process.arch] ?? LOADER_NAMES.x64!);
 
 export interface Running {
   readonly execPath: string;

@@ -92,7 +92,7 @@ export function parseLoadedObjects(text: string): LoadedObjects {
   }
   if (missing.length > 0) throw new InstallSourceError(`the dynamic loader cannot find ${missing.join(', ')}`);
   if (loader === undefined || basename(loader) !== basename(LOADER)) {
-    throw new InstallSourceError(`expected glibc's x86-64 loader (${basename(LOADER)}) in the loader's list, got:\n${text}`);
+    throw new InstallSourceError(`expected glibc's loader for ${process.arch} (${basename(LOADER)}) in the loader's list, got:\n${text}`);
   }
   return { loader, libraries };
 }

@@ -1,9 +1,11 @@
 // Real processes for tests: the built executable and fixtures, with their
 // output read line by line so tests wait on what they print, never on time.
+// Whatever a test file started and did not end (a failed test) is killed when
+// its process exits, and its temporary directories are removed, failing or not.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { until, within } from './wait.ts';
@@ -14,8 +16,28 @@ export const fixture = (name: string): string => resolve('test/fixtures', name);
 
 if (!existsSync(EXE)) throw new Error(`${EXE} is missing: run 'npm run build' first`);
 
+/** What this test file started and made: ended and removed when it exits (see `leftBehind`). */
+const running = new Set<Proc>();
+const tempDirs: string[] = [];
+process.once('exit', leftBehind);
+
 export function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'drainguard-test-'));
+  const dir = mkdtempSync(join(tmpdir(), 'drainguard-test-'));
+  tempDirs.push(dir);
+  return dir;
+}
+
+/**
+ * At the exit of the test file: kills what is still running (drainguard and the
+ * operator's process group), reports it on stderr as a `leftover:` line for the
+ * runner, and removes the temporary directories.
+ */
+function leftBehind(): void {
+  for (const p of running) {
+    process.stderr.write(`leftover: ${[p.child.spawnfile, ...p.child.spawnargs.slice(1)].join(' ').slice(0, 200)} (pid ${p.pid}) still running at exit, killed\n`);
+    p.killAll();
+  }
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 }
 
 export interface Exit {
@@ -39,7 +61,8 @@ export class Proc {
 
   constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string } = {}) {
     this.child = spawn(file, args, {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      // TMPDIR: the runner gives each test file a temporary directory of its own, and removes it.
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(process.env.TMPDIR && { TMPDIR: process.env.TMPDIR }), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       cwd: options.cwd,
     });
@@ -57,8 +80,10 @@ export class Proc {
         this.#events.emit('change');
       });
     }
+    running.add(this);
     this.exited = new Promise((resolve) => {
       this.child.on('close', (code, signal) => {
+        running.delete(this);
         this.#exit = { code, signal };
         this.#events.emit('change');
         resolve(this.#exit);

@@ -1,0 +1,127 @@
+// A prototype, behind `npm run build -- --lazy-asset`: the code that only some
+// commands need (the Kubernetes client, prom-client, everything reached only
+// through a dynamic import()) goes into a SEA asset with a V8 code cache of its
+// own, compiled only when first imported, instead of into the main script that
+// every start compiles (issue 16, item 1).
+//
+//   - Every dynamic import() in src/ whose target is not also imported
+//     statically becomes a lazy entry: the main script gets a stub that loads
+//     the asset (once) and returns that entry's exports. Call sites stay plain
+//     `await import('../guard/open.ts')`.
+//   - Modules the lazy code imports that the main script has too are not
+//     copied into the asset: the asset gets the main script's own instances
+//     (one ConfigError class, so instanceof holds across both).
+//   - The asset is the bundle wrapped as a function of (exports, require,
+//     module); its code cache is made by the target runtime (code-cache.ts),
+//     as Node makes the main script's.
+
+import { relative } from 'node:path';
+import { type BuildOptions, type Metafile, type Plugin, build } from 'esbuild';
+
+export const LAZY_ASSET = 'lazy.cjs';
+export const LAZY_CACHE_ASSET = 'lazy.cache';
+const SHARED = 'shared:';
+const WRAP = ['(function (exports, require, module) {', '\n})'] as const;
+
+export interface SplitBundle {
+  readonly main: string;
+  /** The asset's text: the lazy bundle, wrapped. */
+  readonly lazy: string;
+  readonly lazyEntries: readonly string[];
+  readonly shared: readonly string[];
+}
+
+/** Builds the main script (to OUTFILE) and returns it with the lazy asset's text. */
+export async function buildSplit(root: string, options: BuildOptions & { outfile: string }): Promise<SplitBundle> {
+  const key = (path: string) => relative(root, path);
+  const lazyEntries = new Map<string, string>(); // key -> absolute path
+  const skip = { drainguardSkip: true };
+
+  const stubs = (staticGraph?: ReadonlySet<string>, shared: readonly string[] = []): Plugin => ({
+    name: 'drainguard-lazy-stubs',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.kind !== 'dynamic-import' || args.pluginData === skip) return undefined;
+        const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: skip });
+        if (resolved.errors.length > 0 || resolved.external || !resolved.path.startsWith(root)) return undefined;
+        if (staticGraph?.has(key(resolved.path))) return { path: resolved.path };
+        lazyEntries.set(key(resolved.path), resolved.path);
+        return { path: key(resolved.path), namespace: 'drainguard-lazy-stub' };
+      });
+      b.onResolve({ filter: /^drainguard:lazy-loader$/ }, () => ({ path: 'loader', namespace: 'drainguard-lazy-loader' }));
+      b.onLoad({ filter: /.*/, namespace: 'drainguard-lazy-stub' }, (args) => ({
+        contents: `module.exports = require('drainguard:lazy-loader').default(${JSON.stringify(args.path)});`,
+        resolveDir: root,
+        loader: 'js',
+      }));
+      b.onLoad({ filter: /.*/, namespace: 'drainguard-lazy-loader' }, () => ({ contents: loaderSource(root, shared), resolveDir: root, loader: 'js' }));
+    },
+  });
+
+  // 1. The main graph, every lazy target stubbed out: what the main script holds.
+  const first = await build({ ...options, metafile: true, write: false, plugins: [stubs()] });
+  const staticGraph = new Set(Object.keys(first.metafile.inputs).filter((k) => !k.includes(':')));
+  for (const k of lazyEntries.keys()) if (staticGraph.has(k)) lazyEntries.delete(k);
+
+  // 2. The lazy bundle: every lazy entry, with what the main graph holds left to the main script.
+  const lazy = await build({
+    ...options,
+    outfile: undefined,
+    write: false,
+    metafile: true,
+    minify: options.minify,
+    entryPoints: undefined,
+    stdin: {
+      contents: `module.exports = {\n${[...lazyEntries].map(([k, path]) => `  ${JSON.stringify(k)}: () => require(${JSON.stringify(path)}),`).join('\n')}\n};`,
+      resolveDir: root,
+      loader: 'js',
+      sourcefile: 'drainguard-lazy-entries.js',
+    },
+    plugins: [
+      {
+        name: 'drainguard-shared',
+        setup(b) {
+          b.onResolve({ filter: /.*/ }, async (args) => {
+            if (args.kind === 'entry-point' || args.pluginData === skip) return undefined;
+            const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: skip });
+            if (resolved.errors.length > 0 || resolved.external) return undefined;
+            return staticGraph.has(key(resolved.path)) ? { path: SHARED + key(resolved.path), external: true } : { path: resolved.path };
+          });
+        },
+      },
+    ],
+  });
+  const shared = sharedImports(lazy.metafile);
+
+  // 3. The main script again, now holding the registry of what it shares.
+  await build({ ...options, plugins: [stubs(staticGraph, shared)] });
+  return { main: options.outfile, lazy: WRAP[0] + lazy.outputFiles[0]!.text + WRAP[1], lazyEntries: [...lazyEntries.keys()], shared };
+}
+
+function sharedImports(metafile: Metafile): string[] {
+  const all = Object.values(metafile.outputs).flatMap((o) => o.imports.filter((i) => i.external && i.path.startsWith(SHARED)).map((i) => i.path.slice(SHARED.length)));
+  return [...new Set(all)].sort();
+}
+
+/** The main script's loader of the asset: compiled once, with its code cache, on the first lazy import. */
+function loaderSource(root: string, shared: readonly string[]): string {
+  return `${shared.map((k, i) => `import * as s${i} from ${JSON.stringify(`${root}/${k}`)};`).join('\n')}
+import { getAsset } from 'node:sea';
+import { Script } from 'node:vm';
+const shared = { ${shared.map((k, i) => `${JSON.stringify(k)}: s${i}`).join(', ')} };
+let entries;
+export default function load(key) {
+  if (entries === undefined) {
+    const script = new Script(getAsset(${JSON.stringify(LAZY_ASSET)}, 'utf8'), {
+      filename: 'drainguard-lazy.cjs',
+      cachedData: new Uint8Array(getAsset(${JSON.stringify(LAZY_CACHE_ASSET)})),
+    });
+    if (script.cachedDataRejected) process.emitWarning('drainguard: the code cache of the lazily loaded code was rejected');
+    const module = { exports: {} };
+    script.runInThisContext()(module.exports, (id) => (id.startsWith(${JSON.stringify(SHARED)}) ? shared[id.slice(${SHARED.length})] : require(id)), module);
+    entries = module.exports;
+  }
+  return entries[key]();
+}
+`;
+}

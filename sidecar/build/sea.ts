@@ -1,0 +1,128 @@
+// One executable: a Node.js runtime, stripped, with the bundle injected as a
+// single executable application. The blob (the bundle and V8's code cache for
+// it) is made by that same runtime, under qemu-user for another architecture,
+// since V8 rejects a code cache made by another build. The runtime is stripped
+// (its 17 MiB of debug info and symbols) before the blob is injected: a binary
+// stripped after injection segfaults at start.
+//
+// Foreign executables are slow to make (the blob under emulation), so they are
+// kept in the build cache under a hash of everything they are made from.
+
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LAZY_ASSET, LAZY_CACHE_ASSET } from './lazy.ts';
+import type { Runtime } from './runtime.ts';
+import { type Target, isNative } from './targets.ts';
+
+const require = createRequire(import.meta.url);
+const POSTJECT = join(dirname(require.resolve('postject/package.json')), 'dist/cli.js');
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+/** Foreign executables kept per architecture; older ones are removed. */
+const KEEP = 3;
+
+export interface ExecutableOptions {
+  readonly target: Target;
+  readonly runtime: Runtime;
+  /** The bundled main script (CommonJS). */
+  readonly bundle: string;
+  readonly output: string;
+  readonly cacheDir: string;
+  /** The lazily loaded code (lazy.ts): an asset, with a code cache made by the runtime. */
+  readonly lazy?: string;
+}
+
+/** Writes OUTPUT (beside it, then renamed into place: a running test never sees half an executable); says whether it came from the cache. */
+export function buildExecutable(options: ExecutableOptions): { cached: boolean } {
+  const { target, output, cacheDir } = options;
+  const staging = join(dirname(output), `.${basename(output)}-${process.pid}`);
+  try {
+    if (isNative(target.arch)) {
+      make(options, staging);
+      renameSync(staging, output);
+      return { cached: false };
+    }
+    const cached = join(cacheDir, `drainguard-linux-${target.arch}-${cacheKey(options)}`);
+    const hit = existsSync(cached);
+    if (hit) {
+      copyFileSync(cached, staging);
+      const now = new Date();
+      utimesSync(cached, now, now);
+    } else {
+      make(options, staging);
+      mkdirSync(cacheDir, { recursive: true });
+      copyFileSync(staging, `${cached}.${process.pid}`);
+      renameSync(`${cached}.${process.pid}`, cached);
+      prune(cacheDir, `drainguard-linux-${target.arch}-`);
+    }
+    chmodSync(staging, 0o755);
+    renameSync(staging, output);
+    return { cached: hit };
+  } finally {
+    rmSync(staging, { force: true });
+  }
+}
+
+function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: string): void {
+  const blob = `${staging}.blob`;
+  const config = `${staging}.sea.json`;
+  const lazyCache = `${staging}.lazy.cache`;
+  try {
+    let assets: Record<string, string> | undefined;
+    if (lazy !== undefined) {
+      run(runtime.command([join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
+      assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
+    }
+    // Run beside the bundle and name it bare: the blob keeps the name (stack traces show it), not the build's path.
+    writeFileSync(config, JSON.stringify({ ...seaConfig(basename(bundle), blob), ...(assets && { assets }) }));
+    run(runtime.command(['--experimental-sea-config', config]), dirname(bundle));
+    copyFileSync(runtime.node, staging);
+    run([isNative(target.arch) ? 'strip' : `${target.gnu}-strip`, '--strip-all', staging]);
+    run([process.execPath, POSTJECT, staging, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
+    chmodSync(staging, 0o755);
+  } finally {
+    for (const f of [blob, config, lazyCache]) rmSync(f, { force: true });
+  }
+}
+
+const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false });
+
+/** Everything the executable is made from: the bundle, the runtime, the tools, and this procedure itself. */
+function cacheKey({ target, runtime, bundle, lazy }: ExecutableOptions): string {
+  const hash = createHash('sha256');
+  for (const part of [
+    readFileSync(bundle),
+    lazy === undefined ? '' : readFileSync(lazy),
+    readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts')),
+    runtime.id,
+    JSON.stringify(seaConfig('MAIN', 'OUTPUT')),
+    readFileSync(fileURLToPath(import.meta.url)),
+    (require('postject/package.json') as { version: string }).version,
+    execFileSync(`${target.gnu}-strip`, ['--version'], { encoding: 'utf8' }).split('\n')[0]!,
+  ]) {
+    hash.update(part).update('\0');
+  }
+  return hash.digest('hex').slice(0, 32);
+}
+
+function prune(dir: string, prefix: string): void {
+  const entries = readdirSync(dir)
+    .filter((name) => name.startsWith(prefix) && /^[0-9a-f]+$/.test(name.slice(prefix.length)))
+    .map((name) => ({ path: join(dir, name), mtime: statSync(join(dir, name)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const old of entries.slice(KEEP)) rmSync(old.path, { force: true });
+}
+
+/** Runs a build tool; its output shows only when it fails (postject's notes about ELF sections are noise). */
+function run([file, ...args]: readonly string[], cwd?: string): void {
+  try {
+    execFileSync(file!, args, { stdio: 'pipe', cwd });
+  } catch (err) {
+    const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
+    process.stderr.write(`${stdout ?? ''}${stderr ?? ''}`);
+    throw err;
+  }
+}
