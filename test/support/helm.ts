@@ -56,6 +56,7 @@ export function helm(args: readonly string[], options: ExecFileSyncOptions & { e
 let home: string | undefined;
 
 function helmEnv(): NodeJS.ProcessEnv {
+  mkdirSync(CACHE, { recursive: true });
   home ??= mkdtempSync(join(CACHE, 'home-'));
   return {
     ...process.env,

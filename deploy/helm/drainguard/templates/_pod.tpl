@@ -141,13 +141,13 @@ resources:
   {{- toYaml $v.resources | nindent 2 }}
 {{- end -}}
 
-{{/* For initContainers: install, and the native sidecar. */}}
+{{/* For initContainers: the native sidecar (first, as the kustomize component puts it), and install. */}}
 {{- define "drainguard.initContainers" -}}
 {{- if .Values.drainguard.enabled -}}
-- {{- include "drainguard.installContainer" . | nindent 2 }}
-{{- if eq .Values.drainguard.mode "native-sidecar" }}
+{{- if eq .Values.drainguard.mode "native-sidecar" -}}
 - {{- include "drainguard.sidecarContainer" . | nindent 2 }}
-{{- end }}
+{{ end -}}
+- {{- include "drainguard.installContainer" . | nindent 2 }}
 {{- end -}}
 {{- end -}}
 
