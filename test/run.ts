@@ -37,8 +37,10 @@ interface Result {
 
 const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f)) ? startSharedCluster() : undefined;
 const running = new Set<ChildProcess>();
+let interrupted = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
+    interrupted = true;
     process.stdout.write(`runner: ${signal}, stopping\n`);
     for (const child of running) child.kill('SIGKILL');
     void (cluster?.stop() ?? Promise.resolve()).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
@@ -55,6 +57,7 @@ async function runFile(file: string): Promise<Result> {
       return { file, passed: 0, failed: 1, output: String(err), ms: Date.now() - started };
     }
   }
+  if (interrupted) return { file, passed: 0, failed: 1, output: 'not run: the run was interrupted', ms: 0 };
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['test/support/run-file.ts', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
@@ -85,7 +88,7 @@ const results: Result[] = [];
 let next = 0;
 await Promise.all(
   Array.from({ length: Math.min(CONCURRENCY, files.length) }, async () => {
-    while (next < files.length) {
+    while (next < files.length && !interrupted) {
       const file = files[next++]!;
       const result = await runFile(file);
       results.push(result);

@@ -8,14 +8,20 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startControlPlane, stateOf } from './control-plane.ts';
 
-const cp = await startControlPlane();
-const stateFile = join(cp.dir, 'state.json');
-writeFileSync(stateFile, JSON.stringify(stateOf(cp)));
-process.stdout.write(`ready ${stateFile} ${cp.startMs}ms pids ${cp.pids().join(',')}\n`);
+// Asked to stop while still starting: it stops as soon as it has started.
+let stopRequested = false;
+let stop = () => void (stopRequested = true);
+process.stdin.on('end', () => stop()).on('close', () => stop()).resume();
+process.on('SIGTERM', () => stop()).on('SIGINT', () => stop());
 
+const cp = await startControlPlane();
 let stopping: Promise<void> | undefined;
-const stop = () => {
+stop = () => {
   stopping ??= cp.stop().then(() => process.exit(0));
 };
-process.stdin.on('end', stop).on('close', stop).resume();
-process.on('SIGTERM', stop).on('SIGINT', stop);
+if (stopRequested) stop();
+else {
+  const stateFile = join(cp.dir, 'state.json');
+  writeFileSync(stateFile, JSON.stringify(stateOf(cp)));
+  process.stdout.write(`ready ${stateFile} ${cp.startMs}ms pids ${cp.pids().join(',')}\n`);
+}
