@@ -37,11 +37,12 @@ export class Proc {
   #exit?: Exit;
   readonly #events = new EventEmitter();
 
-  constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string } = {}) {
+  constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; detached?: boolean } = {}) {
     this.child = spawn(file, args, {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       cwd: options.cwd,
+      detached: options.detached,
     });
     this.#events.setMaxListeners(0);
     for (const [stream, lines] of [
