@@ -188,6 +188,16 @@ export const CHECK_OPTIONS: readonly OptionSpec[] = [
     key: 'checkOutput', flag: 'output', short: 'o', value: 'FORMAT', parse: oneOf('text', 'json'), commands: ['check'],
     description: 'text or json', defaultText: 'text',
   },
+  {
+    key: 'checkDeployment', flag: 'deployment', value: 'NAMESPACE/NAME', commands: ['check'],
+    parse: (raw, source) => {
+      const [namespace, name, ...rest] = raw.trim().split('/');
+      if (rest.length > 0 || !namespace || !name || !NAMESPACE.test(namespace) || !POD_NAME.test(name)) throw invalid(source, 'NAMESPACE/NAME of a Deployment, such as operator-system/my-operator', raw);
+      return { namespace, name };
+    },
+    description: 'check this Deployment as the Kubernetes API has it (with the RBAC objects and ServiceAccounts there) instead of manifests',
+    defaultText: 'read the manifests named as arguments',
+  },
 ];
 
 export { boolean };

@@ -3,7 +3,7 @@
 // unpacked once into the git-ignored .cache/helm/ (renamed into place, so two
 // test processes unpacking at once do not see a half-written file).
 
-import { execFileSync, type ExecFileSyncOptions } from 'node:child_process';
+import { execFile, execFileSync, type ExecFileSyncOptions } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 
@@ -51,6 +51,24 @@ export function helm(args: readonly string[], options: ExecFileSyncOptions & { e
     Object.assign(error, { stderr: String(e.stderr ?? ''), stdout: String(e.stdout ?? ''), status: e.status });
     throw error;
   }
+}
+
+export interface HelmResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** When helm exited, as Date.now(). */
+  readonly at: number;
+}
+
+/** Runs helm without blocking the test (install --wait, uninstall --wait); killed after TIMEOUT_MS. */
+export function helmRun(args: readonly string[], timeoutMs: number): Promise<HelmResult> {
+  return new Promise((resolve) => {
+    execFile(helmPath(), args, { encoding: 'utf8', env: helmEnv(), timeout: timeoutMs, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1) : 0;
+      resolve({ code, stdout, stderr, at: Date.now() });
+    });
+  });
 }
 
 let home: string | undefined;
