@@ -1,6 +1,8 @@
 // The test runner: every test/**/*.test.ts in its own process (real signals and
 // child processes must not leak between files), two at a time, and a last line
-// `N passed, N failed`. Arguments filter the files by substring.
+// `N passed, N failed`. Arguments filter the files by substring. When a file
+// needs the real control plane, one is started for the whole run and stopped
+// at its end, also when the run is interrupted (test/support/cluster/).
 //
 // Each file gets a TMPDIR of its own, removed after it. What was left there
 // (beyond the test's own directories, which it removes itself), processes
@@ -9,10 +11,12 @@
 // session of its own, after a timeout) are listed as leftovers and ended,
 // failing or not.
 
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { type SharedCluster, needsCluster, startSharedCluster } from './support/cluster-runner.ts';
+import { STATE_VARIABLE } from './support/cluster/index.ts';
 
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
@@ -65,18 +69,40 @@ function listLeft(dir: string, prefix = ''): string[] {
   });
 }
 
-function runFile(file: string): Promise<Result> {
+const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f)) ? startSharedCluster() : undefined;
+const running = new Set<ChildProcess>();
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    interrupted = true;
+    process.stdout.write(`runner: ${signal}, stopping\n`);
+    for (const child of running) child.kill('SIGKILL');
+    void (cluster?.stop() ?? Promise.resolve()).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  });
+}
+
+async function runFile(file: string): Promise<Result> {
   const started = Date.now();
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
+  if (cluster && needsCluster(file)) {
+    try {
+      env[STATE_VARIABLE] = await cluster.ready;
+    } catch (err) {
+      return { file, passed: 0, failed: 1, output: String(err), ms: Date.now() - started, leftovers: [] };
+    }
+  }
+  if (interrupted) return { file, passed: 0, failed: 1, output: 'not run: the run was interrupted', ms: 0, leftovers: [] };
   return new Promise((resolve) => {
     const tmp = mkdtempSync(join(tmpdir(), 'drainguard-run-'));
     // As /tmp is: tests run processes as other users too.
     chmodSync(tmp, 0o1777);
     const child = spawn(process.execPath, ['test/support/run-file.ts', file], {
-      env: { ...process.env, TMPDIR: tmp, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' },
+      env: { ...env, TMPDIR: tmp },
       stdio: ['ignore', 'pipe', 'pipe'],
       // A process group of its own: a timeout ends the file and what it started with it.
       detached: true,
     });
+    running.add(child);
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
@@ -89,6 +115,7 @@ function runFile(file: string): Promise<Result> {
       }
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
+      running.delete(child);
       clearTimeout(timer);
       const leftovers = output.split('\n').filter((l) => l.startsWith('leftover: ')).map((l) => l.slice('leftover: '.length));
       for (const p of processesWithTmpdir(tmp)) {
@@ -118,7 +145,7 @@ const results: Result[] = [];
 let next = 0;
 await Promise.all(
   Array.from({ length: Math.min(CONCURRENCY, files.length) }, async () => {
-    while (next < files.length) {
+    while (next < files.length && !interrupted) {
       const file = files[next++]!;
       const result = await runFile(file);
       results.push(result);
@@ -129,6 +156,9 @@ await Promise.all(
     }
   }),
 );
+
+await cluster?.stop();
+if (cluster && process.env.TEST_VERBOSE) process.stdout.write(`control plane: ${cluster.output().trim()}\n`);
 
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0);

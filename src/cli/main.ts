@@ -15,8 +15,9 @@ import { releaseCommand } from './release.ts';
 import { runCommand } from './run.ts';
 import { sidecarCommand } from './sidecar.ts';
 import { statusCommand } from './status.ts';
+import { checkCommand } from './check.ts';
 
-export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand, installCommand, predeleteCommand, releaseCommand, statusCommand];
+export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand, installCommand, predeleteCommand, releaseCommand, statusCommand, checkCommand];
 
 export const EXIT_USAGE = 2;
 export const EXIT_FAILURE = 1;

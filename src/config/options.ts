@@ -5,7 +5,7 @@ import { MAX_DURATION_MS, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
 import { parseSignal } from './signals.ts';
 
-export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install';
+export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check';
 
 export interface OptionSpec {
   /** Field name in the resolved settings. */
@@ -179,6 +179,24 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'logFormat', flag: 'log-format', value: 'FORMAT', parse: oneOf('json', 'text'), commands: ALL,
     description: 'json or text', defaultText: 'json when stderr is not a terminal',
+  },
+];
+
+// `drainguard check`: the options only it has (the command's extra options).
+export const CHECK_OPTIONS: readonly OptionSpec[] = [
+  {
+    key: 'checkOutput', flag: 'output', short: 'o', value: 'FORMAT', parse: oneOf('text', 'json'), commands: ['check'],
+    description: 'text or json', defaultText: 'text',
+  },
+  {
+    key: 'checkDeployment', flag: 'deployment', value: 'NAMESPACE/NAME', commands: ['check'],
+    parse: (raw, source) => {
+      const [namespace, name, ...rest] = raw.trim().split('/');
+      if (rest.length > 0 || !namespace || !name || !NAMESPACE.test(namespace) || !POD_NAME.test(name)) throw invalid(source, 'NAMESPACE/NAME of a Deployment, such as operator-system/my-operator', raw);
+      return { namespace, name };
+    },
+    description: 'check this Deployment as the Kubernetes API has it (with the RBAC objects and ServiceAccounts there) instead of manifests',
+    defaultText: 'read the manifests named as arguments',
   },
 ];
 

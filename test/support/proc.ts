@@ -59,12 +59,13 @@ export class Proc {
   #exit?: Exit;
   readonly #events = new EventEmitter();
 
-  constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string } = {}) {
+  constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; detached?: boolean } = {}) {
     this.child = spawn(file, args, {
       // TMPDIR: the runner gives each test file a temporary directory of its own, and removes it.
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(process.env.TMPDIR && { TMPDIR: process.env.TMPDIR }), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       cwd: options.cwd,
+      detached: options.detached,
     });
     this.#events.setMaxListeners(0);
     for (const [stream, lines] of [

@@ -1,0 +1,202 @@
+// `drainguard check`: the mistakes in an operator's manifests that would make
+// drainguard fail at the one moment it matters (the stop, the uninstall), each
+// with its fix. A pure function of the parsed objects; nothing is read or sent.
+
+import { parseDuration } from '../config/duration.ts';
+import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
+import { type Finding, type Manifest, objectId } from './finding.ts';
+import { type Container, type Placement, type PodSpec, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
+import { authorizerFor } from './rbac.ts';
+
+/** Architectures drainguard's executable and image are built for. */
+export const ARCHITECTURES = ['amd64', 'arm64'] as const;
+
+const GRACE_MARGIN_MS = 2000;
+const DEFAULT_GRACE_S = 30;
+const DEFAULT_STOP_MS = 5000;
+const DEFAULT_SOCKET = '/run/drainguard/drain.sock';
+/** A deleted ServiceAccount's tokens are refused 60 s after its deletionTimestamp, finalizer or not. */
+const SERVICE_ACCOUNT_TOKEN_MS = 60_000;
+
+const KIND: Record<GuardTarget['kind'], { kind: string; group: string; resource: string }> = {
+  clusterrole: { kind: 'ClusterRole', group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
+  clusterrolebinding: { kind: 'ClusterRoleBinding', group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings' },
+  role: { kind: 'Role', group: 'rbac.authorization.k8s.io', resource: 'roles' },
+  rolebinding: { kind: 'RoleBinding', group: 'rbac.authorization.k8s.io', resource: 'rolebindings' },
+  serviceaccount: { kind: 'ServiceAccount', group: '', resource: 'serviceaccounts' },
+};
+
+/** What drainguard does in its own namespace besides the guarded objects. */
+const OWN_NEEDS = [
+  ...['create', 'get', 'list', 'update', 'patch', 'delete'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases' })),
+  { verb: 'create', group: '', resource: 'events' },
+  { verb: 'get', group: '', resource: 'pods' },
+];
+
+interface Workload {
+  readonly object: Manifest;
+  readonly id: string;
+  readonly namespace: string;
+  readonly pod: PodSpec;
+  readonly placement: Placement;
+}
+
+export function analyze(objects: readonly Manifest[]): Finding[] {
+  const findings: Finding[] = [];
+  const pods = objects.flatMap((o) => {
+    const pod = podSpecOf(o);
+    return pod ? [{ object: o, pod }] : [];
+  });
+  const workloads: Workload[] = pods.flatMap(({ object, pod }) => {
+    const placement = placementOf(pod);
+    const namespace = object.metadata.namespace ?? 'default';
+    return placement ? [{ object, pod, placement, namespace, id: objectId(object, namespace) }] : [];
+  });
+  if (workloads.length === 0) {
+    for (const { object } of pods) {
+      findings.push({
+        code: 'no-drainguard', severity: 'warning', object: objectId(object),
+        message: 'no container runs drainguard (run, or sidecar)',
+        fix: 'add drainguard in one of its modes: the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/',
+      });
+    }
+  }
+  for (const w of workloads) findings.push(...checkWorkload(w, objects));
+  return findings.sort((a, b) => a.object.localeCompare(b.object) || a.code.localeCompare(b.code));
+}
+
+function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
+  const out: Finding[] = [];
+  const add = (code: string, severity: Finding['severity'], message: string, fix: string) => out.push({ code, severity, object: w.id, message, fix });
+  const { supervisor, operator, mode } = w.placement;
+  const where = `container ${supervisor.name}`;
+
+  // The drain budget.
+  const graceS = w.pod.terminationGracePeriodSeconds ?? DEFAULT_GRACE_S;
+  const stopMs = durationSetting(supervisor, 'stop-timeout') ?? DEFAULT_STOP_MS;
+  const drainSetting = durationSetting(supervisor, 'drain-timeout');
+  const drainMs = drainSetting ?? Math.max(0, graceS * 1000 - stopMs - GRACE_MARGIN_MS);
+  const needS = Math.ceil((drainMs + stopMs + GRACE_MARGIN_MS) / 1000);
+  if (drainSetting !== undefined && needS > graceS) {
+    add('grace-period-too-short', 'error',
+      `terminationGracePeriodSeconds ${graceS} is shorter than the drain timeout ${drainMs / 1000}s + stop timeout ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin: the kubelet kills the pod before drainguard releases the guard`,
+      `set spec.template.spec.terminationGracePeriodSeconds to at least ${needS}, or lower DRAINGUARD_DRAIN_TIMEOUT in ${where}`);
+  } else if (drainSetting === undefined && drainMs < 1000) {
+    add('grace-period-too-short', 'error',
+      `terminationGracePeriodSeconds ${graceS} leaves no time to drain after the stop timeout ${stopMs / 1000}s and the ${GRACE_MARGIN_MS / 1000}s margin`,
+      `set spec.template.spec.terminationGracePeriodSeconds to at least ${Math.ceil(stopMs / 1000) + 3}`);
+  }
+
+  // The drain socket.
+  if (mode === 'wrap') {
+    const socket = settingOf(supervisor, 'socket');
+    if (supervisor.securityContext?.readOnlyRootFilesystem && (socket === undefined || !mountFor(supervisor, dirname(socket)))) {
+      add('socket-not-on-volume', 'error',
+        `the root filesystem of ${where} is read-only and the drain socket ${socket ?? '(default, under /tmp)'} is not on a volume: drainguard cannot listen`,
+        `mount an emptyDir (medium: Memory) at /run/drainguard in ${where} and set DRAINGUARD_SOCKET=${DEFAULT_SOCKET}`);
+    }
+  } else if (!operator) {
+    add('operator-container-missing', 'error', `drainguard runs as a sidecar, but the pod has no other container to drain`, 'add the operator container, or run drainguard in wrap mode');
+  } else {
+    const socket = settingOf(supervisor, 'socket') ?? DEFAULT_SOCKET;
+    const theirs = envOf(operator, {}).DRAINGUARD_SOCKET;
+    const here = mountFor(supervisor, dirname(socket));
+    const there = theirs === undefined ? undefined : mountFor(operator, dirname(theirs));
+    if (theirs === undefined) {
+      add('socket-not-shared', 'error', `container ${operator.name} has no DRAINGUARD_SOCKET: the operator's client cannot find the drain socket`, `set DRAINGUARD_SOCKET=${socket} in container ${operator.name}`);
+    } else if (!here || !there || here.name !== there.name || relative(socket, here.mountPath) !== relative(theirs, there.mountPath)) {
+      add('socket-not-shared', 'error',
+        `the drain socket (${socket} in ${where}, ${theirs} in container ${operator.name}) is not on one volume both containers mount`,
+        `mount one emptyDir (medium: Memory) at ${dirname(socket)} in both containers ${supervisor.name} and ${operator.name}, and set DRAINGUARD_SOCKET=${socket} in ${operator.name}`);
+    }
+    const [a, b] = [userOf(supervisor, w.pod), userOf(operator, w.pod)];
+    if (a !== undefined && b !== undefined && a !== b) {
+      add('different-users', 'error',
+        `${where} runs as user ${a} and container ${operator.name} as user ${b}: the drain socket is mode 0600, the operator cannot connect`,
+        `run both as one user: set securityContext.runAsUser: ${b} in ${where}`);
+    }
+    const preStop = operator.lifecycle?.preStop;
+    const execs = preStop?.exec?.command ?? [];
+    const viaExec = /(^|\/)drainguard$/.test(execs[0] ?? '') && execs.includes('prestop');
+    const viaHttp = preStop?.httpGet?.path === '/prestop';
+    if (!viaExec && !viaHttp) {
+      add('prestop-missing', 'error',
+        `container ${operator.name} has no preStop hook running drainguard prestop: the kubelet's SIGTERM reaches the operator before any drain`,
+        `add to container ${operator.name}: lifecycle: {preStop: {exec: {command: [/drainguard/drainguard, prestop]}}}, with the install volume mounted at /drainguard`);
+    }
+  }
+
+  // The pod's identity and the guard.
+  const raw = settingOf(supervisor, 'guard') ?? '';
+  let guard: GuardTarget[] = [];
+  try {
+    guard = parseGuardList(raw, `DRAINGUARD_GUARD in ${where}`);
+  } catch (err) {
+    add('guard-invalid', 'error', (err as Error).message, 'write the list as comma-separated clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME, serviceaccount/NAMESPACE/NAME');
+  }
+  if (guard.length === 0) return out;
+  // A literal value would be the same in every pod: only the downward API (or a flag) names this one.
+  const fields = ['name', 'namespace', 'uid'].filter((f) => {
+    if (flagOf(supervisor, `pod-${f}`)) return false;
+    const e = (supervisor.env ?? []).find((x) => x.name === `DRAINGUARD_POD_${f.toUpperCase()}`);
+    return e?.valueFrom?.fieldRef?.fieldPath !== `metadata.${f}`;
+  });
+  if (fields.length > 0) {
+    add('pod-identity-missing', 'error',
+      `${where} guards objects but does not get ${fields.map((f) => `DRAINGUARD_POD_${f.toUpperCase()}`).join(', ')} from the downward API: it cannot name its finalizer and Lease`,
+      `add to ${where}: ${fields.map((f) => `{name: DRAINGUARD_POD_${f.toUpperCase()}, valueFrom: {fieldRef: {fieldPath: metadata.${f}}}}`).join(', ')}`);
+  }
+
+  const sa = w.pod.serviceAccountName ?? 'default';
+  const can = authorizerFor(objects, w.namespace, sa);
+  const present = new Set(objects.map((o) => objectId(o, o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding' ? undefined : (o.metadata.namespace ?? w.namespace))));
+  for (const t of guard) {
+    const k = KIND[t.kind];
+    const entry = `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`;
+    if (!present.has(`${k.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`)) {
+      add('guarded-object-missing', 'error', `the guard names ${entry}, which these manifests do not contain: nothing holds what the operator needs at uninstall, or the name is wrong`,
+        `fix the name in DRAINGUARD_GUARD of ${where}, or remove ${entry} from it`);
+    }
+    const lacking = ['get', 'patch'].filter((verb) => !can.allows({ verb, group: k.group, resource: k.resource, name: t.name, namespace: t.namespace }));
+    if (lacking.length > 0) {
+      add('guard-not-covered', 'error', `ServiceAccount ${w.namespace}/${sa} may not ${lacking.join(' or ')} ${entry}: drainguard cannot put its finalizer on it`,
+        `add to a ${t.namespace ? `Role in ${t.namespace}` : 'ClusterRole'} bound to ServiceAccount ${w.namespace}/${sa}: {apiGroups: ["${k.group}"], resources: [${k.resource}], verbs: [get, patch], resourceNames: [${t.name}]}`);
+    }
+  }
+  const own = OWN_NEEDS.filter((n) => !can.allows({ ...n, namespace: w.namespace }));
+  if (own.length > 0) {
+    add('guard-not-covered', 'error', `ServiceAccount ${w.namespace}/${sa} may not ${own.map((n) => `${n.verb} ${n.resource}`).join(', ')} in ${w.namespace}: drainguard cannot keep its holder Lease or write its Events`,
+      `add to a Role in ${w.namespace} bound to ServiceAccount ${w.namespace}/${sa}: leases (coordination.k8s.io) create, get, list, update, patch, delete; events create; pods get`);
+  }
+
+  if (guard.some((t) => t.kind === 'serviceaccount') && drainMs + stopMs + GRACE_MARGIN_MS > SERVICE_ACCOUNT_TOKEN_MS) {
+    add('serviceaccount-token-expires', 'warning',
+      `the ServiceAccount is guarded, but drain ${drainMs / 1000}s + stop ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized`,
+      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - stopMs - GRACE_MARGIN_MS) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);
+  }
+
+  const arch = architectureOf(w.pod);
+  if (arch && !arch.some((a) => (ARCHITECTURES as readonly string[]).includes(a))) {
+    add('unsupported-architecture', 'error', `the pod is scheduled only on ${arch.join(', ')} nodes; drainguard is built for ${ARCHITECTURES.join(' and ')}`,
+      `schedule the pod on ${ARCHITECTURES.join(' or ')} nodes (nodeSelector kubernetes.io/arch)`);
+  }
+  return out;
+}
+
+function durationSetting(c: Container, flag: string): number | undefined {
+  const raw = settingOf(c, flag);
+  return raw === undefined ? undefined : parseDuration(raw);
+}
+
+/** The architectures the pod may run on, when its nodeSelector or required node affinity pins them. */
+function architectureOf(pod: PodSpec): string[] | undefined {
+  const selected = pod.nodeSelector?.['kubernetes.io/arch'];
+  if (selected) return [selected];
+  const terms = pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms as { matchExpressions?: { key: string; operator: string; values?: string[] }[] }[] | undefined;
+  const pinned = (terms ?? []).map((t) => (t.matchExpressions ?? []).find((e) => e.key === 'kubernetes.io/arch' && e.operator === 'In')?.values);
+  if (pinned.length === 0 || pinned.some((v) => v === undefined)) return undefined;
+  return [...new Set(pinned.flat() as string[])];
+}
+
+const dirname = (path: string): string => path.slice(0, Math.max(1, path.lastIndexOf('/')));
+const relative = (path: string, mount: string): string => path.slice(mount.replace(/\/$/, '').length);

@@ -1,0 +1,106 @@
+// Where drainguard is in a pod template, in which mode, and with what settings
+// as the kubelet would give them (env values, the downward API, $(VAR) expanded).
+
+import type { Manifest } from './finding.ts';
+
+export interface Container {
+  readonly name: string;
+  readonly image?: string;
+  readonly command?: readonly string[];
+  readonly args?: readonly string[];
+  readonly env?: readonly { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  readonly volumeMounts?: readonly { name: string; mountPath: string; readOnly?: boolean }[];
+  readonly securityContext?: { runAsUser?: number; readOnlyRootFilesystem?: boolean };
+  readonly lifecycle?: { preStop?: { exec?: { command?: readonly string[] }; httpGet?: { path?: string } } };
+  readonly restartPolicy?: string;
+}
+
+export interface PodSpec {
+  readonly containers: readonly Container[];
+  readonly initContainers?: readonly Container[];
+  readonly volumes?: readonly { name: string; emptyDir?: unknown }[];
+  readonly terminationGracePeriodSeconds?: number;
+  readonly serviceAccountName?: string;
+  readonly securityContext?: { runAsUser?: number };
+  readonly nodeSelector?: Record<string, string>;
+  readonly affinity?: any;
+}
+
+export type Mode = 'wrap' | 'native-sidecar' | 'sidecar';
+
+export interface Placement {
+  readonly mode: Mode;
+  /** The container that runs `drainguard run` or `drainguard sidecar`: it holds the guard. */
+  readonly supervisor: Container;
+  /** The operator's container: the wrapped one, or the one the sidecar drains. */
+  readonly operator: Container | undefined;
+}
+
+const WORKLOADS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet']);
+
+export function podSpecOf(o: Manifest): PodSpec | undefined {
+  if (o.kind === 'Pod') return o.spec as PodSpec;
+  if (WORKLOADS.has(o.kind) && o.spec?.template?.spec?.containers) return o.spec.template.spec as PodSpec;
+  return undefined;
+}
+
+const argv = (c: Container): string[] => [...(c.command ?? []), ...(c.args ?? [])];
+const isDrainguard = (word: string | undefined): boolean => word !== undefined && /(^|\/)drainguard$/.test(word);
+
+/** drainguard's subcommand in this container, or undefined when it does not run drainguard. */
+export function drainguardCommand(c: Container): string | undefined {
+  const words = argv(c);
+  if (isDrainguard(words[0])) return words[1];
+  // The drainguard image's entrypoint is drainguard itself: args alone name the command.
+  if (c.command === undefined && c.image?.includes('/drainguard:') && c.args?.length) return c.args[0];
+  return undefined;
+}
+
+export function placementOf(pod: PodSpec): Placement | undefined {
+  const wrap = pod.containers.find((c) => drainguardCommand(c) === 'run');
+  if (wrap) return { mode: 'wrap', supervisor: wrap, operator: wrap };
+  const native = (pod.initContainers ?? []).find((c) => drainguardCommand(c) === 'sidecar');
+  const plain = pod.containers.find((c) => drainguardCommand(c) === 'sidecar');
+  const supervisor = native ?? plain;
+  if (!supervisor) return undefined;
+  const mode: Mode = native ? (native.restartPolicy === 'Always' ? 'native-sidecar' : 'sidecar') : 'sidecar';
+  const named = envOf(supervisor, {}).DRAINGUARD_OPERATOR_CONTAINER?.split(',')[0];
+  const others = pod.containers.filter((c) => c !== supervisor);
+  const operator = others.find((c) => c.name === named) ?? others.find((c) => c.lifecycle?.preStop) ?? others[0];
+  return { mode, supervisor, operator };
+}
+
+/** The container's environment as the kubelet resolves it; fieldRefs become placeholders that name the field. */
+export function envOf(c: Container, fields: Record<string, string>): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const e of c.env ?? []) {
+    if (e.valueFrom) out[e.name] = e.valueFrom.fieldRef ? (fields[e.valueFrom.fieldRef.fieldPath] ?? `<${e.valueFrom.fieldRef.fieldPath}>`) : undefined;
+    else out[e.name] = (e.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => out[name] ?? whole);
+  }
+  return out;
+}
+
+/** The value of --FLAG=V or --FLAG V in the container's arguments. */
+export function flagOf(c: Container, flag: string): string | undefined {
+  const words = argv(c);
+  for (let i = 0; i < words.length; i++) {
+    if (words[i] === '--') break;
+    if (words[i] === `--${flag}`) return words[i + 1];
+    if (words[i]!.startsWith(`--${flag}=`)) return words[i]!.slice(flag.length + 3);
+  }
+  return undefined;
+}
+
+/** A setting of drainguard in this container: flag first, then variable, as drainguard reads them. */
+export function settingOf(c: Container, flag: string): string | undefined {
+  return flagOf(c, flag) ?? envOf(c, {})[`DRAINGUARD_${flag.toUpperCase().replaceAll('-', '_')}`];
+}
+
+export function mountFor(c: Container | undefined, path: string): { name: string; mountPath: string } | undefined {
+  // The deepest mount that holds PATH.
+  return [...(c?.volumeMounts ?? [])]
+    .filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath.replace(/\/$/, '')}/`))
+    .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+}
+
+export const userOf = (c: Container | undefined, pod: PodSpec): number | undefined => c?.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;

@@ -1,0 +1,186 @@
+// `drainguard check`, the built executable, on what users feed it: the
+// kustomize renders and the helm renders are clean (exit 0); each broken
+// variant of them (one mistake made in the parsed objects) gets exactly the
+// finding for that mistake, with its fix (exit 1); input it cannot read is
+// exit 2.
+
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { stringify } from 'yaml';
+import { type KubeObject, render, rendered, theDeployment } from '../deploy/support/manifests.ts';
+import { EXAMPLE, MODES, cleanupCharts, stageChart, templateText } from '../helm/support/charts.ts';
+import { EXE, tempDir } from '../support/proc.ts';
+
+interface Finding { code: string; severity: string; object: string; message: string; fix: string }
+interface Result { status: number | null; stdout: string; stderr: string; findings: Finding[] }
+
+const dir = tempDir();
+test.after(() => {
+  rmSync(dir, { recursive: true, force: true });
+  cleanupCharts();
+});
+
+function check(args: string[], input?: string): Result {
+  const r = spawnSync(EXE, ['check', ...args], { input, encoding: 'utf8', timeout: 30_000 });
+  const json = args.includes('json') && r.status !== 2 ? (JSON.parse(r.stdout) as { findings: Finding[] }) : { findings: [] };
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, findings: json.findings };
+}
+const checkObjects = (objects: KubeObject[]) => check(['-o', 'json', '-'], objects.map((o) => stringify(o)).join('---\n'));
+
+const copy = (mode: string): KubeObject[] => structuredClone(rendered(mode));
+const podOf = (objects: KubeObject[]) => theDeployment(objects).spec.template.spec;
+const container = (objects: KubeObject[], name: string) => [...podOf(objects).containers, ...(podOf(objects).initContainers ?? [])].find((c: any) => c.name === name);
+const DEPLOYMENT = 'Deployment/example-system/example-operator';
+
+/** Exactly one finding, CODE on the Deployment, whose fix contains FIX. */
+function onlyFinding(r: Result, code: string, fix: string, severity = 'error'): void {
+  assert.equal(r.status, 1, r.stdout + r.stderr);
+  assert.equal(r.findings.map((f) => f.code), [code]);
+  const [f] = r.findings;
+  assert.equal([f!.severity, f!.object], [severity, DEPLOYMENT]);
+  assert.ok(f!.fix.includes(fix), `fix ${JSON.stringify(f!.fix)} should contain ${JSON.stringify(fix)}`);
+  assert.ok(f!.message.length > 20);
+}
+
+test('the kustomize renders are clean: files, the directory, standard input', () => {
+  for (const mode of MODES) {
+    const r = check([`deploy/rendered/${mode}.yaml`]);
+    assert.equal([r.status, r.stdout], [0, 'checked 9 object(s): no findings\n']);
+  }
+  assert.equal(check(['-o', 'json', 'deploy/rendered']).findings, []);
+  assert.equal(check(['-o', 'json', 'deploy/rendered']).status, 0);
+  for (const mode of MODES) assert.equal(checkObjects(render(`deploy/examples/${mode}`)).status, 0);
+});
+
+test('the helm renders of the example operator are clean in every mode, hooks and all: helm template | drainguard check -', () => {
+  const chart = stageChart(EXAMPLE);
+  for (const mode of MODES) {
+    const r = check(['-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.mode': mode } }));
+    assert.equal(r.status, 0, r.stdout);
+    assert.match(r.stdout, /no findings/);
+  }
+  // drainguard switched off: nothing runs it.
+  const off = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.enabled': false } }));
+  assert.equal([off.status, off.findings.map((f) => `${f.severity} ${f.code} ${f.object}`)], [1, ['warning no-drainguard Deployment/operator-system/example-operator']]);
+});
+
+test('grace-period-too-short: an explicit drain timeout that does not fit, and a grace period with no drain time', () => {
+  const long = copy('native-sidecar');
+  podOf(long).terminationGracePeriodSeconds = 30;
+  container(long, 'drainguard').env.push({ name: 'DRAINGUARD_DRAIN_TIMEOUT', value: '25s' });
+  onlyFinding(checkObjects(long), 'grace-period-too-short', 'set spec.template.spec.terminationGracePeriodSeconds to at least 32, or lower DRAINGUARD_DRAIN_TIMEOUT in container drainguard');
+  podOf(long).terminationGracePeriodSeconds = 32;
+  assert.equal(checkObjects(long).status, 0);
+  const short = copy('wrap');
+  podOf(short).terminationGracePeriodSeconds = 6;
+  onlyFinding(checkObjects(short), 'grace-period-too-short', 'set spec.template.spec.terminationGracePeriodSeconds to at least 8');
+  // Kubebuilder's 10 s fits the defaults (3 s of drain).
+  const kubebuilder = copy('wrap');
+  podOf(kubebuilder).terminationGracePeriodSeconds = 10;
+  assert.equal(checkObjects(kubebuilder).status, 0);
+});
+
+test('socket-not-shared: the operator mounts the socket volume elsewhere, or has no DRAINGUARD_SOCKET', () => {
+  const elsewhere = copy('sidecar');
+  container(elsewhere, 'manager').volumeMounts.find((m: any) => m.name === 'drainguard-socket').mountPath = '/var/run/drainguard';
+  onlyFinding(checkObjects(elsewhere), 'socket-not-shared', 'mount one emptyDir (medium: Memory) at /run/drainguard in both containers drainguard and manager');
+  const unset = copy('native-sidecar');
+  container(unset, 'manager').env = container(unset, 'manager').env.filter((e: any) => e.name !== 'DRAINGUARD_SOCKET');
+  onlyFinding(checkObjects(unset), 'socket-not-shared', 'set DRAINGUARD_SOCKET=/run/drainguard/drain.sock in container manager');
+});
+
+test('socket-not-on-volume: wrap mode on a read-only root filesystem with the default socket', () => {
+  const objects = copy('wrap');
+  container(objects, 'manager').env = container(objects, 'manager').env.filter((e: any) => e.name !== 'DRAINGUARD_SOCKET');
+  onlyFinding(checkObjects(objects), 'socket-not-on-volume', 'mount an emptyDir (medium: Memory) at /run/drainguard in container manager and set DRAINGUARD_SOCKET=/run/drainguard/drain.sock');
+});
+
+test('different-users: the sidecar and the operator run as different users (socket mode 0600)', () => {
+  const objects = copy('sidecar');
+  container(objects, 'manager').securityContext.runAsUser = 1000;
+  onlyFinding(checkObjects(objects), 'different-users', 'set securityContext.runAsUser: 1000 in container drainguard');
+});
+
+test('guard-not-covered: the RBAC lacks a guarded name, or the Lease permissions', () => {
+  const name = copy('wrap');
+  const role = name.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;
+  role.rules[0].resourceNames = role.rules[0].resourceNames.filter((n: string) => n !== 'example-operator');
+  onlyFinding(checkObjects(name), 'guard-not-covered', 'resources: [clusterroles], verbs: [get, patch], resourceNames: [example-operator]');
+  // The operator's own ClusterRole grants Leases and Events anywhere; Pods only drainguard's Role.
+  const pods = copy('native-sidecar');
+  const own = pods.find((o) => o.kind === 'Role')!;
+  own.rules = own.rules.filter((r: any) => !r.resources.includes('pods'));
+  const r = checkObjects(pods);
+  onlyFinding(r, 'guard-not-covered', 'leases (coordination.k8s.io) create, get, list, update, patch, delete; events create; pods get');
+  assert.match(r.findings[0]!.message, /may not get pods in example-system/);
+});
+
+test('guarded-object-missing: the guard names an object the manifests lack', () => {
+  const objects = copy('sidecar').filter((o) => !(o.kind === 'ClusterRoleBinding' && o.metadata.name === 'example-operator'));
+  onlyFinding(checkObjects(objects), 'guarded-object-missing', 'or remove clusterrolebinding/example-operator from it');
+});
+
+test('prestop-missing: sidecar mode without the preStop hook', () => {
+  for (const mode of ['sidecar', 'native-sidecar']) {
+    const objects = copy(mode);
+    delete container(objects, 'manager').lifecycle;
+    onlyFinding(checkObjects(objects), 'prestop-missing', 'lifecycle: {preStop: {exec: {command: [/drainguard/drainguard, prestop]}}}');
+  }
+});
+
+test('serviceaccount-token-expires: the ServiceAccount guarded with a drain longer than its tokens live', () => {
+  const objects = copy('wrap');
+  podOf(objects).terminationGracePeriodSeconds = 90;
+  onlyFinding(checkObjects(objects), 'serviceaccount-token-expires', 'keep terminationGracePeriodSeconds at most 60', 'warning');
+});
+
+test('unsupported-architecture: a pod pinned to an architecture drainguard is not built for', () => {
+  const objects = copy('native-sidecar');
+  podOf(objects).nodeSelector = { 'kubernetes.io/arch': 's390x' };
+  onlyFinding(checkObjects(objects), 'unsupported-architecture', 'schedule the pod on amd64 or arm64 nodes');
+  podOf(objects).nodeSelector = { 'kubernetes.io/arch': 'arm64' };
+  assert.equal(checkObjects(objects).status, 0);
+});
+
+test('pod-identity-missing and guard-invalid: a literal pod UID, a malformed guard list', () => {
+  const literal = copy('wrap');
+  const uid = container(literal, 'manager').env.find((e: any) => e.name === 'DRAINGUARD_POD_UID');
+  delete uid.valueFrom;
+  uid.value = '0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50';
+  onlyFinding(checkObjects(literal), 'pod-identity-missing', '{name: DRAINGUARD_POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}');
+  const malformed = copy('sidecar');
+  container(malformed, 'drainguard').env.find((e: any) => e.name === 'DRAINGUARD_GUARD').value = 'clusterrole';
+  onlyFinding(checkObjects(malformed), 'guard-invalid', 'comma-separated clusterrole/NAME');
+});
+
+test('text output: each finding with its fix, and a summary', () => {
+  const objects = copy('sidecar');
+  delete container(objects, 'manager').lifecycle;
+  const r = check(['-'], objects.map((o) => stringify(o)).join('---\n'));
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /^error prestop-missing: Deployment\/example-system\/example-operator\n {2}container manager has no preStop hook/);
+  assert.match(r.stdout, /\n {2}fix: add to container manager: lifecycle:/);
+  assert.match(r.stdout, /checked 9 object\(s\): 1 error\(s\), 0 warning\(s\)\n$/);
+});
+
+test('bad input is exit 2, naming what was wrong', () => {
+  const cases: [string[], string | undefined, RegExp][] = [
+    [[], undefined, /name the manifests to check/],
+    [[join(dir, 'missing.yaml')], undefined, /missing\.yaml: cannot read \(ENOENT\)/],
+    [['-'], 'kind: Deployment\n  bad: [indent\n', /<stdin>:\d+: not YAML/],
+    [['-'], '- just\n- a list\n', /not a Kubernetes object/],
+    [['-o', 'yaml', 'deploy/rendered'], undefined, /-o: expected one of text, json, got "yaml"/],
+  ];
+  for (const [args, input, message] of cases) {
+    const r = check(args, input);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, message);
+  }
+  writeFileSync(join(dir, 'empty.yaml'), '# nothing\n');
+  assert.equal(check([join(dir, 'empty.yaml')]).stdout, 'checked 0 object(s): no findings\n');
+});
+
+test.run();

@@ -1,0 +1,45 @@
+// `drainguard check --deployment NAMESPACE/NAME` against the real API server:
+// the wrap example (deploy/rendered/wrap.yaml, its names made unique) created
+// as it is is clean; the same Deployment with its drainguard RBAC short of a
+// guarded name gets that finding. No pod needs to run: only objects are read.
+
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { type KubeObject, rendered } from '../deploy/support/manifests.ts';
+import { useCluster } from '../support/cluster/index.ts';
+import { EXE } from '../support/proc.ts';
+
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+
+test('a live Deployment: clean as created, then the finding once its RBAC lacks a guarded name', async () => {
+  const cluster = await useCluster();
+  const ns = (await cluster.namespace('check')).name;
+  const name = `eo-${randomBytes(3).toString('hex')}`;
+  const text = JSON.stringify(rendered('wrap').filter((o) => o.kind !== 'Namespace'))
+    .replaceAll('example-system', ns)
+    .replaceAll('example-operator', name);
+  for (const o of JSON.parse(text) as KubeObject[]) await cluster.create(o);
+  const check = () => spawnSync(EXE, ['check', '-o', 'json', '--deployment', `${ns}/${name}`], { encoding: 'utf8', timeout: 30_000, env: { KUBECONFIG: cluster.adminKubeconfig } });
+
+  const clean = check();
+  assert.equal(clean.status, 0, clean.stdout + clean.stderr);
+  assert.equal(JSON.parse(clean.stdout).findings, []);
+
+  const role = `${RBAC}/clusterroles/drainguard:${ns}:${name}`;
+  const current = await cluster.api.get(role);
+  current.rules[0].resourceNames = current.rules[0].resourceNames.filter((n: string) => n !== name);
+  await cluster.api.patch(role, { rules: current.rules });
+  const broken = check();
+  assert.equal(broken.status, 1, broken.stdout + broken.stderr);
+  const findings = JSON.parse(broken.stdout).findings as { code: string; object: string; fix: string }[];
+  assert.equal(findings.map((f) => `${f.code} ${f.object}`), [`guard-not-covered Deployment/${ns}/${name}`]);
+  assert.match(findings[0]!.fix, `resources: [clusterroles], verbs: [get, patch], resourceNames: [${name}]`);
+
+  const missing = spawnSync(EXE, ['check', '--deployment', `${ns}/nothing-here`], { encoding: 'utf8', timeout: 30_000, env: { KUBECONFIG: cluster.adminKubeconfig } });
+  assert.equal(missing.status, 1, 'a Deployment that is not there is a failure of the check (exit 1), with the API message');
+  assert.match(missing.stderr, /404|not found/i);
+});
+
+test.run();

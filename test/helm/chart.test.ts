@@ -1,0 +1,146 @@
+// The charts through the real helm: helm lint --strict and helm template in
+// every mode, every rendered object one the API server accepts (schemas and
+// unknown fields, as the kustomize output is checked), drainguard's RBAC and
+// the hooks' RBAC granting exactly what they need, and drainguard switched
+// off leaving the operator's chart as it was.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parse } from 'yaml';
+import { parseGuardList } from '../../src/config/guard-list.ts';
+import { type KubeObject, ofKind, problems, theDeployment } from '../deploy/support/manifests.ts';
+import { EXAMPLE, KUSTOMIZE_EXAMPLE, LIBRARY, MODES, cleanupCharts, lint, stageChart, template } from './support/charts.ts';
+
+const NS = 'operator-system';
+const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+const example = stageChart(EXAMPLE);
+const fixture = stageChart(KUSTOMIZE_EXAMPLE);
+
+test.after(cleanupCharts);
+
+const hookOf = (o: KubeObject) => o.metadata.annotations?.['helm.sh/hook'];
+const isDrainguard = (o: KubeObject) => o.metadata.labels?.['app.kubernetes.io/name'] === 'drainguard';
+
+/** Every VERB on RESOURCE (GROUP) named NAME ('*': any) in NAMESPACE ('': cluster) that ROLES grant. */
+function grants(roles: KubeObject[]): string[] {
+  const out = new Set<string>();
+  for (const role of roles) {
+    const scope = role.kind === 'Role' ? role.metadata.namespace! : '';
+    for (const rule of role.rules) {
+      assert.equal(rule.nonResourceURLs, undefined);
+      for (const group of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) {
+        assert.ok(!rule.resourceNames || rule.resourceNames.length > 0, `${role.metadata.name}: an empty resourceNames would grant every name`);
+        for (const name of rule.resourceNames ?? ['*']) out.add(`${scope}|${group}|${resource}|${verb}|${name}`);
+      }
+    }
+  }
+  return [...out].sort();
+}
+
+const RESOURCE: Record<string, [string, string]> = {
+  clusterrole: ['rbac.authorization.k8s.io', 'clusterroles'],
+  clusterrolebinding: ['rbac.authorization.k8s.io', 'clusterrolebindings'],
+  role: ['rbac.authorization.k8s.io', 'roles'],
+  rolebinding: ['rbac.authorization.k8s.io', 'rolebindings'],
+  serviceaccount: ['', 'serviceaccounts'],
+};
+const onGuard = (guard: string, verbs: string[]) =>
+  parseGuardList(guard, 'guard').flatMap((t) => verbs.map((v) => `${t.namespace ?? ''}|${RESOURCE[t.kind]![0]}|${RESOURCE[t.kind]![1]}|${v}|${t.name}`));
+
+const guardOf = (d: KubeObject): string => {
+  const pod = d.spec.template.spec;
+  const values = [...pod.containers, ...(pod.initContainers ?? [])].flatMap((c: any) => (c.env ?? []).filter((e: any) => e.name === 'DRAINGUARD_GUARD'));
+  assert.equal(values.length, 1, 'DRAINGUARD_GUARD on one container');
+  return values[0].value;
+};
+
+test('the library chart is a library, of this version, with the image of this version by default', () => {
+  const chart = parse(readFileSync(join(LIBRARY, 'Chart.yaml'), 'utf8')) as Record<string, string>;
+  const values = parse(readFileSync(join(LIBRARY, 'values.yaml'), 'utf8')) as { image: { tag: string } };
+  assert.equal(chart.type, 'library');
+  assert.equal([chart.version, chart.appVersion, values.image.tag], [VERSION, VERSION, VERSION]);
+});
+
+for (const mode of MODES) {
+  test(`${mode}: helm lint --strict passes for the example operator's chart and the kustomize example`, () => {
+    for (const chart of [example, fixture]) assert.match(lint(chart, { namespace: NS, set: { 'drainguard.mode': mode } }), /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  });
+
+  const objects = template(example, { namespace: NS, set: { 'drainguard.mode': mode } });
+
+  test(`${mode}: every object helm renders validates against the Kubernetes schemas`, async () => {
+    assert.ok(objects.length > 10);
+    // Custom resources: of a kind one of the chart's CRDs serves (kubernetes-models knows the CRDs).
+    const served = new Set(ofKind(objects, 'CustomResourceDefinition').flatMap((crd) => crd.spec.versions.map((v: { name: string }) => `${crd.spec.group}/${v.name} ${crd.spec.names.kind}`)));
+    const custom = objects.filter((o) => o.apiVersion.startsWith('operator.example.io/'));
+    assert.equal(custom.map((o) => o.kind).sort(), ['APIServer', 'Installation']);
+    for (const o of custom) assert.ok(served.has(`${o.apiVersion} ${o.kind}`), `${o.apiVersion} ${o.kind} has a CRD`);
+    assert.equal((await Promise.all(objects.filter((o) => !custom.includes(o)).map(problems))).flat(), []);
+  });
+
+  test(`${mode}: drainguard's RBAC grants get and patch on exactly the guard list, its Leases, Events and Pod`, () => {
+    const deployment = theDeployment(objects);
+    const guard = guardOf(deployment);
+    const ours = objects.filter(isDrainguard);
+    assert.equal(ours.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+    for (const b of ours.filter((o) => o.kind.endsWith('Binding'))) assert.equal(b.subjects, [{ kind: 'ServiceAccount', name: 'example-operator', namespace: NS }]);
+    const want = [
+      ...onGuard(guard, ['get', 'patch']),
+      ...['create', 'get', 'list', 'update', 'patch', 'delete'].map((v) => `${NS}|coordination.k8s.io|leases|${v}|*`),
+      `${NS}||events|create|*`,
+      `${NS}||pods|get|*`,
+    ].sort();
+    assert.equal(grants(ours.filter((o) => o.kind.endsWith('Role'))), want);
+    // The guard holds the operator's RBAC and ServiceAccount, and drainguard's own.
+    const names = parseGuardList(guard, 'guard').map((t) => `${t.kind}/${t.name}`).sort();
+    const self = `drainguard:${NS}:example-operator`;
+    assert.equal(names, ['clusterrole/example-operator', 'clusterrolebinding/example-operator', 'serviceaccount/example-operator', `clusterrole/${self}`, `clusterrolebinding/${self}`, `role/${self}`, `rolebinding/${self}`].sort());
+  });
+
+  test(`${mode}: the pre-delete hook may delete the custom resources and list pods, nothing else; it runs predelete stage by stage`, () => {
+    const hooks = objects.filter((o) => hookOf(o) === 'pre-delete');
+    assert.equal(hooks.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Job', 'Role', 'RoleBinding', 'ServiceAccount']);
+    assert.equal(grants(ofKind(hooks, 'ClusterRole').concat(ofKind(hooks, 'Role'))), [
+      ...['delete', 'get', 'list'].flatMap((v) => ['apiservers', 'installations'].map((r) => `|operator.example.io|${r}|${v}|*`)),
+      `${NS}||pods|list|*`,
+    ].sort());
+    const job = ofKind(hooks, 'Job')[0]!;
+    const weight = (o: KubeObject) => Number(o.metadata.annotations!['helm.sh/hook-weight']);
+    for (const o of hooks.filter((h) => h.kind !== 'Job')) assert.ok(weight(o) < weight(job), `${o.kind} before the Job`);
+    const sa = ofKind(hooks, 'ServiceAccount')[0]!.metadata.name;
+    assert.equal(job.spec.template.spec.serviceAccountName, sa);
+    for (const b of hooks.filter((o) => o.kind.endsWith('Binding'))) assert.equal(b.subjects, [{ kind: 'ServiceAccount', name: sa, namespace: NS }]);
+    assert.equal(job.spec.template.spec.containers[0].args, [
+      'predelete', `--namespace=${NS}`, '--timeout=5m', '--require-ready=app.kubernetes.io/name=example-operator', '--order',
+      'apiservers.operator.example.io', 'installations.operator.example.io',
+    ]);
+  });
+
+  test(`${mode}: the post-delete hook may get and patch the guarded objects and read Leases; it runs release --wait on the guard list`, () => {
+    const hooks = objects.filter((o) => hookOf(o) === 'post-delete');
+    const guard = guardOf(theDeployment(objects));
+    assert.equal(grants(ofKind(hooks, 'ClusterRole').concat(ofKind(hooks, 'Role'))), [
+      ...onGuard(guard, ['get', 'patch']),
+      `${NS}|coordination.k8s.io|leases|get|*`,
+      `${NS}|coordination.k8s.io|leases|list|*`,
+    ].sort());
+    const job = ofKind(hooks, 'Job')[0]!;
+    assert.equal(job.spec.template.spec.containers[0].args, ['release', `--pod-namespace=${NS}`, `--guard=${guard}`, '--wait=2m']);
+  });
+}
+
+test('drainguard switched off: the chart renders the operator as it was, and nothing of drainguard', () => {
+  const on = template(example, { namespace: NS });
+  const off = template(example, { namespace: NS, set: { 'drainguard.enabled': false } });
+  const text = JSON.stringify(off);
+  assert.not.match(text, /drainguard/);
+  const deployment = theDeployment(off);
+  assert.equal(deployment.spec.template.spec.terminationGracePeriodSeconds, 10, "Kubebuilder's grace period, the chart's own");
+  assert.equal(deployment.spec.template.spec.containers.map((c: any) => c.name), ['manager']);
+  const kinds = (list: KubeObject[]) => list.filter((o) => !isDrainguard(o) && !hookOf(o)).map((o) => `${o.kind}/${o.metadata.name}`).sort();
+  assert.equal(kinds(off), kinds(on), 'the operator objects are the same ones');
+});
+
+test.run();

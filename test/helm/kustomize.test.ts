@@ -1,0 +1,34 @@
+// One source of truth: the library chart renders, for the same settings, the
+// very objects the kustomize components render. The chart under test is
+// deploy/examples/operator itself (test/helm/fixtures/kustomize-example reads
+// its files), with drainguard added by the library in each mode; what
+// kubectl kustomize renders for deploy/examples/MODE is deploy/rendered/MODE.yaml
+// (kept equal to kubectl's output by test/deploy/drift.test.ts).
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { type KubeObject, rendered } from '../deploy/support/manifests.ts';
+import { KUSTOMIZE_EXAMPLE, MODES, cleanupCharts, stageChart, template } from './support/charts.ts';
+
+const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const byKey = (objects: KubeObject[]) => new Map(objects.map((o) => [key(o), o]));
+const chart = stageChart(KUSTOMIZE_EXAMPLE);
+
+test.after(cleanupCharts);
+
+for (const mode of MODES) {
+  test(`${mode}: helm template renders what kubectl kustomize renders, object for object`, () => {
+    const fromHelm = byKey(template(chart, { namespace: 'example-system', set: { 'drainguard.mode': mode } }));
+    const fromKustomize = byKey(rendered(mode));
+    assert.equal([...fromHelm.keys()].sort(), [...fromKustomize.keys()].sort(), 'the same objects');
+    for (const [k, o] of fromKustomize) assert.equal(fromHelm.get(k), o, k);
+  });
+}
+
+test('the comparison sees a difference: another stop timeout changes the rendered pod', () => {
+  const fromHelm = byKey(template(chart, { namespace: 'example-system', set: { 'drainguard.mode': 'wrap', 'drainguard.stopTimeoutSeconds': 10 } }));
+  const deployment = [...fromHelm.values()].find((o) => o.kind === 'Deployment')!;
+  assert.not.equal(deployment, rendered('wrap').find((o) => o.kind === 'Deployment'));
+});
+
+test.run();

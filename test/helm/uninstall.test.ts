@@ -1,0 +1,274 @@
+// The example operator's chart through the real helm on the real control plane,
+// its pods run by the kubelet stand-in: helm install, helm upgrade with a
+// changed pod template (a rolling update), helm uninstall --wait. With
+// drainguard the operator's cleanup gets the RBAC it needs and nothing of the
+// release is left; the same chart with drainguard switched off fails as
+// tigera-operator did (its cleanup refused once Helm deleted its RBAC, its
+// custom resource stuck). And Kubebuilder's 10 s grace period.
+
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { type TestCluster, useCluster } from '../support/cluster/index.ts';
+import { type ContainerRun, Kubelet } from '../support/kubelet/index.ts';
+import { type HelmResult, helmRun } from '../support/helm.ts';
+import { NODE } from '../support/proc.ts';
+import { EXAMPLE, cleanupCharts, stageChart } from './support/charts.ts';
+
+const OPERATOR = resolve('test/helm/fixtures/operator.ts');
+const EXE = resolve('dist/drainguard');
+const GROUP = '/apis/operator.example.io/v1';
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+const FIN = 'operator.example.io/cleanup';
+const HOLDER = 'drainguard.dev/holder-';
+const HELM_TIMEOUT_MS = 150_000;
+
+const isDrainguard = (path: string | undefined) => path !== undefined && /(^|\/)drainguard$/.test(path);
+
+/**
+ * Images to processes. drainguard's image: the built executable (its entrypoint
+ * is drainguard). The operator's: the fixture operator, behind the drainguard
+ * that `install` copied into the pod when its command is /drainguard/drainguard
+ * (wrap); its preStop hook runs that copy as it stands.
+ */
+const images = {
+  'ghcr.io/drainguard/drainguard': (run: ContainerRun) => {
+    const args = run.container.command ? run.argv.slice(1) : [...run.argv];
+    // The stand-in maps the paths it sees in env and args; the sidecar's default
+    // socket, /run/drainguard/drain.sock, appears in neither, so it is named here.
+    const dir = args[0] === 'sidecar' && !run.env.DRAINGUARD_SOCKET ? run.hostPath('/run/drainguard') : undefined;
+    return { file: EXE, args, ...(dir && { env: { ...run.env, DRAINGUARD_SOCKET: `${dir}/drain.sock` } }) };
+  },
+  'example.com/example-operator': (run: ContainerRun) => {
+    if (run.hook) return undefined;
+    if (isDrainguard(run.container.command?.[0])) {
+      const sep = run.argv.indexOf('--');
+      return { file: run.argv[0]!, args: [...run.argv.slice(1, sep + 1), NODE, OPERATOR], probes: false };
+    }
+    return { file: NODE, args: [OPERATOR], probes: false };
+  },
+};
+
+let cluster: TestCluster;
+let chart: string;
+
+test.before(async () => {
+  cluster = await useCluster();
+  chart = stageChart(EXAMPLE);
+});
+
+test.after(async () => {
+  // Helm never deletes crds/; a failed test may leave custom resources behind.
+  for (const plural of ['installations', 'apiservers']) {
+    for (const o of await cluster.api.list(`${GROUP}/${plural}`).catch(() => [])) {
+      await cluster.api.patch(`${GROUP}/${plural}/${o.metadata.name}`, { metadata: { finalizers: null } });
+      await cluster.api.delete(`${GROUP}/${plural}/${o.metadata.name}`);
+    }
+    await cluster.api.delete(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.operator.example.io`);
+  }
+  for (const name of ['example-operator']) {
+    for (const kind of ['clusterroles', 'clusterrolebindings']) {
+      const o = await cluster.api.get(`${RBAC}/${kind}/${name}`);
+      if (o) {
+        await cluster.api.patch(`${RBAC}/${kind}/${name}`, { metadata: { finalizers: null } });
+        await cluster.api.delete(`${RBAC}/${kind}/${name}`);
+      }
+    }
+  }
+  cleanupCharts();
+});
+
+const access = () => ({ server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert, 'utf8'), key: readFileSync(cluster.state.adminKey, 'utf8') });
+const helm = (args: string[]): Promise<HelmResult> => helmRun([...args, '--kubeconfig', cluster.adminKubeconfig], HELM_TIMEOUT_MS);
+const setArgs = (set: Record<string, unknown>) => Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
+
+async function mustHelm(args: string[]): Promise<HelmResult> {
+  const r = await helm(args);
+  assert.equal(r.code, 0, `helm ${args.join(' ')}: ${r.stderr}${r.stdout}`);
+  return r;
+}
+
+/** Polls CHECK every 50 ms while PROMISE runs; resolves with its result and what CHECK saw, with times. */
+async function observe<T>(promise: Promise<T>, check: () => Promise<string[]>): Promise<{ result: T; seen: Map<string, number> }> {
+  const seen = new Map<string, number>();
+  let done = false;
+  const loop = (async () => {
+    while (!done) {
+      for (const what of await check().catch(() => [])) if (!seen.has(what)) seen.set(what, Date.now());
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  const result = await promise.finally(() => (done = true));
+  await loop;
+  return { result, seen };
+}
+
+const holdersOf = (o: any): string[] => (o?.metadata.finalizers ?? []).filter((f: string) => f.startsWith(HOLDER));
+
+/** What the observer reports about the release's objects. */
+function releaseState(ns: string) {
+  return async (): Promise<string[]> => {
+    const out: string[] = [];
+    const inst = await cluster.api.get(`${GROUP}/installations/default`);
+    out.push(!inst ? 'installation gone' : inst.metadata.deletionTimestamp ? 'installation deleting' : 'installation present');
+    const deployment = await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`);
+    if (!deployment) out.push('deployment gone');
+    const crb = await cluster.api.get(`${RBAC}/clusterrolebindings/example-operator`);
+    out.push(!crb ? 'clusterrolebinding gone' : crb.metadata.deletionTimestamp ? `clusterrolebinding deleting, held by ${holdersOf(crb).length}` : 'clusterrolebinding present');
+    const pods = (await cluster.api.list(`/api/v1/namespaces/${ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dexample-operator`));
+    if (pods.length === 0) out.push('operator pod gone');
+    else if (pods.some((p: any) => p.metadata.deletionTimestamp)) out.push('operator pod terminating');
+    const jobs = await cluster.api.list(`/api/v1/namespaces/${ns}/pods`);
+    for (const p of jobs) if (p.metadata.labels?.['app.kubernetes.io/name']?.startsWith('example-operator-drainguard-')) out.push(`${p.metadata.labels['app.kubernetes.io/name']} pod ${p.status?.phase ?? 'Pending'}`);
+    return out;
+  };
+}
+
+const timeline = (seen: Map<string, number>, t0: number) => [...seen].sort((a, b) => a[1] - b[1]).map(([what, at]) => `${String(at - t0).padStart(6)} ms  ${what}`).join('\n');
+
+/** The custom resources adopted by the operator, and the operator's pod holding the guard on its RBAC. */
+async function installed(ns: string, guarded: boolean): Promise<any> {
+  await cluster.waitFor(async () => (await cluster.api.get(`${GROUP}/installations/default`))?.metadata.finalizers?.includes(FIN), 30_000, 'the operator adopted the Installation');
+  await cluster.waitFor(() => cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/installations-default`), 30_000, "the operator's ConfigMap for the Installation");
+  const [pod] = await cluster.api.list(`/api/v1/namespaces/${ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dexample-operator`);
+  assert.ok(pod, 'the operator pod');
+  if (guarded) {
+    for (const path of [`${RBAC}/clusterroles/example-operator`, `${RBAC}/clusterrolebindings/example-operator`, `/api/v1/namespaces/${ns}/serviceaccounts/example-operator`]) {
+      await cluster.waitFor(async () => holdersOf(await cluster.api.get(path)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, `the guard on ${path}`);
+    }
+  }
+  return pod;
+}
+
+/** Nothing of the release left: no RBAC, no finalizer, no Lease, no pod, no custom resource, no ConfigMap of the operator's. */
+async function nothingLeft(ns: string): Promise<void> {
+  for (const path of [
+    `${GROUP}/installations/default`, `${GROUP}/apiservers/default`,
+    `${RBAC}/clusterroles/example-operator`, `${RBAC}/clusterrolebindings/example-operator`,
+    `${RBAC}/clusterroles/drainguard:${ns}:example-operator`, `${RBAC}/clusterrolebindings/drainguard:${ns}:example-operator`,
+    `${RBAC}/namespaces/${ns}/roles/drainguard:${ns}:example-operator`, `${RBAC}/namespaces/${ns}/rolebindings/drainguard:${ns}:example-operator`,
+    `/api/v1/namespaces/${ns}/serviceaccounts/example-operator`,
+  ]) assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
+  assert.equal((await cluster.api.list(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`)).map((l: any) => l.metadata.name), [], 'no Lease');
+  await cluster.waitFor(async () => (await cluster.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0, 30_000, 'no pod left');
+  const configMaps = (await cluster.api.list(`/api/v1/namespaces/${ns}/configmaps`)).map((c: any) => c.metadata.name).filter((n: string) => n !== 'kube-root-ca.crt');
+  assert.equal(configMaps, [], "the operator cleaned up what it made");
+}
+
+async function withKubelet(prefix: string, body: (ns: string, kubelet: Kubelet) => Promise<void>): Promise<void> {
+  const ns = (await cluster.namespace(prefix)).name;
+  const kubelet = await Kubelet.start({ cluster: access(), namespaces: [ns], images });
+  try {
+    await body(ns, kubelet);
+    assert.equal(kubelet.errors, []);
+  } catch (err) {
+    process.stderr.write(`kubelet events:\n${kubelet.timeline()}\n`);
+    for (const e of kubelet.events.filter((x) => x.what === 'started' && x.proc)) {
+      process.stderr.write(`--- ${e.pod}/${e.container}\n${[...e.proc!.stdout, ...e.proc!.stderr].slice(-15).join('\n')}\n`);
+    }
+    throw err;
+  } finally {
+    // A failed test may leave the release: take it away without hooks, and what holds it.
+    await helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--ignore-not-found']);
+    for (const plural of ['installations', 'apiservers']) {
+      const path = `${GROUP}/${plural}/default`;
+      if (await cluster.api.get(path)) {
+        await cluster.api.patch(path, { metadata: { finalizers: null } });
+        await cluster.api.delete(path);
+        await cluster.waitFor(async () => !(await cluster.api.get(path)), 30_000, `${path} gone`);
+      }
+    }
+    for (const kind of ['clusterroles', 'clusterrolebindings']) {
+      for (const name of ['example-operator', `drainguard:${ns}:example-operator`]) {
+        if (await cluster.api.get(`${RBAC}/${kind}/${name}`)) await cluster.api.patch(`${RBAC}/${kind}/${name}`, { metadata: { finalizers: null } });
+      }
+    }
+    await kubelet.stop();
+  }
+}
+
+const operatorOutput = async (kubelet: Kubelet, pod: string): Promise<string[]> => {
+  const container = kubelet.events.find((e) => e.pod === pod && e.what === 'started' && e.container === 'manager');
+  assert.ok(container?.proc, `the operator of ${pod} ran`);
+  return container.proc.stdout;
+};
+
+test('drainguard on (native sidecar): install, a rolling update, uninstall --wait: the cleanup gets its RBAC, nothing is left', async () => {
+  await withKubelet('helm-on', async (ns, kubelet) => {
+    await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s']);
+    const first = await installed(ns, true);
+
+    // A rolling update: the new pod is ready (its guard set) before the old one drains.
+    const { seen: upgrade } = await observe(mustHelm(['upgrade', 'ex', chart, '-n', ns, '--reuse-values', ...setArgs({ podAnnotations: { revision: '2' } }), '--wait', '--timeout', '60s']), async () => {
+      const role = await cluster.api.get(`${RBAC}/clusterroles/example-operator`);
+      return [`holders ${holdersOf(role).length}`];
+    });
+    assert.ok(upgrade.has('holders 2'), `both pods held the ClusterRole at once: ${[...upgrade.keys()].join(', ')}`);
+    await cluster.waitFor(async () => !(await cluster.api.get(`/api/v1/namespaces/${ns}/pods/${first.metadata.name}`)), 60_000, 'the old pod gone');
+    const old = await operatorOutput(kubelet, first.metadata.name);
+    assert.ok(old.includes('drain') && old.includes('drained'), old.join('\n'));
+    assert.not.ok(old.includes('interrupted'), 'no reconcile interrupted');
+    assert.ok(old.includes('stop: not an uninstall'));
+    const role = await cluster.api.get(`${RBAC}/clusterroles/example-operator`);
+    assert.not.ok(holdersOf(role).includes(`${HOLDER}${first.metadata.uid}`), "the old pod's finalizer released");
+    const second = await installed(ns, true);
+    assert.not.equal(second.metadata.uid, first.metadata.uid);
+
+    const t0 = Date.now();
+    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--wait', '--timeout', '30s']), releaseState(ns));
+    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --wait, drainguard on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    assert.equal(result.code, 0, result.stderr);
+    // The pre-delete hook: the custom resources went first, while the operator ran with its RBAC.
+    assert.ok(seen.get('installation gone')! < seen.get('deployment gone')!, timeline(seen, t0));
+    // The guard: the binding stayed, terminating and held, while the pod drained.
+    assert.ok(seen.has('clusterrolebinding deleting, held by 1'), timeline(seen, t0));
+    const out = await operatorOutput(kubelet, second.metadata.name);
+    assert.ok(out.includes('cleanup installations/default: finalizer 200'), out.join('\n'));
+    assert.ok(out.includes('cleanup apiservers/default: finalizer 200'), out.join('\n'));
+    assert.ok(out.includes('saw clusterrolebinding terminating'), out.join('\n'));
+    assert.ok(out.includes('stop: delete state 200'), out.join('\n'));
+    assert.not.ok(out.includes('interrupted'));
+    await nothingLeft(ns);
+  });
+});
+
+test('control: the same chart with drainguard switched off fails the tigera way', async () => {
+  await withKubelet('helm-off', async (ns, kubelet) => {
+    await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s', ...setArgs({ 'drainguard.enabled': false })]);
+    const pod = await installed(ns, false);
+    const t0 = Date.now();
+    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--wait', '--timeout', '20s']), releaseState(ns));
+    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --wait, drainguard off:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    assert.not.equal(result.code, 0, 'helm uninstall --wait fails');
+    const out = await operatorOutput(kubelet, pod.metadata.name);
+    // Its cleanup is refused: the binding was gone before it got to it.
+    assert.match(out.join('\n'), /saw clusterrolebinding (403|404|401)\nstop: delete state (403|401)/);
+    // The custom resource is stuck: deleted, with the operator's finalizer nobody will remove.
+    const inst = await cluster.api.get(`${GROUP}/installations/default`);
+    assert.ok(inst?.metadata.deletionTimestamp, 'the Installation is terminating');
+    assert.equal(inst.metadata.finalizers, [FIN]);
+    assert.ok(await cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/example-operator-state`), "the operator's state is left behind");
+    assert.equal(await cluster.api.get(`${RBAC}/clusterroles/example-operator`), undefined, 'its RBAC went at once');
+  });
+});
+
+test("Kubebuilder's 10 s grace period (wrap mode): the drain and the release fit, nothing is left", async () => {
+  await withKubelet('helm-10s', async (ns, kubelet) => {
+    await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s', ...setArgs({ 'drainguard.mode': 'wrap', 'drainguard.terminationGracePeriodSeconds': 10 })]);
+    const pod = await installed(ns, true);
+    assert.equal(pod.spec.terminationGracePeriodSeconds, 10);
+    const t0 = Date.now();
+    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--wait', '--timeout', '30s']), releaseState(ns));
+    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --wait, 10 s grace, wrap:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(seen.get('operator pod gone')! - seen.get('operator pod terminating')! < 10_000, 'the pod is gone inside its grace period');
+    const killed = kubelet.events.filter((e) => e.uid === pod.metadata.uid && /SIGKILL/.test(e.what));
+    assert.equal(killed, [], 'no SIGKILL: drainguard released before the grace period ran out');
+    const out = await operatorOutput(kubelet, pod.metadata.name);
+    assert.ok(out.includes('stop: delete state 200'), out.join('\n'));
+    await nothingLeft(ns);
+  });
+});
+
+test.run();
