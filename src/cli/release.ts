@@ -59,8 +59,7 @@ are written. Exit status 0 when every stale finalizer was removed, 1 when some c
     const logger = createLogger({ level: v.logLevel ?? 'info', format: v.logFormat, stream: io.stderr });
     const { openClient, defaultNamespace } = await import('../guard/open.ts');
     const { inspect } = await import('../guard/inspect.ts');
-    const { removeFinalizers } = await import('../guard/finalizers.ts');
-    const { refOf } = await import('../guard/names.ts');
+    const { sweep, toSweep, why } = await import('../guard/sweep.ts');
     const { sleep } = await import('../kube/retry.ts');
     const client = openClient(io.env, logger, 'drainguard release');
     const namespace = defaultNamespace(client, v.podNamespace);
@@ -81,17 +80,17 @@ are written. Exit status 0 when every stale finalizer was removed, 1 when some c
             say(`${o.key}: not found`);
             return;
           }
-          const remove = o.holders.filter((h) => !h.live || v.all);
-          for (const h of o.holders.filter((x) => !remove.includes(x))) {
+          const { remove, keep } = toSweep(o.holders, { all: v.all });
+          for (const h of keep) {
             kept++;
             say(`${o.key}: kept ${h.finalizer} (live holder ${h.lease!.metadata.namespace}/${h.lease!.metadata.name})`);
           }
           if (remove.length === 0) return;
           try {
-            const result = await removeFinalizers(client, refOf(o.target), remove.map((h) => h.finalizer));
+            const result = await sweep(client, o.target, remove);
             for (const h of remove) {
               removed++;
-              say(`${o.key}: removed ${h.finalizer} (${h.live ? 'live holder, --all' : h.staleBecause === 'gone' ? 'stale: Lease gone' : 'stale: Lease expired'})`);
+              say(`${o.key}: removed ${h.finalizer} (${why(h)})`);
             }
             if (result.state === 'removed' && result.gone) say(`${o.key}: deleted (it was being deleted)`);
           } catch (err) {

@@ -10,14 +10,16 @@
 import type { GuardTarget } from '../config/guard-list.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { isNotFound, isStatus } from '../kube/errors.ts';
+import { isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
 import { backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { GuardHandle } from '../supervisor/observer.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
-import { type LeaseObject, listHolders } from './holders.ts';
-import { GUARDS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, finalizerFor, holderOf, leaseNameFor, refOf } from './names.ts';
+import { listHolders } from './holders.ts';
+import { HolderLease } from './lease.ts';
+import { holdersOf, sweep, toSweep } from './sweep.ts';
+import { finalizerFor, holderOf, refOf } from './names.ts';
 import { releaseWaves } from './release-order.ts';
 
 export interface PodRef {
@@ -77,15 +79,13 @@ export class Guard implements GuardHandle {
   readonly #client: KubeClient;
   readonly #pod: PodRef;
   readonly #finalizer: string;
-  readonly #leaseName: string;
+  readonly #lease: HolderLease;
   readonly #leaseDurationMs: number;
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #onReleaseFailed?: (objects: readonly string[], fix: string) => void;
   readonly #objects: Tracked[];
   readonly #stop = new AbortController();
-  #leaseHeld = false;
-  #leaseCreated = false;
   #podChecked = false;
   /** The pod's ServiceAccount, from the Pod: whose permissions the release order keeps. */
   #serviceAccount?: string;
@@ -99,12 +99,19 @@ export class Guard implements GuardHandle {
     this.#client = options.client;
     this.#pod = options.pod;
     this.#finalizer = finalizerFor(options.pod.uid);
-    this.#leaseName = leaseNameFor(options.pod.uid);
     this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS);
     this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
     this.#now = options.now ?? Date.now;
     this.#onReleaseFailed = options.onReleaseFailed;
     this.#objects = options.targets.map((target) => ({ target, state: 'unknown', mayHold: true }));
+    this.#lease = new HolderLease({
+      client: this.#client,
+      pod: options.pod,
+      guards: options.targets.map(guardTargetKey),
+      durationMs: this.#leaseDurationMs,
+      logger: this.#log,
+      now: this.#now,
+    });
   }
 
   get finalizer(): string {
@@ -118,8 +125,8 @@ export class Guard implements GuardHandle {
       deleting: Boolean(o.object?.metadata.deletionTimestamp),
       ...(o.message !== undefined && { message: o.message }),
     }));
-    const ready = this.#leaseHeld && this.#objects.every((o) => o.state === 'guarded' || o.state === 'missing');
-    return { ready, lease: this.#leaseHeld ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
+    const ready = this.#lease.held && this.#objects.every((o) => o.state === 'guarded' || o.state === 'missing');
+    return { ready, lease: this.#lease.held ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
   }
 
   /** The figures readiness and metrics read (the HTTP listener's GuardStatus). */
@@ -137,7 +144,7 @@ export class Guard implements GuardHandle {
         { serviceAccounts: accounts },
       );
     }
-    this.#log.info('guard starting', { lease: `${this.#pod.namespace}/${this.#leaseName}`, objects: this.#objects.map((o) => guardTargetKey(o.target)), api: this.#client.server });
+    this.#log.info('guard starting', { lease: this.#lease.name, objects: this.#objects.map((o) => guardTargetKey(o.target)), api: this.#client.server });
     this.#loop = this.#run().catch((err: unknown) => this.#log.error('guard loop failed', { error: err as Error }));
   }
 
@@ -172,7 +179,7 @@ export class Guard implements GuardHandle {
 
   async #tick(signal: AbortSignal): Promise<void> {
     if (!this.#podChecked) await this.#readPod(signal);
-    await this.#holdLease(signal);
+    await this.#lease.hold(signal);
     const foreign = new Set<string>();
     await Promise.all(this.#objects.map((o) => this.#holdObject(o, signal, foreign)));
     if (foreign.size > 0) await this.#sweep(foreign, signal);
@@ -200,53 +207,6 @@ export class Guard implements GuardHandle {
       this.#podChecked = true;
       this.#log.debug('cannot read this pod to check its uid', { error: (err as Error).message });
     }
-  }
-
-  #leaseBody(): LeaseObject {
-    const now = new Date(this.#now()).toISOString().replace('Z', '000Z');
-    return {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: {
-        name: this.#leaseName,
-        namespace: this.#pod.namespace,
-        labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
-        annotations: { [GUARDS_ANNOTATION]: this.#objects.map((o) => guardTargetKey(o.target)).join(',') },
-        // The garbage collector deletes the Lease once the Pod is gone: the holder's end, even after SIGKILL.
-        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: this.#pod.name, uid: this.#pod.uid }],
-      },
-      spec: { holderIdentity: this.#pod.name, leaseDurationSeconds: Math.ceil(this.#leaseDurationMs / 1000), acquireTime: now, renewTime: now },
-    };
-  }
-
-  async #holdLease(signal: AbortSignal): Promise<void> {
-    const ref = { ...RESOURCES.lease, namespace: this.#pod.namespace, name: this.#leaseName };
-    const body = this.#leaseBody();
-    try {
-      if (this.#leaseCreated) {
-        await this.#client.patch(ref, { spec: { holderIdentity: body.spec!.holderIdentity, renewTime: body.spec!.renewTime } }, 'application/merge-patch+json', { signal });
-      } else {
-        await this.#client.create(RESOURCES.lease, this.#pod.namespace, body, { signal });
-        this.#log.info('holder Lease created', { lease: `${this.#pod.namespace}/${this.#leaseName}` });
-      }
-    } catch (err) {
-      if (isNotFound(err) && this.#leaseCreated) {
-        this.#leaseCreated = false;
-        this.#log.warn('holder Lease was deleted: creating it again', { lease: `${this.#pod.namespace}/${this.#leaseName}` });
-        return this.#holdLease(signal);
-      }
-      if (!this.#leaseCreated && isStatus(err, 409)) {
-        // Left by an earlier run of this pod's container: take it over.
-        const { metadata, spec } = body;
-        await this.#client.patch(ref, { metadata: { labels: metadata.labels, annotations: metadata.annotations }, spec }, 'application/merge-patch+json', { signal });
-        this.#log.info('holder Lease taken over from an earlier run of this pod', { lease: `${this.#pod.namespace}/${this.#leaseName}` });
-      } else {
-        this.#leaseHeld = false;
-        throw err;
-      }
-    }
-    this.#leaseCreated = true;
-    this.#leaseHeld = true;
   }
 
   async #holdObject(o: Tracked, signal: AbortSignal, foreign: Set<string>): Promise<void> {
@@ -289,21 +249,17 @@ export class Guard implements GuardHandle {
   /** Removes the finalizers of holders whose Lease is gone or expired from the guarded objects. */
   async #sweep(foreign: Set<string>, signal: AbortSignal): Promise<void> {
     const holders = await listHolders(this.#client, this.#pod.namespace, this.#now, { signal });
-    const stale = [...foreign].map((uid) => holders.state(uid)).filter((h) => !h.live);
-    if (stale.length === 0) return;
-    const staleFinalizers = stale.map((h) => finalizerFor(h.uid));
+    if ([...foreign].every((uid) => holders.state(uid).live)) return;
     await Promise.all(
       this.#objects.map(async (o) => {
-        if (!o.object || !(o.object.metadata.finalizers ?? []).some((f) => staleFinalizers.includes(f))) return;
+        const { remove } = toSweep(holdersOf(o.object, holders), { except: this.#finalizer });
+        if (remove.length === 0) return;
         const name = guardTargetKey(o.target);
         try {
-          const result = await removeFinalizers(this.#client, refOf(o.target), staleFinalizers, { signal });
+          const result = await sweep(this.#client, o.target, remove, { signal });
           if (result.state === 'removed') {
             o.object = result.object;
-            this.#log.info('stale holder finalizers removed', {
-              object: name,
-              holders: stale.filter((h) => staleFinalizers.includes(finalizerFor(h.uid))).map((h) => `${h.uid} (${h.staleBecause})`),
-            });
+            this.#log.info('stale holder finalizers removed', { object: name, holders: remove.map((h) => `${h.uid} (${h.staleBecause})`) });
           }
         } catch (err) {
           if (!signal.aborted) this.#log.warn('could not remove stale holder finalizers', { object: name, error: (err as Error).message });
@@ -382,12 +338,11 @@ export class Guard implements GuardHandle {
   async #releaseWithin(deadline: () => number, signal: AbortSignal, started: number): Promise<'done'> {
     await this.#loop;
     const held = this.#objects.filter((o) => o.mayHold);
-    if (held.length === 0 && !this.#leaseCreated) {
+    if (held.length === 0 && !this.#lease.created) {
       this.#log.info('guard released: nothing was held');
       return 'done';
     }
     const options = { deadline: deadline(), signal };
-    const leaseRef = { ...RESOURCES.lease, namespace: this.#pod.namespace, name: this.#leaseName };
     const remove = async (o: Tracked) => {
       const name = guardTargetKey(o.target);
       try {
@@ -398,21 +353,16 @@ export class Guard implements GuardHandle {
       }
     };
     const waves = releaseWaves(held, { namespace: this.#pod.namespace, serviceAccount: this.#serviceAccount });
-    const deleteLease = () =>
-      this.#client.delete(leaseRef, options).then(
-        () => 'deleted',
-        (err: unknown) => (isNotFound(err) ? 'gone' : err),
-      );
-    let lease: Promise<unknown> | undefined;
+    let lease: ReturnType<HolderLease['delete']> | undefined;
     const results: Awaited<ReturnType<typeof remove>>[] = [];
     for (const wave of waves) {
       await this.#openConnections(wave, signal);
       // A wave goes out at once, one request per object that needs no read, so that each is
       // authorised before any of them took drainguard's permissions (or token) away with it.
-      lease ??= deleteLease();
+      lease ??= this.#lease.delete(options);
       results.push(...(await Promise.all(wave.map(remove))));
     }
-    lease ??= deleteLease();
+    lease ??= this.#lease.delete(options);
     const leaseResult = await lease;
     const failed = results.filter((r) => r.state === 'failed');
     const fields = {

@@ -7,13 +7,10 @@ import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/objects.ts';
-import { type HolderIndex, type HolderState, listHolders } from './holders.ts';
+import { type HolderIndex, listHolders } from './holders.ts';
+import { type HeldBy, holdersOf } from './sweep.ts';
 import { GUARD_KINDS, holderOf, refOf } from './names.ts';
 import { RESOURCES } from '../kube/objects.ts';
-
-export interface HeldBy extends HolderState {
-  readonly finalizer: string;
-}
 
 export interface InspectedObject {
   readonly target: GuardTarget;
@@ -74,10 +71,7 @@ export async function inspect(
     target,
     key: guardTargetKey(target),
     object,
-    holders: (object?.metadata.finalizers ?? []).flatMap((finalizer) => {
-      const uid = holderOf(finalizer);
-      return uid === undefined ? [] : [{ ...holders.state(uid), finalizer }];
-    }),
+    holders: holdersOf(object, holders),
   }));
   return { objects, holders };
 }

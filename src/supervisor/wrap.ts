@@ -79,8 +79,15 @@ export class WrapSupervisor {
   /** Runs `command` under supervision; resolves with the status drainguard should exit with. */
   async run([file, ...args]: readonly string[]): Promise<number> {
     if (file === undefined) throw new ConfigError("'drainguard run' needs a command: drainguard run [OPTIONS] -- COMMAND [ARGS...]");
-    const ownPath = this.#config.socket === undefined ? privateSocket() : undefined;
+    // Signals first: a SIGTERM between making the private directory and catching it would leave the directory.
     const uncatch = catchSignals((sig) => this.#onSignal(sig));
+    let ownPath: ReturnType<typeof privateSocket> | undefined;
+    try {
+      ownPath = this.#config.socket === undefined ? privateSocket() : undefined;
+    } catch (err) {
+      uncatch();
+      throw err;
+    }
     const path = ownPath?.path ?? this.#config.socket!;
     const server = new DrainServer({ path, logger: this.#log, now: this.#now });
     try {
