@@ -124,36 +124,3 @@ export function parseServerMessage(line: string): ServerMessage | { type: 'unkno
   if (m?.type === 'drain' && typeof m.deadline === 'string') return m as ServerMessage;
   return { type: 'unknown' };
 }
-
-/** What drainguard answers on a control connection (see docs/protocol.md). */
-export type ControlReply =
-  | { type: 'drain-started'; deadline: string; remainingMs: number; clients: number; joined: boolean }
-  | { type: 'drain-ended'; outcome: string; durationMs: number }
-  | { type: 'error'; message: string };
-
-/** Parses drainguard's answer to a drain request; throws ProtocolError on anything else. */
-export function parseControlReply(line: string): ControlReply | { type: 'unknown' } {
-  let m: Record<string, unknown>;
-  try {
-    m = JSON.parse(line) as Record<string, unknown>;
-  } catch {
-    throw new ProtocolError('invalid JSON from drainguard');
-  }
-  if (typeof m !== 'object' || m === null) throw new ProtocolError('a message must be a JSON object');
-  switch (m.type) {
-    case 'drain-started':
-      return {
-        type: 'drain-started',
-        deadline: String(m.deadline),
-        remainingMs: Number.isFinite(m.remainingMs) ? (m.remainingMs as number) : 0,
-        clients: Number.isSafeInteger(m.clients) ? (m.clients as number) : 0,
-        joined: m.joined === true,
-      };
-    case 'drain-ended':
-      return { type: 'drain-ended', outcome: String(m.outcome), durationMs: Number.isFinite(m.durationMs) ? (m.durationMs as number) : 0 };
-    case 'error':
-      return { type: 'error', message: String(m.message) };
-    default:
-      return { type: 'unknown' };
-  }
-}

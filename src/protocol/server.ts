@@ -4,6 +4,7 @@
 import { chmodSync, unlinkSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { type ControlChannel, type DrainRequest, controlChannel } from './control.ts';
 import { LineSplitter, PROTOCOL_VERSION, ProtocolError, encode, parseClientMessage } from './messages.ts';
 
 /** A client whose unread output grows past this is not reading; it is dropped. */
@@ -24,21 +25,6 @@ export type ServerEvent =
   | { type: 'drained'; client: ClientInfo; afterMs: number }
   | { type: 'disconnect'; client: ClientInfo }
   | { type: 'rejected'; client: ClientInfo; reason: string };
-
-/** A `request-drain` received on a control connection (drainguard prestop). */
-export interface DrainRequest {
-  readonly source?: string;
-}
-
-/** The requester's end of a control connection, for answering a drain request. */
-export interface ControlChannel {
-  /** Sends one message; ignored once the requester has gone. */
-  send(message: object): void;
-  /** Sends a last message (if any) and closes the connection. */
-  end(message?: object): void;
-  /** Aborted when the requester hangs up. */
-  readonly gone: AbortSignal;
-}
 
 export interface DrainServerOptions {
   readonly path: string;
@@ -251,19 +237,7 @@ export class DrainServer {
     this.#clients.delete(client.id);
     client.control = new AbortController();
     this.#controls.add(client);
-    const socket = client.socket;
-    this.#onDrainRequest(request, {
-      send: (message) => {
-        if (!socket.destroyed && socket.writable) socket.write(encode(message));
-      },
-      end: (message) => {
-        if (socket.destroyed || !socket.writable) return;
-        if (message) socket.end(encode(message));
-        else socket.end();
-        socket.setTimeout(1000, () => socket.destroy());
-      },
-      gone: client.control.signal,
-    });
+    this.#onDrainRequest(request, controlChannel(client.socket, client.control.signal));
   }
 
   #sendDrain(client: Client): void {

@@ -21,7 +21,8 @@ import { EventEmitter } from 'node:events';
 import { ConfigError } from '../config/errors.ts';
 import type { SupervisorConfig } from '../config/supervisor.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import { type ControlChannel, DrainServer } from '../protocol/server.ts';
+import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
+import { DrainServer } from '../protocol/server.ts';
 import { claimSocketPath } from '../protocol/socket-path.ts';
 import { Drain, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
@@ -150,15 +151,7 @@ export class SidecarSupervisor {
 
   #answerDrainRequest(source: string | undefined, channel: ControlChannel): void {
     this.#log.info('drain requested', { via: 'socket', by: source });
-    const ticket = this.requestDrain('socket');
-    channel.send({
-      type: 'drain-started',
-      deadline: new Date(ticket.deadline).toISOString(),
-      remainingMs: Math.max(0, Math.round(ticket.deadline - this.#now())),
-      clients: ticket.clients,
-      joined: ticket.joined,
-    });
-    void ticket.ended.then((r) => channel.end({ type: 'drain-ended', outcome: r.outcome, durationMs: r.durationMs }));
+    answerDrainRequest(channel, this.requestDrain('socket'), this.#now());
   }
 
   /** stopping: waits until the operator has stopped, the wait deadline, or a second signal says stop waiting. */
