@@ -161,19 +161,24 @@ current-context: test
 
   async #deleteNamespace(name: string): Promise<void> {
     this.#namespaces.delete(name);
+    // What a test may leave: pods there is no kubelet to finish, finalizers nobody will remove. Done
+    // before the delete too: the namespace controller waits out a terminating pod's grace period.
+    const unstick = async () => {
+      for (const pod of await this.api.list(`/api/v1/namespaces/${name}/pods`)) {
+        await this.api.delete(`/api/v1/namespaces/${name}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
+      }
+      for (const [v, plural] of [['v1', 'serviceaccounts'], ['v1', 'configmaps'], ['rbac.authorization.k8s.io/v1', 'roles'], ['rbac.authorization.k8s.io/v1', 'rolebindings'], ['coordination.k8s.io/v1', 'leases']] as const) {
+        for (const o of await this.api.list(resourcePath(v, plural, name))) {
+          if (o.metadata.finalizers?.length) await this.api.patch(resourcePath(v, plural, name, o.metadata.name), { metadata: { finalizers: null } });
+        }
+      }
+    };
+    await unstick();
     await this.api.delete(`/api/v1/namespaces/${name}`);
-    // What a failed test may leave: pods there is no kubelet to finish, finalizers nobody will remove.
     await this.waitFor(
       async () => {
         if (!(await this.api.get(`/api/v1/namespaces/${name}`))) return true;
-        for (const pod of await this.api.list(`/api/v1/namespaces/${name}/pods`)) {
-          await this.api.delete(`/api/v1/namespaces/${name}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
-        }
-        for (const [v, plural] of [['v1', 'serviceaccounts'], ['v1', 'configmaps'], ['rbac.authorization.k8s.io/v1', 'roles'], ['rbac.authorization.k8s.io/v1', 'rolebindings'], ['coordination.k8s.io/v1', 'leases']] as const) {
-          for (const o of await this.api.list(resourcePath(v, plural, name))) {
-            if (o.metadata.deletionTimestamp && o.metadata.finalizers?.length) await this.api.patch(resourcePath(v, plural, name, o.metadata.name), { metadata: { finalizers: null } });
-          }
-        }
+        await unstick();
         return false;
       },
       CLEANUP_MS,
@@ -183,7 +188,9 @@ current-context: test
 
   /** Deletes what this file made; runs by itself at the end of the file. */
   async cleanup(): Promise<void> {
+    const t0 = Date.now();
     await Promise.all([...this.#namespaces.values()].map((ns) => ns.delete()));
+    if (process.env.TEST_VERBOSE) console.log(`  cluster cleanup: namespaces gone in ${Date.now() - t0} ms`);
     for (const path of this.#clusterObjects.splice(0).reverse()) {
       await this.api.delete(path);
       const left = await this.api.get(path);

@@ -38,6 +38,8 @@ export interface Recorded extends ProxiedRequest {
   status: number;
   /** Whether a rule answered instead of the real server. */
   faulted: boolean;
+  /** Answered, dropped, or given up by the client with nothing left to forward. */
+  done: boolean;
 }
 
 export interface Rule {
@@ -130,6 +132,7 @@ export class FaultProxy extends EventEmitter {
   readonly #server;
   readonly #sockets = new Set<Socket>();
   readonly #rules: { rule: Rule; hits: number }[] = [];
+  readonly #timers = new Set<NodeJS.Timeout>();
   #port = 0;
 
   constructor(options: { target: string; caFile: string; certFile: string; keyFile: string }) {
@@ -187,6 +190,7 @@ export class FaultProxy extends EventEmitter {
 
   close(): Promise<void> {
     this.clear();
+    for (const t of this.#timers) clearTimeout(t);
     return this.#server.listening ? this.down() : Promise.resolve();
   }
 
@@ -210,17 +214,23 @@ export class FaultProxy extends EventEmitter {
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
       const info = describe(req.method ?? 'GET', new URL(req.url ?? '/', 'https://proxy'), req.headers, raw);
-      const recorded: Recorded = { ...info, status: 0, faulted: false };
+      const recorded: Recorded = { ...info, status: 0, faulted: false, done: false };
       this.requests.push(recorded);
-      res.once('finish', () => this.emit('request', recorded));
-      res.once('close', () => res.writableFinished || this.emit('request', recorded));
       const rule = this.#match(info);
+      const finish = () => {
+        if (recorded.done) return;
+        recorded.done = true;
+        this.emit('request', recorded);
+      };
+      res.once('finish', finish);
+      // A delayed request whose client gave up is still sent on when its time comes: a write that lands late.
+      res.once('close', () => (rule?.delayMs && !rule.status ? undefined : finish()));
       const act = () => {
-        if (res.destroyed) return;
         if (rule?.drop) {
           req.socket.destroy();
           return;
         }
+        if (res.destroyed && (rule?.status || !rule?.delayMs)) return;
         if (rule?.status) {
           recorded.status = rule.status;
           recorded.faulted = true;
@@ -229,29 +239,40 @@ export class FaultProxy extends EventEmitter {
           res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: rule.message ?? `injected ${rule.status}`, reason, code: rule.status }));
           return;
         }
-        this.#forward(req, res, raw, recorded);
+        this.#forward(req, res, raw, recorded, finish);
       };
       if (rule?.hang) return;
       if (rule?.delayMs) {
         const timer = setTimeout(act, rule.delayMs);
-        res.once('close', () => clearTimeout(timer));
+        this.#timers.add(timer);
+        if (rule.status) res.once('close', () => clearTimeout(timer));
       } else act();
     });
   }
 
-  #forward(req: IncomingMessage, res: ServerResponse, raw: Buffer, recorded: Recorded): void {
+  #forward(req: IncomingMessage, res: ServerResponse, raw: Buffer, recorded: Recorded, finish: () => void): void {
     const headers = { ...req.headers, host: this.#target.host };
     const upstream = request(
       { protocol: 'https:', hostname: this.#target.hostname, port: this.#target.port, path: req.url, method: req.method, headers, ca: this.#ca },
       (up) => {
         recorded.status = up.statusCode ?? 0;
+        if (res.destroyed) {
+          // The client is gone (a late write): the server's answer goes nowhere.
+          up.resume();
+          up.once('end', finish);
+          return;
+        }
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
       },
     );
     // The real server unreachable or gone mid-answer: the client sees the connection end.
-    upstream.on('error', () => req.socket.destroy());
-    res.once('close', () => upstream.destroy());
+    upstream.on('error', () => {
+      req.socket.destroy();
+      finish();
+    });
+    // A watch ends when its client goes; anything else is left to land.
+    if (recorded.verb === 'watch') res.once('close', () => upstream.destroy());
     upstream.end(raw);
   }
 }
