@@ -175,8 +175,8 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
 }
 
 /** A fresh install for the length of `fn`; its processes killed afterwards whatever happens (the namespace goes at the end of the file). */
-export async function withCluster(fn: (c: Install) => Promise<void>, options: { proxy?: boolean } = {}): Promise<void> {
-  const c = await install(await useCluster(), options);
+export async function withCluster(fn: (c: Install) => Promise<void>, options: { proxy?: boolean; cluster?: TestCluster } = {}): Promise<void> {
+  const c = await install(options.cluster ?? (await useCluster()), options);
   const t0 = Date.now();
   try {
     await fn(c);
