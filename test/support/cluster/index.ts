@@ -191,10 +191,21 @@ current-context: test
     const t0 = Date.now();
     await Promise.all([...this.#namespaces.values()].map((ns) => ns.delete()));
     if (process.env.TEST_VERBOSE) console.log(`  cluster cleanup: namespaces gone in ${Date.now() - t0} ms`);
+    // Later objects first: custom resources go before their CRD.
     for (const path of this.#clusterObjects.splice(0).reverse()) {
       await this.api.delete(path);
-      const left = await this.api.get(path);
-      if (left?.metadata.finalizers?.length) await this.api.patch(path, { metadata: { finalizers: null } });
+      await this.waitFor(
+        async () => {
+          const left = await this.api.get(path);
+          if (!left) return true;
+          // Finalizers a test left; the API server's own (a CRD's customresourcecleanup) finish by themselves.
+          const kept = (left.metadata.finalizers ?? []).filter((f: string) => f.endsWith('.k8s.io'));
+          if (kept.length < (left.metadata.finalizers ?? []).length) await this.api.request('PATCH', path, { metadata: { finalizers: kept } }, 'application/merge-patch+json');
+          return false;
+        },
+        CLEANUP_MS,
+        `${path} gone`,
+      );
     }
     rmSync(this.dir, { recursive: true, force: true });
   }
