@@ -159,26 +159,20 @@ current-context: test
     }
   }
 
-  async #deleteNamespace(name: string): Promise<void> {
+  /** Deletes a namespace with what a test may have left in it: pods there is no kubelet to finish, finalizers nobody will remove. */
+  async #startDeleting(name: string): Promise<void> {
     this.#namespaces.delete(name);
-    // What a test may leave: pods there is no kubelet to finish, finalizers nobody will remove. Done
-    // before the delete too: the namespace controller waits out a terminating pod's grace period.
-    const unstick = async () => {
-      for (const pod of await this.api.list(`/api/v1/namespaces/${name}/pods`)) {
-        await this.api.delete(`/api/v1/namespaces/${name}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
-      }
-      for (const [v, plural] of [['v1', 'serviceaccounts'], ['v1', 'configmaps'], ['rbac.authorization.k8s.io/v1', 'roles'], ['rbac.authorization.k8s.io/v1', 'rolebindings'], ['coordination.k8s.io/v1', 'leases']] as const) {
-        for (const o of await this.api.list(resourcePath(v, plural, name))) {
-          if (o.metadata.finalizers?.length) await this.api.patch(resourcePath(v, plural, name, o.metadata.name), { metadata: { finalizers: null } });
-        }
-      }
-    };
-    await unstick();
+    await this.#unstick(name);
     await this.api.delete(`/api/v1/namespaces/${name}`);
+  }
+
+  async #deleteNamespace(name: string): Promise<void> {
+    await this.#startDeleting(name);
+    // The namespace controller waits 5 s before it starts on a deleted namespace (namespaceDeletionGracePeriod).
     await this.waitFor(
       async () => {
         if (!(await this.api.get(`/api/v1/namespaces/${name}`))) return true;
-        await unstick();
+        await this.#unstick(name);
         return false;
       },
       CLEANUP_MS,
@@ -186,26 +180,31 @@ current-context: test
     );
   }
 
-  /** Deletes what this file made; runs by itself at the end of the file. */
+  async #unstick(name: string): Promise<void> {
+    for (const pod of await this.api.list(`/api/v1/namespaces/${name}/pods`)) {
+      await this.api.delete(`/api/v1/namespaces/${name}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
+    }
+    for (const [v, plural] of [['v1', 'serviceaccounts'], ['v1', 'configmaps'], ['rbac.authorization.k8s.io/v1', 'roles'], ['rbac.authorization.k8s.io/v1', 'rolebindings'], ['coordination.k8s.io/v1', 'leases']] as const) {
+      for (const o of await this.api.list(resourcePath(v, plural, name))) {
+        if (o.metadata.finalizers?.length) await this.api.request('PATCH', resourcePath(v, plural, name, o.metadata.name), { metadata: { finalizers: null } }, 'application/merge-patch+json');
+      }
+    }
+  }
+
+  /**
+   * Deletes what this file made; runs by itself at the end of the file. Nothing is left to hold
+   * the deletions up, and the namespace controller finishes them on its own time (5 s at
+   * least), so the file does not wait for them.
+   */
   async cleanup(): Promise<void> {
-    const t0 = Date.now();
-    await Promise.all([...this.#namespaces.values()].map((ns) => ns.delete()));
-    if (process.env.TEST_VERBOSE) console.log(`  cluster cleanup: namespaces gone in ${Date.now() - t0} ms`);
+    await Promise.all([...this.#namespaces.keys()].map((name) => this.#startDeleting(name)));
     // Later objects first: custom resources go before their CRD.
     for (const path of this.#clusterObjects.splice(0).reverse()) {
       await this.api.delete(path);
-      await this.waitFor(
-        async () => {
-          const left = await this.api.get(path);
-          if (!left) return true;
-          // Finalizers a test left; the API server's own (a CRD's customresourcecleanup) finish by themselves.
-          const kept = (left.metadata.finalizers ?? []).filter((f: string) => f.endsWith('.k8s.io'));
-          if (kept.length < (left.metadata.finalizers ?? []).length) await this.api.request('PATCH', path, { metadata: { finalizers: kept } }, 'application/merge-patch+json');
-          return false;
-        },
-        CLEANUP_MS,
-        `${path} gone`,
-      );
+      const left = await this.api.get(path);
+      // Finalizers a test left; the API server's own (a CRD's customresourcecleanup) finish by themselves.
+      const kept = (left?.metadata.finalizers ?? []).filter((f: string) => f.endsWith('.k8s.io'));
+      if (left && kept.length < left.metadata.finalizers.length) await this.api.request('PATCH', path, { metadata: { finalizers: kept } }, 'application/merge-patch+json');
     }
     rmSync(this.dir, { recursive: true, force: true });
   }

@@ -1,17 +1,17 @@
-// The fake API server for the API-fault tests still on it (being moved to the real control plane): a cluster with an operator's namespace,
+// For bench/guard-calls.ts: the fake API server (test/support/apiserver) as a cluster with an operator's namespace,
 // ServiceAccount, RBAC (the five objects the guard holds) and pods, and
 // helpers to run `drainguard run` as that operator's pod.
 
 import { join } from 'node:path';
-import { type ApiServerOptions, type FakeApiServer, type KubeObject, startApiServer, writeKubeconfig } from '../../support/apiserver/index.ts';
-import { NODE, Proc, drainguard, tempDir } from '../../support/proc.ts';
+import { type ApiServerOptions, type FakeApiServer, type KubeObject, startApiServer, writeKubeconfig } from '../test/support/apiserver/index.ts';
+import { NODE, Proc, drainguard, tempDir } from '../test/support/proc.ts';
 import { writeFileSync } from 'node:fs';
 
 export const NS = 'op';
 export const RBAC_V1 = 'rbac.authorization.k8s.io/v1';
 /** The five objects of a typical operator install, as DRAINGUARD_GUARD names them. */
 export const GUARD = ['clusterrole/op', 'clusterrolebinding/op', `role/${NS}/op-leases`, `rolebinding/${NS}/op-leases`, `serviceaccount/${NS}/op`].join(',');
-export const OPERATOR = join(import.meta.dirname, '../../guard/fixtures/k8s-operator.ts');
+export const OPERATOR = join(import.meta.dirname, '../test/guard/fixtures/k8s-operator.ts');
 
 export interface Cluster {
   readonly api: FakeApiServer;
