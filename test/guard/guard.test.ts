@@ -96,43 +96,6 @@ test('a holder killed with SIGKILL: its finalizer is swept by the next drainguar
   });
 });
 
-test('drainguard release removes stale holders (expired Lease) and keeps live ones; --all needs --yes', async () => {
-  await withCluster(async (c) => {
-    const a = await c.pod('op-a');
-    const b = await c.pod('op-b');
-    const pa = await c.run(a, { DRAINGUARD_LEASE_DURATION: '1s' });
-    await pa.line('ready');
-    await waitHeld(c, [a], 'a holds');
-    // b is a live holder that renews its Lease (written here, so no sweep of b's own races the release).
-    await c.cluster.create({
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name: `drainguard-${b.uid}`, namespace: c.ns, labels: { 'app.kubernetes.io/managed-by': 'drainguard' }, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: b.name, uid: b.uid }] },
-      spec: { holderIdentity: b.name, leaseDurationSeconds: 60, renewTime: new Date().toISOString().replace('Z', '000Z') },
-    });
-    for (const o of c.objects) {
-      const obj = await c.cluster.api.get(o.path);
-      await c.cluster.api.patch(o.path, { metadata: { finalizers: [...(obj.metadata.finalizers ?? []), finalizer(b)] } });
-    }
-    await killHard(pa);
-    // a's Pod still exists, so its Lease stays: it goes stale when it expires, 1 s after its last renewal.
-    const renewed = Date.parse((await c.lease(a)).spec.renewTime);
-    await new Promise((r) => setTimeout(r, Math.max(0, renewed + 1100 - Date.now())));
-    const refused = drainguard(['release', '--guard', c.guard, '--all'], { KUBECONFIG: c.adminKubeconfig });
-    assert.equal((await refused.exit()).code, 2);
-    assert.match(refused.stderr.join('\n'), /add --yes to confirm/);
-    const r = drainguard(['release', '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
-    assert.equal((await r.exit()).code, 0, r.stderr.join('\n'));
-    assert.equal(r.stdout.filter((l) => l.includes(`removed ${finalizer(a)} (stale: Lease expired)`)).length, 5, r.stdout.join('\n'));
-    assert.equal(r.stdout.filter((l) => l.includes(`kept ${finalizer(b)}`)).length, 5);
-    assert.ok(await allHeldBy(c, b));
-    // --all-objects looks at every role and binding in the cluster: the guard list keeps it to this test's.
-    const all = drainguard(['release', '--guard', c.guard, '--all-objects', '--all', '--yes'], { KUBECONFIG: c.adminKubeconfig });
-    assert.equal((await all.exit()).code, 0);
-    assert.ok(await nothingHeld(c), JSON.stringify(await c.holders()));
-  });
-});
-
 test('the API down at start does not keep the operator from starting; the guard is set once it is back', async () => {
   // Stand-in: the fault proxy's port closed is "the API unreachable" (the shared API server stays up).
   await withCluster(
@@ -324,7 +287,8 @@ test('drainguard status: objects, holders live and stale, deleting; -o json', as
     assert.equal(report.objects.find((o: any) => o.object === `clusterrole/${c.name}-nope`).exists, false);
     assert.equal(report.holders[0].pod, 'op-0');
     assert.equal(report.holders[0].guards.length, 5);
-    const text = drainguard(['status', '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
+    // With no guard list, status shows every object with a holder finalizer: other files' too, on the shared control plane.
+    const text = drainguard(['status'], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await text.exit()).code, 0);
     assert.match(text.stdout.join('\n'), new RegExp(`clusterrole/${c.name}\\s+deleting\\s+.* live \\(pod op-0\\), gone-pod stale \\(Lease gone\\)`));
     p.kill('SIGTERM');
