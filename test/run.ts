@@ -42,9 +42,18 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     interrupted = true;
     process.stdout.write(`runner: ${signal}, stopping\n`);
-    for (const child of running) child.kill('SIGKILL');
+    for (const child of running) killGroup(child);
     void (cluster?.stop() ?? Promise.resolve()).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   });
+}
+
+/** SIGKILL to a test file and whatever it started in its process group. */
+function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
 }
 
 async function runFile(file: string): Promise<Result> {
@@ -59,14 +68,16 @@ async function runFile(file: string): Promise<Result> {
   }
   if (interrupted) return { file, passed: 0, failed: 1, output: 'not run: the run was interrupted', ms: 0 };
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['test/support/run-file.ts', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A process group of its own, so an interrupted or timed-out file is stopped with what it started;
+    // SIGKILL when the runner itself dies.
+    const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', process.execPath, 'test/support/run-file.ts', file], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     running.add(child);
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
     const timer = setTimeout(() => {
       output += `\n  runner: ${file} ran past ${FILE_TIMEOUT_MS} ms and was killed\n`;
-      child.kill('SIGKILL');
+      killGroup(child);
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
       running.delete(child);
