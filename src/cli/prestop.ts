@@ -1,6 +1,6 @@
 import { createLogger } from '../log/logger.ts';
-import { requestDrain } from '../sidecar/prestop.ts';
-import { DEFAULT_SIDECAR_SOCKET } from '../sidecar/supervisor.ts';
+import { requestDrain } from '../protocol/control-client.ts';
+import { DEFAULT_SIDECAR_SOCKET } from '../supervisor/sidecar.ts';
 import type { CommandDef } from './command.ts';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
 

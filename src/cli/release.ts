@@ -88,7 +88,7 @@ are written. Exit status 0 when every stale finalizer was removed, 1 when some c
           }
           if (remove.length === 0) return;
           try {
-            const result = await removeFinalizers(client, refOf(o.target), remove.map((h) => h.finalizer), {}, o.object);
+            const result = await removeFinalizers(client, refOf(o.target), remove.map((h) => h.finalizer));
             for (const h of remove) {
               removed++;
               say(`${o.key}: removed ${h.finalizer} (${h.live ? 'live holder, --all' : h.staleBecause === 'gone' ? 'stale: Lease gone' : 'stale: Lease expired'})`);

@@ -1,10 +1,10 @@
 import { resolveSupervisorConfig } from '../config/supervisor.ts';
 import { createLogger } from '../log/logger.ts';
-import { combineObservers } from '../metrics/observers.ts';
-import { drainEventObserver } from '../metrics/events.ts';
-import { adoptPodGracePeriod, openPodApi } from '../sidecar/pod-api.ts';
-import { holdTerminationSignals } from '../supervise/signals.ts';
-import { runWrapped } from '../supervise/wrap.ts';
+import { combineObservers } from '../supervisor/observers.ts';
+import { drainEventObserver } from '../telemetry/pod-events.ts';
+import { adoptPodGracePeriod, openPodApi } from '../kube/pod.ts';
+import { holdTerminationSignals } from '../supervisor/signals.ts';
+import { runWrapped } from '../supervisor/wrap.ts';
 
 /** How long the last Event (how the drain ended) may still take at exit. */
 const EVENT_FLUSH_MS = 1000;
@@ -25,16 +25,21 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
     // The guard (and the Kubernetes client with it) is loaded only when DRAINGUARD_GUARD is set.
     const guard =
       config.guard.length > 0
-        ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: (args.values as { leaseDurationMs?: number }).leaseDurationMs })
+        ? (await import('../guard/open.ts')).openGuard(config, {
+            env: io.env,
+            logger,
+            leaseDurationMs: (args.values as { leaseDurationMs?: number }).leaseDurationMs,
+            onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix),
+          })
         : undefined;
     // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
     const telemetry =
-      config.httpAddr && (await (await import('../http/telemetry.ts')).startTelemetry({ addr: config.httpAddr, logger, guard: guard && (() => guard.report()) }));
+      config.httpAddr && (await (await import('../telemetry/telemetry.ts')).startTelemetry({ addr: config.httpAddr, logger, guard: guard && (() => guard.report()) }));
     // In a pod (DRAINGUARD_POD_NAME set): Events on it, and its own grace period.
     const api = await openPodApi(config.pod, [], io.env, logger);
     const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
     let podGracePeriodMs: number | undefined;
-    adoptPodGracePeriod(api, { ms: config.gracePeriodMs, explicit: args.sources.gracePeriodMs !== undefined }, logger, (ms) => {
+    adoptPodGracePeriod(api, { ms: config.gracePeriodMs, source: args.sources.gracePeriodMs }, logger, (ms) => {
       podGracePeriodMs = ms;
       logger.info('grace period read from the Pod', { gracePeriodMs: ms });
     });

@@ -1,11 +1,11 @@
 import { resolveSupervisorConfig } from '../config/supervisor.ts';
-import { resolvePrestopToken } from '../http/token.ts';
-import { drainEventObserver } from '../metrics/events.ts';
-import { combineObservers } from '../metrics/observers.ts';
+import { resolvePrestopToken } from '../telemetry/prestop-token.ts';
+import { drainEventObserver } from '../telemetry/pod-events.ts';
+import { combineObservers } from '../supervisor/observers.ts';
 import { createLogger } from '../log/logger.ts';
-import { adoptPodGracePeriod, openPodApi } from '../sidecar/pod-api.ts';
-import { holdTerminationSignals } from '../supervise/signals.ts';
-import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../sidecar/supervisor.ts';
+import { adoptPodGracePeriod, openPodApi } from '../kube/pod.ts';
+import { holdTerminationSignals } from '../supervisor/signals.ts';
+import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../supervisor/sidecar.ts';
 import type { CommandDef } from './command.ts';
 
 /** How long the sidecar stays for Events still being written once it is done. */
@@ -28,12 +28,12 @@ SIGINT cuts the drain and the wait short.`,
     const v = args.values as { prestopToken?: string; prestopTokenFile?: string; operatorContainer?: string[]; leaseDurationMs?: number };
     const token = resolvePrestopToken(v, args.sources);
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-    const guard = config.guard.length > 0 ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: v.leaseDurationMs }) : undefined;
+    const guard = config.guard.length > 0 ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, leaseDurationMs: v.leaseDurationMs, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) }) : undefined;
     const api = await openPodApi(config.pod, v.operatorContainer ?? [], io.env, logger);
     const events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
     let sidecar: SidecarSupervisor | undefined;
     const telemetry = config.httpAddr
-      ? await (await import('../http/telemetry.ts')).startTelemetry({
+      ? await (await import('../telemetry/telemetry.ts')).startTelemetry({
           addr: config.httpAddr,
           logger,
           guard: guard && (() => guard.report()),
@@ -51,7 +51,7 @@ SIGINT cuts the drain and the wait short.`,
       });
       // The Pod's own grace period wins over the default, as soon as the API tells it.
       const running = sidecar;
-      adoptPodGracePeriod(api, { ms: config.gracePeriodMs, explicit: args.sources.gracePeriodMs !== undefined }, logger, (ms) => running.adoptGracePeriod(ms));
+      adoptPodGracePeriod(api, { ms: config.gracePeriodMs, source: args.sources.gracePeriodMs }, logger, (ms) => running.adoptGracePeriod(ms));
       return await sidecar.run();
     } finally {
       holdTerminationSignals();

@@ -102,7 +102,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'gracePeriodMs', flag: 'grace-period', value: 'DURATION', parse: duration, commands: SUPERVISING,
-    description: "the pod's terminationGracePeriodSeconds (read from the Pod when the API is reachable)",
+    description: "the pod's terminationGracePeriodSeconds; once read from the Pod (when the API is reachable) the Pod's wins, unless this is shorter",
     defaultText: '30s',
   },
   {

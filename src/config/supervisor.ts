@@ -21,6 +21,8 @@ export interface SupervisorConfig {
   /** Where the socket path came from (--socket or DRAINGUARD_SOCKET), for messages about it. */
   readonly socketSource?: string;
   readonly gracePeriodMs: number;
+  /** Where the grace period came from (--grace-period, DRAINGUARD_GRACE_PERIOD, or the default), for the log. */
+  readonly gracePeriodSource: string;
   readonly drainTimeoutMs: number;
   /** False when the drain timeout was derived from the grace period (it may then be re-derived from the Pod). */
   readonly drainTimeoutExplicit: boolean;
@@ -82,6 +84,7 @@ export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: s
     socket: v.socket ?? defaults.socket,
     socketSource: src('socket', 'DRAINGUARD_SOCKET'),
     gracePeriodMs,
+    gracePeriodSource: args.sources.gracePeriodMs ?? 'default',
     drainTimeoutMs,
     drainTimeoutExplicit,
     stopSignal: v.stopSignal ?? 'SIGTERM',

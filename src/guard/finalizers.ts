@@ -1,7 +1,7 @@
 // Conflict-safe writes of finalizers, and nothing else. Adding: a merge patch
-// that carries the resourceVersion it was computed from. Removing: a JSON patch
-// that tests each finalizer at its index before removing it. Either way a
-// concurrent change makes the write fail (409/422) and it is redone on fresh data.
+// that carries the resourceVersion it was computed from, so a concurrent change
+// makes it fail (409/422) and it is redone on fresh data. Removing: by value,
+// in one request that cannot conflict (see removeFinalizers).
 
 import type { CallOptions, KubeClient } from '../kube/client.ts';
 import { isConflict, isNotFound, isStatus } from '../kube/errors.ts';
@@ -43,43 +43,30 @@ export async function addFinalizer(client: KubeClient, ref: ObjectRef, finalizer
   }
 }
 
-export type RemoveOutcome = { readonly state: 'removed' | 'absent'; readonly object?: KubeObject; readonly gone: boolean } | { readonly state: 'missing' };
+export type RemoveOutcome = { readonly state: 'removed'; readonly object: KubeObject; readonly gone: boolean } | { readonly state: 'missing' };
 
-/** Removes those of `finalizers` the object carries; `gone` when that let a deleted object go. */
-export async function removeFinalizers(
-  client: KubeClient,
-  ref: ObjectRef,
-  finalizers: readonly string[],
-  options: CallOptions = {},
-  known?: KubeObject,
-): Promise<RemoveOutcome> {
-  let object = known;
+/**
+ * Removes `finalizers` from the object in one request: a strategic merge patch
+ * with `$deleteFromPrimitiveList/finalizers` (the field's patch strategy is
+ * merge on every built-in type the guard holds). It names the values, not
+ * their places, so it needs no read, no resourceVersion and no retry on a
+ * conflict: a release must not wait on a read whose permission the release of
+ * another object may just have taken away. `gone` when that let a deleted
+ * object go.
+ */
+export async function removeFinalizers(client: KubeClient, ref: ObjectRef, finalizers: readonly string[], options: CallOptions = {}): Promise<RemoveOutcome> {
+  const patch = { metadata: { '$deleteFromPrimitiveList/finalizers': finalizers } };
   for (let attempt = 1; ; attempt++) {
     try {
-      object ??= await client.get(ref, options);
-    } catch (err) {
-      if (isNotFound(err)) return { state: 'missing' };
-      throw err;
-    }
-    const current = object.metadata.finalizers ?? [];
-    const indexes = current.flatMap((f, i) => (finalizers.includes(f) ? [i] : [])).reverse();
-    if (indexes.length === 0) return { state: 'absent', object, gone: false };
-    const patch = indexes.flatMap((i) => [
-      { op: 'test', path: `/metadata/finalizers/${i}`, value: current[i] },
-      { op: 'remove', path: `/metadata/finalizers/${i}` },
-    ]);
-    try {
-      const after = await client.patch(ref, patch, 'application/json-patch+json', options);
+      const after = await client.patch(ref, patch, 'application/strategic-merge-patch+json', options);
       // The API answers with the object as written; a deleted object whose last finalizer went is gone.
       const gone = Boolean(after.metadata.deletionTimestamp) && (after.metadata.finalizers ?? []).length === 0;
       return { state: 'removed', object: after, gone };
     } catch (err) {
       if (isNotFound(err)) return { state: 'missing' };
-      // 422: a `test` failed, the list moved under us.
-      if ((isConflict(err) || isStatus(err, 422)) && attempt < CONFLICT_ATTEMPTS) {
-        object = undefined;
-        continue;
-      }
+      // The API server retries its own conflicts for a patch without a resourceVersion; one that
+      // still says 409 (a webhook, a proxy) gets the same idempotent patch again.
+      if (isConflict(err) && attempt < CONFLICT_ATTEMPTS) continue;
       throw err;
     }
   }

@@ -14,10 +14,11 @@ import { isNotFound, isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
 import { backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { GuardHandle } from '../supervise/observer.ts';
+import type { GuardHandle } from '../supervisor/observer.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { type LeaseObject, listHolders } from './holders.ts';
-import { GUARDS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, finalizerFor, holderOf, inReleaseOrder, leaseNameFor, refOf } from './names.ts';
+import { GUARDS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, finalizerFor, holderOf, leaseNameFor, refOf } from './names.ts';
+import { releaseWaves } from './release-order.ts';
 
 export interface PodRef {
   readonly name: string;
@@ -29,12 +30,12 @@ export interface GuardOptions {
   readonly client: KubeClient;
   readonly targets: readonly GuardTarget[];
   readonly pod: PodRef;
-  /** DRAINGUARD_GRACE_PERIOD: what the supervisor's release deadline assumes. */
-  readonly gracePeriodMs: number;
   /** How long the Lease stays valid without renewal; it is renewed every third of it. */
   readonly leaseDurationMs?: number;
   readonly logger?: Logger;
   readonly now?: () => number;
+  /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
+  readonly onReleaseFailed?: (objects: readonly string[], fix: string) => void;
 }
 
 /** What an object's guard looks like from here. */
@@ -54,6 +55,12 @@ export interface GuardStatus {
 }
 
 export const DEFAULT_LEASE_DURATION_MS = 60_000;
+/** How long the release may spend opening connections before its burst of removals. */
+const WARM_UP_MS = 1000;
+
+/** The command that frees what a failed release left (once the holder is stale). */
+const releaseCommand = (objects: readonly string[]): string => `drainguard release --guard ${objects.join(',')}`;
+
 /** Kept between the end of the release and the pod's own deadline (deletionTimestamp). */
 const POD_DEADLINE_MARGIN_MS = 1500;
 
@@ -71,16 +78,17 @@ export class Guard implements GuardHandle {
   readonly #pod: PodRef;
   readonly #finalizer: string;
   readonly #leaseName: string;
-  readonly #gracePeriodMs: number;
   readonly #leaseDurationMs: number;
   readonly #log: Logger;
   readonly #now: () => number;
+  readonly #onReleaseFailed?: (objects: readonly string[], fix: string) => void;
   readonly #objects: Tracked[];
   readonly #stop = new AbortController();
   #leaseHeld = false;
   #leaseCreated = false;
-  #podGraceMs?: number;
   #podChecked = false;
+  /** The pod's ServiceAccount, from the Pod: whose permissions the release order keeps. */
+  #serviceAccount?: string;
   #lastError?: string;
   #failures = 0;
   #errors = 0;
@@ -92,10 +100,10 @@ export class Guard implements GuardHandle {
     this.#pod = options.pod;
     this.#finalizer = finalizerFor(options.pod.uid);
     this.#leaseName = leaseNameFor(options.pod.uid);
-    this.#gracePeriodMs = options.gracePeriodMs;
     this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS);
     this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
     this.#now = options.now ?? Date.now;
+    this.#onReleaseFailed = options.onReleaseFailed;
     this.#objects = options.targets.map((target) => ({ target, state: 'unknown', mayHold: true }));
   }
 
@@ -172,12 +180,14 @@ export class Guard implements GuardHandle {
     if (failed.length > 0) throw new Error(failed.map((o) => `${guardTargetKey(o.target)}: ${o.message}`).join('; '));
   }
 
-  /** The Pod's own grace period, and a check that DRAINGUARD_POD_UID is this pod's. */
+  /** Its ServiceAccount, and a check that DRAINGUARD_POD_UID is this pod's. */
   async #readPod(signal: AbortSignal): Promise<void> {
     const ref = { ...RESOURCES.pod, namespace: this.#pod.namespace, name: this.#pod.name };
     try {
       const pod = await this.#client.get(ref, { signal, retry: false });
       this.#podChecked = true;
+      const account = (pod.spec as { serviceAccountName?: unknown } | undefined)?.serviceAccountName;
+      this.#serviceAccount = typeof account === 'string' && account !== '' ? account : 'default';
       if (pod.metadata.uid !== this.#pod.uid) {
         this.#log.warn('DRAINGUARD_POD_UID is not the uid of the pod DRAINGUARD_POD_NAME names: the holder Lease would be collected at once', {
           pod: describe(ref),
@@ -185,12 +195,10 @@ export class Guard implements GuardHandle {
           given: this.#pod.uid,
         });
       }
-      const grace = (pod.spec as { terminationGracePeriodSeconds?: number } | undefined)?.terminationGracePeriodSeconds;
-      if (typeof grace === 'number') this.#podGraceMs = grace * 1000;
     } catch (err) {
       if (!isStatus(err, 403, 404)) throw err;
       this.#podChecked = true;
-      this.#log.debug('cannot read this pod; using DRAINGUARD_GRACE_PERIOD', { error: (err as Error).message });
+      this.#log.debug('cannot read this pod to check its uid', { error: (err as Error).message });
     }
   }
 
@@ -289,7 +297,7 @@ export class Guard implements GuardHandle {
         if (!o.object || !(o.object.metadata.finalizers ?? []).some((f) => staleFinalizers.includes(f))) return;
         const name = guardTargetKey(o.target);
         try {
-          const result = await removeFinalizers(this.#client, refOf(o.target), staleFinalizers, { signal }, o.object);
+          const result = await removeFinalizers(this.#client, refOf(o.target), staleFinalizers, { signal });
           if (result.state === 'removed') {
             o.object = result.object;
             this.#log.info('stale holder finalizers removed', {
@@ -314,9 +322,8 @@ export class Guard implements GuardHandle {
     const started = this.#now();
     this.#stop.abort();
     if (!this.#loop) return;
-    // The supervisor's deadline assumes DRAINGUARD_GRACE_PERIOD; a shorter grace period of the Pod comes first.
+    // The supervisor's deadline already counts the grace period in force (the Pod's, once read).
     let deadline = given;
-    if (this.#podGraceMs !== undefined && this.#podGraceMs < this.#gracePeriodMs) deadline -= this.#gracePeriodMs - this.#podGraceMs;
     const cutoff = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     let onDeadline = (): void => {};
@@ -351,6 +358,16 @@ export class Guard implements GuardHandle {
     }
   }
 
+  /**
+   * Opens a connection per removal to come, by reading each object once, in parallel and for
+   * at most a second: the removals then go out together instead of each behind a TLS handshake
+   * (idle connections are closed after a few seconds, and renewals keep only one or two).
+   */
+  async #openConnections(held: readonly Tracked[], signal: AbortSignal): Promise<void> {
+    const warm = AbortSignal.any([signal, AbortSignal.timeout(WARM_UP_MS)]);
+    await Promise.allSettled(held.map((o) => this.#client.get(refOf(o.target), { signal: warm, retry: false })));
+  }
+
   async #podDeletionDeadline(signal: AbortSignal, deadline: number): Promise<number | undefined> {
     try {
       const ref = { ...RESOURCES.pod, namespace: this.#pod.namespace, name: this.#pod.name };
@@ -364,33 +381,38 @@ export class Guard implements GuardHandle {
 
   async #releaseWithin(deadline: () => number, signal: AbortSignal, started: number): Promise<'done'> {
     await this.#loop;
-    const held = inReleaseOrder(this.#objects.filter((o) => o.mayHold));
+    const held = this.#objects.filter((o) => o.mayHold);
     if (held.length === 0 && !this.#leaseCreated) {
       this.#log.info('guard released: nothing was held');
       return 'done';
     }
     const options = { deadline: deadline(), signal };
     const leaseRef = { ...RESOURCES.lease, namespace: this.#pod.namespace, name: this.#leaseName };
-    // Everything goes out at once, Lease first, ServiceAccount last: each request is authorised
-    // while drainguard's own role, binding and token still exist. Sent one after the other, the
-    // first removal of a role or binding being deleted would take away the right to do the rest.
-    const lease = this.#client.delete(leaseRef, options).then(
-      () => 'deleted',
-      (err: unknown) => (isNotFound(err) ? 'gone' : err),
-    );
-    const results = await Promise.all(
-      held.map(async (o) => {
-        const name = guardTargetKey(o.target);
-        try {
-          // A last-known copy without our finalizer may predate an add cut short by the stop: read again then.
-          const known = o.object?.metadata.finalizers?.includes(this.#finalizer) ? o.object : undefined;
-          const r = await removeFinalizers(this.#client, refOf(o.target), [this.#finalizer], options, known);
-          return { name, state: r.state, gone: r.state === 'removed' && r.gone };
-        } catch (err) {
-          return { name, state: 'failed' as const, error: (err as Error).message };
-        }
-      }),
-    );
+    const remove = async (o: Tracked) => {
+      const name = guardTargetKey(o.target);
+      try {
+        const r = await removeFinalizers(this.#client, refOf(o.target), [this.#finalizer], options);
+        return { name, state: r.state, gone: r.state === 'removed' && r.gone };
+      } catch (err) {
+        return { name, state: 'failed' as const, error: (err as Error).message };
+      }
+    };
+    const waves = releaseWaves(held, { namespace: this.#pod.namespace, serviceAccount: this.#serviceAccount });
+    const deleteLease = () =>
+      this.#client.delete(leaseRef, options).then(
+        () => 'deleted',
+        (err: unknown) => (isNotFound(err) ? 'gone' : err),
+      );
+    let lease: Promise<unknown> | undefined;
+    const results: Awaited<ReturnType<typeof remove>>[] = [];
+    for (const wave of waves) {
+      await this.#openConnections(wave, signal);
+      // A wave goes out at once, one request per object that needs no read, so that each is
+      // authorised before any of them took drainguard's permissions (or token) away with it.
+      lease ??= deleteLease();
+      results.push(...(await Promise.all(wave.map(remove))));
+    }
+    lease ??= deleteLease();
     const leaseResult = await lease;
     const failed = results.filter((r) => r.state === 'failed');
     const fields = {
@@ -400,10 +422,14 @@ export class Guard implements GuardHandle {
     };
     if (leaseResult instanceof Error) this.#log.warn('could not delete the holder Lease: the garbage collector deletes it with the Pod', { error: leaseResult.message });
     if (failed.length > 0) {
-      this.#log.warn("guard released in part: these objects keep this pod's finalizer until it is stale (Lease gone) and swept", {
+      const objects = failed.map((f) => f.name);
+      // Loud: after an uninstall no other drainguard may be left to sweep it.
+      this.#log.error(`guard released in part: ${objects.join(', ')} keep this pod's finalizer; once this pod is gone, \`${releaseCommand(objects)}\` (or the post-delete hook) removes it`, {
         ...fields,
         failed: failed.map((f) => `${f.name}: ${f.error}`),
+        fix: releaseCommand(objects),
       });
+      this.#onReleaseFailed?.(objects, releaseCommand(objects));
     } else {
       this.#log.info('guard released', fields);
     }

@@ -20,11 +20,4 @@ export function refOf(target: GuardTarget): ObjectRef {
   return { ...RESOURCES[target.kind], namespace: target.namespace, name: target.name };
 }
 
-// Roles first, then the bindings that let drainguard itself act, the ServiceAccount last.
-const RELEASE_ORDER: Record<GuardKind, number> = { clusterrole: 0, role: 1, clusterrolebinding: 2, rolebinding: 3, serviceaccount: 4 };
-
-export function inReleaseOrder<T extends { target: GuardTarget }>(items: readonly T[]): T[] {
-  return [...items].sort((a, b) => RELEASE_ORDER[a.target.kind] - RELEASE_ORDER[b.target.kind]);
-}
-
-export const GUARD_KINDS = Object.keys(RELEASE_ORDER) as GuardKind[];
+export const GUARD_KINDS: readonly GuardKind[] = ['clusterrole', 'role', 'clusterrolebinding', 'rolebinding', 'serviceaccount'];

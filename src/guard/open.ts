@@ -13,6 +13,7 @@ export interface OpenGuardOptions {
   readonly env: NodeJS.ProcessEnv;
   readonly logger: Logger;
   readonly leaseDurationMs?: number;
+  readonly onReleaseFailed?: (objects: readonly string[], fix: string) => void;
 }
 
 /** An API client, or a ConfigError saying why there is none (`why`: what needs the API). */
@@ -33,14 +34,14 @@ export function defaultNamespace(client: KubeClient, podNamespace: string | unde
 }
 
 /** The guard for `config.guard`; throws ConfigError when no Kubernetes API is configured. */
-export function openGuard(config: SupervisorConfig, { env, logger, leaseDurationMs }: OpenGuardOptions): Guard {
+export function openGuard(config: SupervisorConfig, { env, logger, leaseDurationMs, onReleaseFailed }: OpenGuardOptions): Guard {
   const { name, namespace, uid } = config.pod;
   return new Guard({
     client: openClient(env, logger, 'DRAINGUARD_GUARD is set, so drainguard'),
     targets: config.guard,
     pod: { name: name!, namespace: namespace!, uid: uid! },
-    gracePeriodMs: config.gracePeriodMs,
     leaseDurationMs,
     logger,
+    onReleaseFailed,
   });
 }

@@ -43,6 +43,8 @@ export interface Install {
   readonly adminKubeconfig: string;
   /** A Pod of the operator, bound to the file's Node. */
   pod(name: string, terminationGracePeriodSeconds?: number): Promise<Pod>;
+  /** A kubeconfig with a token bound to `pod` (through the fault proxy when there is one). */
+  kubeconfig(pod: Pod): Promise<string>;
   /** `drainguard run -- operator fixture` as `pod`, with a token bound to it. */
   run(pod: Pod, env?: NodeJS.ProcessEnv, command?: string[]): Promise<Proc>;
   /** A graceful delete of the Pod (it stays Terminating: there is no kubelet). */
@@ -133,6 +135,9 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
         spec: { nodeName: node, serviceAccountName: 'op', terminationGracePeriodSeconds: grace, containers: [{ name: 'manager', image: 'example.com/operator' }] },
       });
       return { name: pod, uid: created.metadata.uid as string };
+    },
+    async kubeconfig(pod) {
+      return cluster.kubeconfigFor(await cluster.token(ns, 'op', { pod }), { server: proxy?.url ?? cluster.url });
     },
     async run(pod, env = {}, command = [NODE, OPERATOR]) {
       const token = await cluster.token(ns, 'op', { pod });

@@ -218,8 +218,9 @@ test('only finalizers and the Lease are written: no escalation is ever needed', 
           assert.equal(Object.keys(w.body), ['metadata']);
           assert.equal(Object.keys(w.body.metadata).sort(), ['finalizers', 'resourceVersion']);
         } else {
-          assert.equal(w.contentType, 'application/json-patch+json');
-          for (const op of w.body) assert.match(op.path, /^\/metadata\/finalizers\/\d+$/);
+          // Removal by value: the strategic merge patch directive on metadata.finalizers alone.
+          assert.equal(w.contentType, 'application/strategic-merge-patch+json');
+          assert.equal(w.body, { metadata: { '$deleteFromPrimitiveList/finalizers': [finalizer(pod)] } });
         }
       }
       for (const [path, obj] of Object.entries(before)) {
@@ -258,7 +259,13 @@ test('a strict authorizer: what the pod could not release itself, the post-delet
       assert.equal((await p.exit()).code, 0);
       // Removing the first of its own roles took drainguard's rights at once: the rest stays, held.
       assert.ok((await c.remaining()).length > 0);
-      assert.ok(p.logs().some((l) => l.msg.startsWith('guard released in part')));
+      // Loud: an error line and a Warning Event on the pod, each naming the objects and the command that frees them.
+      const failed = p.logs().find((l) => l.msg.startsWith('guard released in part'))!;
+      assert.equal(failed.level, 'error');
+      const left = Object.entries(await c.holders()).filter(([, h]) => h.length > 0).length;
+      assert.match(failed.fix as string, /^drainguard release --guard (clusterrole|clusterrolebinding|role|rolebinding|serviceaccount)\//);
+      assert.equal((failed.fix as string).split(' ').pop()!.split(',').length, left, `${failed.fix} for ${JSON.stringify(await c.holders())}`);
+      assert.ok(failed.msg.includes(failed.fix as string));
       assert.equal(first.hits, 1);
       // The kubelet's last step (played here); the garbage collector then takes the Lease.
       await c.finishPod('op-0');

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { KubeClient, type KubeClientOptions } from '../../src/kube/client.ts';
 import { loadApiAccess } from '../../src/kube/config.ts';
 import { KubeApiError, KubeUnreachableError } from '../../src/kube/errors.ts';
-import { createEventRecorder } from '../../src/kube/events.ts';
+import { createEventRecorder } from '../../src/kube/event-recorder.ts';
 import { RESOURCES } from '../../src/kube/objects.ts';
 import { backoff } from '../../src/kube/retry.ts';
 import { createLogger } from '../../src/log/logger.ts';

@@ -107,8 +107,13 @@ test("the hook's Job deletes stage by stage, waits for the operator's finalizers
   const stopA = operator('apiservers');
   const stopI = operator('installations');
   try {
-    const p = drainguard(jobArgs(ns), { KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }) });
-    assert.equal((await p.exit(20_000)).code, 0, p.stderr.join('\n'));
+    const p = drainguard(jobArgs(ns), { KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }), DRAINGUARD_LOG_LEVEL: 'debug' });
+    const exit = await p.exit(20_000).catch((err: Error) => {
+      // Seen once under heavy load: no output at all in 20 s. Name the requests still open.
+      const open = proxy.requests.filter((r) => !r.done).map((r) => `${r.method} ${r.path}?${r.query}`);
+      throw new Error(`${err.message}\nrequests still open at the proxy: ${JSON.stringify(open)} of ${proxy.requests.length}`);
+    });
+    assert.equal(exit.code, 0, p.stderr.join('\n'));
     assert.equal(await api.list(resourcePath(V1, 'apiservers')), []);
     assert.equal(await api.list(resourcePath(V1, 'installations')), []);
     const deletes = proxy.requests.filter((r) => r.method === 'DELETE');

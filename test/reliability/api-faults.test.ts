@@ -111,7 +111,7 @@ test('500s and hangs at release: the kill is not held past the grace period, and
     assert.equal((await p.exit(10_000)).code, 0);
     const took = Date.now() - t0;
     assert.ok(took < 5000, `exited ${took} ms after SIGTERM`);
-    assert.ok(errors.hits > 0 && hangs.hits > 0);
+    assert.ok(errors.hits > 0 && hangs.hits > 0, `${errors.hits} answered 500, ${hangs.hits} hung\n${p.stderr.join('\n')}`);
     assert.ok(p.logs().some((l) => /^guard release cut short by the deadline|^guard released in part/.test(l.msg)), p.stderr.join('\n'));
     const left = Object.entries(await c.holders()).filter(([, h]) => h.length > 0).map(([o]) => o);
     assert.ok(left.includes(`clusterrole/${c.name}`), `the failing object keeps the finalizer: ${left}`);
@@ -227,7 +227,6 @@ test('the service account token rotated mid-run and the old one revoked: the gua
       client: new KubeClient({ access, logger }),
       targets: parseGuardList(c.guard, 'DRAINGUARD_GUARD'),
       pod: { name: pod.name, namespace: c.ns, uid: pod.uid },
-      gracePeriodMs: 30_000,
       leaseDurationMs: 1500,
       logger,
     });

@@ -15,7 +15,7 @@ import { parseArgs } from '../../src/config/load.ts';
 import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
 import { DrainServer, type ServerEvent } from '../../src/protocol/server.ts';
-import { runWrapped } from '../../src/supervise/wrap.ts';
+import { runWrapped } from '../../src/supervisor/wrap.ts';
 import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { countSockets, descriptors, memory, mib, processesWithEnv, unixSocketsUnder } from './support/procfs.ts';

@@ -128,12 +128,15 @@ test("the Pod's grace period replaces the default, and the drain timeout follows
     await operator.exit();
     await pod.sidecar.exit();
 
-    // A grace period given explicitly is kept: the Pod is not even read.
-    const before = api.requestsMatching((r) => r.resource === 'pods').length;
+    // A grace period given explicitly and shorter than the Pod's is kept (a budget the user chose).
     const fixed = await startSidecar({ ...env, DRAINGUARD_GRACE_PERIOD: '20s' });
-    assert.equal((await prestop(fixed).exit()).code, 0);
-    await api.waitFor(() => events(api).filter((e) => e.reason === 'Drained').length === 1, 10_000, 'the Drained Event of the second sidecar');
-    assert.equal(api.requestsMatching((r) => r.resource === 'pods').length, before);
+    const second = await startOperator(fixed, { FIXTURE_ACK: 'never' });
+    const fixedHook = prestop(fixed);
+    const fixedRemaining = Number((await second.line(/^drain remainingMs=/)).split('=')[1]);
+    assert.ok(fixedRemaining > 12_000 && fixedRemaining <= 13_000, `remainingMs ${fixedRemaining}: 20s - 5s - 2s`);
+    second.kill('SIGKILL');
+    assert.equal((await fixedHook.exit()).code, 0);
+    await api.waitFor(() => events(api).filter((e) => e.reason === 'DrainStarted').length === 2, 10_000, 'the DrainStarted Event of the second sidecar');
     assert.not.ok(fixed.sidecar.logs().some((l) => l.msg === 'grace period read from the Pod'));
     fixed.sidecar.kill('SIGTERM');
     await fixed.sidecar.exit();

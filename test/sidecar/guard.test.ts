@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { type FakeApiServer, type KubeObject, startApiServer, writeKubeconfig } from '../support/apiserver/index.ts';
 import { tempDir } from '../support/proc.ts';
 import { http, prestop, startOperator, startSidecar, stillRunning } from './support.ts';
-import { parseExposition } from '../http/prom-text.ts';
+import { parseExposition } from '../telemetry/prom-text.ts';
 
 const NS = 'op';
 const RBAC = 'rbac.authorization.k8s.io/v1';

@@ -40,6 +40,21 @@ test('prestop blocks until the operator said drained, then exits 0', async () =>
   assert.equal((await pod.sidecar.exit()).code, 0);
 });
 
+test('an operator that gives up at the announced deadline and acknowledges then is reported as deadline', async () => {
+  const pods = await Promise.all(Array.from({ length: 3 }, () => startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '600ms' })));
+  const operators = await Promise.all(pods.map((pod) => startOperator(pod, { FIXTURE_ACK: 'at-deadline', FIXTURE_WORK: '20000' })));
+  try {
+    const hooks = pods.map((pod) => prestop(pod));
+    for (const [i, hook] of hooks.entries()) {
+      assert.equal((await hook.exit()).code, 0);
+      assert.equal(hook.logs().find((l) => l.msg === 'drain ended')!.outcome, 'deadline');
+      assert.equal(pods[i]!.sidecar.logs().find((l) => l.msg === 'drain ended')!.outcome, 'deadline');
+    }
+  } finally {
+    for (const p of [...operators, ...pods.map((pod) => pod.sidecar)]) p.kill('SIGKILL');
+  }
+});
+
 test('prestop returns at the drain deadline when the operator never says drained', async () => {
   const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '800ms' });
   const operator = await startOperator(pod, { FIXTURE_ACK: 'never' });

@@ -1,6 +1,8 @@
 // The patch formats the API server accepts: JSON merge patch (RFC 7386), JSON
 // patch (RFC 6902, with `test`), and strategic merge patch, which for the
-// objects served here (no patch-merge keys used by tests) behaves as a merge patch.
+// objects served here behaves as a merge patch but for the directive
+// `$deleteFromPrimitiveList/FIELD` (used on metadata.finalizers, whose patch
+// strategy is merge): the listed values are removed from that list.
 
 import { isDeepStrictEqual } from 'node:util';
 import { ApiError } from './errors.ts';
@@ -17,7 +19,7 @@ export function applyPatch(target: unknown, patch: unknown, contentType: string)
   if (contentType === 'application/json-patch+json') return applyJsonPatch(target, patch);
   if (contentType === 'application/merge-patch+json' || contentType === 'application/strategic-merge-patch+json') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw new ApiError(400, 'merge patch must be a JSON object');
-    return mergePatch(target, patch);
+    return contentType === 'application/strategic-merge-patch+json' ? strategicMergePatch(target, patch) : mergePatch(target, patch);
   }
   throw new ApiError(415, `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(', ')}, application/apply-patch+yaml`);
 }
@@ -28,6 +30,22 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete out[key];
     else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}
+
+const DELETE_FROM_PRIMITIVE_LIST = '$deleteFromPrimitiveList/';
+
+function strategicMergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return structuredClone(patch);
+  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as object) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (key.startsWith(DELETE_FROM_PRIMITIVE_LIST)) {
+      const field = key.slice(DELETE_FROM_PRIMITIVE_LIST.length);
+      if (!Array.isArray(value)) throw new ApiError(400, `${key}: expected a list`);
+      if (Array.isArray(out[field])) out[field] = (out[field] as unknown[]).filter((v) => !value.includes(v as Json));
+    } else if (value === null) delete out[key];
+    else out[key] = strategicMergePatch(out[key], value);
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // What the supervisors report beyond SupervisorObserver, what the guard
 // reports for readiness and metrics, and a fan-out to several observers.
 
-import type { DrainOutcome, Phase, SupervisorObserver } from '../supervise/observer.ts';
+import type { DrainOutcome, Phase, SupervisorObserver } from './observer.ts';
 
 /** Who asked for a drain: the termination signal, `drainguard prestop` on the socket, or the httpGet preStop route. */
 export type DrainSource = 'signal' | 'socket' | 'http';

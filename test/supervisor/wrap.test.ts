@@ -52,6 +52,22 @@ test('no acknowledgement: the stop signal comes at the drain deadline', async ()
   assert.equal(ended.waitingFor, ['fixture']);
 });
 
+test('an operator that gives up at the announced deadline and acknowledges then is reported as deadline', async () => {
+  // Several at once, on a busy machine: each must be timed from the deadline it was told.
+  const runs = Array.from({ length: 4 }, () => run({ FIXTURE_ACK: 'at-deadline', FIXTURE_WORK: '20000', DRAINGUARD_DRAIN_TIMEOUT: '600ms' }));
+  try {
+    await Promise.all(runs.map((p) => p.line('ready')));
+    for (const p of runs) p.kill('SIGTERM');
+    for (const p of runs) {
+      await p.exit();
+      const ended = p.logs().find((l) => l.msg === 'drain ended')!;
+      assert.equal(ended.outcome, 'deadline', `drain ended ${JSON.stringify(ended)}`);
+    }
+  } finally {
+    for (const p of runs) p.killAll();
+  }
+});
+
 test('no protocol client: the kill is passed on at once', async () => {
   const p = run({ FIXTURE_CLIENT: '0', FIXTURE_WORK: '5000' });
   await p.line('ready');

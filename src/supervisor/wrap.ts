@@ -95,9 +95,12 @@ class WrapSupervisor {
       this.#options.guard?.start();
       const exit = await this.#supervise(child, server);
       this.#setPhase('releasing');
+      if (this.#options.guard) this.#log.info('releasing the guard', { deadline: new Date(this.#releaseDeadline()).toISOString() });
       // Events first, while the guard still keeps the RBAC (and the token) that writes them.
       await this.#options.flush?.(this.#releaseDeadline());
       await this.#options.guard?.release(this.#releaseDeadline());
+      // A GuardReleaseFailed Event, within what is left of the deadline.
+      await this.#options.flush?.(this.#releaseDeadline());
       return exit.status;
     } finally {
       await server.close();
@@ -144,19 +147,22 @@ class WrapSupervisor {
     const drainTimeoutMs = this.#drainTimeoutMs();
     const deadline = started + drainTimeoutMs;
     const greeted = server.clients().filter((c) => c.greeted).length;
-    // The clients are told first; reporting and logging come after.
+    // The clients are told first, and the deadline is timed from the moment announced to them;
+    // reporting and logging come after.
     const drained = server.drain(deadline);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadline - this.#now())));
     this.#options.observer?.drainRequested?.('signal');
     this.#setPhase('draining');
     this.#log.info('drain started', { clients: greeted, timeoutMs: drainTimeoutMs, deadline: new Date(deadline).toISOString() });
     if (drainTimeoutMs === 0 && greeted > 0) {
       this.#log.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
     }
-    let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race<DrainOutcome>([
-      drained.then((t) => (greeted === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
+      // An acknowledgement that comes at or after the deadline is an operator that gave up there.
+      drained.then((t) => (this.#now() >= deadline && greeted > 0 ? 'deadline' : greeted === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
       child.exited.then(() => 'child-exited' as const),
-      new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), drainTimeoutMs))),
+      expired,
       this.#cutShort.then(() => 'cut-short' as const),
     ]);
     clearTimeout(timer);
@@ -189,7 +195,8 @@ class WrapSupervisor {
       this.#terminations++;
       if (this.#terminations === 1) {
         this.#terminatedAt = this.#now();
-        this.#log.info('termination requested', { signal: sig });
+        const pod = this.#options.podGracePeriodMs?.();
+        this.#log.info('termination requested', { signal: sig, gracePeriodMs: this.#gracePeriodMs(), gracePeriodFrom: pod === undefined ? this.#config.gracePeriodSource : 'pod' });
         this.#onTerminate();
       } else if (this.#terminations === 2 && this.#phase === 'draining') {
         this.#log.info('second termination signal: cutting the drain short', { signal: sig });

@@ -3,8 +3,8 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ClientInfo } from '../protocol/server.ts';
-import type { DrainOutcome } from '../supervise/observer.ts';
-import type { DrainSource, DrainguardObserver, GuardStatusSource } from './observers.ts';
+import type { DrainOutcome } from '../supervisor/observer.ts';
+import type { DrainSource, DrainguardObserver, GuardStatusSource } from '../supervisor/observers.ts';
 
 const OUTCOMES: readonly DrainOutcome[] = ['drained', 'disconnected', 'deadline', 'no-client', 'cut-short', 'child-exited'];
 const SOURCES: readonly DrainSource[] = ['signal', 'socket', 'http'];

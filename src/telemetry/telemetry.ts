@@ -3,10 +3,10 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';
-import { createMetrics } from '../metrics/metrics.ts';
-import { type DrainguardObserver, type GuardStatusSource, combineObservers } from '../metrics/observers.ts';
+import { createMetrics } from './metrics.ts';
+import { type DrainguardObserver, type GuardStatusSource, combineObservers } from '../supervisor/observers.ts';
 import type { ClientInfo, DrainServer } from '../protocol/server.ts';
-import type { DrainTicket } from '../sidecar/drain.ts';
+import type { DrainTicket } from '../supervisor/drain.ts';
 import { Health } from './health.ts';
 import { type HttpAddr, listenHttp } from './listener.ts';
 import { PRESTOP_PATH, prestopRoute } from './prestop-route.ts';

@@ -1,8 +1,8 @@
 // Readiness as lightship and terminus have it: ready while the supervisor runs
 // and the guard is set; not ready from the moment the drain starts, for good.
 
-import type { GuardStatusSource } from '../metrics/observers.ts';
-import type { Phase, SupervisorObserver } from '../supervise/observer.ts';
+import type { GuardStatusSource } from '../supervisor/observers.ts';
+import type { Phase, SupervisorObserver } from '../supervisor/observer.ts';
 
 export interface Readiness {
   readonly ready: boolean;

@@ -16,11 +16,11 @@ import { EventEmitter } from 'node:events';
 import { ConfigError } from '../config/errors.ts';
 import { type SupervisorConfig, defaultDrainTimeout } from '../config/supervisor.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { DrainSource, DrainguardObserver } from '../metrics/observers.ts';
+import type { DrainSource, DrainguardObserver } from './observers.ts';
 import { type ControlChannel, DrainServer } from '../protocol/server.ts';
 import { claimSocketPath } from '../protocol/socket-path.ts';
-import type { GuardHandle, Phase } from '../supervise/observer.ts';
-import { FORWARDED, TERMINATING } from '../supervise/signals.ts';
+import type { GuardHandle, Phase } from './observer.ts';
+import { FORWARDED, TERMINATING } from './signals.ts';
 import { type DrainTicket, SidecarDrain } from './drain.ts';
 
 export const DEFAULT_SIDECAR_SOCKET = '/run/drainguard/drain.sock';
@@ -58,6 +58,7 @@ export class SidecarSupervisor {
   readonly #clientsChanged = new EventEmitter();
   #phase: Phase = 'starting';
   #gracePeriodMs: number;
+  #gracePeriodFrom: string;
   #drainTimeoutMs: number;
   #terminations = 0;
   #terminatedAt?: number;
@@ -72,6 +73,7 @@ export class SidecarSupervisor {
     this.#log = options.logger ?? silentLogger;
     this.#now = options.now ?? Date.now;
     this.#gracePeriodMs = config.gracePeriodMs;
+    this.#gracePeriodFrom = config.gracePeriodSource;
     this.#drainTimeoutMs = config.drainTimeoutMs;
     this.#server = new DrainServer({
       path: config.socket ?? DEFAULT_SIDECAR_SOCKET,
@@ -103,7 +105,7 @@ export class SidecarSupervisor {
    */
   adoptGracePeriod(gracePeriodMs: number): void {
     const { stopTimeoutMs, drainTimeoutExplicit } = this.#config;
-    if (gracePeriodMs === this.#gracePeriodMs) return;
+    this.#gracePeriodFrom = 'pod';
     this.#gracePeriodMs = gracePeriodMs;
     if (!drainTimeoutExplicit) this.#drainTimeoutMs = defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
     this.#log.info('grace period read from the Pod', { gracePeriodMs, drainTimeoutMs: this.#drainTimeoutMs, drainUnderWay: this.#drain.started !== undefined });
@@ -145,6 +147,8 @@ export class SidecarSupervisor {
         this.#setPhase('releasing');
         if (this.#options.guard) this.#log.info('releasing the guard', { deadline: new Date(releaseDeadline).toISOString() });
         await this.#options.guard?.release(releaseDeadline);
+        // A GuardReleaseFailed Event, within what is left of the deadline.
+        await this.#options.flush?.(releaseDeadline);
       }
       this.#log.info('sidecar stopped', { afterSignalMs: this.#now() - this.#terminatedAt! });
       return 0;
@@ -252,7 +256,7 @@ export class SidecarSupervisor {
     this.#terminations++;
     if (this.#terminations === 1) {
       this.#terminatedAt = this.#now();
-      this.#log.info('termination requested', { signal: sig, clients: this.#operators() });
+      this.#log.info('termination requested', { signal: sig, clients: this.#operators(), gracePeriodMs: this.#gracePeriodMs, gracePeriodFrom: this.#gracePeriodFrom });
       this.#onTerminate();
     } else if (this.#terminations === 2) {
       this.#log.info('second termination signal: cutting the drain and the wait short', { signal: sig });

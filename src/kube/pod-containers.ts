@@ -2,10 +2,10 @@
 // it: for a plain sidecar whose operator does not speak the drain protocol
 // (no connection to watch close), or to be sure it has.
 
-import type { KubeClient } from '../kube/client.ts';
-import { isNotFound } from '../kube/errors.ts';
-import { type KubeObject, RESOURCES } from '../kube/objects.ts';
-import { sleep } from '../kube/retry.ts';
+import type { KubeClient } from './client.ts';
+import { isNotFound } from './errors.ts';
+import { type KubeObject, RESOURCES } from './objects.ts';
+import { sleep } from './retry.ts';
 import type { Logger } from '../log/logger.ts';
 
 export const POLL_INTERVAL_MS = 500;

@@ -4,9 +4,9 @@
 
 import { ConfigError } from '../config/errors.ts';
 import type { PodIdentity } from '../config/supervisor.ts';
-import type { KubeObject } from '../kube/objects.ts';
+import type { KubeObject } from './objects.ts';
 import type { Logger } from '../log/logger.ts';
-import type { PodEvent, RecordEvent } from '../metrics/events.ts';
+import type { PodEvent, RecordEvent } from '../telemetry/pod-events.ts';
 
 export interface PodApi {
   /** Events on this pod; undefined without the pod's name or an API. */
@@ -27,11 +27,11 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
     return {};
   }
   const [{ NoApiConfigError, loadApiAccess }, { KubeClient }, { createEventRecorder }, { RESOURCES }, { containersTerminated }] = await Promise.all([
-    import('../kube/config.ts'),
-    import('../kube/client.ts'),
-    import('../kube/events.ts'),
-    import('../kube/objects.ts'),
-    import('./operator-container.ts'),
+    import('./config.ts'),
+    import('./client.ts'),
+    import('./event-recorder.ts'),
+    import('./objects.ts'),
+    import('./pod-containers.ts'),
   ]);
   let access;
   try {
@@ -57,14 +57,25 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
 }
 
 /**
- * Hands `use` the Pod's terminationGracePeriodSeconds once the API tells it,
- * unless the grace period was configured explicitly. A failure to read it is
- * logged and leaves the configured one in force.
+ * Hands `use` the Pod's terminationGracePeriodSeconds once the API tells it.
+ * The kubelet kills at the Pod's grace period whatever drainguard was told, so
+ * it wins over the configured one, except where an explicit setting is
+ * shorter (a budget the user chose). A failure to read it is logged and
+ * leaves the configured one in force.
  */
-export function adoptPodGracePeriod(api: PodApi, configured: { readonly ms: number; readonly explicit: boolean }, logger: Logger, use: (ms: number) => void): void {
-  if (!api.readGracePeriodMs || configured.explicit) return;
+export function adoptPodGracePeriod(api: PodApi, configured: { readonly ms: number; readonly source?: string }, logger: Logger, use: (ms: number) => void): void {
+  if (!api.readGracePeriodMs) return;
   api.readGracePeriodMs().then(
-    (ms) => ms !== undefined && use(ms),
+    (ms) => {
+      if (ms === undefined) return;
+      if (configured.source === undefined) return use(ms);
+      if (ms >= configured.ms) return;
+      logger.warn(`${configured.source} is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: going by the Pod's`, {
+        gracePeriodMs: ms,
+        configuredMs: configured.ms,
+      });
+      use(ms);
+    },
     (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { gracePeriodMs: configured.ms, error: err }),
   );
 }

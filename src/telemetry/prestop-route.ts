@@ -5,9 +5,9 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';
-import type { PrestopRefusal } from '../metrics/metrics.ts';
-import type { DrainTicket } from '../sidecar/drain.ts';
-import { TOKEN_HEADER, tokenCheck } from './token.ts';
+import type { PrestopRefusal } from './metrics.ts';
+import type { DrainTicket } from '../supervisor/drain.ts';
+import { TOKEN_HEADER, tokenCheck } from './prestop-token.ts';
 
 export const PRESTOP_PATH = '/prestop';
 

@@ -4,7 +4,7 @@
 // this return a failure, never hang.
 
 import { type Socket, connect } from 'node:net';
-import { LineSplitter, PROTOCOL_VERSION, ProtocolError, encode, parseControlReply } from '../protocol/messages.ts';
+import { LineSplitter, PROTOCOL_VERSION, ProtocolError, encode, parseControlReply } from './messages.ts';
 
 /** How long a missing or refusing socket is retried: a sidecar may be restarting. */
 export const CONNECT_RETRY_MS = 2000;

@@ -2,8 +2,8 @@
 // tells the story. Best effort: a failure to write one is logged, never fatal.
 
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { DrainOutcome, Phase } from '../supervise/observer.ts';
-import type { DrainSource, DrainguardObserver } from './observers.ts';
+import type { DrainOutcome, Phase } from '../supervisor/observer.ts';
+import type { DrainSource, DrainguardObserver } from '../supervisor/observers.ts';
 
 export interface PodEvent {
   readonly type: 'Normal' | 'Warning';
@@ -33,6 +33,8 @@ const SOURCE_TEXT: Record<DrainSource, string> = {
 export interface DrainEventObserver extends DrainguardObserver {
   /** Resolves once the Events under way are written (or failed), or at `deadline` (epoch ms). */
   flush(deadline: number): Promise<void>;
+  /** The release left this pod's finalizer on `objects`; `fix` frees them. */
+  guardReleaseFailed(objects: readonly string[], fix: string): void;
 }
 
 /** An observer that records DrainStarted and Drained / DrainTimedOut / DrainCutShort with the duration. */
@@ -58,6 +60,9 @@ export function drainEventObserver(record: RecordEvent, logger: Logger = silentL
     phase: (phase: Phase) => {
       if (phase !== 'draining') return;
       emit({ type: 'Normal', reason: 'DrainStarted', message: `drainguard started the drain${source ? ` ${SOURCE_TEXT[source]}` : ''}` });
+    },
+    guardReleaseFailed: (objects, fix) => {
+      emit({ type: 'Warning', reason: 'GuardReleaseFailed', message: `${objects.join(', ')} keep this pod's finalizer; once the pod is gone, \`${fix}\` (or the post-delete hook) removes it` });
     },
     drainEnded: (outcome, durationMs) => {
       const e = ENDED[outcome];

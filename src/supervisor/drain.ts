@@ -4,8 +4,8 @@
 
 import type { Logger } from '../log/logger.ts';
 import type { DrainServer } from '../protocol/server.ts';
-import type { DrainOutcome } from '../supervise/observer.ts';
-import type { DrainSource } from '../metrics/observers.ts';
+import type { DrainOutcome } from './observer.ts';
+import type { DrainSource } from './observers.ts';
 
 export interface DrainResult {
   readonly outcome: DrainOutcome;
@@ -56,11 +56,15 @@ export class SidecarDrain {
     const deadline = startedAt + timeoutMs;
     const clients = this.#server.clients().filter((c) => c.greeted).length;
     onStart(source);
-    logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
+    // The deadline is timed from the moment announced to the clients, before anything is logged.
+    const told = this.#server.drain(deadline);
     let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadline - now())));
+    logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     const ended = Promise.race<DrainOutcome>([
-      this.#server.drain(deadline).then((t) => (clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
-      new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), timeoutMs))),
+      // An acknowledgement that comes at or after the deadline is an operator that gave up there.
+      told.then((t) => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
+      expired,
       new Promise<'cut-short'>((r) => (this.#cutShort = () => r('cut-short'))),
     ]).then((outcome) => {
       clearTimeout(timer);

@@ -2,7 +2,6 @@
 // Ctrl-C reaches drainguard (which drains first) and not the child directly.
 
 import { spawn } from 'node:child_process';
-import { onExit } from 'signal-exit';
 import { signalNumber } from '../config/signals.ts';
 import type { SignalTarget } from '../config/supervisor.ts';
 
@@ -57,20 +56,22 @@ export async function startChild(file: string, args: readonly string[], options:
   subprocess.on('error', () => {});
   const pid = subprocess.pid;
   let gone = false;
-  // Whatever ends drainguard (a crash included), the child must not outlive it unsupervised.
-  const removeExitHook = onExit(() => {
-    if (!gone) {
-      try {
-        kill(-pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
+  // Whatever ends drainguard's JavaScript (process.exit, a crash), the child must not outlive it
+  // unsupervised. Not signal-exit: it listens on the aliases SIGIOT and SIGPOLL too, where
+  // drainguard has no listener of its own, takes a SIGABRT or SIGIO for unhandled, kills the
+  // child and re-raises the signal. drainguard catches every signal it can, so 'exit' is enough.
+  const killOnExit = (): void => {
+    try {
+      kill(-pid, 'SIGKILL');
+    } catch {
+      // Already gone.
     }
-  });
+  };
+  process.once('exit', killOnExit);
   const exited = new Promise<ChildExit>((resolve) => {
     subprocess.once('exit', (code, signal) => {
       gone = true;
-      removeExitHook();
+      process.off('exit', killOnExit);
       if (signal) resolve({ status: 128 + signalNumber(signal), signal });
       else resolve({ status: code ?? 1, code: code ?? undefined });
     });
