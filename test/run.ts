@@ -76,9 +76,18 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     interrupted = true;
     process.stdout.write(`runner: ${signal}, stopping\n`);
-    for (const child of running) child.kill('SIGKILL');
+    for (const child of running) killGroup(child);
     void (cluster?.stop() ?? Promise.resolve()).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   });
+}
+
+/** SIGKILL to a test file and whatever it started in its process group. */
+function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
 }
 
 async function runFile(file: string): Promise<Result> {
@@ -96,10 +105,11 @@ async function runFile(file: string): Promise<Result> {
     const tmp = mkdtempSync(join(tmpdir(), 'drainguard-run-'));
     // As /tmp is: tests run processes as other users too.
     chmodSync(tmp, 0o1777);
-    const child = spawn(process.execPath, ['test/support/run-file.ts', file], {
+    // A process group of its own, so an interrupted or timed-out file is stopped with what it started;
+    // SIGKILL when the runner itself dies.
+    const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', process.execPath, 'test/support/run-file.ts', file], {
       env: { ...env, TMPDIR: tmp },
       stdio: ['ignore', 'pipe', 'pipe'],
-      // A process group of its own: a timeout ends the file and what it started with it.
       detached: true,
     });
     running.add(child);
@@ -108,11 +118,7 @@ async function runFile(file: string): Promise<Result> {
     child.stderr.on('data', (d) => (output += d));
     const timer = setTimeout(() => {
       output += `\n  runner: ${file} ran past ${FILE_TIMEOUT_MS} ms and was killed\n`;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
+      killGroup(child);
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
       running.delete(child);

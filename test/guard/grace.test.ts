@@ -3,11 +3,12 @@
 // shorter, longer, unset), in wrap and in sidecar mode: an uninstall deletes
 // the pod and the guarded objects, drainguard drains, releases and exits, and
 // no finalizer of this pod is left when it has exited.
+// On the real control plane (test/support/cluster), pods bound to a Node and pod-bound tokens.
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { NODE, type Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
-import { type Cluster, GUARD, NS, finalizer, uninstall, withCluster } from './cluster.ts';
+import { type Install, finalizer, withCluster } from './cluster.ts';
 
 type Mode = 'wrap' | 'sidecar';
 const POD_GRACE = [10, 30, 90];
@@ -21,23 +22,23 @@ function configured(podGrace: number, how: (typeof CONFIGURED)[number]): string 
 /** The grace period the kubelet goes by, and drainguard must: the Pod's, or a shorter one it was given. */
 const effective = (podGrace: number, how: (typeof CONFIGURED)[number]) => (how === 'shorter' ? podGrace - 2 : podGrace) * 1000;
 
-async function stop(c: Cluster, mode: Mode, podGrace: number, how: (typeof CONFIGURED)[number]): Promise<void> {
+async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFIGURED)[number]): Promise<void> {
   const name = `op-${mode}-${podGrace}-${how}`;
-  const pod = c.pod(name, podGrace);
+  const pod = await c.pod(name, podGrace);
   const grace = configured(podGrace, how);
   const env = { ...(grace !== undefined && { DRAINGUARD_GRACE_PERIOD: grace }), FIXTURE_WORK: '300' };
   let operator: Proc | undefined;
   let supervisor: Proc;
   if (mode === 'wrap') {
-    supervisor = c.run(pod, env);
+    supervisor = await c.run(pod, env);
     await supervisor.line('ready');
   } else {
     const socket = join(tempDir(), 'drain.sock');
     supervisor = drainguard(['sidecar'], {
-      KUBECONFIG: c.kubeconfig,
-      DRAINGUARD_GUARD: GUARD,
+      KUBECONFIG: await c.kubeconfig(pod),
+      DRAINGUARD_GUARD: c.guard,
       DRAINGUARD_POD_NAME: pod.name,
-      DRAINGUARD_POD_NAMESPACE: NS,
+      DRAINGUARD_POD_NAMESPACE: c.ns,
       DRAINGUARD_POD_UID: pod.uid,
       DRAINGUARD_SOCKET: socket,
       DRAINGUARD_HTTP_ADDR: '127.0.0.1:0',
@@ -48,11 +49,11 @@ async function stop(c: Cluster, mode: Mode, podGrace: number, how: (typeof CONFI
     await operator.line('ready');
   }
   try {
-    await c.api.waitFor(() => Object.values(c.holders()).every((h) => h.includes(finalizer(pod))) || undefined, 10_000, `guard of ${name}`);
+    await c.cluster.waitFor(async () => Object.values(await c.holders()).every((h) => h.includes(finalizer(pod))), 10_000, `guard of ${name}`);
     // The Pod's grace period must have been read before the stop, as in a pod that ran a while.
     if (how !== 'equal' && how !== 'shorter') await supervisor.log(mode === 'wrap' ? 'grace period read from the Pod' : 'grace period read from the Pod', 10_000);
-    c.api.delete('v1', 'pods', NS, name);
-    uninstall(c);
+    await c.deletePod(name);
+    await c.uninstall();
     if (mode === 'wrap') {
       supervisor.kill('SIGTERM');
     } else {
@@ -65,7 +66,7 @@ async function stop(c: Cluster, mode: Mode, podGrace: number, how: (typeof CONFI
     }
     const exit = await supervisor.exit(effective(podGrace, how) + 5000);
     assert.equal(exit.code, 0, supervisor.stderr.join('\n'));
-    const left = Object.entries(c.holders()).filter(([, h]) => h.includes(finalizer(pod)));
+    const left = Object.entries(await c.holders()).filter(([, h]) => h.includes(finalizer(pod)));
     assert.equal(left, [], `${name}: finalizers left at exit\n${supervisor.stderr.join('\n')}`);
     assert.ok(supervisor.logs().some((l) => l.msg === 'guard released'), `${name}: ${supervisor.stderr.join('\n')}`);
     const terminated = supervisor.logs().find((l) => l.msg === 'termination requested')!;
@@ -80,9 +81,9 @@ async function stop(c: Cluster, mode: Mode, podGrace: number, how: (typeof CONFI
 for (const mode of ['wrap', 'sidecar'] as const) {
   for (const podGrace of POD_GRACE) {
     test(`${mode}, Pod grace ${podGrace}s: the release completes inside it with DRAINGUARD_GRACE_PERIOD ${CONFIGURED.join(', ')}`, async () => {
-      // Each in a cluster of its own (the uninstall deletes the operator's ServiceAccount). The
-      // authorizer keeps a deleted role for 0.1-0.2 s (kubernetes-facts.md): the upper end here.
-      for (const how of CONFIGURED) await withCluster((c) => stop(c, mode, podGrace, how), { authorizerLagMs: 200 });
+      // Each in an install of its own (the uninstall deletes the operator's ServiceAccount), on the
+      // real control plane: its authorizer drops a deleted role 0.1-0.2 s after it is gone.
+      for (const how of CONFIGURED) await withCluster((c) => stop(c, mode, podGrace, how));
     });
   }
 }

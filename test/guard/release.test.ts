@@ -1,0 +1,61 @@
+// `drainguard release` on a control plane of this file's own: `--all-objects --all`
+// removes every holder finalizer in the cluster, which on the run's shared
+// control plane would take the guard of other files' tests running beside it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { privateCluster } from '../support/cluster/index.ts';
+import { type Proc, drainguard } from '../support/proc.ts';
+import { type Install, finalizer, withCluster } from './cluster.ts';
+
+const { cluster } = await privateCluster();
+
+const allHeldBy = async (c: Install, ...pods: { uid: string }[]) => {
+  const want = JSON.stringify(pods.map(finalizer).sort());
+  return Object.values(await c.holders()).every((h) => JSON.stringify([...h].sort()) === want);
+};
+const nothingHeld = async (c: Install) => Object.values(await c.holders()).every((h) => h.length === 0);
+/** SIGKILL to drainguard, and to its operator, which it cannot take along. */
+async function killHard(p: Proc): Promise<void> {
+  const started = await p.log('operator started');
+  p.kill('SIGKILL');
+  await p.processExit();
+  process.kill(started.pid as number, 'SIGKILL');
+}
+
+test('drainguard release removes stale holders (expired Lease) and keeps live ones; --all needs --yes', async () => {
+  await withCluster(async (c) => {
+    const a = await c.pod('op-a');
+    const b = await c.pod('op-b');
+    const pa = await c.run(a, { DRAINGUARD_LEASE_DURATION: '1s' });
+    await pa.line('ready');
+    await cluster.waitFor(() => allHeldBy(c, a), 10_000, 'a holds');
+    // b is a live holder that renews its Lease (written here, so no sweep of b's own races the release).
+    await c.cluster.create({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: `drainguard-${b.uid}`, namespace: c.ns, labels: { 'app.kubernetes.io/managed-by': 'drainguard' }, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: b.name, uid: b.uid }] },
+      spec: { holderIdentity: b.name, leaseDurationSeconds: 60, renewTime: new Date().toISOString().replace('Z', '000Z') },
+    });
+    for (const o of c.objects) {
+      const obj = await c.cluster.api.get(o.path);
+      await c.cluster.api.patch(o.path, { metadata: { finalizers: [...(obj.metadata.finalizers ?? []), finalizer(b)] } });
+    }
+    await killHard(pa);
+    // a's Pod still exists, so its Lease stays: it goes stale when it expires, 1 s after its last renewal.
+    const renewed = Date.parse((await c.lease(a)).spec.renewTime);
+    await new Promise((r) => setTimeout(r, Math.max(0, renewed + 1100 - Date.now())));
+    const refused = drainguard(['release', '--guard', c.guard, '--all'], { KUBECONFIG: c.adminKubeconfig });
+    assert.equal((await refused.exit()).code, 2);
+    assert.match(refused.stderr.join('\n'), /add --yes to confirm/);
+    const r = drainguard(['release', '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
+    assert.equal((await r.exit()).code, 0, r.stderr.join('\n'));
+    assert.equal(r.stdout.filter((l) => l.includes(`removed ${finalizer(a)} (stale: Lease expired)`)).length, 5, r.stdout.join('\n'));
+    assert.equal(r.stdout.filter((l) => l.includes(`kept ${finalizer(b)}`)).length, 5);
+    assert.ok(await allHeldBy(c, b));
+    const all = drainguard(['release', '--all-objects', '--all', '--yes'], { KUBECONFIG: c.adminKubeconfig });
+    assert.equal((await all.exit()).code, 0);
+    assert.ok(await nothingHeld(c), JSON.stringify(await c.holders()));
+  }, { cluster });
+});
+
+test.run();
