@@ -354,15 +354,24 @@ export class Guard implements GuardHandle {
     };
     const waves = releaseWaves(held, { namespace: this.#pod.namespace, serviceAccount: this.#serviceAccount });
     let lease: ReturnType<HolderLease['delete']> | undefined;
-    const results: Awaited<ReturnType<typeof remove>>[] = [];
-    for (const wave of waves) {
-      await this.#openConnections(wave, signal);
+    const sent: Promise<Awaited<ReturnType<typeof remove>>>[] = [];
+    for (const [i, wave] of waves.entries()) {
+      // A wave waits for the one before, but only for its share of the time left: an API that
+      // answers 500 to an early wave must not keep the later ones from going out at all.
+      const share = Math.max(0, deadline() - this.#now()) / (waves.length - i);
+      let timer: NodeJS.Timeout | undefined;
+      const turn = new Promise((r) => (timer = setTimeout(r, share)));
+      await Promise.race([this.#openConnections(wave, signal), turn]);
       // A wave goes out at once, one request per object that needs no read, so that each is
       // authorised before any of them took drainguard's permissions (or token) away with it.
       lease ??= this.#lease.delete(options);
-      results.push(...(await Promise.all(wave.map(remove))));
+      const answered = wave.map(remove);
+      sent.push(...answered);
+      await Promise.race([Promise.all(answered), turn]);
+      clearTimeout(timer);
     }
     lease ??= this.#lease.delete(options);
+    const results = await Promise.all(sent);
     const leaseResult = await lease;
     const failed = results.filter((r) => r.state === 'failed');
     const fields = {
