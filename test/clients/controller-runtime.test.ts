@@ -1,0 +1,120 @@
+// The controller-runtime package (clients/go/ctrl) with the real
+// controller-runtime v0.20.4, under the built executable, against the real
+// control plane. The example operator's reconciles take 2 s of work that does
+// not look at its context and end with an API write (an annotation).
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { useCluster } from '../support/cluster/index.ts';
+import { GO, goBuild, goEnv } from '../support/go.ts';
+import { Proc, drainguard, tempDir } from '../support/proc.ts';
+import { execFileSync } from 'node:child_process';
+
+const EXAMPLE = goBuild('clients/go/ctrl', './example', join(tempDir(), 'ctrl-example'));
+const ANNOTATION = 'drainguard.dev/reconciled-by';
+const cluster = await useCluster();
+const ns = (await cluster.namespace('ctrl')).name;
+const KUBEBUILDER_GRACE = '10s'; // Kubebuilder's scaffold: terminationGracePeriodSeconds: 10
+
+const running: Proc[] = [];
+const env = { KUBECONFIG: cluster.adminKubeconfig };
+
+/** The example under `drainguard run`; `control`: without the drainctrl package. */
+function operator(identity: string, flags: string[] = [], control = false): Proc {
+  const args = ['-namespace', ns, '-identity', identity, '-reconcile-time', '2s', ...(control ? ['-no-drainguard'] : []), ...flags];
+  const p = drainguard(['run', '--grace-period', KUBEBUILDER_GRACE, '--', EXAMPLE, ...args], env);
+  running.push(p);
+  return p;
+}
+
+const cmPath = (name?: string) => `/api/v1/namespaces/${ns}/configmaps${name ? `/${name}` : ''}`;
+const createConfigMap = (name: string) => cluster.api.create(cmPath(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { app: 'drainguard-example' } } });
+const reconciledBy = async (name: string): Promise<string | undefined> => (await cluster.api.get(cmPath(name)))?.metadata.annotations?.[ANNOTATION];
+
+let seq = 0;
+const fresh = (what: string) => `${what}-${++seq}`;
+
+test.after.each(async () => {
+  for (const p of running.splice(0)) {
+    p.killAll();
+    await p.exited;
+  }
+});
+
+test('go vet and go test -race: the package against a real drainguard peer', () => {
+  execFileSync(GO, ['vet', './...'], { cwd: 'clients/go/ctrl', env: goEnv() });
+  const out = execFileSync(GO, ['test', '-race', '-count=1', './...'], { cwd: 'clients/go/ctrl', env: goEnv(), encoding: 'utf8' });
+  assert.match(out, /^ok\s+drainguard\.dev\/client\/ctrl\s/m);
+});
+
+test('SIGTERM mid-reconcile: the write succeeds, nothing new starts, drained is sent, exit 0 about 2 s later', async () => {
+  const [first, during] = [fresh('first'), fresh('during')];
+  const p = operator('pod-a');
+  await p.line('ready', 30_000);
+  await createConfigMap(first);
+  await p.line(`reconcile start ${ns}/${first}`);
+  const sigterm = Date.now();
+  p.kill('SIGTERM');
+  const started = await p.log('drain started');
+  assert.equal(started.timeoutMs, 3000, 'the drain timeout of a 10 s grace period: 10 s - 5 s stop timeout - 2 s');
+  await createConfigMap(during);
+  assert.equal((await p.exit()).code, 0);
+  const exitMs = Date.now() - sigterm;
+
+  assert.ok(p.stdout.includes(`reconcile done ${ns}/${first}`), p.stdout.join('\n'));
+  assert.equal(p.stdout.filter((l) => l.startsWith('reconcile error')), []);
+  assert.not.ok(p.stdout.includes(`reconcile start ${ns}/${during}`), 'an object created during the drain is not reconciled by this pod');
+  assert.equal(await reconciledBy(first), 'pod-a');
+  assert.equal(await reconciledBy(during), undefined);
+  const logs = p.logs().map((l) => l.msg);
+  assert.ok(logs.indexOf('client drained') >= 0 && logs.indexOf('client drained') < logs.indexOf('stop signal sent'), logs.join(', '));
+  assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'drained');
+  assert.ok(exitMs < 3500, `exit ${exitMs} ms after SIGTERM`);
+  console.log(`  with drainctrl: exit ${exitMs} ms after SIGTERM, drain ${p.logs().find((l) => l.msg === 'drain ended')!.durationMs} ms`);
+});
+
+test('the control: the same manager without the package fails that write with context canceled', async () => {
+  const first = fresh('control');
+  const p = operator('pod-c', [], true);
+  await p.line('ready', 30_000);
+  await createConfigMap(first);
+  await p.line(`reconcile start ${ns}/${first}`);
+  const sigterm = Date.now();
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  const exitMs = Date.now() - sigterm;
+  assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'no-client');
+  assert.match(p.stdout.find((l) => l.startsWith(`reconcile error ${ns}/${first}`)) ?? '', /context canceled/);
+  assert.not.ok(p.stdout.includes(`reconcile done ${ns}/${first}`));
+  assert.equal(await reconciledBy(first), undefined);
+  console.log(`  control: exit ${exitMs} ms after SIGTERM, the write failed`);
+});
+
+test('leader election: a second manager takes the lease within a second of the first one exiting', async () => {
+  const [first, during] = [fresh('leader'), fresh('handover')];
+  // A candidate retries every RetryPeriod plus up to 1.2 times that (client-go's jitter):
+  // 300 ms puts the hand-over under 660 ms after the release.
+  const flags = ['-leader-elect', '-leader-election-id', fresh('lease'), '-leader-retry-period', '300ms'];
+  const a = operator('pod-a', flags);
+  await a.line('leader', 30_000);
+  const b = operator('pod-b', flags);
+  await b.line('ready', 30_000);
+  await createConfigMap(first);
+  await a.line(`reconcile start ${ns}/${first}`);
+  a.kill('SIGTERM');
+  await a.log('drain started');
+  await createConfigMap(during);
+  const bLeader = b.line('leader', 30_000).then(() => Date.now());
+  assert.equal((await a.exit()).code, 0);
+  const aExit = Date.now();
+  const handoverMs = (await bLeader) - aExit;
+  assert.ok(handoverMs < 1000, `lease taken ${handoverMs} ms after the first one's exit`);
+  assert.equal(await reconciledBy(first), 'pod-a');
+  // The successor reconciles what the draining pod left alone.
+  await b.line(`reconcile done ${ns}/${during}`, 10_000);
+  assert.equal(await reconciledBy(during), 'pod-b');
+  assert.not.ok(a.stdout.includes(`reconcile start ${ns}/${during}`));
+  console.log(`  lease hand-over: ${handoverMs} ms after the first manager's exit`);
+});
+
+test.run();
