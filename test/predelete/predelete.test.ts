@@ -1,20 +1,36 @@
-// `drainguard predelete` (the built executable) against the test API server,
-// authorised by exactly the RBAC of the pre-delete hook in deploy/helm-hooks.
+// `drainguard predelete` (the built executable) against the real control plane
+// (test/support/cluster): real CustomResourceDefinitions and custom resources
+// held by the operator's finalizer, authorised by exactly the RBAC of the
+// pre-delete hook in deploy/helm-hooks, applied to the real API server. Where a
+// test counts the hook's requests it goes through the fault proxy, which
+// injects nothing here and only records them.
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseAllDocuments } from 'yaml';
-import { type FakeApiServer, type KubeObject, startApiServer, writeKubeconfig } from '../support/apiserver/index.ts';
-import { drainguard, tempDir } from '../support/proc.ts';
+import { pathOf, resourcePath, useCluster } from '../support/cluster/index.ts';
+import { startFaultProxy } from '../support/faultproxy/index.ts';
+import { drainguard } from '../support/proc.ts';
 
-const NS = 'operator-system';
-const GROUP = 'operator.example.io';
-const FIN = 'operator.example.io/cleanup';
+const cluster = await useCluster();
+const api = cluster.api;
+// Cluster-scoped names unique to this file: the shared control plane has other tests' CRDs and RBAC.
+const SUFFIX = randomBytes(4).toString('hex');
+const GROUP = `operator-${SUFFIX}.example.io`;
+const FIN = `${GROUP}/cleanup`;
+const G = GROUP.replaceAll('.', '\\.');
+const V1 = `${GROUP}/v1`;
+/** The hook's names in namespace `ns` (its ClusterRole and ClusterRoleBinding are cluster-scoped: one per test). */
+const hookName = (ns: string) => `drainguard-predelete-${ns}`;
 
-const hookObjects = (file: string) =>
-  parseAllDocuments(readFileSync(`deploy/helm-hooks/${file}`, 'utf8')).map((d) => d.toJS() as KubeObject & { spec?: any });
+/** The hook's objects from deploy/helm-hooks, for this namespace, group and names. */
+const hookObjects = (ns: string) =>
+  parseAllDocuments(
+    readFileSync('deploy/helm-hooks/predelete.yaml', 'utf8').replaceAll('operator-system', ns).replaceAll('operator.example.io', GROUP).replaceAll('drainguard-predelete', hookName(ns)),
+  ).map((d) => d.toJS() as any);
 
-function crd(plural: string, kind: string): KubeObject {
+function crd(plural: string, kind: string): any {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -25,111 +41,147 @@ function crd(plural: string, kind: string): KubeObject {
       names: { plural, singular: kind.toLowerCase(), kind },
       versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
     },
-  } as KubeObject;
+  };
+}
+
+// The CRDs once for the file; established and served before any test runs.
+await cluster.create(crd('apiservers', 'APIServer'));
+await cluster.create(crd('installations', 'Installation'));
+await cluster.waitFor(async () => {
+  const r = await api.request('GET', `/apis/${V1}`);
+  return r.status === 200 && r.body.resources?.length === 2;
+}, 30_000, `the API group ${V1} served`);
+
+const TYPES = ['apiservers', 'installations'];
+
+/** No custom resource of this file's types is left (a test before may have left some terminating). */
+async function noCustomResources(): Promise<void> {
+  for (const plural of TYPES) {
+    for (const o of await api.list(resourcePath(V1, plural))) {
+      const path = resourcePath(V1, plural, undefined, o.metadata.name);
+      await api.patch(path, { metadata: { finalizers: null } });
+      await api.delete(path);
+    }
+  }
+  await cluster.waitFor(async () => (await Promise.all(TYPES.map((p) => api.list(resourcePath(V1, p))))).every((l) => l.length === 0), 15_000, 'no custom resources left');
 }
 
 /** A cluster like the one the hook runs in: the CRDs, their objects held by the operator's finalizer, the hook's RBAC, a ready operator pod. */
-async function cluster(): Promise<{ api: FakeApiServer; kubeconfig: string }> {
-  const api = await startApiServer({ namespaces: ['default', NS] });
-  api.create(crd('apiservers', 'APIServer'));
-  api.create(crd('installations', 'Installation'));
-  api.create({ apiVersion: `${GROUP}/v1`, kind: 'APIServer', metadata: { name: 'default', finalizers: [FIN] } });
-  api.create({ apiVersion: `${GROUP}/v1`, kind: 'Installation', metadata: { name: 'default', finalizers: [FIN] } });
-  api.create({ apiVersion: `${GROUP}/v1`, kind: 'Installation', metadata: { name: 'secondary', finalizers: [FIN] } });
-  api.create({
+async function setup(): Promise<{ ns: string; kubeconfig: string; token: string }> {
+  await noCustomResources();
+  const { name: ns } = await cluster.namespace('predelete');
+  await cluster.create({ apiVersion: V1, kind: 'APIServer', metadata: { name: 'default', finalizers: [FIN] } });
+  await cluster.create({ apiVersion: V1, kind: 'Installation', metadata: { name: 'default', finalizers: [FIN] } });
+  await cluster.create({ apiVersion: V1, kind: 'Installation', metadata: { name: 'secondary', finalizers: [FIN] } });
+  await cluster.create({
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: 'example-operator-abc', namespace: NS, labels: { 'app.kubernetes.io/name': 'example-operator' } },
-    spec: { nodeName: 'node-1', containers: [{ name: 'manager', image: 'x' }] },
-    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
-  } as KubeObject);
-  for (const o of hookObjects('predelete.yaml')) if (o.kind !== 'Job') api.create(o);
-  const kubeconfig = writeKubeconfig(tempDir(), api, api.tokenFor(NS, 'drainguard-predelete'));
-  return { api, kubeconfig };
+    metadata: { name: 'example-operator-abc', namespace: ns, labels: { 'app.kubernetes.io/name': 'example-operator' } },
+    spec: { nodeName: await cluster.node(), containers: [{ name: 'manager', image: 'x' }] },
+  });
+  // What the kubelet would report (there is none): the operator's container is running and ready.
+  await api.patch(resourcePath('v1', 'pods', ns, 'example-operator-abc') + '/status', {
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }, { type: 'ContainersReady', status: 'True' }] },
+  });
+  for (const o of hookObjects(ns)) if (o.kind !== 'Job') await cluster.create(o);
+  const token = await cluster.token(ns, hookName(ns));
+  return { ns, kubeconfig: cluster.kubeconfigFor(token), token };
 }
 
 /** The arguments of the hook's own Job, so the test runs what a chart would. */
-const jobArgs = (): string[] => hookObjects('predelete.yaml').find((o) => o.kind === 'Job')!.spec.template.spec.containers[0].args;
+const jobArgs = (ns: string): string[] => hookObjects(ns).find((o) => o.kind === 'Job')!.spec.template.spec.containers[0].args;
 
-/** The operator's part: once an object is being deleted, finish its cleanup and drop the finalizer. */
-function operator(api: FakeApiServer, resource: string): () => void {
-  const onChange = () => {
-    for (const o of api.list(`${GROUP}/v1`, resource)) {
-      if (o.metadata.deletionTimestamp && o.metadata.finalizers?.includes(FIN)) api.setFinalizers(`${GROUP}/v1`, resource, undefined, o.metadata.name!, []);
+/** The operator's part: once an object is being deleted, finish its cleanup and drop the finalizer (seen by watch). */
+function operator(plural: string): () => void {
+  return api.watch(resourcePath(V1, plural), (e) => {
+    const o = e.object;
+    if (e.type !== 'DELETED' && o?.metadata?.deletionTimestamp && o.metadata.finalizers?.includes(FIN)) {
+      void api.patch(pathOf(o, plural), { metadata: { finalizers: o.metadata.finalizers.filter((f: string) => f !== FIN) } }).catch(() => {});
     }
-  };
-  api.on('request', onChange);
-  return () => api.off('request', onChange);
+  });
 }
 
 test("the hook's Job deletes stage by stage, waits for the operator's finalizers, and exits 0 when all are gone", async () => {
-  const { api, kubeconfig } = await cluster();
-  const stopA = operator(api, 'apiservers');
-  const stopI = operator(api, 'installations');
-  const p = drainguard(jobArgs(), { KUBECONFIG: kubeconfig });
-  assert.equal((await p.exit(20_000)).code, 0, p.stderr.join('\n'));
-  assert.equal(api.list(`${GROUP}/v1`, 'apiservers'), []);
-  assert.equal(api.list(`${GROUP}/v1`, 'installations'), []);
-  const deletes = api.requestsMatching((r) => r.method === 'DELETE');
-  const apiServerGone = p.stdout.findIndex((l) => /apiserver\.operator\.example\.io\/default gone/.test(l));
-  const installationDeleted = p.stdout.findIndex((l) => /stage 2\/2: installation\.operator\.example\.io\/default deleted/.test(l));
-  assert.ok(apiServerGone >= 0 && installationDeleted > apiServerGone, `stage 2 after stage 1 is gone:\n${p.stdout.join('\n')}`);
-  assert.equal(deletes.map((r) => r.resource), ['apiservers', 'installations', 'installations']);
-  assert.ok(deletes.every((r) => r.status === 200 && r.user?.includes('drainguard-predelete')), 'as the hook ServiceAccount');
-  assert.equal(p.stdout.at(-1), 'all gone');
-  stopA();
-  stopI();
-  await api.close();
+  const { ns, token } = await setup();
+  const proxy = await startFaultProxy(cluster);
+  const stopA = operator('apiservers');
+  const stopI = operator('installations');
+  try {
+    const p = drainguard(jobArgs(ns), { KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }) });
+    assert.equal((await p.exit(20_000)).code, 0, p.stderr.join('\n'));
+    assert.equal(await api.list(resourcePath(V1, 'apiservers')), []);
+    assert.equal(await api.list(resourcePath(V1, 'installations')), []);
+    const deletes = proxy.requests.filter((r) => r.method === 'DELETE');
+    const apiServerGone = p.stdout.findIndex((l) => new RegExp(`apiserver\\.${G}/default gone`).test(l));
+    const installationDeleted = p.stdout.findIndex((l) => new RegExp(`stage 2/2: installation\\.${G}/default deleted`).test(l));
+    assert.ok(apiServerGone >= 0 && installationDeleted > apiServerGone, `stage 2 after stage 1 is gone:\n${p.stdout.join('\n')}`);
+    assert.equal(deletes.map((r) => r.resource), ['apiservers', 'installations', 'installations']);
+    assert.ok(deletes.every((r) => r.status === 200 && r.user?.includes(hookName(ns))), 'as the hook ServiceAccount');
+    assert.equal(p.stdout.at(-1), 'all gone');
+  } finally {
+    stopA();
+    stopI();
+    await proxy.close();
+  }
 });
 
 test('a finalizer nobody removes: exit 1 at the timeout, naming what is left and what holds it', async () => {
-  const { api, kubeconfig } = await cluster();
-  const p = drainguard(['predelete', '--timeout', '1s', '-n', NS, 'installations.operator.example.io'], { KUBECONFIG: kubeconfig });
+  const { ns, kubeconfig } = await setup();
+  const p = drainguard(['predelete', '--timeout', '1s', '-n', ns, `installations.${GROUP}`], { KUBECONFIG: kubeconfig });
   assert.equal((await p.exit()).code, 1);
   const err = p.stderr.join('\n');
   assert.match(err, /timed out with 2 left/);
-  assert.match(err, /installation\.operator\.example\.io\/default: finalizers operator\.example\.io\/cleanup/);
-  assert.match(err, /installation\.operator\.example\.io\/secondary: finalizers operator\.example\.io\/cleanup/);
-  assert.ok(p.stdout.some((l) => /waiting for installation\.operator\.example\.io\/default: held by finalizers operator\.example\.io\/cleanup/.test(l)));
-  assert.ok(api.get(`${GROUP}/v1`, 'installations', undefined, 'default')!.metadata.deletionTimestamp);
-  await api.close();
+  assert.match(err, new RegExp(`installation\\.${G}/default: finalizers ${G}/cleanup`));
+  assert.match(err, new RegExp(`installation\\.${G}/secondary: finalizers ${G}/cleanup`));
+  assert.ok(p.stdout.some((l) => new RegExp(`waiting for installation\\.${G}/default: held by finalizers ${G}/cleanup`).test(l)));
+  assert.ok((await api.get(resourcePath(V1, 'installations', undefined, 'default'))).metadata.deletionTimestamp);
 });
 
 test('a type the API server does not know: exit 2 with a clear message, nothing deleted', async () => {
-  const { api, kubeconfig } = await cluster();
-  const p = drainguard(['predelete', 'widgets.operator.example.io', 'installations.operator.example.io/default'], { KUBECONFIG: kubeconfig });
-  assert.equal((await p.exit()).code, 2);
-  assert.match(p.stderr.join('\n'), /has no resource type "widgets\.operator\.example\.io" \(is its CustomResourceDefinition installed\?\)/);
-  assert.equal(api.requestsMatching((r) => r.method === 'DELETE'), []);
+  const { kubeconfig, token } = await setup();
+  const proxy = await startFaultProxy(cluster);
+  try {
+    const p = drainguard(['predelete', `widgets.${GROUP}`, `installations.${GROUP}/default`], { KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }) });
+    assert.equal((await p.exit()).code, 2);
+    assert.match(p.stderr.join('\n'), new RegExp(`has no resource type "widgets\\.${G}" \\(is its CustomResourceDefinition installed\\?\\)`));
+    assert.equal(proxy.requests.filter((r) => r.method === 'DELETE'), []);
+    assert.ok((await api.get(resourcePath(V1, 'installations', undefined, 'default'))).metadata.deletionTimestamp === undefined, 'nothing deleted');
+  } finally {
+    await proxy.close();
+  }
   const bad = drainguard(['predelete', 'installations/Not_A_Name'], { KUBECONFIG: kubeconfig });
   assert.equal((await bad.exit()).code, 2);
   assert.match(bad.stderr.join('\n'), /expected an object name/);
-  await api.close();
 });
 
 test('--require-ready: without a ready operator pod nothing is deleted', async () => {
-  const { api, kubeconfig } = await cluster();
-  api.delete('v1', 'pods', NS, 'example-operator-abc', { gracePeriodSeconds: 0 });
-  const p = drainguard(jobArgs(), { KUBECONFIG: kubeconfig });
-  assert.equal((await p.exit()).code, 1);
-  assert.match(p.stderr.join('\n'), /no ready pod matches "app\.kubernetes\.io\/name=example-operator" in namespace operator-system/);
-  assert.equal(api.requestsMatching((r) => r.method === 'DELETE'), []);
-  await api.close();
+  const { ns, token } = await setup();
+  await api.delete(resourcePath('v1', 'pods', ns, 'example-operator-abc'), { gracePeriodSeconds: 0 });
+  const proxy = await startFaultProxy(cluster);
+  try {
+    const p = drainguard(jobArgs(ns), { KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }) });
+    assert.equal((await p.exit()).code, 1);
+    assert.match(p.stderr.join('\n'), new RegExp(`no ready pod matches "app\\.kubernetes\\.io/name=example-operator" in namespace ${ns}`));
+    assert.equal(proxy.requests.filter((r) => r.method === 'DELETE'), []);
+  } finally {
+    await proxy.close();
+  }
 });
 
 test('short names, kinds and all of a type resolve through discovery; objects already gone are fine', async () => {
-  const { api } = await cluster();
-  const kubeconfig = writeKubeconfig(tempDir(), api, api.adminToken);
-  api.setFinalizers(`${GROUP}/v1`, 'installations', undefined, 'secondary', []);
-  const stop = operator(api, 'installations');
-  const p = drainguard(['predelete', 'Installation/default', 'installation.operator.example.io/secondary', 'installations.v1.operator.example.io/missing'], {
-    KUBECONFIG: kubeconfig,
-  });
-  assert.equal((await p.exit()).code, 0, p.stderr.join('\n'));
-  assert.ok(p.stdout.includes('installation.operator.example.io/missing already gone'));
-  assert.equal(api.list(`${GROUP}/v1`, 'installations'), []);
-  stop();
-  await api.close();
+  await setup();
+  await api.patch(resourcePath(V1, 'installations', undefined, 'secondary'), { metadata: { finalizers: null } });
+  const stop = operator('installations');
+  try {
+    const p = drainguard(['predelete', 'Installation/default', `installation.${GROUP}/secondary`, `installations.v1.${GROUP}/missing`], {
+      KUBECONFIG: cluster.adminKubeconfig,
+    });
+    assert.equal((await p.exit()).code, 0, p.stderr.join('\n'));
+    assert.ok(p.stdout.includes(`installation.${GROUP}/missing already gone`));
+    assert.equal(await api.list(resourcePath(V1, 'installations')), []);
+  } finally {
+    stop();
+  }
 });
 
 test.run();
