@@ -5,15 +5,17 @@
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { parseExposition } from '../http/prom-text.ts';
 import { useCluster } from '../support/cluster/index.ts';
+import { freePort } from '../support/free-port.ts';
 import { GO, goBuild, goEnv } from '../support/go.ts';
 import { Proc, drainguard, tempDir } from '../support/proc.ts';
-import { execFileSync } from 'node:child_process';
 
 const EXAMPLE = goBuild('clients/go/ctrl', './example', join(tempDir(), 'ctrl-example'));
 const ANNOTATION = 'drainguard.dev/reconciled-by';
 const cluster = await useCluster();
-const ns = (await cluster.namespace('ctrl')).name;
+let ns = ''; // a fresh one per test: nothing an earlier test left unreconciled gets in the way
 const KUBEBUILDER_GRACE = '10s'; // Kubebuilder's scaffold: terminationGracePeriodSeconds: 10
 
 const running: Proc[] = [];
@@ -31,8 +33,21 @@ const cmPath = (name?: string) => `/api/v1/namespaces/${ns}/configmaps${name ? `
 const createConfigMap = (name: string) => cluster.api.create(cmPath(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { app: 'drainguard-example' } } });
 const reconciledBy = async (name: string): Promise<string | undefined> => (await cluster.api.get(cmPath(name)))?.metadata.annotations?.[ANNOTATION];
 
+/** Waits until the example's work queue holds `n` items (controller-runtime's workqueue_depth). */
+async function queueDepth(metricsAddr: string, n: number): Promise<void> {
+  await cluster.waitFor(
+    async () => parseExposition(await (await fetch(`http://${metricsAddr}/metrics`)).text()).value('workqueue_depth', { controller: 'example', name: 'example' }) === n,
+    10_000,
+    `workqueue_depth ${n}`,
+  );
+}
+
 let seq = 0;
 const fresh = (what: string) => `${what}-${++seq}`;
+
+test.before.each(async () => {
+  ns = (await cluster.namespace('ctrl')).name;
+});
 
 test.after.each(async () => {
   for (const p of running.splice(0)) {
@@ -48,11 +63,14 @@ test('go vet and go test -race: the package against a real drainguard peer', () 
 });
 
 test('SIGTERM mid-reconcile: the write succeeds, nothing new starts, drained is sent, exit 0 about 2 s later', async () => {
-  const [first, during] = [fresh('first'), fresh('during')];
-  const p = operator('pod-a');
+  const [first, queued, during] = [fresh('first'), fresh('queued'), fresh('during')];
+  const metrics = `127.0.0.1:${await freePort()}`;
+  const p = operator('pod-a', ['-metrics-bind-address', metrics]);
   await p.line('ready', 30_000);
   await createConfigMap(first);
   await p.line(`reconcile start ${ns}/${first}`);
+  await createConfigMap(queued); // one worker: it waits in the queue
+  await queueDepth(metrics, 1);
   const sigterm = Date.now();
   p.kill('SIGTERM');
   const started = await p.log('drain started');
@@ -64,7 +82,9 @@ test('SIGTERM mid-reconcile: the write succeeds, nothing new starts, drained is 
   assert.ok(p.stdout.includes(`reconcile done ${ns}/${first}`), p.stdout.join('\n'));
   assert.equal(p.stdout.filter((l) => l.startsWith('reconcile error')), []);
   assert.not.ok(p.stdout.includes(`reconcile start ${ns}/${during}`), 'an object created during the drain is not reconciled by this pod');
+  assert.not.ok(p.stdout.includes(`reconcile start ${ns}/${queued}`), 'what the queue held at the stop is refused by the gate');
   assert.equal(await reconciledBy(first), 'pod-a');
+  assert.equal(await reconciledBy(queued), undefined);
   assert.equal(await reconciledBy(during), undefined);
   const logs = p.logs().map((l) => l.msg);
   assert.ok(logs.indexOf('client drained') >= 0 && logs.indexOf('client drained') < logs.indexOf('stop signal sent'), logs.join(', '));
@@ -74,11 +94,14 @@ test('SIGTERM mid-reconcile: the write succeeds, nothing new starts, drained is 
 });
 
 test('the control: the same manager without the package fails that write with context canceled', async () => {
-  const first = fresh('control');
-  const p = operator('pod-c', [], true);
+  const [first, queued] = [fresh('control'), fresh('control-queued')];
+  const metrics = `127.0.0.1:${await freePort()}`;
+  const p = operator('pod-c', ['-metrics-bind-address', metrics], true);
   await p.line('ready', 30_000);
   await createConfigMap(first);
   await p.line(`reconcile start ${ns}/${first}`);
+  await createConfigMap(queued);
+  await queueDepth(metrics, 1);
   const sigterm = Date.now();
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 0);
@@ -87,6 +110,8 @@ test('the control: the same manager without the package fails that write with co
   assert.match(p.stdout.find((l) => l.startsWith(`reconcile error ${ns}/${first}`)) ?? '', /context canceled/);
   assert.not.ok(p.stdout.includes(`reconcile done ${ns}/${first}`));
   assert.equal(await reconciledBy(first), undefined);
+  // controller-runtime hands out what its queue held after the stop, with a cancelled context.
+  assert.match(p.stdout.find((l) => l.startsWith(`reconcile error ${ns}/${queued}`)) ?? '', /context canceled/);
   console.log(`  control: exit ${exitMs} ms after SIGTERM, the write failed`);
 });
 
@@ -115,6 +140,24 @@ test('leader election: a second manager takes the lease within a second of the f
   assert.equal(await reconciledBy(during), 'pod-b');
   assert.not.ok(a.stdout.includes(`reconcile start ${ns}/${during}`));
   console.log(`  lease hand-over: ${handoverMs} ms after the first manager's exit`);
+});
+
+test('the control: without the package the lease is not released, the successor waits out the lease duration', async () => {
+  const first = fresh('leader-control');
+  const flags = ['-leader-elect', '-leader-election-id', fresh('lease'), '-leader-retry-period', '300ms'];
+  const a = operator('pod-a', flags, true);
+  await a.line('leader', 30_000);
+  const b = operator('pod-b', flags, true);
+  await b.line('ready', 30_000);
+  await createConfigMap(first);
+  await a.line(`reconcile start ${ns}/${first}`);
+  a.kill('SIGTERM');
+  const bLeader = b.line('leader', 30_000).then(() => Date.now());
+  assert.equal((await a.exit()).code, 0);
+  const aExit = Date.now();
+  const handoverMs = (await bLeader) - aExit;
+  assert.ok(handoverMs > 5000, `lease taken ${handoverMs} ms after the first one's exit`);
+  console.log(`  control lease hand-over: ${handoverMs} ms after the first manager's exit`);
 });
 
 test.run();

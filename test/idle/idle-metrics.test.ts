@@ -3,13 +3,13 @@
 // plain http on loopback and controller-runtime's secure metrics (https,
 // bearer token checked by the real API server's TokenReview and
 // SubjectAccessReview).
-import { createServer } from 'node:net';
 import { connect } from 'node:tls';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { activeWorkers, waitForIdle } from '../../src/idle/idle-metrics.ts';
 import { useCluster } from '../support/cluster/index.ts';
+import { freePort } from '../support/free-port.ts';
 import { goBuild } from '../support/go.ts';
 import { Proc, tempDir } from '../support/proc.ts';
 import { parseExposition } from '../http/prom-text.ts';
@@ -18,17 +18,6 @@ const EXAMPLE = goBuild('clients/go/ctrl', './example', join(tempDir(), 'ctrl-ex
 const cluster = await useCluster();
 const ns = (await cluster.namespace('idle')).name;
 const running: Proc[] = [];
-
-/** A free loopback port: controller-runtime's metrics server cannot tell which port 0 became. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 async function manager(flags: string[], secure = false): Promise<{ p: Proc; url: string }> {
   const port = await freePort();
