@@ -64,7 +64,7 @@ type Drain struct {
 // and returns at once.
 func New(opts Options) *Drain {
 	d := &Drain{
-		client: drainguard.New(drainguard.Options{SocketPath: opts.SocketPath, Name: opts.Name, Logf: opts.Logf}),
+		client:      drainguard.New(drainguard.Options{SocketPath: opts.SocketPath, Name: opts.Name, Logf: opts.Logf}),
 		controllers: map[string]*controller{},
 	}
 	if d.client.Enabled() {
