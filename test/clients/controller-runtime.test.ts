@@ -56,7 +56,8 @@ test.after.each(async () => {
   }
 });
 
-test('go vet and go test -race: the package against a real drainguard peer', () => {
+test('gofmt, go vet and go test -race: the package against a drain protocol peer', () => {
+  assert.equal(execFileSync(join(GO, '../gofmt'), ['-l', '.'], { cwd: 'clients/go/ctrl', encoding: 'utf8' }), '', 'gofmt -l lists nothing');
   execFileSync(GO, ['vet', './...'], { cwd: 'clients/go/ctrl', env: goEnv() });
   const out = execFileSync(GO, ['test', '-race', '-count=1', './...'], { cwd: 'clients/go/ctrl', env: goEnv(), encoding: 'utf8' });
   assert.match(out, /^ok\s+drainguard\.dev\/client\/ctrl\s/m);
