@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { parseExposition } from '../http/prom-text.ts';
 import { useCluster } from '../support/cluster/index.ts';
 import { freePort } from '../support/free-port.ts';
 import { GO, goBuild, goEnv } from '../support/go.ts';
@@ -36,7 +35,7 @@ const reconciledBy = async (name: string): Promise<string | undefined> => (await
 /** Waits until the example's work queue holds `n` items (controller-runtime's workqueue_depth). */
 async function queueDepth(metricsAddr: string, n: number): Promise<void> {
   await cluster.waitFor(
-    async () => parseExposition(await (await fetch(`http://${metricsAddr}/metrics`)).text()).value('workqueue_depth', { controller: 'example', name: 'example' }) === n,
+    async () => new RegExp(`^workqueue_depth\\{controller="example",name="example"\\} ${n}$`, 'm').test(await (await fetch(`http://${metricsAddr}/metrics`)).text()),
     10_000,
     `workqueue_depth ${n}`,
   );
