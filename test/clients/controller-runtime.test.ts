@@ -1,0 +1,163 @@
+// The controller-runtime package (clients/go/ctrl) with the real
+// controller-runtime v0.20.4, under the built executable, against the real
+// control plane. The example operator's reconciles take 2 s of work that does
+// not look at its context and end with an API write (an annotation).
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { useCluster } from '../support/cluster/index.ts';
+import { freePort } from '../support/free-port.ts';
+import { GO, goBuild, goEnv } from '../support/go.ts';
+import { Proc, drainguard, tempDir } from '../support/proc.ts';
+
+const EXAMPLE = goBuild('clients/go/ctrl', './example', join(tempDir(), 'ctrl-example'));
+const ANNOTATION = 'drainguard.dev/reconciled-by';
+const cluster = await useCluster();
+let ns = ''; // a fresh one per test: nothing an earlier test left unreconciled gets in the way
+const KUBEBUILDER_GRACE = '10s'; // Kubebuilder's scaffold: terminationGracePeriodSeconds: 10
+
+const running: Proc[] = [];
+const env = { KUBECONFIG: cluster.adminKubeconfig };
+
+/** The example under `drainguard run`; `control`: without the drainctrl package. */
+function operator(identity: string, flags: string[] = [], control = false): Proc {
+  const args = ['-namespace', ns, '-identity', identity, '-reconcile-time', '2s', ...(control ? ['-no-drainguard'] : []), ...flags];
+  const p = drainguard(['run', '--grace-period', KUBEBUILDER_GRACE, '--', EXAMPLE, ...args], env);
+  running.push(p);
+  return p;
+}
+
+const cmPath = (name?: string) => `/api/v1/namespaces/${ns}/configmaps${name ? `/${name}` : ''}`;
+const createConfigMap = (name: string) => cluster.api.create(cmPath(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { app: 'drainguard-example' } } });
+const reconciledBy = async (name: string): Promise<string | undefined> => (await cluster.api.get(cmPath(name)))?.metadata.annotations?.[ANNOTATION];
+
+/** Waits until the example's work queue holds `n` items (controller-runtime's workqueue_depth). */
+async function queueDepth(metricsAddr: string, n: number): Promise<void> {
+  await cluster.waitFor(
+    async () => new RegExp(`^workqueue_depth\\{controller="example",name="example"\\} ${n}$`, 'm').test(await (await fetch(`http://${metricsAddr}/metrics`)).text()),
+    10_000,
+    `workqueue_depth ${n}`,
+  );
+}
+
+let seq = 0;
+const fresh = (what: string) => `${what}-${++seq}`;
+
+test.before.each(async () => {
+  ns = (await cluster.namespace('ctrl')).name;
+});
+
+test.after.each(async () => {
+  for (const p of running.splice(0)) {
+    p.killAll();
+    await p.exited;
+  }
+});
+
+test('gofmt, go vet and go test -race: the package against a drain protocol peer', () => {
+  assert.equal(execFileSync(join(GO, '../gofmt'), ['-l', '.'], { cwd: 'clients/go/ctrl', encoding: 'utf8' }), '', 'gofmt -l lists nothing');
+  execFileSync(GO, ['vet', './...'], { cwd: 'clients/go/ctrl', env: goEnv() });
+  const out = execFileSync(GO, ['test', '-race', '-count=1', './...'], { cwd: 'clients/go/ctrl', env: goEnv(), encoding: 'utf8' });
+  assert.match(out, /^ok\s+drainguard\.dev\/client\/ctrl\s/m);
+});
+
+test('SIGTERM mid-reconcile: the write succeeds, nothing new starts, drained is sent, exit 0 about 2 s later', async () => {
+  const [first, queued, during] = [fresh('first'), fresh('queued'), fresh('during')];
+  const metrics = `127.0.0.1:${await freePort()}`;
+  const p = operator('pod-a', ['-metrics-bind-address', metrics]);
+  await p.line('ready', 30_000);
+  await createConfigMap(first);
+  await p.line(`reconcile start ${ns}/${first}`);
+  await createConfigMap(queued); // one worker: it waits in the queue
+  await queueDepth(metrics, 1);
+  const sigterm = Date.now();
+  p.kill('SIGTERM');
+  const started = await p.log('drain started');
+  assert.equal(started.timeoutMs, 3000, 'the drain timeout of a 10 s grace period: 10 s - 5 s stop timeout - 2 s');
+  await createConfigMap(during);
+  assert.equal((await p.exit()).code, 0);
+  const exitMs = Date.now() - sigterm;
+
+  assert.ok(p.stdout.includes(`reconcile done ${ns}/${first}`), p.stdout.join('\n'));
+  assert.equal(p.stdout.filter((l) => l.startsWith('reconcile error')), []);
+  assert.not.ok(p.stdout.includes(`reconcile start ${ns}/${during}`), 'an object created during the drain is not reconciled by this pod');
+  assert.not.ok(p.stdout.includes(`reconcile start ${ns}/${queued}`), 'what the queue held at the stop is refused by the gate');
+  assert.equal(await reconciledBy(first), 'pod-a');
+  assert.equal(await reconciledBy(queued), undefined);
+  assert.equal(await reconciledBy(during), undefined);
+  const logs = p.logs().map((l) => l.msg);
+  assert.ok(logs.indexOf('client drained') >= 0 && logs.indexOf('client drained') < logs.indexOf('stop signal sent'), logs.join(', '));
+  assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'drained');
+  assert.ok(exitMs < 3500, `exit ${exitMs} ms after SIGTERM`);
+  console.log(`  with drainctrl: exit ${exitMs} ms after SIGTERM, drain ${p.logs().find((l) => l.msg === 'drain ended')!.durationMs} ms`);
+});
+
+test('the control: the same manager without the package fails that write with context canceled', async () => {
+  const [first, queued] = [fresh('control'), fresh('control-queued')];
+  const metrics = `127.0.0.1:${await freePort()}`;
+  const p = operator('pod-c', ['-metrics-bind-address', metrics], true);
+  await p.line('ready', 30_000);
+  await createConfigMap(first);
+  await p.line(`reconcile start ${ns}/${first}`);
+  await createConfigMap(queued);
+  await queueDepth(metrics, 1);
+  const sigterm = Date.now();
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  const exitMs = Date.now() - sigterm;
+  assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'no-client');
+  assert.match(p.stdout.find((l) => l.startsWith(`reconcile error ${ns}/${first}`)) ?? '', /context canceled/);
+  assert.not.ok(p.stdout.includes(`reconcile done ${ns}/${first}`));
+  assert.equal(await reconciledBy(first), undefined);
+  // controller-runtime hands out what its queue held after the stop, with a cancelled context.
+  assert.match(p.stdout.find((l) => l.startsWith(`reconcile error ${ns}/${queued}`)) ?? '', /context canceled/);
+  console.log(`  control: exit ${exitMs} ms after SIGTERM, the write failed`);
+});
+
+test('leader election: a second manager takes the lease within a second of the first one exiting', async () => {
+  const [first, during] = [fresh('leader'), fresh('handover')];
+  // A candidate retries every RetryPeriod plus up to 1.2 times that (client-go's jitter):
+  // 300 ms puts the hand-over under 660 ms after the release.
+  const flags = ['-leader-elect', '-leader-election-id', fresh('lease'), '-leader-retry-period', '300ms'];
+  const a = operator('pod-a', flags);
+  await a.line('leader', 30_000);
+  const b = operator('pod-b', flags);
+  await b.line('ready', 30_000);
+  await createConfigMap(first);
+  await a.line(`reconcile start ${ns}/${first}`);
+  a.kill('SIGTERM');
+  await a.log('drain started');
+  await createConfigMap(during);
+  const bLeader = b.line('leader', 30_000).then(() => Date.now());
+  assert.equal((await a.exit()).code, 0);
+  const aExit = Date.now();
+  const handoverMs = (await bLeader) - aExit;
+  assert.ok(handoverMs < 1000, `lease taken ${handoverMs} ms after the first one's exit`);
+  assert.equal(await reconciledBy(first), 'pod-a');
+  // The successor reconciles what the draining pod left alone.
+  await b.line(`reconcile done ${ns}/${during}`, 10_000);
+  assert.equal(await reconciledBy(during), 'pod-b');
+  assert.not.ok(a.stdout.includes(`reconcile start ${ns}/${during}`));
+  console.log(`  lease hand-over: ${handoverMs} ms after the first manager's exit`);
+});
+
+test('the control: without the package the lease is not released, the successor waits out the lease duration', async () => {
+  const first = fresh('leader-control');
+  const flags = ['-leader-elect', '-leader-election-id', fresh('lease'), '-leader-retry-period', '300ms'];
+  const a = operator('pod-a', flags, true);
+  await a.line('leader', 30_000);
+  const b = operator('pod-b', flags, true);
+  await b.line('ready', 30_000);
+  await createConfigMap(first);
+  await a.line(`reconcile start ${ns}/${first}`);
+  a.kill('SIGTERM');
+  const bLeader = b.line('leader', 30_000).then(() => Date.now());
+  assert.equal((await a.exit()).code, 0);
+  const aExit = Date.now();
+  const handoverMs = (await bLeader) - aExit;
+  assert.ok(handoverMs > 5000, `lease taken ${handoverMs} ms after the first one's exit`);
+  console.log(`  control lease hand-over: ${handoverMs} ms after the first manager's exit`);
+});
+
+test.run();
