@@ -1,13 +1,15 @@
 // Go for the tests: Go 1.23 (controller-runtime v0.20 needs it; Debian's
 // golang-1.23-go), offline against ../shared/goproxy, with the build and
-// module caches in .cache/go so that .ci/run's warm-up and every test file
-// share one cache.
+// module caches outside the clone (~/.cache/drainguard-go), so that .ci/run's
+// warm-up, every test file and the next clone on this machine share them.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const REPO = resolve(import.meta.dirname, '../..');
+const CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'drainguard-go');
 
 /** The go command: $GO, else Debian's Go 1.23. */
 export const GO = process.env.GO ?? '/usr/lib/go-1.23/bin/go';
@@ -21,8 +23,8 @@ export function goEnv(): NodeJS.ProcessEnv {
     GOFLAGS: '-mod=mod',
     GOSUMDB: 'off',
     GOPROXY: existsSync(proxy) ? `file://${realpathSync(proxy)}` : (process.env.GOPROXY ?? 'https://proxy.golang.org'),
-    GOCACHE: join(REPO, '.cache/go/build'),
-    GOMODCACHE: join(REPO, '.cache/go/mod'),
+    GOCACHE: join(CACHE, 'build'),
+    GOMODCACHE: join(CACHE, 'mod'),
   };
 }
 
