@@ -39,7 +39,9 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
       events?.connect(api.recordEvent);
       readPodGracePeriod(api, logger, (ms) => supervisor.adoptPodGracePeriod(ms));
     };
+    const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
     const supervisor: WrapSupervisor = new WrapSupervisor(config, {
+      untilIdle,
       env: io.env,
       logger,
       guard,

@@ -41,7 +41,9 @@ SIGINT cuts the drain and the wait short.`,
           prestop: token === undefined ? undefined : { token, requestDrain: () => sidecar.requestDrain('http') },
         })
       : undefined;
+    const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
     const sidecar: SidecarSupervisor = new SidecarSupervisor(config, {
+      untilIdle,
       logger,
       guard,
       observer: combineObservers(telemetry?.observer, events),

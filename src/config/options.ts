@@ -89,6 +89,17 @@ function hostPort(raw: string, source: string): { host: string; port: number } {
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
 
+function metricsUrl(raw: string, source: string): URL {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    // Reported below.
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw invalid(source, 'an http or https URL such as http://127.0.0.1:8080/metrics', raw);
+  return url;
+}
+
 function boolean(raw: string, source: string): boolean {
   const value = oneOf('true', 'false', '1', '0', 'yes', 'no')(raw, source);
   return value === 'true' || value === '1' || value === 'yes';
@@ -151,6 +162,11 @@ export const OPTIONS: readonly OptionSpec[] = [
     key: 'httpAddr', flag: 'http-addr', value: 'HOST:PORT', parse: hostPort, commands: SUPERVISING,
     description: 'health, readiness and metrics listener',
     defaultText: (c) => (c === 'sidecar' ? '127.0.0.1:9404' : 'off'),
+  },
+  {
+    key: 'idleMetrics', flag: 'idle-metrics', value: 'URL', parse: metricsUrl, commands: SUPERVISING,
+    description: "for an operator that speaks no drain protocol (no client said hello): its controller-runtime metrics URL; the drain then lasts until a scrape (every 50ms) shows controller_runtime_active_workers summing to 0, or the deadline. Best effort: intake is not stopped. https sends the pod's ServiceAccount token and accepts a self-signed certificate on loopback only",
+    defaultText: 'off: with no client the drain ends at once',
   },
   {
     key: 'prestopToken', flag: 'prestop-token', value: 'TOKEN', parse: (raw: string) => raw.trim(), commands: ['sidecar'],

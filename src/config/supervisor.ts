@@ -39,6 +39,8 @@ export interface SupervisorConfig {
   readonly operatorContainers: readonly string[];
   /** Sidecar mode: turns on the httpGet preStop route. */
   readonly prestopToken?: string;
+  /** The operator's controller-runtime metrics, for a drain without a protocol client. */
+  readonly idleMetrics?: URL;
   readonly logLevel: LogLevel;
   readonly logFormat?: LogFormat;
 }
@@ -85,6 +87,7 @@ export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: s
     leaseDurationMs: v.leaseDurationMs,
     operatorContainers: Object.freeze([...(v.operatorContainer ?? [])]),
     prestopToken: resolvePrestopToken(v, args.sources),
+    idleMetrics: v.idleMetrics,
     pod,
     httpAddr,
     logLevel: v.logLevel ?? 'info',

@@ -36,6 +36,11 @@ export interface DrainOptions {
   readonly onEnd: (result: DrainResult) => void;
   /** Ends the drain early (wrap mode: the operator exited by itself). */
   readonly childExited?: Promise<unknown>;
+  /**
+   * For an operator that speaks no protocol (no client said hello): resolves
+   * once its metrics say no reconcile runs, or with 'deadline' at `deadline`.
+   */
+  readonly untilIdle?: (deadline: number, signal: AbortSignal) => Promise<'idle' | 'deadline' | 'aborted'>;
 }
 
 export class Drain {
@@ -68,14 +73,23 @@ export class Drain {
     if (timeoutMs === 0 && clients > 0) {
       logger.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
     }
+    // No client to tell: where the operator's metrics are known, wait until no reconcile runs.
+    const idle = clients === 0 ? this.#options.untilIdle : undefined;
+    const stopIdle = new AbortController();
     const ended = Promise.race<DrainOutcome>([
-      // An acknowledgement that comes at or after the deadline is an operator that gave up there.
-      told.then((t) => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
+      idle
+        ? idle(deadline, stopIdle.signal).then(
+            (r) => (r === 'idle' ? 'idle' : new Promise<never>(() => {})),
+            () => new Promise<never>(() => {}),
+          )
+        : // An acknowledgement that comes at or after the deadline is an operator that gave up there.
+          told.then((t) => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
       expired,
       new Promise<'cut-short'>((r) => (this.#cutShort = () => r('cut-short'))),
       ...(childExited ? [childExited.then(() => 'child-exited' as const)] : []),
     ]).then((outcome) => {
       clearTimeout(timer);
+      stopIdle.abort();
       const result = { outcome, durationMs: now() - startedAt };
       (outcome === 'deadline' ? logger.warn : logger.info)('drain ended', {
         ...result,

@@ -3,8 +3,11 @@
 
 export type Phase = 'starting' | 'running' | 'draining' | 'stopping' | 'releasing' | 'exited';
 
-/** How a drain ended ('disconnected': some clients went away without saying drained). */
-export type DrainOutcome = 'drained' | 'disconnected' | 'deadline' | 'no-client' | 'cut-short' | 'child-exited';
+/**
+ * How a drain ended ('disconnected': some clients went away without saying drained;
+ * 'idle': no client, and the operator's metrics said no reconcile was running).
+ */
+export type DrainOutcome = 'drained' | 'disconnected' | 'deadline' | 'no-client' | 'idle' | 'cut-short' | 'child-exited';
 
 /** Who asked for a drain: the termination signal, `drainguard prestop` on the socket, or the httpGet preStop route. */
 export type DrainSource = 'signal' | 'socket' | 'http';

@@ -24,7 +24,7 @@ import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
 import { DrainServer } from '../protocol/server.ts';
 import { claimSocketPath } from '../protocol/socket-path.ts';
-import { Drain, type DrainTicket } from './drain.ts';
+import { Drain, type DrainOptions, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
 import { Deadlines, Termination } from './shutdown.ts';
 import { FORWARDED, TERMINATING } from './signals.ts';
@@ -46,6 +46,8 @@ export interface SidecarOptions {
   readonly operatorStopped?: (signal: AbortSignal) => Promise<void>;
   /** Called with the moment (epoch ms) by which Events still on their way must be written. */
   readonly flush?: (deadline: number) => Promise<void>;
+  /** DRAINGUARD_IDLE_METRICS: the drain's wait when no client said hello. */
+  readonly untilIdle?: DrainOptions['untilIdle'];
 }
 
 export class SidecarSupervisor {
@@ -79,6 +81,7 @@ export class SidecarSupervisor {
       timeoutMs: () => this.#deadlines.drainTimeoutMs(),
       logger: this.#log,
       now: this.#now,
+      untilIdle: options.untilIdle,
       onStart: () => this.#setPhase('draining'),
       onEnd: (r) => this.#options.observer?.drainEnded?.(r.outcome, r.durationMs),
     });

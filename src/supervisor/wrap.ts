@@ -14,7 +14,7 @@ import { type Logger, silentLogger } from '../log/logger.ts';
 import { DrainServer } from '../protocol/server.ts';
 import { claimSocketPath, privateSocketPath } from '../protocol/socket-path.ts';
 import { type Child, type ChildExit, SpawnError, startChild } from './child.ts';
-import { Drain } from './drain.ts';
+import { Drain, type DrainOptions } from './drain.ts';
 import type { GuardHandle, Phase, SupervisorObserver } from './observer.ts';
 import { Deadlines, Termination } from './shutdown.ts';
 import { FORWARDED, JOB_CONTROL, TERMINATING, catchSignals } from './signals.ts';
@@ -27,6 +27,8 @@ export interface WrapOptions {
   readonly observer?: SupervisorObserver;
   /** Called with the moment (epoch ms) by which Events still on their way must be written. */
   readonly flush?: (deadline: number) => Promise<void>;
+  /** DRAINGUARD_IDLE_METRICS: the drain's wait when no client said hello. */
+  readonly untilIdle?: DrainOptions['untilIdle'];
   /** Called once the drain server listens, with the server (for the HTTP listener). */
   readonly onServer?: (server: DrainServer) => void;
 }
@@ -152,6 +154,7 @@ export class WrapSupervisor {
       logger: this.#log,
       now: this.#now,
       childExited: child.exited,
+      untilIdle: this.#options.untilIdle,
       onStart: (source) => {
         this.#options.observer?.drainRequested?.(source);
         this.#setPhase('draining');

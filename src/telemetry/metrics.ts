@@ -5,7 +5,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { ClientInfo } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource, GuardReportSource, SupervisorObserver } from '../supervisor/observer.ts';
 
-const OUTCOMES: readonly DrainOutcome[] = ['drained', 'disconnected', 'deadline', 'no-client', 'cut-short', 'child-exited'];
+const OUTCOMES: readonly DrainOutcome[] = ['drained', 'disconnected', 'deadline', 'no-client', 'idle', 'cut-short', 'child-exited'];
 const SOURCES: readonly DrainSource[] = ['signal', 'socket', 'http'];
 export type PrestopRefusal = 'missing-token' | 'wrong-token';
 const REFUSALS: readonly PrestopRefusal[] = ['missing-token', 'wrong-token'];

@@ -13,6 +13,7 @@ const ENDED: Record<DrainOutcome, { type: PodEvent['type']; reason: string; text
   disconnected: { type: 'Normal', reason: 'Drained', text: 'the operator clients drained or disconnected' },
   'no-client': { type: 'Normal', reason: 'Drained', text: 'no operator client was connected' },
   'child-exited': { type: 'Normal', reason: 'Drained', text: 'the operator exited' },
+  idle: { type: 'Normal', reason: 'Drained', text: "no operator client was connected; the operator's metrics showed no reconcile running" },
   deadline: { type: 'Warning', reason: 'DrainTimedOut', text: 'the drain deadline passed before every operator client said drained' },
   'cut-short': { type: 'Warning', reason: 'DrainCutShort', text: 'a second termination signal cut the drain short' },
 };

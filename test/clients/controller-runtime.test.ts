@@ -115,6 +115,33 @@ test('the control: the same manager without the package fails that write with co
   console.log(`  control: exit ${exitMs} ms after SIGTERM, the write failed`);
 });
 
+test('the unmodified manager under DRAINGUARD_IDLE_METRICS: the stop signal waits until no reconcile runs, and the write succeeds', async () => {
+  const name = fresh('idle');
+  const metrics = `127.0.0.1:${await freePort()}`;
+  const p = drainguard(['run', '--grace-period', KUBEBUILDER_GRACE, '--', EXAMPLE, '-namespace', ns, '-identity', 'pod-i', '-reconcile-time', '2s', '-no-drainguard', '-metrics-bind-address', metrics], {
+    ...env,
+    DRAINGUARD_IDLE_METRICS: `http://${metrics}/metrics`,
+  });
+  running.push(p);
+  await p.line('ready', 30_000);
+  await createConfigMap(name);
+  await p.line(`reconcile start ${ns}/${name}`);
+  const sigterm = Date.now();
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  const exitMs = Date.now() - sigterm;
+  const ended = p.logs().find((l) => l.msg === 'drain ended')!;
+  assert.equal(ended.outcome, 'idle', JSON.stringify(ended));
+  const idle = p.logs().find((l) => l.msg === 'operator idle: no reconcile running')!;
+  assert.ok((idle.scrapes as number) >= 2, `${idle.scrapes} scrapes: it was busy at the first`);
+  assert.ok(p.stdout.includes(`reconcile done ${ns}/${name}`), p.stdout.join('\n'));
+  assert.equal(p.stdout.filter((l) => l.startsWith('reconcile error')), []);
+  assert.equal(await reconciledBy(name), 'pod-i');
+  const logs = p.logs().map((l) => l.msg);
+  assert.ok(logs.indexOf('operator idle: no reconcile running') < logs.indexOf('stop signal sent'), logs.join(', '));
+  console.log(`  idle metrics: exit ${exitMs} ms after SIGTERM, ${idle.scrapes} scrapes, idle after ${idle.afterMs} ms`);
+});
+
 test('leader election: a second manager takes the lease within a second of the first one exiting', async () => {
   const [first, during] = [fresh('leader'), fresh('handover')];
   // A candidate retries every RetryPeriod plus up to 1.2 times that (client-go's jitter):

@@ -1,0 +1,39 @@
+// DRAINGUARD_IDLE_METRICS in a drain: the wait for an operator that speaks no
+// protocol, as the supervisors' drain calls it (supervisor/drain.ts).
+
+import { readFileSync } from 'node:fs';
+import type { Logger } from '../log/logger.ts';
+import { waitForIdle } from './idle-metrics.ts';
+
+/** Tens of ms apart: a reconcile that ends is seen within one interval. */
+const SCRAPE_INTERVAL_MS = 50;
+/** Where the kubelet mounts the pod's ServiceAccount token (controller-runtime's secure metrics want it). */
+const POD_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+const isLoopback = (host: string) => host === 'localhost' || host === '[::1]' || host.startsWith('127.');
+
+/**
+ * The wait for `url`. https: the pod's ServiceAccount token as bearer (when
+ * mounted), and on loopback controller-runtime's self-signed certificate is
+ * accepted (it keeps its CA in memory only).
+ */
+export function untilIdle(url: URL, logger: Logger, tokenFile = POD_TOKEN): (deadline: number, signal: AbortSignal) => Promise<'idle' | 'deadline' | 'aborted'> {
+  return async (deadline, signal) => {
+    const https = url.protocol === 'https:';
+    let token: string | undefined;
+    if (https) {
+      try {
+        token = readFileSync(tokenFile, 'utf8').trim();
+      } catch {
+        // Not in a pod, or no token mounted: try without.
+      }
+    }
+    logger.info('no operator client: waiting until its metrics show no reconcile running', { url: url.href });
+    const started = Date.now();
+    const r = await waitForIdle({ url, token, insecureSkipVerify: https && isLoopback(url.hostname), intervalMs: SCRAPE_INTERVAL_MS, deadline, signal });
+    const fields = { scrapes: r.scrapes, afterMs: Date.now() - started, activeWorkers: r.lastActive, error: r.lastError };
+    if (r.outcome === 'idle') logger.info('operator idle: no reconcile running', fields);
+    else if (r.outcome === 'deadline') logger.warn('operator still busy (or its metrics unreadable) at the drain deadline', fields);
+    return r.outcome;
+  };
+}
