@@ -1,0 +1,88 @@
+// How often the last holder's release leaves a finalizer behind, on the real
+// control plane (test/support/cluster) with the CPU kept busy: the uninstall
+// of docs/guard.md "The release order", many times over. Each release: an
+// operator install (its own namespace, ServiceAccount, a ClusterRole and
+// binding, a Role and binding, all five guarded), `drainguard run` as its pod,
+// the pod and all five objects deleted as `helm uninstall` does, SIGTERM; then
+// every object must be gone with no finalizer of the pod left.
+//
+//   node bench/release-race.ts [--releases N] [--concurrency N] [--busy N]
+//
+// A private control plane is started (and stopped) for the run.
+
+import { spawn } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import { finalizer, withCluster } from '../test/guard/cluster.ts';
+import { useCluster } from '../test/support/cluster/index.ts';
+import { percentile } from './lib/stats.ts';
+
+const { values } = parseArgs({
+  options: {
+    releases: { type: 'string', default: '100' },
+    concurrency: { type: 'string', default: '3' },
+    busy: { type: 'string', default: '3' },
+  },
+});
+const releases = Number(values.releases);
+const concurrency = Number(values.concurrency);
+const busyLoops = Number(values.busy);
+
+const cluster = await useCluster();
+// The load: busy loops beside the control plane and drainguard, as on a busy node.
+const busy = Array.from({ length: busyLoops }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
+
+interface Outcome {
+  readonly left: string[];
+  readonly releaseMs?: number;
+  readonly failed?: string;
+}
+
+async function once(): Promise<Outcome> {
+  let outcome: Outcome = { left: [] };
+  await withCluster(
+    async (c) => {
+      const pod = await c.pod('op-0', 30);
+      const p = await c.run(pod, { DRAINGUARD_LOG_LEVEL: 'info' }, ['sleep', '600']);
+      await c.cluster.waitFor(async () => Object.values(await c.holders()).filter((h) => h.includes(finalizer(pod))).length === c.objects.length, 30_000, 'guard set');
+      await c.deletePod(pod.name);
+      await c.uninstall();
+      p.kill('SIGTERM');
+      await p.exit(40_000);
+      const left = Object.entries(await c.holders())
+        .filter(([, h]) => h.includes(finalizer(pod)))
+        .map(([o]) => o);
+      const released = p.logs().find((l) => l.msg === 'guard released' || l.msg.startsWith('guard released in part'));
+      outcome = { left, releaseMs: released?.durationMs as number | undefined, ...(left.length > 0 && { failed: String(released?.failed ?? released?.msg) }) };
+      await c.finishPod(pod.name);
+      // What a failed release left: removed as the post-delete hook would, so the namespace can go.
+      for (const o of c.objects) await c.cluster.api.patch(o.path, { metadata: { finalizers: null } }).catch(() => {});
+    },
+    { cluster },
+  );
+  return outcome;
+}
+
+const outcomes: Outcome[] = [];
+let next = 0;
+const t0 = Date.now();
+try {
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < releases) {
+        next++;
+        outcomes.push(await once());
+        if (outcomes.length % 10 === 0) process.stdout.write(`  ${outcomes.length}/${releases}\n`);
+      }
+    }),
+  );
+} finally {
+  for (const b of busy) b.kill('SIGKILL');
+}
+const stuck = outcomes.filter((o) => o.left.length > 0);
+const times = outcomes.flatMap((o) => (o.releaseMs === undefined ? [] : [o.releaseMs]));
+process.stdout.write(
+  `${outcomes.length} releases in ${Math.round((Date.now() - t0) / 1000)} s, ${concurrency} at a time, ${busyLoops} busy loops: ` +
+    `${stuck.length} left a finalizer; release p50 ${percentile(times, 50)} ms, p99 ${percentile(times, 99)} ms, max ${Math.max(...times)} ms\n`,
+);
+for (const s of stuck) process.stdout.write(`  left on ${s.left.join(', ')}: ${s.failed}\n`);
+process.exit(0);
