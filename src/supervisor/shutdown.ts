@@ -131,7 +131,10 @@ export class Deadlines {
   adoptPodGracePeriod(podMs: number): void {
     const { gracePeriodMs, gracePeriodSource } = this.#settings;
     const explicit = gracePeriodSource !== 'default';
-    if (explicit && podMs >= gracePeriodMs) return;
+    if (explicit && podMs >= gracePeriodMs) {
+      this.#log.info(`grace period read from the Pod; ${gracePeriodSource} is shorter and stays`, { gracePeriodMs, podGracePeriodMs: podMs });
+      return;
+    }
     if (explicit) {
       this.#log.warn(`${gracePeriodSource} is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: going by the Pod's`, {
         gracePeriodMs: podMs,
