@@ -1,5 +1,6 @@
 // TEMPORARY until the cluster branch lands: a hand-started control plane
 // named by KUBELET_DEV_CLUSTER (a directory with ca.crt, admin.crt, admin.key, url).
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +12,10 @@ export interface KubeletCluster {
   readonly api: Api;
   readonly adminKubeconfig: string;
   namespace(prefix: string): Promise<string>;
+  /** Polls GET `path` every 100 ms until `ok` holds, for at most `ms`; resolves with the body. */
+  poll(path: string, ok: (body: any, status: number) => boolean, ms: number, what: string): Promise<any>;
+  /** `kubectl ARGS` as the admin, `input` on stdin; resolves with stdout. */
+  kubectl(args: readonly string[], input?: string): string;
   close(): Promise<void>;
 }
 
@@ -32,6 +37,19 @@ export async function kubeletCluster(): Promise<KubeletCluster> {
         await new Promise((r) => setTimeout(r, 100));
       }
       return name;
+    },
+    async poll(path, ok, ms, what) {
+      const deadline = Date.now() + ms;
+      let last: { status: number; body: any } | undefined;
+      while (Date.now() < deadline) {
+        last = await api.call('GET', path);
+        if (ok(last.body, last.status)) return last.body;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last?.status} ${JSON.stringify(last?.body).slice(0, 2000)}`);
+    },
+    kubectl(args, input) {
+      return execFileSync('kubectl', ['--kubeconfig', join(dir, 'admin.kubeconfig'), ...args], { input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
     },
     async close() {
       for (const ns of made) await api.call('DELETE', `/api/v1/namespaces/${ns}`);
