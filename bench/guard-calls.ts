@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import type { RecordedRequest } from '../test/support/apiserver/index.ts';
 import type { LogLine } from '../test/support/proc.ts';
-import { GUARD, NS, startCluster, uninstall } from '../test/guard/cluster.ts';
+import { GUARD, NS, startCluster, uninstall } from '../test/reliability/support/fake-cluster.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, uninstall: { type: 'boolean', default: false } } });
 const runs = Number(values.runs);

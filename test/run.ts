@@ -1,10 +1,14 @@
 // The test runner: every test/**/*.test.ts in its own process (real signals and
 // child processes must not leak between files), two at a time, and a last line
-// `N passed, N failed`. Arguments filter the files by substring.
+// `N passed, N failed`. Arguments filter the files by substring. When a file
+// needs the real control plane, one is started for the whole run and stopped
+// at its end, also when the run is interrupted (test/support/cluster/).
 
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { type SharedCluster, needsCluster, startSharedCluster } from './support/cluster-runner.ts';
+import { STATE_VARIABLE } from './support/cluster/index.ts';
 
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
@@ -31,13 +35,32 @@ interface Result {
   ms: number;
 }
 
-function runFile(file: string): Promise<Result> {
+const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f)) ? startSharedCluster() : undefined;
+const running = new Set<ChildProcess>();
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    interrupted = true;
+    process.stdout.write(`runner: ${signal}, stopping\n`);
+    for (const child of running) child.kill('SIGKILL');
+    void (cluster?.stop() ?? Promise.resolve()).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  });
+}
+
+async function runFile(file: string): Promise<Result> {
   const started = Date.now();
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
+  if (cluster && needsCluster(file)) {
+    try {
+      env[STATE_VARIABLE] = await cluster.ready;
+    } catch (err) {
+      return { file, passed: 0, failed: 1, output: String(err), ms: Date.now() - started };
+    }
+  }
+  if (interrupted) return { file, passed: 0, failed: 1, output: 'not run: the run was interrupted', ms: 0 };
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['test/support/run-file.ts', file], {
-      env: { ...process.env, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(process.execPath, ['test/support/run-file.ts', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
@@ -46,6 +69,7 @@ function runFile(file: string): Promise<Result> {
       child.kill('SIGKILL');
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
+      running.delete(child);
       clearTimeout(timer);
       const total = Number(/Total:\s+(\d+)/.exec(output)?.[1] ?? NaN);
       const done = Number(/Passed:\s+(\d+)/.exec(output)?.[1] ?? NaN);
@@ -64,7 +88,7 @@ const results: Result[] = [];
 let next = 0;
 await Promise.all(
   Array.from({ length: Math.min(CONCURRENCY, files.length) }, async () => {
-    while (next < files.length) {
+    while (next < files.length && !interrupted) {
       const file = files[next++]!;
       const result = await runFile(file);
       results.push(result);
@@ -74,6 +98,9 @@ await Promise.all(
     }
   }),
 );
+
+await cluster?.stop();
+if (cluster && process.env.TEST_VERBOSE) process.stdout.write(`control plane: ${cluster.output().trim()}\n`);
 
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0);

@@ -1,70 +1,95 @@
-// A cluster for guard tests: the fake API server with an operator's namespace,
-// ServiceAccount, RBAC (the five objects the guard holds) and pods, and
-// helpers to run `drainguard run` as that operator's pod.
+// An operator install on the real control plane (test/support/cluster), for
+// guard tests: its own namespace, ServiceAccount and RBAC (the five objects the
+// guard holds, granting by resourceNames), Pods bound to a Node, and
+// `drainguard run` as one of those Pods with a pod-bound token. With
+// `{ proxy: true }` drainguard reaches the API through the fault proxy
+// (test/support/faultproxy), which also records its requests.
+//
+// There is no kubelet here (yet): where a Pod must finally go, the test plays
+// the kubelet's last step itself, a delete with grace 0 (finishPod). The
+// kubelet stand-in (test/support/kubelet) takes that over.
 
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { type ApiServerOptions, type FakeApiServer, type KubeObject, startApiServer, writeKubeconfig } from '../support/apiserver/index.ts';
-import { NODE, Proc, drainguard, tempDir } from '../support/proc.ts';
-import { writeFileSync } from 'node:fs';
+import { type TestCluster, resourcePath, useCluster } from '../support/cluster/index.ts';
+import { type FaultProxy, startFaultProxy } from '../support/faultproxy/index.ts';
+import { NODE, type Proc, drainguard } from '../support/proc.ts';
 
-export const NS = 'op';
 export const RBAC_V1 = 'rbac.authorization.k8s.io/v1';
-/** The five objects of a typical operator install, as DRAINGUARD_GUARD names them. */
-export const GUARD = ['clusterrole/op', 'clusterrolebinding/op', `role/${NS}/op-leases`, `rolebinding/${NS}/op-leases`, `serviceaccount/${NS}/op`].join(',');
 export const OPERATOR = join(import.meta.dirname, 'fixtures', 'k8s-operator.ts');
 
-export interface Cluster {
-  readonly api: FakeApiServer;
-  readonly dir: string;
-  /** A kubeconfig with the operator ServiceAccount's token. */
-  readonly kubeconfig: string;
-  /** A scheduled Pod of the operator; returns its uid. */
-  pod(name: string, terminationGracePeriodSeconds?: number): { name: string; uid: string };
-  /** `drainguard run -- operator fixture` as pod `pod`. */
-  run(pod: { name: string; uid: string }, env?: NodeJS.ProcessEnv, command?: string[]): Proc;
-  /** Objects of the install that still exist. */
-  remaining(): string[];
-  /** Holder finalizers on the install's objects. */
-  holders(): Record<string, string[]>;
-  close(): Promise<void>;
+export interface Pod {
+  readonly name: string;
+  readonly uid: string;
 }
 
-const INSTALL: [string, string, string | undefined, string][] = [
-  [RBAC_V1, 'clusterroles', undefined, 'op'],
-  [RBAC_V1, 'clusterrolebindings', undefined, 'op'],
-  [RBAC_V1, 'roles', NS, 'op-leases'],
-  [RBAC_V1, 'rolebindings', NS, 'op-leases'],
-  ['v1', 'serviceaccounts', NS, 'op'],
-];
+/** One guarded object: how DRAINGUARD_GUARD names it and where it is in the API. */
+export interface GuardedObject {
+  readonly guard: string;
+  readonly path: string;
+}
 
-export async function startCluster(options: ApiServerOptions = {}): Promise<Cluster> {
-  const api = await startApiServer(options);
-  const dir = tempDir();
-  api.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  api.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'op', namespace: NS } });
+export interface Install {
+  readonly cluster: TestCluster;
+  /** The operator's namespace (unique). */
+  readonly ns: string;
+  /** The name of its ClusterRole and ClusterRoleBinding (unique: they are cluster-scoped). */
+  readonly name: string;
+  /** DRAINGUARD_GUARD for the five objects. */
+  readonly guard: string;
+  readonly objects: readonly GuardedObject[];
+  readonly proxy?: FaultProxy;
+  /** The admin's kubeconfig (client certificate). */
+  readonly adminKubeconfig: string;
+  /** A Pod of the operator, bound to the file's Node. */
+  pod(name: string, terminationGracePeriodSeconds?: number): Promise<Pod>;
+  /** `drainguard run -- operator fixture` as `pod`, with a token bound to it. */
+  run(pod: Pod, env?: NodeJS.ProcessEnv, command?: string[]): Promise<Proc>;
+  /** A graceful delete of the Pod (it stays Terminating: there is no kubelet). */
+  deletePod(name: string, options?: Record<string, unknown>): Promise<void>;
+  /** The kubelet's last step, played by the test: delete with grace 0 once the containers stopped. */
+  finishPod(name: string): Promise<void>;
+  /** Guarded objects that still exist. */
+  remaining(): Promise<string[]>;
+  /** Holder finalizers on the guarded objects that exist. */
+  holders(): Promise<Record<string, string[]>>;
+  /** The holder Lease of `pod`, if it exists. */
+  lease(pod: Pod): Promise<any>;
+  /** `helm uninstall`: every object deleted with background propagation. */
+  uninstall(): Promise<void>;
+  /** The processes started by run(), SIGKILLed with their operators. */
+  readonly procs: Proc[];
+}
+
+async function install(cluster: TestCluster, options: { proxy?: boolean }): Promise<Install> {
+  const { name: ns } = await cluster.namespace('op');
+  const name = `op-${randomBytes(4).toString('hex')}`;
+  const node = await cluster.node();
+  const proxy = options.proxy ? await startFaultProxy(cluster) : undefined;
+  await cluster.serviceAccount(ns, 'op');
   // What the operator needs, plus what drainguard needs: get/patch on exactly the guarded objects.
-  api.create({
+  await cluster.create({
     apiVersion: RBAC_V1,
     kind: 'ClusterRole',
-    metadata: { name: 'op' },
+    metadata: { name },
     rules: [
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: ['op'], verbs: ['get', 'patch'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterrolebindings'], resourceNames: ['op'], verbs: ['get', 'patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [name], verbs: ['get', 'patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterrolebindings'], resourceNames: [name], verbs: ['get', 'patch'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list'] },
     ],
   });
-  api.create({
+  await cluster.create({
     apiVersion: RBAC_V1,
     kind: 'ClusterRoleBinding',
-    metadata: { name: 'op' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'op' },
-    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: NS }],
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
   });
-  api.create({
+  await cluster.create({
     apiVersion: RBAC_V1,
     kind: 'Role',
-    metadata: { name: 'op-leases', namespace: NS },
+    metadata: { name: 'op-leases', namespace: ns },
     rules: [
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
@@ -73,73 +98,94 @@ export async function startCluster(options: ApiServerOptions = {}): Promise<Clus
       { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], resourceNames: ['op-leases'], verbs: ['get', 'patch'] },
     ],
   });
-  api.create({
+  await cluster.create({
     apiVersion: RBAC_V1,
     kind: 'RoleBinding',
-    metadata: { name: 'op-leases', namespace: NS },
+    metadata: { name: 'op-leases', namespace: ns },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'op-leases' },
-    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: NS }],
+    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
   });
-  const token = api.tokenFor(NS, 'op');
-  const kubeconfig = writeKubeconfig(dir, api, token);
-  writeFileSync(join(dir, 'ca.crt'), api.ca);
+  const objects: GuardedObject[] = [
+    { guard: `clusterrole/${name}`, path: resourcePath(RBAC_V1, 'clusterroles', undefined, name) },
+    { guard: `clusterrolebinding/${name}`, path: resourcePath(RBAC_V1, 'clusterrolebindings', undefined, name) },
+    { guard: `role/${ns}/op-leases`, path: resourcePath(RBAC_V1, 'roles', ns, 'op-leases') },
+    { guard: `rolebinding/${ns}/op-leases`, path: resourcePath(RBAC_V1, 'rolebindings', ns, 'op-leases') },
+    { guard: `serviceaccount/${ns}/op`, path: resourcePath('v1', 'serviceaccounts', ns, 'op') },
+  ];
+  const guard = objects.map((o) => o.guard).join(',');
+  const api = cluster.api;
+  const procs: Proc[] = [];
 
   return {
-    api,
-    dir,
-    kubeconfig,
-    pod(name, grace = 30) {
-      const pod = api.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS }, spec: { nodeName: 'node-1', terminationGracePeriodSeconds: grace } });
-      return { name, uid: pod.metadata.uid };
+    cluster,
+    ns,
+    name,
+    guard,
+    objects,
+    proxy,
+    adminKubeconfig: cluster.adminKubeconfig,
+    procs,
+    async pod(pod, grace = 30) {
+      const created = await cluster.create({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: pod, namespace: ns },
+        spec: { nodeName: node, serviceAccountName: 'op', terminationGracePeriodSeconds: grace, containers: [{ name: 'manager', image: 'example.com/operator' }] },
+      });
+      return { name: pod, uid: created.metadata.uid as string };
     },
-    run(pod, env = {}, command = [NODE, OPERATOR]) {
-      return drainguard(['run', '--', ...command], {
-        KUBECONFIG: kubeconfig,
-        DRAINGUARD_GUARD: GUARD,
+    async run(pod, env = {}, command = [NODE, OPERATOR]) {
+      const token = await cluster.token(ns, 'op', { pod });
+      const server = proxy?.url ?? cluster.url;
+      const p = drainguard(['run', '--', ...command], {
+        KUBECONFIG: cluster.kubeconfigFor(token, { server }),
+        DRAINGUARD_GUARD: guard,
         DRAINGUARD_POD_NAME: pod.name,
-        DRAINGUARD_POD_NAMESPACE: NS,
+        DRAINGUARD_POD_NAMESPACE: ns,
         DRAINGUARD_POD_UID: pod.uid,
         DRAINGUARD_LOG_LEVEL: 'debug',
-        FIXTURE_API: api.url,
+        FIXTURE_API: server,
         FIXTURE_TOKEN: token,
-        FIXTURE_CA: join(dir, 'ca.crt'),
+        FIXTURE_CA: cluster.caFile,
+        FIXTURE_NAMESPACE: ns,
         ...env,
       });
+      procs.push(p);
+      return p;
     },
-    remaining() {
-      return INSTALL.filter(([v, r, ns, name]) => api.get(v, r, ns, name)).map(([, r, ns, name]) => `${r}/${ns ? `${ns}/` : ''}${name}`);
+    deletePod: (pod, options = {}) => api.delete(resourcePath('v1', 'pods', ns, pod), options),
+    finishPod: (pod) => api.delete(resourcePath('v1', 'pods', ns, pod), { gracePeriodSeconds: 0 }),
+    async remaining() {
+      const found = await Promise.all(objects.map(async (o) => ((await api.get(o.path)) ? o.guard : undefined)));
+      return found.filter((g): g is string => g !== undefined);
     },
-    holders() {
+    async holders() {
       const out: Record<string, string[]> = {};
-      for (const [v, r, ns, name] of INSTALL) {
-        const obj: KubeObject | undefined = api.get(v, r, ns, name);
-        if (obj) out[`${r}/${ns ? `${ns}/` : ''}${name}`] = (obj.metadata.finalizers ?? []).filter((f: string) => f.startsWith('drainguard.dev/holder-'));
+      for (const o of objects) {
+        const obj = await api.get(o.path);
+        if (obj) out[o.guard] = ((obj.metadata.finalizers ?? []) as string[]).filter((f) => f.startsWith('drainguard.dev/holder-'));
       }
       return out;
     },
-    close: () => api.close(),
+    lease: (pod) => api.get(resourcePath('coordination.k8s.io/v1', 'leases', ns, `drainguard-${pod.uid}`)),
+    async uninstall() {
+      for (const o of objects) await api.delete(o.path, { propagationPolicy: 'Background' });
+    },
   };
 }
 
-/** `helm uninstall`: every object of the install deleted with background propagation, Deployment (pods) first. */
-export function uninstall(c: Cluster): void {
-  for (const [v, r, ns, name] of INSTALL) c.api.delete(v, r, ns, name, { propagationPolicy: 'Background' });
-}
-
-/** A started cluster for the length of `fn`, closed afterwards whatever happens. */
-export async function withCluster(fn: (c: Cluster) => Promise<void>, options: ApiServerOptions = {}): Promise<void> {
-  const c = await startCluster(options);
+/** A fresh install for the length of `fn`; its processes killed afterwards whatever happens (the namespace goes at the end of the file). */
+export async function withCluster(fn: (c: Install) => Promise<void>, options: { proxy?: boolean } = {}): Promise<void> {
+  const c = await install(await useCluster(), options);
   const t0 = Date.now();
   try {
     await fn(c);
   } finally {
     if (process.env.TEST_VERBOSE) console.log(`  ${Date.now() - t0} ms`);
-    await c.close();
+    for (const p of c.procs) p.killAll();
+    await c.proxy?.close();
   }
 }
 
 /** The guard finalizer of `pod`. */
 export const finalizer = (pod: { uid: string }): string => `drainguard.dev/holder-${pod.uid}`;
-
-/** The holder Lease of `pod`, if it exists. */
-export const lease = (c: Cluster, pod: { uid: string }): KubeObject | undefined => c.api.get('coordination.k8s.io/v1', 'leases', NS, `drainguard-${pod.uid}`);

@@ -14,7 +14,7 @@ import { Guard } from '../../src/guard/guard.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadApiAccess } from '../../src/kube/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
-import { type Cluster, GUARD, NS, RBAC_V1, finalizer, lease, withCluster } from '../guard/cluster.ts';
+import { type Cluster, GUARD, NS, RBAC_V1, finalizer, lease, withCluster } from './support/fake-cluster.ts';
 import { type RequestInfo, apiRequest, writeKubeconfig } from '../support/apiserver/index.ts';
 import { drainguard, tempDir } from '../support/proc.ts';
 import { within } from '../support/wait.ts';

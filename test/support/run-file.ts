@@ -1,4 +1,6 @@
 // Runs one uvu test file in this process (the runner gives each file its own).
+import { runFileEndHooks } from './file-end.ts';
+
 const file = process.argv[2]!;
 (globalThis as any).UVU_DEFER = 1;
 const uvu = await import('uvu');
@@ -6,5 +8,10 @@ const uvu = await import('uvu');
 (globalThis as any).UVU_QUEUE.push([file]);
 await import(new URL(file, `file://${process.cwd()}/`).href);
 await uvu.exec(false);
+// Cleanup the file's support code registered (namespaces, private control planes):
+// a failure there fails the file.
+const errors = await runFileEndHooks();
+for (const err of errors) console.error(`file cleanup failed: ${err instanceof Error ? err.stack : err}`);
+if (errors.length > 0) process.exitCode = 1;
 // A test that left a process or socket behind must not hang the suite.
 process.exit();

@@ -1,0 +1,278 @@
+// etcd, kube-apiserver and kube-controller-manager as real processes on free
+// loopback ports, with a fresh PKI, flags as ../shared/kube/README.md says.
+// Each runs under `setpriv --pdeathsig SIGKILL`, in a process group of its
+// own: whatever happens to the process that started them, they die with it.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findBinaries } from './binaries.ts';
+import { makePki } from './pki.ts';
+
+/** What a test process needs to reach a control plane (the runner hands it over as a JSON file). */
+export interface ControlPlaneState {
+  readonly url: string;
+  readonly dir: string;
+  readonly caFile: string;
+  /** CA key: the fault proxy's certificate is signed with the cluster's CA. */
+  readonly caKey: string;
+  readonly servingCert: string;
+  readonly servingKey: string;
+  readonly adminKubeconfig: string;
+  readonly adminCert: string;
+  readonly adminKey: string;
+}
+
+export interface ControlPlane extends ControlPlaneState {
+  /** Milliseconds from the start until the API server was ready and the controller-manager working. */
+  readonly startMs: number;
+  /** Process ids, for measuring and for checks that nothing is left. */
+  pids(): number[];
+  /** Stops the API server (connections refused) and starts it again on the same port and data. */
+  stopApiServer(): Promise<void>;
+  startApiServer(): Promise<void>;
+  /** Stops the controller-manager (no garbage collector, no namespace controller) until startControllerManager. */
+  stopControllerManager(): Promise<void>;
+  startControllerManager(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const READY_MS = 90_000;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function kubeconfig(path: string, url: string, ca: string, cert: string, key: string): string {
+  writeFileSync(
+    path,
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: { server: '${url}', certificate-authority: '${ca}' }
+users:
+- name: test
+  user: { client-certificate: '${cert}', client-key: '${key}' }
+contexts:
+- name: test
+  context: { cluster: test, user: test }
+current-context: test
+`,
+    { mode: 0o600 },
+  );
+  return path;
+}
+
+/** One supervised binary: its output in a log file, stopped by process group. */
+class Daemon {
+  #child?: ChildProcess;
+  #exited?: Promise<void>;
+  readonly name: string;
+  readonly #file: string;
+  readonly #args: readonly string[];
+  readonly #log: string;
+  readonly #onUnexpectedExit: (d: Daemon) => void;
+
+  constructor(name: string, file: string, args: readonly string[], log: string, onUnexpectedExit: (d: Daemon) => void = () => {}) {
+    this.name = name;
+    this.#file = file;
+    this.#args = args;
+    this.#log = log;
+    this.#onUnexpectedExit = onUnexpectedExit;
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  start(): void {
+    const out = openSync(this.#log, 'a');
+    const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', this.#file, ...this.#args], { stdio: ['ignore', out, out], detached: true });
+    closeSync(out);
+    this.#child = child;
+    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    child.once('exit', () => {
+      if (this.#child === child) {
+        this.#child = undefined;
+        this.#onUnexpectedExit(this);
+      }
+    });
+  }
+
+  /** SIGTERM to its group, SIGKILL after 10 s. */
+  async stop(): Promise<void> {
+    const child = this.#child;
+    if (!child?.pid) return;
+    this.#child = undefined;
+    const kill = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-child.pid!, signal);
+      } catch {
+        // Already gone.
+      }
+    };
+    kill('SIGTERM');
+    const timer = setTimeout(() => kill('SIGKILL'), 10_000);
+    await this.#exited;
+    clearTimeout(timer);
+  }
+
+  /** Synchronous SIGKILL, for an exit handler. */
+  killNow(): void {
+    if (this.#child?.pid) {
+      try {
+        process.kill(-this.#child.pid, 'SIGKILL');
+      } catch {}
+    }
+    this.#child = undefined;
+  }
+
+  tail(): string {
+    try {
+      return readFileSync(this.#log, 'utf8').split('\n').slice(-25).join('\n');
+    } catch {
+      return '';
+    }
+  }
+}
+
+/** GET `path` as the admin; the status, or 0 when the server cannot be reached. */
+function adminGet(url: string, path: string, tls: { ca: Buffer; cert: Buffer; key: Buffer }): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request(`${url}${path}`, { ...tls, timeout: 5000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+/** Polls until `path` answers 200 (no event exists for it: the server only answers requests). */
+async function untilOk(url: string, path: string, tls: { ca: Buffer; cert: Buffer; key: Buffer }, daemons: Daemon[], what: string): Promise<void> {
+  const deadline = Date.now() + READY_MS;
+  while ((await adminGet(url, path, tls)) !== 200) {
+    const dead = daemons.find((d) => d.pid === undefined);
+    if (dead) throw new Error(`${dead.name} exited while waiting for ${what}:\n${dead.tail()}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${READY_MS} ms waiting for ${what}\n${daemons.map((d) => `--- ${d.name}\n${d.tail()}`).join('\n')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function startControlPlane(): Promise<ControlPlane> {
+  const t0 = Date.now();
+  const bin = findBinaries();
+  const dir = mkdtempSync(join(tmpdir(), 'drainguard-cluster-'));
+  mkdirSync(join(dir, 'pki'));
+  const pki = makePki(join(dir, 'pki'));
+  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+  const url = `https://127.0.0.1:${apiPort}`;
+  const adminKubeconfig = kubeconfig(join(dir, 'admin.kubeconfig'), url, pki.caCert, pki.adminCert, pki.adminKey);
+  const cmKubeconfig = kubeconfig(join(dir, 'controller-manager.kubeconfig'), url, pki.caCert, pki.controllerManagerCert, pki.controllerManagerKey);
+  const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
+  let stopping = false;
+
+  const etcd = new Daemon('etcd', bin.etcd, [
+    '--data-dir', join(dir, 'etcd'),
+    '--listen-client-urls', `http://127.0.0.1:${etcdPort}`,
+    '--advertise-client-urls', `http://127.0.0.1:${etcdPort}`,
+    '--listen-peer-urls', `http://127.0.0.1:${peerPort}`,
+    '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPort}`,
+    '--initial-cluster', `default=http://127.0.0.1:${peerPort}`,
+    '--log-level', 'warn',
+  ], join(dir, 'etcd.log'));
+  const apiserver = new Daemon('kube-apiserver', bin.apiserver, [
+    `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+    '--bind-address=127.0.0.1', `--secure-port=${apiPort}`,
+    `--tls-cert-file=${pki.servingCert}`, `--tls-private-key-file=${pki.servingKey}`,
+    `--client-ca-file=${pki.caCert}`,
+    '--authorization-mode=Node,RBAC',
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${pki.serviceAccountPub}`, `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none',
+    `--cert-dir=${join(dir, 'apiserver-certs')}`,
+  ], join(dir, 'kube-apiserver.log'));
+  // It exits when the API server goes away: restarted, unless stopped on purpose.
+  const restartLater = (d: Daemon) => {
+    if (!stopping && cmWanted) setTimeout(() => !stopping && cmWanted && d.pid === undefined && d.start(), 500);
+  };
+  let cmWanted = true;
+  const controllerManager = new Daemon('kube-controller-manager', bin.controllerManager, [
+    `--kubeconfig=${cmKubeconfig}`, `--authentication-kubeconfig=${cmKubeconfig}`, `--authorization-kubeconfig=${cmKubeconfig}`,
+    '--bind-address=127.0.0.1', '--secure-port=0',
+    '--use-service-account-credentials',
+    `--service-account-private-key-file=${pki.serviceAccountKey}`, `--root-ca-file=${pki.caCert}`,
+    `--cluster-signing-cert-file=${pki.caCert}`, `--cluster-signing-key-file=${pki.caKey}`,
+    '--leader-elect=false', '--controllers=*',
+    '--node-monitor-grace-period=8760h', '--node-startup-grace-period=8760h',
+    '--feature-gates=WatchListClient=false',
+  ], join(dir, 'kube-controller-manager.log'), restartLater);
+  const daemons = [etcd, apiserver, controllerManager];
+
+  // Whatever ends this process, they end too (pdeathsig covers SIGKILL of it).
+  const onExit = () => daemons.forEach((d) => d.killNow());
+  process.once('exit', onExit);
+
+  const stop = async () => {
+    stopping = true;
+    process.off('exit', onExit);
+    for (const d of [controllerManager, apiserver, etcd]) await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+
+  try {
+    etcd.start();
+    apiserver.start();
+    await untilOk(url, '/readyz', tls, [etcd, apiserver], 'kube-apiserver /readyz');
+    controllerManager.start();
+    // The ServiceAccount controller has made the default namespace's ServiceAccount: the controllers run.
+    await untilOk(url, '/api/v1/namespaces/default/serviceaccounts/default', tls, [etcd, apiserver], 'the controller-manager (ServiceAccount default/default)');
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  return {
+    url,
+    dir,
+    caFile: pki.caCert,
+    caKey: pki.caKey,
+    servingCert: pki.servingCert,
+    servingKey: pki.servingKey,
+    adminKubeconfig,
+    adminCert: pki.adminCert,
+    adminKey: pki.adminKey,
+    startMs: Date.now() - t0,
+    pids: () => daemons.map((d) => d.pid).filter((p): p is number => p !== undefined),
+    stopApiServer: () => apiserver.stop(),
+    async startApiServer() {
+      apiserver.start();
+      await untilOk(url, '/readyz', tls, [etcd, apiserver], 'kube-apiserver /readyz after a restart');
+    },
+    async stopControllerManager() {
+      cmWanted = false;
+      await controllerManager.stop();
+    },
+    async startControllerManager() {
+      cmWanted = true;
+      if (controllerManager.pid === undefined) controllerManager.start();
+    },
+    stop,
+  };
+}
+
+/** The part of a control plane a test process in another process gets. */
+export function stateOf(cp: ControlPlane): ControlPlaneState {
+  const { url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey } = cp;
+  return { url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey };
+}
