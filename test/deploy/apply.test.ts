@@ -15,7 +15,7 @@ import type { WatchEvent } from '../support/kubelet/api.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { DRAINGUARD_IMAGE, EXAMPLE_OPERATOR_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
 import { type Proc, fixture } from '../support/proc.ts';
-import { type KubeletCluster, kubeletCluster } from '../kubelet/support/cluster.ts';
+import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
 import { type KubeObject, parseObjects } from './support/manifests.ts';
 
 const GUARDED = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
@@ -26,9 +26,6 @@ const LEASE = { DRAINGUARD_LEASE_DURATION: '3s' };
 let cluster: KubeletCluster;
 test.before(async () => {
   cluster = await kubeletCluster();
-});
-test.after(async () => {
-  await cluster?.close();
 });
 
 const pathOf = (o: KubeObject) => {
