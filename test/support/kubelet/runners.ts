@@ -15,9 +15,11 @@ export const EXAMPLE_OPERATOR_IMAGE = 'example.com/example-operator';
  */
 export function drainguardImage(env: NodeJS.ProcessEnv = {}): Runner {
   return (run): Launch | undefined => {
-    if (run.argv[0] !== '/drainguard/drainguard') return undefined;
+    // The image's entrypoint is /drainguard/drainguard (Containerfile): args alone are its arguments.
+    const argv = run.hook === undefined && run.container.command === undefined ? ['/drainguard/drainguard', ...run.argv] : run.argv;
+    if (argv[0] !== '/drainguard/drainguard') return undefined;
     const socket = run.env.DRAINGUARD_SOCKET === undefined ? run.hostPath('/run/drainguard/drain.sock') : undefined;
-    return { file: EXE, args: run.argv.slice(1), env: { ...(socket && { DRAINGUARD_SOCKET: socket }), ...env } };
+    return { file: EXE, args: argv.slice(1), env: { ...(socket && { DRAINGUARD_SOCKET: socket }), ...env } };
   };
 }
 
