@@ -13,10 +13,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { WatchEvent } from '../support/kubelet/api.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
-import { DRAINGUARD_IMAGE, EXAMPLE_OPERATOR_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
+import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
 import { type Proc, fixture } from '../support/proc.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
-import { type KubeObject, parseObjects } from './support/manifests.ts';
+import { type KubeObject, example } from './support/manifests.ts';
 
 const GUARDED = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 const STALE_HOLDER = 'drainguard.dev/holder-0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50';
@@ -34,10 +34,9 @@ const pathOf = (o: KubeObject) => {
   return `${base}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${o.kind.toLowerCase()}s/${o.metadata.name}`;
 };
 
-/** The example of `mode`, as kubectl kustomize renders it, in a namespace of its own. */
-function render(mode: string, namespace: string): KubeObject[] {
-  const text = cluster.kubectl(['kustomize', `deploy/examples/${mode}`]).replaceAll('example-system', namespace);
-  return parseObjects(text).map((o) => {
+/** The example of `mode`, as kubectl kustomize renders it, with names of its own. */
+function render(objects: KubeObject[]): KubeObject[] {
+  return objects.map((o) => {
     // drainguard's own permissions alone: the operator's roles grant nothing here.
     if ((o.kind === 'ClusterRole' || o.kind === 'Role') && o.metadata.labels?.['app.kubernetes.io/name'] !== 'drainguard') {
       // A holder that died without releasing (no Lease): drainguard must find and sweep it.
@@ -53,18 +52,19 @@ function drainguardLogs(kubelet: Kubelet): { container: string; msg: string; lev
 }
 
 async function scenario(mode: string, guardContainer: string): Promise<void> {
-  const ns = `ex-${randomBytes(4).toString('hex')}`;
-  const objects = render(mode, ns);
+  const ex = example(mode, `ex-${randomBytes(4).toString('hex')}`);
+  const ns = ex.namespace;
+  const objects = render(ex.objects);
   const guarded = objects.filter((o) => GUARDED.includes(o.kind));
   assert.is(guarded.length, 7, 'seven guarded objects');
   const kubelet = await Kubelet.start({
     cluster: cluster.access,
     namespaces: [ns],
-    images: { [DRAINGUARD_IMAGE]: drainguardImage(LEASE), [EXAMPLE_OPERATOR_IMAGE]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '300', ...(mode === 'wrap' && LEASE) }) },
+    images: { [DRAINGUARD_IMAGE]: drainguardImage(LEASE), [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '300', ...(mode === 'wrap' && LEASE) }) },
   });
   try {
     cluster.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
-    const deployment = await cluster.poll(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`, (b) => b.status?.availableReplicas === 1, 90_000, `the ${mode} Deployment available\n${kubelet.timeline()}`);
+    const deployment = await cluster.poll(`/apis/apps/v1/namespaces/${ns}/deployments/${ex.name}`, (b) => b.status?.availableReplicas === 1, 90_000, `the ${mode} Deployment available\n${kubelet.timeline()}`);
     assert.is(deployment.status.readyReplicas, 1);
     const pods = (await cluster.api.must('GET', `/api/v1/namespaces/${ns}/pods`)).items;
     assert.is(pods.length, 1);

@@ -6,7 +6,6 @@ import { EXE, NODE } from '../proc.ts';
 import type { Launch, Runner } from './container.ts';
 
 export const DRAINGUARD_IMAGE = 'ghcr.io/drainguard/drainguard';
-export const EXAMPLE_OPERATOR_IMAGE = 'example.com/example-operator';
 
 /**
  * `/drainguard/drainguard` inside drainguard's image is dist/drainguard; `env` is
