@@ -177,7 +177,29 @@ test('namespace deletion: the pod drains, the namespaced objects it holds go wit
   }
 });
 
-test("Kubebuilder's defaults (terminationGracePeriodSeconds 10, nothing set for drainguard): a drain that cannot finish still releases inside the grace period", async () => {
+test("Kubebuilder's defaults (terminationGracePeriodSeconds 10, nothing set for drainguard): the drain and the release complete inside the grace period, no finalizer left", async () => {
+  const i = await install((d) => (d.spec.template.spec.terminationGracePeriodSeconds = 10));
+  try {
+    const [pod] = await i.pods();
+    const dg = await i.drainguard(pod.metadata.name);
+    for (const o of i.guarded) await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
+    await startWork(dg);
+    await c.api.must('DELETE', `${i.deployment}`, { propagationPolicy: 'Background' });
+    await i.kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 30_000, 'the pod stopped and deleted');
+    drainedCleanly(dg);
+    const start = i.kubelet.events.find((e) => e.pod === pod.metadata.name && e.what.startsWith('terminating'))!;
+    assert.is(start.what, 'terminating, grace 10s');
+    const released = dg.logs().find((l) => l.msg === 'guard released');
+    assert.ok(released, dg.stderr.join('\n'));
+    assert.ok(Date.parse(released!.time as string) - start.at < 10_000, 'released inside the grace period');
+    assert.not.ok(i.kubelet.events.some((e) => e.pod === pod.metadata.name && e.what === 'signal SIGKILL'), 'drainguard was not killed by the kubelet');
+    for (const o of i.guarded) assert.equal(await i.holders(o), [], `${o.kind}/${o.metadata.name}: no finalizer left`);
+  } finally {
+    await i.close();
+  }
+});
+
+test("Kubebuilder's defaults, worst case: a drain that cannot finish still releases inside the grace period", async () => {
   // Work that outlasts the grace period, and an operator that ignores SIGTERM.
   const i = await install((d) => (d.spec.template.spec.terminationGracePeriodSeconds = 10), { FX_WORK: '60000', FX_ON_TERM: 'ignore' });
   try {
