@@ -204,7 +204,11 @@ function descendants(pid: number): number[] {
   }
   const found: number[] = [];
   const walk = (p: number) => {
-    for (const [child, ppid] of parent) if (ppid === p) (found.push(child), walk(child));
+    for (const [child, ppid] of parent) {
+      if (ppid !== p) continue;
+      found.push(child);
+      walk(child);
+    }
   };
   walk(pid);
   return found;
