@@ -102,7 +102,8 @@ function drainedCleanly(dg: Proc): void {
 }
 
 test('rolling update (kubectl rollout restart, maxSurge 1): the new pod starts, the old one drains; two holders; no reconcile interrupted', async () => {
-  const i = await install();
+  // In wrap mode nothing gates the new pod's readiness on its guard: work long enough that the old pod still holds then.
+  const i = await install(undefined, { FX_WORK: '8000' });
   try {
     const [old] = await i.pods();
     const oldDg = await i.drainguard(old.metadata.name);

@@ -119,8 +119,8 @@ export class PodWorker {
     this.#beginStop(0, false);
   }
 
-  get name(): string {
-    return this.#pod.metadata.name;
+  get namespace(): string {
+    return this.#pod.metadata.namespace;
   }
 
   #stopRequest?: (grace: number, finalDelete: boolean) => void;
