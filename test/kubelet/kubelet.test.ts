@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type ContainerRun, Kubelet, type KubeletEvent } from '../support/kubelet/index.ts';
 import { NODE, fixture } from '../support/proc.ts';
-import { type KubeletCluster, kubeletCluster } from './support/cluster.ts';
+import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
 
 let cluster: KubeletCluster;
 let ns: string;
@@ -25,7 +25,6 @@ test.before(async () => {
 
 test.after(async () => {
   await kubelet?.stop();
-  await cluster?.close();
 });
 
 const get = (path: string) => cluster.api.call('GET', path);

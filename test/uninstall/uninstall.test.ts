@@ -1,146 +1,251 @@
-// `helm uninstall` of an operator, step by step as Helm does it, with the three
-// layers together: the pre-delete hook (predelete), the guard and the drain
-// (drainguard run), and the post-delete hook (release). The manifests of both
-// hooks are the ones in deploy/helm-hooks. Nothing may remain.
+// `helm uninstall` of an operator, step by step as Helm does it, on the real
+// API server and controller-manager with the kubelet stand-in running the
+// pods: the operator's Deployment, the pre-delete hook Job (predelete), the
+// guard and the drain (drainguard run), and the post-delete hook Job (release),
+// with the hooks' manifests from deploy/helm-hooks. Nothing may remain.
+// The control case is the same uninstall without drainguard: the operator's
+// cleanup is refused once its ClusterRole and binding are gone, and its custom
+// resources stay stuck with their finalizers.
+
+import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseAllDocuments } from 'yaml';
-import { type FakeApiServer, type KubeObject, startApiServer, writeKubeconfig } from '../support/apiserver/index.ts';
-import { NODE, drainguard, tempDir } from '../support/proc.ts';
+import { parse, parseAllDocuments } from 'yaml';
+import { Kubelet, type Runner } from '../support/kubelet/index.ts';
+import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
+import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
+import type { Proc } from '../support/proc.ts';
 
-const NS = 'operator-system';
 const GROUP = 'operator.example.io';
 const RBAC = 'rbac.authorization.k8s.io/v1';
-const GUARD = `clusterrole/example-operator,clusterrolebinding/example-operator,serviceaccount/${NS}/example-operator`;
+const CR_OPERATOR_IMAGE = 'example.com/cr-operator';
+/** ConfigMaps the controller-manager publishes in every namespace (the second one: OpenShift's fork, see ../shared/kube). */
+const PUBLISHED = ['kube-root-ca.crt', 'openshift-service-ca.crt'];
+const CR_OPERATOR = join(import.meta.dirname, 'fixtures/cr-operator.ts');
 
-const hook = (file: string) => parseAllDocuments(readFileSync(`deploy/helm-hooks/${file}`, 'utf8')).map((d) => d.toJS() as KubeObject & { spec?: any });
-const hookArgs = (file: string): string[] => hook(file).find((o) => o.kind === 'Job')!.spec.template.spec.containers[0].args;
-
-function install(api: FakeApiServer): void {
-  for (const [plural, kind] of [['apiservers', 'APIServer'], ['installations', 'Installation']]) {
-    api.create({
+let c: KubeletCluster;
+test.before(async () => {
+  c = await kubeletCluster();
+  for (const [plural, kind] of [['apiservers', 'APIServer'], ['installations', 'Installation']] as const) {
+    await c.cluster.create({
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',
       metadata: { name: `${plural}.${GROUP}` },
-      spec: { group: GROUP, scope: 'Cluster', names: { plural, singular: kind!.toLowerCase(), kind }, versions: [{ name: 'v1', served: true, storage: true }] },
-    } as KubeObject);
-    api.create({ apiVersion: `${GROUP}/v1`, kind: kind!, metadata: { name: 'default', finalizers: [`${GROUP}/cleanup`] } });
+      spec: { group: GROUP, scope: 'Cluster', names: { plural, singular: kind.toLowerCase(), kind }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }] },
+    });
   }
-  api.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'example-operator', namespace: NS } });
-  api.create({
+  for (const plural of ['apiservers', 'installations']) {
+    await c.cluster.waitFor(async () => (await c.api.call('GET', `/apis/${GROUP}/v1/${plural}`)).status === 200, 20_000, `the ${plural} CRD served`);
+  }
+});
+
+// The CRDs go at the end, and are waited for (a CRD keeps a finalizer of its own for a moment).
+test.after(async () => {
+  for (const plural of ['apiservers', 'installations']) {
+    await c.api.call('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${GROUP}`);
+    await c.poll(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${GROUP}`, (_b, s) => s === 404, 30_000, `the ${plural} CRD gone`);
+  }
+});
+
+/** The cr-operator fixture as the operator image's /manager; its API access from the pod's kubeconfig. */
+function crOperatorImage(env: NodeJS.ProcessEnv): Runner {
+  const inner = operatorImage(CR_OPERATOR, env);
+  return (run) => {
+    const launch = inner(run);
+    if (!launch) return launch;
+    const kubeconfig = parse(readFileSync(run.env.KUBECONFIG!, 'utf8'));
+    const ca = join(dirname(run.env.KUBECONFIG!), 'ca.crt');
+    writeFileSync(ca, Buffer.from(kubeconfig.clusters[0].cluster['certificate-authority-data'], 'base64'));
+    return { ...launch, env: { ...launch.env, FIXTURE_API: kubeconfig.clusters[0].cluster.server, FIXTURE_TOKEN: kubeconfig.users[0].user.token, FIXTURE_CA: ca, FIXTURE_NS: run.pod.metadata.namespace } };
+  };
+}
+
+interface Install {
+  readonly ns: string;
+  readonly name: string;
+  readonly kubelet: Kubelet;
+  /** The hooks' manifests with this install's namespace and names. */
+  hook(file: string): any[];
+  at(what: string): void;
+  readonly timeline: string[];
+}
+
+async function install(withDrainguard: boolean, operatorEnv: NodeJS.ProcessEnv = {}): Promise<Install> {
+  const ns = await c.namespace('uninstall');
+  const name = `example-operator-${randomBytes(3).toString('hex')}`;
+  const t0 = Date.now();
+  const timeline: string[] = [];
+  const at = (what: string) => timeline.push(`${String(Date.now() - t0).padStart(5)} ms  ${what}`);
+  const kubelet = await Kubelet.start({ cluster: c.access, namespaces: [ns], images: { [DRAINGUARD_IMAGE]: drainguardImage(), [CR_OPERATOR_IMAGE]: crOperatorImage(operatorEnv) } });
+  for (const kind of ['APIServer', 'Installation']) await c.api.must('POST', `/apis/${GROUP}/v1/${kind.toLowerCase()}s`, { apiVersion: `${GROUP}/v1`, kind, metadata: { name: 'default', finalizers: [`${GROUP}/cleanup`] } });
+  await c.cluster.serviceAccount(ns, name);
+  const guard = `clusterrole/${name},clusterrolebinding/${name},serviceaccount/${ns}/${name}`;
+  await c.cluster.create({
     apiVersion: RBAC,
     kind: 'ClusterRole',
-    metadata: { name: 'example-operator' },
+    metadata: { name },
     rules: [
       { apiGroups: [GROUP], resources: ['apiservers', 'installations'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'delete'] },
       // drainguard's own: get/patch on the guarded objects, its Lease, its Pod, Events.
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings'], resourceNames: ['example-operator'], verbs: ['get', 'patch'] },
-      { apiGroups: [''], resources: ['serviceaccounts'], resourceNames: ['example-operator'], verbs: ['get', 'patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings'], resourceNames: [name], verbs: ['get', 'patch'] },
+      { apiGroups: [''], resources: ['serviceaccounts'], resourceNames: [name], verbs: ['get', 'patch'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] },
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ],
   });
-  api.create({
-    apiVersion: RBAC,
-    kind: 'ClusterRoleBinding',
-    metadata: { name: 'example-operator' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'example-operator' },
-    subjects: [{ kind: 'ServiceAccount', name: 'example-operator', namespace: NS }],
+  await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] });
+  const env = [
+    ...['name', 'namespace', 'uid'].map((f) => ({ name: `DRAINGUARD_POD_${f.toUpperCase()}`, valueFrom: { fieldRef: { fieldPath: `metadata.${f}` } } })),
+    { name: 'DRAINGUARD_GUARD', value: guard },
+  ];
+  const manager = withDrainguard
+    ? { name: 'manager', image: `${CR_OPERATOR_IMAGE}:1.0.0`, command: ['/drainguard/drainguard', 'run', '--', '/manager'], env, volumeMounts: [{ name: 'drainguard', mountPath: '/drainguard', readOnly: true }] }
+    : { name: 'manager', image: `${CR_OPERATOR_IMAGE}:1.0.0`, command: ['/manager'] };
+  await c.api.must('POST', `/apis/apps/v1/namespaces/${ns}/deployments`, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { 'app.kubernetes.io/name': name } },
+      template: {
+        metadata: { labels: { 'app.kubernetes.io/name': name } },
+        spec: {
+          serviceAccountName: name,
+          terminationGracePeriodSeconds: 30,
+          ...(withDrainguard && {
+            volumes: [{ name: 'drainguard', emptyDir: {} }],
+            initContainers: [{ name: 'drainguard-install', image: `${DRAINGUARD_IMAGE}:0.1.0`, command: ['/drainguard/drainguard', 'install', '/shared'], volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }] }],
+          }),
+          containers: [manager],
+        },
+      },
+    },
   });
+  const hook = (file: string) =>
+    parseAllDocuments(readFileSync(`deploy/helm-hooks/${file}`, 'utf8').replaceAll('operator-system', ns).replaceAll('example-operator', name)).map((d) => d.toJS());
+  return { ns, name, kubelet, hook, at, timeline };
+}
+
+const pathOf = (o: any, plural = `${o.kind.toLowerCase()}s`) => `${o.apiVersion.includes('/') ? `/apis/${o.apiVersion}` : `/api/${o.apiVersion}`}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${plural}/${o.metadata.name}`;
+
+/** A hook as Helm runs it: its other objects first, then the Job, waited for until complete; its pod's output on the timeline. */
+async function runHook(i: Install, file: string, label: string): Promise<Proc> {
+  const objects = i.hook(file);
+  for (const o of objects.filter((x) => x.kind !== 'Job')) await c.api.must('POST', pathOf(o).replace(/\/[^/]+$/, ''), o);
+  const job = objects.find((x) => x.kind === 'Job');
+  await c.api.must('POST', `/apis/batch/v1/namespaces/${i.ns}/jobs`, job);
+  const proc = await i.kubelet.process(job.metadata.name, job.spec.template.spec.containers[0].name, 30_000);
+  proc.child.stdout!.on('data', (chunk: string) => chunk.split('\n').filter(Boolean).forEach((l) => i.at(`${label}: ${l}`)));
+  await c.poll(`/apis/batch/v1/namespaces/${i.ns}/jobs/${job.metadata.name}`, (b) => b.status?.succeeded === 1, 60_000, `the ${label} Job complete: ${proc.stderr.join('\n')}`);
+  // hook-succeeded: Helm deletes the hook's objects, the Job with its pod.
+  for (const o of objects) await c.api.call('DELETE', pathOf(o), { propagationPolicy: 'Background' });
+  return proc;
+}
+
+/** Helm's uninstall of the release objects, kind by kind, background propagation, nothing waited for. */
+async function helmDeletes(i: Install, customResources: boolean): Promise<void> {
+  await c.api.must('DELETE', `/apis/apps/v1/namespaces/${i.ns}/deployments/${i.name}`, { propagationPolicy: 'Background' });
+  i.at('Deployment deleted');
+  for (const path of [`/apis/${RBAC}/clusterrolebindings/${i.name}`, `/apis/${RBAC}/clusterroles/${i.name}`, `/api/v1/namespaces/${i.ns}/serviceaccounts/${i.name}`]) {
+    await c.api.must('DELETE', path, { propagationPolicy: 'Background' });
+    i.at(`${path.split('/').slice(-2).join('/')} deleted`);
+  }
+  if (customResources) {
+    for (const plural of ['apiservers', 'installations']) await c.api.must('DELETE', `/apis/${GROUP}/v1/${plural}/default`, { propagationPolicy: 'Background' });
+    i.at('custom resources deleted');
+  }
+}
+
+async function operatorPod(i: Install): Promise<{ proc: Proc; pod: any }> {
+  const proc = await i.kubelet.process(i.name, 'manager', 60_000);
+  await proc.line('ready', 20_000);
+  const pods = await c.api.must('GET', `/api/v1/namespaces/${i.ns}/pods?labelSelector=app.kubernetes.io%2Fname%3D${i.name}`);
+  await c.poll(`/api/v1/namespaces/${i.ns}/pods/${pods.items[0].metadata.name}`, (b) => b.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True'), 20_000, 'the operator pod Ready');
+  return { proc, pod: pods.items[0] };
+}
+
+async function stripCustomResources(): Promise<void> {
+  for (const plural of ['apiservers', 'installations']) {
+    await c.api.call('PATCH', `/apis/${GROUP}/v1/${plural}/default`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await c.api.call('DELETE', `/apis/${GROUP}/v1/${plural}/default`);
+  }
 }
 
 test('helm uninstall: pre-delete cleanup, the guard and the drain, post-delete sweep; nothing remains', async () => {
-  const api = await startApiServer({ namespaces: ['default', NS] });
-  const t0 = Date.now();
-  const timeline: string[] = [];
-  const at = (what: string) => timeline.push(`${String(Date.now() - t0).padStart(5)} ms  ${what}`);
+  const i = await install(true);
   try {
-    install(api);
-    const dir = tempDir();
-    writeFileSync(join(dir, 'ca.crt'), api.ca);
-    const pod = api.create({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'example-operator-7d9f', namespace: NS, labels: { 'app.kubernetes.io/name': 'example-operator' } },
-      spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 30, serviceAccountName: 'example-operator' },
-      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
-    } as KubeObject);
-    const token = api.tokenFor(NS, 'example-operator', { pod: pod.metadata.name });
-    const operator = drainguard(['run', '--', NODE, join(import.meta.dirname, 'fixtures/cr-operator.ts')], {
-      KUBECONFIG: writeKubeconfig(dir, api, token),
-      DRAINGUARD_GUARD: GUARD,
-      DRAINGUARD_POD_NAME: pod.metadata.name,
-      DRAINGUARD_POD_NAMESPACE: NS,
-      DRAINGUARD_POD_UID: pod.metadata.uid,
-      FIXTURE_API: api.url,
-      FIXTURE_TOKEN: token,
-      FIXTURE_CA: join(dir, 'ca.crt'),
-      FIXTURE_NS: NS,
-    });
-    await operator.line('ready');
-    const held = (o: KubeObject | undefined) => o?.metadata.finalizers?.includes(`drainguard.dev/holder-${pod.metadata.uid}`);
-    await api.waitFor(
-      () =>
-        (held(api.get(RBAC, 'clusterroles', undefined, 'example-operator')) &&
-          held(api.get(RBAC, 'clusterrolebindings', undefined, 'example-operator')) &&
-          held(api.get('v1', 'serviceaccounts', NS, 'example-operator'))) ||
-        undefined,
-      10_000,
-      "the pod's finalizer on the three guarded objects",
-    );
-    at('operator running, guard set on ClusterRole, ClusterRoleBinding, ServiceAccount');
-
-    // 1. pre-delete hook: its RBAC first (by weight), then the Job.
-    for (const o of hook('predelete.yaml')) if (o.kind !== 'Job') api.create(o);
-    const pre = drainguard(hookArgs('predelete.yaml'), { KUBECONFIG: writeKubeconfig(tempDir(), api, api.tokenFor(NS, 'drainguard-predelete')) });
-    pre.child.stdout!.on('data', (chunk: string) => chunk.split('\n').filter(Boolean).forEach((l) => at(`pre-delete: ${l}`)));
-    assert.equal((await pre.exit(20_000)).code, 0, pre.stderr.join('\n'));
-    assert.ok(operator.stdout.includes('finalize apiservers/default 200') && operator.stdout.includes('finalize installations/default 200'));
-    assert.equal(api.list(`${GROUP}/v1`, 'installations').length + api.list(`${GROUP}/v1`, 'apiservers').length, 0);
-
-    // 2. Helm deletes the release kind by kind (UninstallOrder), background propagation, without waiting for pods.
-    api.delete('v1', 'pods', NS, pod.metadata.name!); // the Deployment's pod, graceful: 30 s
-    operator.kill('SIGTERM'); // the kubelet
-    at('Deployment deleted: pod terminating, SIGTERM to drainguard');
-    for (const [v, r, ns] of [[RBAC, 'clusterrolebindings', undefined], [RBAC, 'clusterroles', undefined], ['v1', 'serviceaccounts', NS]] as const) {
-      api.delete(v, r, ns, 'example-operator', { propagationPolicy: 'Background' });
-      at(`${r}/example-operator deleted: held, terminating`);
+    const { proc: operator, pod } = await operatorPod(i);
+    const holder = `drainguard.dev/holder-${pod.metadata.uid}`;
+    for (const path of [`/apis/${RBAC}/clusterroles/${i.name}`, `/apis/${RBAC}/clusterrolebindings/${i.name}`, `/api/v1/namespaces/${i.ns}/serviceaccounts/${i.name}`]) {
+      await c.poll(path, (b) => b.metadata?.finalizers?.includes(holder), 20_000, `the pod's finalizer on ${path}`);
     }
-    await operator.line('drained');
-    at(`operator drained: its last API call answered ${operator.stdout.find((l) => l.startsWith('delete state'))}`);
+    i.at('operator running, guard set on ClusterRole, ClusterRoleBinding, ServiceAccount');
+
+    // 1. pre-delete hook: its RBAC first (by weight), then the Job, run by the kubelet.
+    await runHook(i, 'predelete.yaml', 'pre-delete');
+    assert.ok(operator.stdout.includes('finalize apiservers/default 200') && operator.stdout.includes('finalize installations/default 200'), operator.stdout.join('\n'));
+    for (const plural of ['apiservers', 'installations']) assert.is((await c.api.must('GET', `/apis/${GROUP}/v1/${plural}`)).items.length, 0);
+
+    // 2. Helm deletes the release kind by kind; the kubelet stops the pod.
+    await helmDeletes(i, false);
+    await operator.line('drained', 30_000);
+    i.at(`operator drained: its last API call answered ${operator.stdout.find((l) => l.startsWith('delete state'))}`);
     assert.ok(operator.stdout.includes('delete state 200'), 'the operator still had its permissions while draining');
-    assert.equal((await operator.exit()).code, 0);
+    await i.kubelet.event((e) => e.pod === pod.metadata.name && e.container === 'manager' && e.what === 'exited 0', 30_000, 'drainguard exited 0');
     const released = operator.logs().find((l) => l.msg === 'guard released')!;
-    at(`drainguard released its finalizers (${(released.deleted as string[]).length} objects went with them) and exited 0`);
-    api.finishPodTermination(NS, pod.metadata.name!);
-    await api.waitFor(() => api.list('coordination.k8s.io/v1', 'leases', NS).length === 0 || undefined, 5000, 'the Lease garbage-collected');
-    at('pod gone, its Lease garbage-collected');
+    assert.ok(released, operator.stderr.join('\n'));
+    i.at(`drainguard released its finalizers (${(released.deleted as string[]).length} objects went with them) and exited 0`);
+    await c.poll(`/api/v1/namespaces/${i.ns}/pods/${pod.metadata.name}`, (_b, s) => s === 404, 30_000, 'the pod gone');
+    await c.poll(`/apis/coordination.k8s.io/v1/namespaces/${i.ns}/leases`, (b) => b.items.length === 0, 15_000, 'the Lease garbage-collected');
+    i.at('pod gone, its Lease garbage-collected');
 
     // 3. post-delete hook: nothing left to sweep.
-    for (const o of hook('postdelete.yaml')) if (o.kind !== 'Job') api.create(o);
-    const post = drainguard(hookArgs('postdelete.yaml'), { KUBECONFIG: writeKubeconfig(tempDir(), api, api.tokenFor(NS, 'drainguard-release')) });
-    post.child.stdout!.on('data', (chunk: string) => chunk.split('\n').filter(Boolean).forEach((l) => at(`post-delete: ${l}`)));
-    assert.equal((await post.exit(20_000)).code, 0, post.stderr.join('\n'));
+    await runHook(i, 'postdelete.yaml', 'post-delete');
 
-    const left = [
-      ...api.list(RBAC, 'clusterroles').filter((o) => o.metadata.name === 'example-operator'),
-      ...api.list(RBAC, 'clusterrolebindings').filter((o) => o.metadata.name === 'example-operator'),
-      ...api.list('v1', 'serviceaccounts', NS).filter((o) => o.metadata.name === 'example-operator'),
-      ...api.list('v1', 'configmaps', NS),
-      ...api.list('v1', 'pods', NS),
-      ...api.list('coordination.k8s.io/v1', 'leases', NS),
-      ...api.list(`${GROUP}/v1`, 'installations'),
-      ...api.list(`${GROUP}/v1`, 'apiservers'),
-    ];
-    assert.equal(left.map((o) => `${o.kind}/${o.metadata.name}`), [], 'nothing remains');
-    at('nothing remains');
+    const left: string[] = [];
+    for (const path of [`/apis/${RBAC}/clusterroles/${i.name}`, `/apis/${RBAC}/clusterrolebindings/${i.name}`, `/api/v1/namespaces/${i.ns}/serviceaccounts/${i.name}`]) {
+      if ((await c.api.call('GET', path)).status !== 404) left.push(path);
+    }
+    for (const list of [`/api/v1/namespaces/${i.ns}/configmaps`, `/api/v1/namespaces/${i.ns}/pods`, `/apis/coordination.k8s.io/v1/namespaces/${i.ns}/leases`, `/apis/${GROUP}/v1/installations`, `/apis/${GROUP}/v1/apiservers`]) {
+      const mine = (b: any) => b.items.filter((o: any) => !PUBLISHED.includes(o.metadata.name));
+      const items = mine(await c.poll(list, (b) => mine(b).length === 0, 30_000, `${list} empty (hook pods deleted with their Jobs)`).catch(() => c.api.must('GET', list)));
+      left.push(...items.map((o: any) => `${list}/${o.metadata.name}`));
+    }
+    assert.equal(left, [], 'nothing remains');
+    i.at('nothing remains');
+    assert.equal(i.kubelet.errors, []);
   } finally {
-    if (process.env.TEST_VERBOSE) console.log(`\n${timeline.join('\n')}\n`);
-    await api.close();
+    if (process.env.TEST_VERBOSE) console.log(`\n${i.timeline.join('\n')}\n\nkubelet:\n${i.kubelet.timeline()}\n`);
+    await i.kubelet.stop();
+    await stripCustomResources();
+  }
+});
+
+test('control: the same uninstall without drainguard: the cleanup is refused and the custom resources stay stuck', async () => {
+  // An operator that shuts down gracefully on SIGTERM (a last reconcile pass and its cleanup, 3 s later).
+  const i = await install(false, { FIXTURE_TERM_LINGER_MS: '3000' });
+  try {
+    const { proc: operator, pod } = await operatorPod(i);
+    await helmDeletes(i, true);
+    await operator.line('signal SIGTERM', 30_000);
+    await operator.line(/^delete state /, 30_000);
+    await c.poll(`/api/v1/namespaces/${i.ns}/pods/${pod.metadata.name}`, (_b, s) => s === 404, 30_000, 'the pod gone');
+    assert.ok(operator.stdout.includes('delete state 403'), `its cleanup refused: ${operator.stdout.join('\n')}`);
+    assert.ok(operator.stdout.includes('list apiservers 403'), 'its finalizer pass refused');
+    assert.not.ok(operator.stdout.some((l) => l.startsWith('finalize ')), 'it removed no finalizer');
+    assert.ok((await c.api.call('GET', `/api/v1/namespaces/${i.ns}/configmaps/example-operator-state`)).status === 200, 'its state stays behind');
+    for (const plural of ['apiservers', 'installations']) {
+      const cr = await c.api.must('GET', `/apis/${GROUP}/v1/${plural}/default`);
+      assert.ok(cr.metadata.deletionTimestamp && cr.metadata.finalizers.includes(`${GROUP}/cleanup`), `${plural}/default stuck Terminating with its finalizer, no operator left to remove it`);
+    }
+  } finally {
+    await i.kubelet.stop();
+    await stripCustomResources();
   }
 });
 

@@ -119,3 +119,22 @@ export function kubeletEnv(env: readonly EnvVar[] | undefined, pod: { name: stri
   }
   return out;
 }
+
+export interface Example {
+  readonly objects: KubeObject[];
+  readonly namespace: string;
+  /** The example operator's name (Deployment, ClusterRole, ServiceAccount, pod label) and image repository. */
+  readonly name: string;
+  readonly image: string;
+}
+
+/**
+ * deploy/examples/MODE as `kubectl kustomize` renders it, made unique for a
+ * cluster other test files share: the namespace becomes `ID-system` and the
+ * example operator's name (and image) `ID`.
+ */
+export function example(mode: string, id: string): Example {
+  const text = execFileSync('kubectl', ['kustomize', join(DEPLOY, 'examples', mode)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const objects = parseObjects(text.replaceAll('example-system', `${id}-system`).replaceAll('example-operator', id));
+  return { objects, namespace: `${id}-system`, name: id, image: `example.com/${id}` };
+}

@@ -1,68 +1,35 @@
-// The kubelet stand-in's way to the API server: JSON over HTTPS with the
-// cluster's CA and admin credentials, and watches read line by line.
+// The kubelet stand-in's way to the API server: the cluster's JSON client
+// (test/support/cluster/api.ts) with what the kubelet needs on top: the
+// server and CA for the pods' kubeconfigs, and watches that resume.
 
-import { request } from 'node:https';
-import type { IncomingMessage } from 'node:http';
+import { Api as Client, type ApiResponse, type WatchEvent } from '../cluster/api.ts';
+
+export type { WatchEvent } from '../cluster/api.ts';
 
 /** What the kubelet needs of a cluster: where it is, its CA, and admin credentials. */
 export interface ClusterAccess {
   readonly server: string;
   readonly ca: string;
   /** A client certificate and key (PEM), or a bearer token. */
-  readonly cert?: string;
-  readonly key?: string;
+  readonly cert?: string | Buffer;
+  readonly key?: string | Buffer;
   readonly token?: string;
 }
 
-export interface Response {
-  readonly status: number;
-  readonly body: any;
-}
-
-export interface WatchEvent {
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  readonly object: any;
-}
-
-const REQUEST_TIMEOUT_MS = 15_000;
-
 export class Api {
-  readonly #access: ClusterAccess;
+  readonly server: string;
+  readonly ca: string;
+  readonly #client: Client;
 
   constructor(access: ClusterAccess) {
-    this.#access = access;
+    this.server = access.server;
+    this.ca = access.ca;
+    this.#client = new Client(access.server, access);
   }
 
-  get server(): string {
-    return this.#access.server;
-  }
-
-  get ca(): string {
-    return this.#access.ca;
-  }
-
-  call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
-    return new Promise((resolve, reject) => {
-      const text = body === undefined ? undefined : JSON.stringify(body);
-      const req = this.#request(method, path, text === undefined ? {} : { 'content-type': contentType, 'content-length': String(Buffer.byteLength(text)) }, (res) => {
-        let data = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (data += c));
-        res.on('end', () => {
-          let parsed: unknown = data;
-          try {
-            parsed = data ? JSON.parse(data) : undefined;
-          } catch {
-            // Not JSON (a plain-text error): keep the text.
-          }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
-        });
-        res.on('error', reject);
-      });
-      req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`${method} ${path}: no answer in ${REQUEST_TIMEOUT_MS} ms`)));
-      req.on('error', reject);
-      req.end(text);
-    });
+  /** Any status is answered; a connection error rejects. */
+  call(method: string, path: string, body?: unknown, contentType?: string): Promise<ApiResponse> {
+    return this.#client.request(method, path, body, contentType);
   }
 
   /** Like `call`, but a status outside 2xx is an error naming the request. */
@@ -72,49 +39,12 @@ export class Api {
     return r.body;
   }
 
-  /**
-   * A watch from `resourceVersion`: calls `onEvent` for each event, resolves when
-   * the server ends the stream (the caller re-lists or re-watches).
-   */
+  /** A watch from `resourceVersion`; resolves when the server ends it or `signal` aborts. */
   watch(path: string, resourceVersion: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
     const sep = path.includes('?') ? '&' : '?';
-    const url = `${path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}`;
     return new Promise((resolve) => {
-      const req = this.#request('GET', url, {}, (res) => {
-        if (res.statusCode !== 200) {
-          res.resume();
-          res.on('end', resolve);
-          return;
-        }
-        let partial = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          const lines = (partial + chunk).split('\n');
-          partial = lines.pop()!;
-          for (const line of lines) if (line.trim()) onEvent(JSON.parse(line) as WatchEvent);
-        });
-        res.on('end', resolve);
-        res.on('error', () => resolve());
-      });
-      req.on('error', () => resolve());
-      signal.addEventListener('abort', () => req.destroy(), { once: true });
-      req.end();
+      const stop = this.#client.watch(`${path}${sep}allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}`, onEvent, () => resolve());
+      signal.addEventListener('abort', () => (stop(), resolve()), { once: true });
     });
-  }
-
-  #request(method: string, path: string, headers: Record<string, string>, onResponse: (res: IncomingMessage) => void) {
-    const a = this.#access;
-    return request(
-      `${a.server}${path}`,
-      {
-        method,
-        ca: a.ca,
-        cert: a.cert,
-        key: a.key,
-        headers: { accept: 'application/json', ...(a.token && { authorization: `Bearer ${a.token}` }), ...headers },
-        agent: false,
-      },
-      onResponse,
-    );
   }
 }

@@ -2,9 +2,9 @@
 // resolves it, its paths and ports mapped onto the host (see README.md), and
 // the image turned into a command by the test's Runner.
 
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readFileSync, readdirSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
-import { Proc } from '../proc.ts';
+import { type Exit, Proc } from '../proc.ts';
 import type { Api } from './api.ts';
 
 /** What a Runner gets to decide how to run a container (or one of its exec hooks). */
@@ -157,6 +157,8 @@ export class ContainerMap {
 
 export interface Started {
   readonly proc?: Proc;
+  /** The process itself ended (its output may still be held open by what it left behind). */
+  readonly exited?: Promise<Exit>;
   /** Why it could not be started (the kubelet's StartError). */
   readonly error?: string;
   readonly probes: boolean;
@@ -174,7 +176,8 @@ export function start(runner: Runner | undefined, run: ContainerRun, cwd: string
   }
   const proc = new Proc(launch.file, launch.args ?? [], { ...run.env, ...launch.env }, { cwd: launch.cwd ?? cwd, detached: true });
   proc.child.on('error', () => {});
-  return { proc, probes: launch.probes ?? true };
+  const exited = new Promise<Exit>((resolve) => proc.child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { proc, exited, probes: launch.probes ?? true };
 }
 
 /** Sends a signal to the container's main process (what a runtime does). */
@@ -186,11 +189,43 @@ export function signal(proc: Proc, sig: NodeJS.Signals): void {
   }
 }
 
-/** SIGKILL to the container's whole process group: a container's processes end with it. */
-export function killGroup(proc: Proc): void {
-  try {
-    process.kill(-proc.pid, 'SIGKILL');
-  } catch {
-    // Already gone.
+/** The processes below `pid`, from /proc (those in sessions of their own included). */
+function descendants(pid: number): number[] {
+  const parent = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const found: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, ppid] of parent) {
+      if (ppid !== p) continue;
+      found.push(child);
+      walk(child);
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/**
+ * SIGKILL to everything the container runs, as the end of its PID namespace
+ * would be: the process group, and every process below the main one while it
+ * still lives (drainguard starts the operator in a session of its own).
+ */
+export function killContainer(proc: Proc): void {
+  const alive = proc.child.exitCode === null && proc.child.signalCode === null;
+  for (const pid of [-proc.pid, ...(alive ? [proc.pid, ...descendants(proc.pid)] : [])]) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
   }
 }

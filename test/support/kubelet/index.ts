@@ -164,7 +164,8 @@ export class Kubelet {
         seen.add(pod.metadata.uid);
         this.#observe(pod);
       }
-      for (const [uid, w] of this.#workers) if (!seen.has(uid) && w.name && list.items.every((p: any) => p.metadata.uid !== uid)) this.#gone(uid);
+      // Deleted while no watch was open.
+      for (const [uid, w] of this.#workers) if (w.namespace === namespace && !seen.has(uid)) w.gone();
       await this.#api.watch(base, list.metadata.resourceVersion, (e) => {
         if (e.type === 'ADDED' || e.type === 'MODIFIED') this.#observe(e.object);
         else if (e.type === 'DELETED') this.#gone(e.object.metadata.uid);

@@ -9,7 +9,7 @@ import { request as httpsRequest } from 'node:https';
 import { constants } from 'node:os';
 import type { Exit, Proc } from '../proc.ts';
 import type { Api } from './api.ts';
-import { type ContainerRun, ContainerMap, type PodHost, type Runner, killGroup, resolveEnv, signal, start } from './container.ts';
+import { type ContainerRun, ContainerMap, type PodHost, type Runner, killContainer, resolveEnv, signal, start } from './container.ts';
 import { makePodHost } from './host.ts';
 
 /** After its preStop hook, a container always gets this long before SIGKILL (the kubelet's minimumGracePeriodInSeconds). */
@@ -115,12 +115,12 @@ export class PodWorker {
   /** The kubelet itself stops: everything is killed at once. */
   kill(): void {
     this.#deleted = true;
-    for (const s of this.#slots) if (s.proc) killGroup(s.proc);
+    for (const s of this.#slots) if (s.proc) killContainer(s.proc);
     this.#beginStop(0, false);
   }
 
-  get name(): string {
-    return this.#pod.metadata.name;
+  get namespace(): string {
+    return this.#pod.metadata.namespace;
   }
 
   #stopRequest?: (grace: number, finalDelete: boolean) => void;
@@ -247,7 +247,7 @@ export class PodWorker {
       return undefined;
     }
     s.proc = started.proc;
-    s.exited = started.proc.exited;
+    s.exited = started.exited;
     s.probes = started.probes;
     s.startedAt = at;
     s.running = true;
@@ -257,8 +257,8 @@ export class PodWorker {
     this.#events.note(this.#pod, s.spec.name, 'started', started.proc);
     this.#startProbe(s);
     this.#push();
-    const exit = await started.proc.exited;
-    killGroup(started.proc);
+    const exit = await started.exited!;
+    killContainer(started.proc);
     clearInterval(s.probeTimer);
     const code = exitCode(exit);
     s.running = false;
@@ -359,13 +359,12 @@ export class PodWorker {
     this.#events.note(this.#pod, s.spec.name, `signal ${stopSignal}`);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), graceMs)));
-    const result = await Promise.race([proc.exited, late]);
+    const result = await Promise.race([s.exited!, late]);
     clearTimeout(timer);
     if (result === 'late') {
       this.#events.note(this.#pod, s.spec.name, 'signal SIGKILL');
-      killGroup(proc);
-      signal(proc, 'SIGKILL');
-      await proc.exited;
+      killContainer(proc);
+      await s.exited;
     }
   }
 
@@ -382,9 +381,9 @@ export class PodWorker {
     this.#events.note(this.#pod, s.spec.name, 'preStop process', started.proc);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
-    const exit = await Promise.race([started.proc.exited, late]);
+    const exit = await Promise.race([started.exited!, late]);
     clearTimeout(timer);
-    killGroup(started.proc);
+    killContainer(started.proc);
     if (exit === 'late') return 'timed out';
     return exitCode(exit) === 0 ? 'succeeded' : `failed: exit ${exitCode(exit)}`;
   }

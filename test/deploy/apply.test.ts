@@ -1,0 +1,158 @@
+// deploy/examples/{wrap,native-sidecar,sidecar} rendered with kubectl kustomize
+// and applied for real to the real API server and controller-manager, run by
+// the kubelet stand-in: drainguard and the example operator are processes.
+// The operator's own roles are emptied, so drainguard works with what the
+// manifests grant it alone. Each mode: the Deployment becomes available, the
+// guard is set on all seven objects (a stale holder swept, the Lease renewed),
+// an uninstall (kubectl delete, background) leaves the objects terminating and
+// held until the pod has drained and stopped, and then nothing is left: no
+// finalizer, no Lease, no pod, and drainguard logged no warning or error.
+
+import { randomBytes } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { WatchEvent } from '../support/kubelet/api.ts';
+import { Kubelet } from '../support/kubelet/index.ts';
+import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
+import { type Proc, fixture } from '../support/proc.ts';
+import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
+import { type KubeObject, example } from './support/manifests.ts';
+
+const GUARDED = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+const STALE_HOLDER = 'drainguard.dev/holder-0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50';
+/** Renewed every second, so the test sees renewals. */
+const LEASE = { DRAINGUARD_LEASE_DURATION: '3s' };
+
+let cluster: KubeletCluster;
+test.before(async () => {
+  cluster = await kubeletCluster();
+});
+
+const pathOf = (o: KubeObject) => {
+  const core = o.apiVersion === 'v1';
+  const base = core ? '/api/v1' : `/apis/${o.apiVersion}`;
+  return `${base}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${o.kind.toLowerCase()}s/${o.metadata.name}`;
+};
+
+/** The example of `mode`, as kubectl kustomize renders it, with names of its own. */
+function render(objects: KubeObject[]): KubeObject[] {
+  return objects.map((o) => {
+    // drainguard's own permissions alone: the operator's roles grant nothing here.
+    if ((o.kind === 'ClusterRole' || o.kind === 'Role') && o.metadata.labels?.['app.kubernetes.io/name'] !== 'drainguard') {
+      // A holder that died without releasing (no Lease): drainguard must find and sweep it.
+      return { ...o, rules: [], metadata: { ...o.metadata, ...(o.kind === 'ClusterRole' && { finalizers: [STALE_HOLDER] }) } };
+    }
+    return o;
+  });
+}
+
+/** Every log line of every drainguard process the kubelet started (containers and hooks). */
+function drainguardLogs(kubelet: Kubelet): { container: string; msg: string; level: string }[] {
+  return kubelet.events.filter((e) => e.proc).flatMap((e) => e.proc!.logs().map((l) => ({ container: e.container!, msg: l.msg, level: l.level })));
+}
+
+async function scenario(mode: string, guardContainer: string): Promise<void> {
+  const ex = example(mode, `ex-${randomBytes(4).toString('hex')}`);
+  const ns = ex.namespace;
+  const objects = render(ex.objects);
+  const guarded = objects.filter((o) => GUARDED.includes(o.kind));
+  assert.is(guarded.length, 7, 'seven guarded objects');
+  const kubelet = await Kubelet.start({
+    cluster: cluster.access,
+    namespaces: [ns],
+    images: { [DRAINGUARD_IMAGE]: drainguardImage(LEASE), [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '300', ...(mode === 'wrap' && LEASE) }) },
+  });
+  try {
+    cluster.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+    const deployment = await cluster.poll(`/apis/apps/v1/namespaces/${ns}/deployments/${ex.name}`, (b) => b.status?.availableReplicas === 1, 90_000, `the ${mode} Deployment available\n${kubelet.timeline()}`);
+    assert.is(deployment.status.readyReplicas, 1);
+    const pods = (await cluster.api.must('GET', `/api/v1/namespaces/${ns}/pods`)).items;
+    assert.is(pods.length, 1);
+    const pod = pods[0];
+    const holder = `drainguard.dev/holder-${pod.metadata.uid}`;
+    const lease = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/drainguard-${pod.metadata.uid}`;
+
+    // The guard: on every object, the stale holder swept, the Lease owned by the pod and renewed.
+    for (const o of guarded) {
+      await cluster.poll(pathOf(o), (b) => b.metadata?.finalizers?.includes(holder) && !b.metadata.finalizers.includes(STALE_HOLDER), 20_000, `${holder} on ${o.kind}/${o.metadata.name}, ${STALE_HOLDER} swept`);
+    }
+    const first = await cluster.poll(lease, (_b, s) => s === 200, 10_000, 'the holder Lease');
+    assert.equal(first.metadata.ownerReferences.map((r: any) => [r.kind, r.uid]), [['Pod', pod.metadata.uid]]);
+    assert.is(first.metadata.labels['app.kubernetes.io/managed-by'], 'drainguard');
+    await cluster.poll(lease, (b) => b.spec.renewTime !== first.spec.renewTime, 10_000, 'a renewal of the Lease');
+    const guard = await kubelet.process(pod.metadata.name, guardContainer);
+    const operator = mode === 'wrap' ? guard : await kubelet.process(pod.metadata.name, 'manager');
+    await operator.line('work done 0', 20_000);
+
+    // The uninstall: everything but the Namespace, as kubectl deletes it (background).
+    // Watched from before the delete: the release can come within a few hundred ms.
+    const watches = await Promise.all(guarded.map((o) => watchObject(pathOf(o))));
+    const uninstall = objects.filter((o) => o.kind !== 'Namespace');
+    try {
+      cluster.kubectl(['delete', '--wait=false', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: uninstall }));
+      await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted by the kubelet');
+      for (const o of guarded) await cluster.poll(pathOf(o), (_b, s) => s === 404, 15_000, `${o.kind}/${o.metadata.name} gone`);
+    } finally {
+      for (const w of watches) w.stop.abort();
+    }
+    for (const [i, o] of guarded.entries()) {
+      const seen = watches[i]!.events;
+      const held = seen.findIndex((e) => e.type === 'MODIFIED' && e.object.metadata.deletionTimestamp && e.object.metadata.finalizers?.includes(holder));
+      const gone = seen.findIndex((e) => e.type === 'DELETED');
+      assert.ok(held !== -1 && gone > held, `${o.kind}/${o.metadata.name}: deleted, kept by the finalizer, then gone (${seen.map((e) => e.type)})`);
+    }
+    await cluster.poll(lease, (_b, s) => s === 404, 15_000, 'the Lease gone');
+    await cluster.poll(`/api/v1/namespaces/${ns}/pods`, (b) => b.items.length === 0, 15_000, 'no pod');
+
+    // It drained before it stopped, and released after.
+    const msgs = guard.logs().map((l) => l.msg);
+    for (const m of ['drain started', 'guard released']) assert.ok(msgs.includes(m), `${guardContainer} logged "${m}": ${msgs.join(' | ')}`);
+    assert.ok(msgs.indexOf('drain started') < msgs.indexOf('guard released'));
+    assert.ok(operator.stdout.includes('signal SIGTERM'), 'the operator got its stop signal');
+    assert.not.ok(operator.stdout.some((l) => l.startsWith('work interrupted')), 'no reconcile interrupted');
+    if (mode !== 'wrap') {
+      const hook = kubelet.events.find((e) => e.pod === pod.metadata.name && e.container === 'manager' && e.what === 'preStop ended: succeeded');
+      assert.ok(hook, `the manager's preStop hook (drainguard prestop) succeeded\n${kubelet.timeline()}`);
+      const events = (await cluster.api.must('GET', `/api/v1/namespaces/${ns}/events?fieldSelector=involvedObject.uid%3D${pod.metadata.uid}`)).items.map((e: any) => e.reason);
+      for (const reason of ['DrainStarted', 'Drained']) assert.ok(events.includes(reason), `Event ${reason} on the pod: ${events}`);
+    }
+    // Only the start-up advice about a guarded ServiceAccount's tokens (docs/guard.md) is expected.
+    const complaints = drainguardLogs(kubelet).filter((l) => (l.level === 'warn' || l.level === 'error') && !l.msg.startsWith('a guarded ServiceAccount keeps its object, not its tokens'));
+    assert.equal(complaints, [], 'no other warning or error from drainguard');
+    assert.equal(kubelet.errors, []);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\nkubelet:\n${kubelet.timeline()}\n${describeLogs(kubelet)}`, { cause: err });
+  } finally {
+    await kubelet.stop();
+    // What a failed run left: finalizers stripped so nothing stays stuck, then deleted.
+    for (const o of [...guarded, ...objects.filter((x) => x.kind === 'Namespace')]) {
+      await cluster.api.call('PATCH', pathOf(o), { metadata: { finalizers: null } }, 'application/merge-patch+json');
+      await cluster.api.call('DELETE', pathOf(o));
+    }
+    await cluster.poll(`/api/v1/namespaces/${ns}`, (_b, s) => s === 404, 60_000, `namespace ${ns} gone`);
+  }
+}
+
+/** Every watch event of one object, from now until `stop`. */
+async function watchObject(path: string): Promise<{ events: WatchEvent[]; stop: AbortController }> {
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  const collection = `${path.slice(0, path.lastIndexOf('/'))}?fieldSelector=metadata.name%3D${encodeURIComponent(name)}`;
+  const list = await cluster.api.must('GET', collection);
+  const events: WatchEvent[] = [];
+  const stop = new AbortController();
+  void cluster.api.watch(collection, list.metadata.resourceVersion, (e) => events.push(e), stop.signal);
+  return { events, stop };
+}
+
+function describeLogs(kubelet: Kubelet): string {
+  return kubelet.events
+    .filter((e) => e.proc)
+    .map((e) => `--- ${e.pod}/${e.container} ${e.what}\n${(e.proc as Proc).stderr.slice(-30).join('\n')}\n${(e.proc as Proc).stdout.slice(-10).join('\n')}`)
+    .join('\n');
+}
+
+test('wrap: applied, available, guarded, uninstalled: drained, released, nothing left', () => scenario('wrap', 'manager'));
+test('native sidecar: the same, with the preStop hook and Events on the pod', () => scenario('native-sidecar', 'drainguard'));
+test('plain sidecar: the same', () => scenario('sidecar', 'drainguard'));
+
+test.run();

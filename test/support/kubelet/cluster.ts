@@ -1,0 +1,45 @@
+// The run's real control plane (test/support/cluster) as the tests that run
+// pods through the kubelet stand-in use it: the kubelet's access, the admin
+// API, kubectl as the admin, and polling with a deadline.
+
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { type TestCluster, useCluster } from '../cluster/index.ts';
+import { Api, type ClusterAccess } from './api.ts';
+
+export interface KubeletCluster {
+  readonly cluster: TestCluster;
+  /** What Kubelet.start needs. */
+  readonly access: ClusterAccess;
+  /** The admin API. */
+  readonly api: Api;
+  /** A fresh namespace, deleted at the end of the file. */
+  namespace(prefix: string): Promise<string>;
+  /** Polls GET `path` every 100 ms until `ok` holds, for at most `ms`; resolves with the body. */
+  poll(path: string, ok: (body: any, status: number) => boolean, ms: number, what: string): Promise<any>;
+  /** `kubectl ARGS` as the admin, `input` on stdin; returns stdout. */
+  kubectl(args: readonly string[], input?: string): string;
+}
+
+export async function kubeletCluster(): Promise<KubeletCluster> {
+  const cluster = await useCluster();
+  const access: ClusterAccess = { server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert), key: readFileSync(cluster.state.adminKey) };
+  const api = new Api(access);
+  return {
+    cluster,
+    access,
+    api,
+    namespace: async (prefix) => (await cluster.namespace(prefix)).name,
+    async poll(path, ok, ms, what) {
+      const deadline = Date.now() + ms;
+      let last: { status: number; body: any } | undefined;
+      while (Date.now() < deadline) {
+        last = await api.call('GET', path);
+        if (ok(last.body, last.status)) return last.body;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last?.status} ${JSON.stringify(last?.body).slice(0, 2000)}`);
+    },
+    kubectl: (args, input) => execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, ...args], { input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }),
+  };
+}
