@@ -23,7 +23,7 @@ to report, 1 with findings, 2 for input it cannot read.`,
   extra: CHECK_OPTIONS,
   async run(args, io) {
     const v = args.values as { checkOutput?: 'text' | 'json'; checkDeployment?: { namespace: string; name: string } };
-    if (v.checkDeployment && args.positionals.length > 0) throw new ConfigError('--deployment reads from the API: name no manifests with it');
+    if (v.checkDeployment && args.positionals.length > 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', '--deployment reads from the API: name no manifests with it');
     const objects = v.checkDeployment ? await live(v.checkDeployment, io) : readManifests(args.positionals, () => readFileSync(0, 'utf8'));
     const findings = analyze(objects);
     const output = v.checkOutput ?? 'text';

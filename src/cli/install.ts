@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import { ConfigError } from '../config/errors.ts';
+import type { FailureCode } from '../errors.ts';
 import { createLogger } from '../log/logger.ts';
 import type { CommandDef } from './command.ts';
 
@@ -15,14 +16,14 @@ and the launcher is written last. DIR is created when missing.`,
   async run(args, io) {
     const v = args.values as { logLevel?: 'debug' | 'info' | 'warn' | 'error'; logFormat?: 'json' | 'text' };
     if (args.positionals.length !== 1) {
-      throw new ConfigError(`'drainguard install' needs exactly one DIR, got ${args.positionals.length === 0 ? 'none' : JSON.stringify(args.positionals)}`);
+      throw new ConfigError('DG_CONFIG_ARGUMENTS', `'drainguard install' needs exactly one DIR, got ${args.positionals.length === 0 ? 'none' : JSON.stringify(args.positionals)}`);
     }
     const dir = args.positionals[0]!;
     let stat;
     try {
       stat = statSync(dir);
     } catch {}
-    if (stat && !stat.isDirectory()) throw new ConfigError(`DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
+    if (stat && !stat.isDirectory()) throw new ConfigError('DG_INSTALL_DIR', `DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
     const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
     // Loaded on use: the install code brings execa, whose evaluation would add to every command's start.
     const [{ install }, { InstallSourceError }] = await Promise.all([import('../install/install.ts'), import('../install/sources.ts')]);
@@ -32,12 +33,13 @@ and the launcher is written last. DIR is created when missing.`,
       return 0;
     } catch (err) {
       if (err instanceof InstallSourceError) {
-        logger.error('install failed', { error: err.message });
+        logger.error('install failed', { code: err.code, error: err.message });
         return 1;
       }
       const e = err as NodeJS.ErrnoException;
       if (e.code && e.path) {
-        logger.error('install failed', { error: `${e.code} on ${e.path}`, dir });
+        const code: FailureCode = 'DG_INSTALL_WRITE';
+        logger.error('install failed', { code, error: `${e.code} on ${e.path}`, dir });
         return 1;
       }
       throw err;

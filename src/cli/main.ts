@@ -1,6 +1,7 @@
 // Dispatches `drainguard COMMAND`; returns the exit status (never exits itself).
 
 import { ConfigError } from '../config/errors.ts';
+import { describe } from '../errors.ts';
 import { parseArgs } from '../config/load.ts';
 import { OPTIONS, envName } from '../config/options.ts';
 import { unknownVariables } from '../config/unknown-variables.ts';
@@ -47,12 +48,12 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
     return await def.run(args, io);
   } catch (err) {
     if (err instanceof ConfigError) {
-      io.stderr.write(`drainguard ${def.name}: ${err.message}\n`);
+      io.stderr.write(`drainguard ${def.name}: ${describe(err)}\n`);
       return EXIT_USAGE;
     }
-    // A bug shows its stack; a failure drainguard understood (the API refused, say) its message.
+    // A bug shows its stack; a failure drainguard understood (the API refused, say) its code and message.
     const bug = err instanceof TypeError || err instanceof ReferenceError || err instanceof RangeError || err instanceof SyntaxError;
-    io.stderr.write(`drainguard ${def.name}: ${bug ? (err as Error).stack : ((err as Error)?.message ?? String(err))}\n`);
+    io.stderr.write(`drainguard ${def.name}: ${bug ? (err as Error).stack : describe(err)}\n`);
     return EXIT_FAILURE;
   }
 }

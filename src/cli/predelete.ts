@@ -1,5 +1,6 @@
 import { boolean, duration, type OptionSpec } from '../config/options.ts';
 import { ConfigError, invalid } from '../config/errors.ts';
+import { describe } from '../errors.ts';
 import { createLogger } from '../log/logger.ts';
 import type { CommandDef } from './command.ts';
 
@@ -7,7 +8,7 @@ const PREDELETE: OptionSpec[] = [
   {
     key: 'namespace', flag: 'namespace', short: 'n', value: 'NAMESPACE', commands: ['predelete'],
     parse: (raw, source) => {
-      if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(raw)) throw invalid(source, 'a namespace name (a DNS label)', raw);
+      if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'a namespace name (a DNS label)', raw);
       return raw;
     },
     description: 'namespace of namespaced resources, and of the pods --require-ready looks for',
@@ -30,7 +31,7 @@ const PREDELETE: OptionSpec[] = [
     key: 'propagation', flag: 'propagation', value: 'POLICY', commands: ['predelete'],
     parse: (raw, source) => {
       const v = raw.trim().toLowerCase();
-      if (!['background', 'foreground', 'orphan'].includes(v)) throw invalid(source, 'one of background, foreground, orphan', raw);
+      if (!['background', 'foreground', 'orphan'].includes(v)) throw invalid('DG_CONFIG_CHOICE', source, 'one of background, foreground, orphan', raw);
       return (v[0]!.toUpperCase() + v.slice(1)) as 'Background' | 'Foreground' | 'Orphan';
     },
     description: 'propagationPolicy of the deletes', defaultText: 'background',
@@ -38,7 +39,7 @@ const PREDELETE: OptionSpec[] = [
   {
     key: 'requireReady', flag: 'require-ready', value: 'SELECTOR', commands: ['predelete'],
     parse: (raw, source) => {
-      if (raw.trim() === '') throw invalid(source, 'a label selector of the operator pods, such as app=my-operator', raw);
+      if (raw.trim() === '') throw invalid('DG_CONFIG_VALUE', source, 'a label selector of the operator pods, such as app=my-operator', raw);
       return raw.trim();
     },
     description: 'refuse to delete anything unless a ready pod matches this label selector in the namespace (the operator that removes the finalizers)',
@@ -62,7 +63,7 @@ API server does not know.`,
     const { predelete, PredeleteError } = await import('../predelete/predelete.ts');
     const { openClient } = await import('../guard/open.ts');
     const v = args.values as { namespace?: string; allNamespaces?: boolean; timeoutMs?: number; order?: boolean; propagation?: 'Background'; requireReady?: string; logLevel?: 'info'; logFormat?: 'json' };
-    if (args.positionals.length === 0) throw new ConfigError("'drainguard predelete' needs at least one RESOURCE, such as installations.operator.tigera.io/default");
+    if (args.positionals.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard predelete' needs at least one RESOURCE, such as installations.operator.tigera.io/default");
     const groups = args.positionals.map(parseResourceArgs);
     const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
     const client = openClient(io.env, logger, 'drainguard predelete');
@@ -85,7 +86,7 @@ API server does not know.`,
       return 0;
     } catch (err) {
       if (!(err instanceof PredeleteError)) throw err;
-      io.stderr.write(`drainguard predelete: ${err.message}\n`);
+      io.stderr.write(`drainguard predelete: ${describe(err)}\n`);
       return 1;
     }
   },

@@ -23,7 +23,7 @@ when the sidecar cannot be reached, refuses, or does not answer within 5s.`,
     const result = await requestDrain({ socket, timeoutMs: v.drainTimeoutMs });
     const waitedMs = Date.now() - started;
     if (!result.ok) {
-      logger.error(result.message, { socket, waitedMs });
+      logger.error(result.message, { code: result.code, socket, waitedMs });
       return EXIT_UNREACHABLE;
     }
     if (result.gaveUp) {

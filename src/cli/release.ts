@@ -51,10 +51,10 @@ are written. Exit status 0 when every stale finalizer was removed, 1 when some c
     };
     const targets = v.guard === undefined ? [] : parseGuardList(v.guard, args.sources.guard ?? 'DRAINGUARD_GUARD');
     if (targets.length === 0 && !v.allObjects) {
-      throw new ConfigError('name the objects to release: --guard LIST (DRAINGUARD_GUARD), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
+      throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the objects to release: --guard LIST (DRAINGUARD_GUARD), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
     }
     if (v.all && !v.yes) {
-      throw new ConfigError('--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
+      throw new ConfigError('DG_CONFIG_CONFIRM', '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
     }
     const logger = createLogger({ level: v.logLevel ?? 'info', format: v.logFormat, stream: io.stderr });
     const { openClient, defaultNamespace } = await import('../guard/open.ts');

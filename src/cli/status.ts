@@ -9,7 +9,7 @@ const OUTPUT: OptionSpec = {
   key: 'output', flag: 'output', short: 'o', value: 'FORMAT', commands: ['status'],
   parse: (raw, source) => {
     const value = raw.trim().toLowerCase();
-    if (value !== 'text' && value !== 'json') throw invalid(source, 'text or json', raw);
+    if (value !== 'text' && value !== 'json') throw invalid('DG_CONFIG_CHOICE', source, 'text or json', raw);
     return value;
   },
   description: 'text or json', defaultText: 'text',

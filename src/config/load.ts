@@ -69,18 +69,18 @@ export function parseArgs(
     const eq = arg.indexOf('=');
     const name = eq === -1 ? arg : arg.slice(0, eq);
     const spec = specs.find((s) => `--${s.flag}` === name || (s.short !== undefined && `-${s.short}` === name));
-    if (!spec) throw new ConfigError(`unknown option ${name} for 'drainguard ${command}' (see 'drainguard ${command} --help')`);
-    if (fromFlags.has(spec.key)) throw new ConfigError(`option --${spec.flag} given twice`);
+    if (!spec) throw new ConfigError('DG_CONFIG_UNKNOWN_OPTION', `unknown option ${name} for 'drainguard ${command}' (see 'drainguard ${command} --help')`);
+    if (fromFlags.has(spec.key)) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option --${spec.flag} given twice`);
     fromFlags.add(spec.key);
     let raw: string;
     if (spec.value === undefined) {
-      if (eq !== -1) throw new ConfigError(`option --${spec.flag} takes no value, got ${JSON.stringify(arg)}`);
+      if (eq !== -1) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option --${spec.flag} takes no value, got ${JSON.stringify(arg)}`);
       raw = 'true';
     } else if (eq !== -1) {
       raw = arg.slice(eq + 1);
     } else {
       const next = argv[i + 1];
-      if (next === undefined) throw new ConfigError(`option ${name} needs a value (${spec.value})`);
+      if (next === undefined) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option ${name} needs a value (${spec.value})`);
       raw = next;
       i++;
     }

@@ -33,29 +33,29 @@ const GUARD_USERS: readonly Command[] = ['run', 'sidecar', 'release', 'status'];
 
 export function duration(raw: string, source: string): number {
   const ms = parseDuration(raw);
-  if (ms === undefined) throw invalid(source, 'a duration such as 500ms, 30s, 2m or a number of seconds', raw);
-  if (ms > MAX_DURATION_MS) throw invalid(source, 'a duration of at most 24h', raw);
+  if (ms === undefined) throw invalid('DG_CONFIG_DURATION', source, 'a duration such as 500ms, 30s, 2m or a number of seconds', raw);
+  if (ms > MAX_DURATION_MS) throw invalid('DG_CONFIG_DURATION', source, 'a duration of at most 24h', raw);
   return ms;
 }
 
 function signal(raw: string, source: string): NodeJS.Signals {
   const sig = parseSignal(raw);
-  if (!sig) throw invalid(source, 'a signal name or number such as SIGTERM, TERM or 15', raw);
-  if (sig === 'SIGSTOP' || sig === 'SIGCHLD') throw invalid(source, 'a signal that stops a process (not SIGSTOP or SIGCHLD)', raw);
+  if (!sig) throw invalid('DG_CONFIG_SIGNAL', source, 'a signal name or number such as SIGTERM, TERM or 15', raw);
+  if (sig === 'SIGSTOP' || sig === 'SIGCHLD') throw invalid('DG_CONFIG_SIGNAL', source, 'a signal that stops a process (not SIGSTOP or SIGCHLD)', raw);
   return sig;
 }
 
 function oneOf<T extends string>(...choices: T[]) {
   return (raw: string, source: string): T => {
     const value = raw.trim().toLowerCase();
-    if (!(choices as string[]).includes(value)) throw invalid(source, `one of ${choices.join(', ')}`, raw);
+    if (!(choices as string[]).includes(value)) throw invalid('DG_CONFIG_CHOICE', source, `one of ${choices.join(', ')}`, raw);
     return value as T;
   };
 }
 
 function nonEmpty(raw: string, source: string): string {
   const value = raw.trim();
-  if (value === '') throw invalid(source, 'a non-empty value', raw);
+  if (value === '') throw invalid('DG_CONFIG_VALUE', source, 'a non-empty value', raw);
   return value;
 }
 
@@ -68,16 +68,16 @@ const POD_UID = /^[a-z0-9]([-a-z0-9]{0,54}[a-z0-9])?$/;
 function podField(pattern: RegExp, what: string) {
   return (raw: string, source: string): string => {
     const value = raw.trim();
-    if (!pattern.test(value)) throw invalid(source, `${what}; set it from the downward API`, raw);
+    if (!pattern.test(value)) throw invalid('DG_CONFIG_POD_IDENTITY', source, `${what}; set it from the downward API`, raw);
     return value;
   };
 }
 
 function socketPath(raw: string, source: string): string {
   const value = raw.trim();
-  if (value === '') throw invalid(source, 'the path of a Unix socket, such as /run/drainguard/drain.sock', raw);
+  if (value === '') throw invalid('DG_SOCKET_PATH', source, 'the path of a Unix socket, such as /run/drainguard/drain.sock', raw);
   // sun_path holds 108 bytes including the terminating NUL.
-  if (Buffer.byteLength(value) > 107) throw invalid(source, 'a socket path of at most 107 bytes (the Unix socket limit)', raw);
+  if (Buffer.byteLength(value) > 107) throw invalid('DG_SOCKET_PATH', source, 'a socket path of at most 107 bytes (the Unix socket limit)', raw);
   return value;
 }
 
@@ -85,7 +85,7 @@ function hostPort(raw: string, source: string): { host: string; port: number } {
   const value = raw.trim();
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]*)):(\d{1,5})$/.exec(value);
   const port = match ? Number(match[3]) : NaN;
-  if (!match || port > 65535) throw invalid(source, 'HOST:PORT such as 127.0.0.1:9404, :9404 or [::1]:9404', raw);
+  if (!match || port > 65535) throw invalid('DG_HTTP_ADDR', source, 'HOST:PORT such as 127.0.0.1:9404, :9404 or [::1]:9404', raw);
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
 
@@ -166,7 +166,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     key: 'operatorContainer', flag: 'operator-container', value: 'NAMES', commands: ['sidecar'],
     parse: (raw: string, source: string) => {
       const names = raw.split(',').map((n) => n.trim()).filter(Boolean);
-      if (names.length === 0 || names.some((n) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n))) throw invalid(source, 'container names separated by commas, such as manager', raw);
+      if (names.length === 0 || names.some((n) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n))) throw invalid('DG_CONFIG_VALUE', source, 'container names separated by commas, such as manager', raw);
       return names;
     },
     description: "the operator's container(s) in this pod: before releasing the guard, a plain sidecar also waits until the Kubernetes API reports them terminated (needed when the operator does not speak the drain protocol)",
@@ -192,7 +192,7 @@ export const CHECK_OPTIONS: readonly OptionSpec[] = [
     key: 'checkDeployment', flag: 'deployment', value: 'NAMESPACE/NAME', commands: ['check'],
     parse: (raw, source) => {
       const [namespace, name, ...rest] = raw.trim().split('/');
-      if (rest.length > 0 || !namespace || !name || !NAMESPACE.test(namespace) || !POD_NAME.test(name)) throw invalid(source, 'NAMESPACE/NAME of a Deployment, such as operator-system/my-operator', raw);
+      if (rest.length > 0 || !namespace || !name || !NAMESPACE.test(namespace) || !POD_NAME.test(name)) throw invalid('DG_CONFIG_VALUE', source, 'NAMESPACE/NAME of a Deployment, such as operator-system/my-operator', raw);
       return { namespace, name };
     },
     description: 'check this Deployment as the Kubernetes API has it (with the RBAC objects and ServiceAccounts there) instead of manifests',

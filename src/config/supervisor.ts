@@ -50,7 +50,7 @@ export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: s
   const stopTimeoutMs: number = v.stopTimeoutMs ?? 5_000;
   const drainTimeoutExplicit = v.drainTimeoutMs !== undefined;
   const misfit = checkFit({ gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs }, { stop: src('stopTimeoutMs', 'DRAINGUARD_STOP_TIMEOUT'), drain: src('drainTimeoutMs', 'DRAINGUARD_DRAIN_TIMEOUT') });
-  if (misfit !== undefined) throw new ConfigError(misfit);
+  if (misfit !== undefined) throw new ConfigError('DG_CONFIG_TIMEOUTS', misfit);
   const drainTimeoutMs: number = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
 
   const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
@@ -65,6 +65,7 @@ export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: s
       .map(([name]) => name);
     if (missing.length > 0) {
       throw new ConfigError(
+        'DG_CONFIG_POD_MISSING',
         `${src('guard', 'DRAINGUARD_GUARD')} is set, so drainguard needs to know its pod: set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
       );
     }

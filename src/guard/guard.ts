@@ -8,6 +8,7 @@
 //   release()  stop, then remove this pod's finalizers and the Lease, by the deadline.
 
 import type { GuardTarget } from '../config/guard-list.ts';
+import { DrainguardError } from '../errors.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
@@ -177,7 +178,7 @@ export class Guard implements GuardHandle {
     await Promise.all(this.#objects.map((o) => this.#holdObject(o, signal, foreign)));
     if (foreign.size > 0) await this.#sweep(foreign, signal);
     const failed = this.#objects.filter((o) => o.state === 'error');
-    if (failed.length > 0) throw new Error(failed.map((o) => `${guardTargetKey(o.target)}: ${o.message}`).join('; '));
+    if (failed.length > 0) throw new DrainguardError('DG_GUARD_HOLD', failed.map((o) => `${guardTargetKey(o.target)}: ${o.message}`).join('; '));
   }
 
   /** Its ServiceAccount, and a check that DRAINGUARD_POD_UID is this pod's. */

@@ -144,7 +144,7 @@ export class SidecarSupervisor {
       await this.#server.listen();
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      throw new ConfigError(`DRAINGUARD_SOCKET: cannot listen on ${this.#server.path}: ${e.code ?? e.message}${e.code === 'EACCES' ? ' (directory not writable)' : ''}`);
+      throw new ConfigError('DG_SOCKET_LISTEN', `DRAINGUARD_SOCKET: cannot listen on ${this.#server.path}: ${e.code ?? e.message}${e.code === 'EACCES' ? ' (directory not writable)' : ''}`, { cause: err });
     }
   }
 
