@@ -2,10 +2,10 @@
 
 import { ConfigError } from '../config/errors.ts';
 import { describe } from '../errors.ts';
-import { parseArgs } from '../config/load.ts';
+import { type ParsedArgs, parseArgs } from '../config/load.ts';
 import { OPTIONS, envName } from '../config/options.ts';
 import { unknownVariables } from '../config/unknown-variables.ts';
-import { type LogFormat, type LogLevel, createLogger } from '../log/logger.ts';
+import { createLogger } from '../log/logger.ts';
 import { VERSION } from '../version.ts';
 import type { CliIO, CommandDef } from './command.ts';
 import { commandHelp, mainHelp } from './help.ts';
@@ -45,7 +45,7 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
       return 0;
     }
     warnUnknownVariables(args.values, io);
-    return await def.run(args, io);
+    return await def.run(def.resolve(args), io);
   } catch (err) {
     if (err instanceof ConfigError) {
       io.stderr.write(`drainguard ${def.name}: ${describe(err)}\n`);
@@ -61,10 +61,10 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
 /** Every variable some command reads; one set for all, since containers of a pod often share env. */
 const KNOWN_VARIABLES: ReadonlySet<string> = new Set([...OPTIONS, ...COMMANDS.flatMap((c) => c.extra ?? [])].filter((o) => !o.flagOnly).map(envName));
 
-function warnUnknownVariables(values: Readonly<Record<string, unknown>>, io: CliIO): void {
+function warnUnknownVariables(values: ParsedArgs['values'], io: CliIO): void {
   const unknown = unknownVariables(io.env, KNOWN_VARIABLES);
   if (unknown.length === 0) return;
-  const logger = createLogger({ level: values.logLevel as LogLevel | undefined, format: values.logFormat as LogFormat | undefined, stream: io.stderr });
+  const logger = createLogger({ level: values.logLevel, format: values.logFormat, stream: io.stderr });
   for (const { name, suggestion } of unknown) {
     logger.warn(`${name} is not a drainguard variable and is ignored${suggestion ? `; did you mean ${suggestion}?` : ''}`, { variable: name, suggestion });
   }

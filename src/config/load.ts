@@ -2,11 +2,12 @@
 // its environment. A flag given on the command line wins over the variable.
 
 import { ConfigError } from './errors.ts';
-import { type Command, type OptionSpec, OPTIONS, envName } from './options.ts';
+import { type Command, EVERY_OPTION, type OptionSpec, type OptionValues, OPTIONS, defaultValue, envName } from './options.ts';
 
 export interface ParsedArgs {
+  readonly command: Command;
   /** Parsed option values by key; absent when neither flag nor variable was given. */
-  readonly values: Readonly<Record<string, unknown>>;
+  readonly values: Readonly<Partial<OptionValues>>;
   /** Where each value came from (flag or variable name), for messages about rules that span settings. */
   readonly sources: Readonly<Record<string, string>>;
   readonly positionals: readonly string[];
@@ -87,5 +88,16 @@ export function parseArgs(
     values[spec.key] = spec.parse(raw, name);
     sources[spec.key] = name;
   }
-  return Object.freeze({ values: Object.freeze(values), sources: Object.freeze(sources), positionals, help });
+  // Each parser returns its key's type (OptionValues), so this is the one cast.
+  return Object.freeze({ command, values: Object.freeze(values) as Partial<OptionValues>, sources: Object.freeze(sources), positionals, help });
+}
+
+/**
+ * The value given, else the option's default for the command (undefined when it has none).
+ * Also for an option the command does not take: the supervisors share one config type.
+ */
+export function setting<K extends keyof OptionValues>(args: ParsedArgs, key: K): OptionValues[K] | undefined {
+  if (args.values[key] !== undefined) return args.values[key];
+  const spec = EVERY_OPTION.find((s) => s.key === key);
+  return spec && (defaultValue(spec, args.command) as OptionValues[K] | undefined);
 }

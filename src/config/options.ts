@@ -1,23 +1,66 @@
-// The one list of drainguard's options. Flags, environment variables, `--help`
-// and the README's table of variables are all generated from it.
+// The one list of drainguard's options and their defaults. Flags, environment
+// variables, `--help` and the README's table of variables are all generated from it.
 
-import { MAX_DURATION_MS, parseDuration } from './duration.ts';
+import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
 import { parseSignal } from './signals.ts';
 
 export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check';
 
+/** What each option's parser returns, by key: the one cast from text to types is in load.ts. */
+export interface OptionValues {
+  socket: string;
+  gracePeriodMs: number;
+  drainTimeoutMs: number;
+  stopSignal: NodeJS.Signals;
+  stopTimeoutMs: number;
+  signalTarget: 'group' | 'child';
+  guard: string;
+  leaseDurationMs: number;
+  podName: string;
+  podNamespace: string;
+  podUid: string;
+  httpAddr: HostPort;
+  prestopToken: string;
+  prestopTokenFile: string;
+  operatorContainer: readonly string[];
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  logFormat: 'json' | 'text';
+  checkOutput: 'text' | 'json';
+  checkDeployment: { readonly namespace: string; readonly name: string };
+  namespace: string;
+  allNamespaces: boolean;
+  timeoutMs: number;
+  order: boolean;
+  propagation: 'Background' | 'Foreground' | 'Orphan';
+  requireReady: string;
+  allObjects: boolean;
+  all: boolean;
+  yes: boolean;
+  waitMs: number;
+  output: 'text' | 'json';
+}
+
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
 export interface OptionSpec {
-  /** Field name in the resolved settings. */
-  readonly key: string;
+  /** Field name in the parsed values. */
+  readonly key: keyof OptionValues;
   /** Long flag without dashes; the variable is DRAINGUARD_ + its upper snake case. */
   readonly flag: string;
   readonly short?: string;
   /** Placeholder shown in help; undefined for boolean switches. */
   readonly value?: string;
   readonly description: string;
-  /** Default as shown to users; the effective default may be computed (see resolve.ts). */
-  readonly defaultText: string | ((command: Command) => string);
+  /** The default value (of the parsed type); a function when it depends on the command. */
+  readonly default?: unknown;
+  /** How help shows the default value; String(value) when not given. */
+  readonly format?: (value: any) => string;
+  /** What help says when there is no default value: the default is computed, or the option is off. */
+  readonly defaultText?: string | ((command: Command) => string);
   readonly commands: readonly Command[];
   /** Parses the raw text; `source` names the flag or variable for the message. */
   readonly parse: (raw: string, source: string) => unknown;
@@ -26,6 +69,23 @@ export interface OptionSpec {
 }
 
 export const envName = (spec: OptionSpec): string => `DRAINGUARD_${spec.flag.toUpperCase().replaceAll('-', '_')}`;
+
+/** The option's default for this command, or undefined when it has none (computed, or off). */
+export function defaultValue(spec: OptionSpec, command: Command): unknown {
+  return typeof spec.default === 'function' ? spec.default(command) : spec.default;
+}
+
+/** The default as help and the README show it: the value formatted, else the description. */
+export function defaultShown(spec: OptionSpec, command: Command): string {
+  const value = defaultValue(spec, command);
+  if (value !== undefined) return (spec.format ?? String)(value);
+  const text = typeof spec.defaultText === 'function' ? spec.defaultText(command) : spec.defaultText;
+  if (text === undefined) throw new TypeError(`option --${spec.flag} has neither a default for ${command} nor a text for its absence`);
+  return text;
+}
+
+const hostPortText = (a: HostPort): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);
+const onOff = (v: boolean): string => (v ? 'on' : 'off');
 
 const SUPERVISING: readonly Command[] = ['run', 'sidecar'];
 const ALL: readonly Command[] = ['run', 'sidecar', 'prestop', 'release', 'predelete', 'status', 'install'];
@@ -81,7 +141,7 @@ function socketPath(raw: string, source: string): string {
   return value;
 }
 
-function hostPort(raw: string, source: string): { host: string; port: number } {
+function hostPort(raw: string, source: string): HostPort {
   const value = raw.trim();
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]*)):(\d{1,5})$/.exec(value);
   const port = match ? Number(match[3]) : NaN;
@@ -98,12 +158,13 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'socket', flag: 'socket', value: 'PATH', parse: socketPath, commands: ['run', 'sidecar', 'prestop'],
     description: 'path of the drain socket (Unix domain, stream, mode 0600)',
-    defaultText: (c) => (c === 'run' ? 'a fresh private path per process' : '/run/drainguard/drain.sock'),
+    default: (c: Command) => (c === 'run' ? undefined : '/run/drainguard/drain.sock'),
+    defaultText: 'a fresh private path per process',
   },
   {
     key: 'gracePeriodMs', flag: 'grace-period', value: 'DURATION', parse: duration, commands: SUPERVISING,
     description: "the pod's terminationGracePeriodSeconds; once read from the Pod (when the API is reachable) the Pod's wins, unless this is shorter",
-    defaultText: '30s',
+    default: 30_000, format: formatDuration,
   },
   {
     key: 'drainTimeoutMs', flag: 'drain-timeout', value: 'DURATION', parse: duration, commands: ['run', 'sidecar', 'prestop'],
@@ -113,17 +174,17 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'stopSignal', flag: 'stop-signal', value: 'SIGNAL', parse: signal, commands: ['run'],
     description: 'the signal passed on to the operator after the drain',
-    defaultText: 'SIGTERM',
+    default: 'SIGTERM',
   },
   {
     key: 'stopTimeoutMs', flag: 'stop-timeout', value: 'DURATION', parse: duration, commands: SUPERVISING,
     description: 'after passing the signal on, how long before SIGKILL',
-    defaultText: '5s',
+    default: 5_000, format: formatDuration,
   },
   {
     key: 'signalTarget', flag: 'signal-target', value: 'group|child', parse: oneOf('group', 'child'), commands: ['run'],
     description: "where forwarded signals go: the child's process group, or the child alone",
-    defaultText: 'group',
+    default: 'group',
   },
   {
     key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS,
@@ -133,7 +194,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'leaseDurationMs', flag: 'lease-duration', value: 'DURATION', parse: duration, commands: SUPERVISING,
     description: "how long the guard's holder Lease stays valid without renewal (renewed every third of it); a holder that stops renewing is stale after it",
-    defaultText: '60s',
+    default: 60_000, format: formatDuration,
   },
   {
     key: 'podName', flag: 'pod-name', value: 'NAME', parse: podField(POD_NAME, "the pod's name (lowercase letters, digits, '-' and '.'), fieldRef metadata.name"), commands: GUARD_USERS,
@@ -150,7 +211,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'httpAddr', flag: 'http-addr', value: 'HOST:PORT', parse: hostPort, commands: SUPERVISING,
     description: 'health, readiness and metrics listener',
-    defaultText: (c) => (c === 'sidecar' ? '127.0.0.1:9404' : 'off'),
+    default: (c: Command) => (c === 'sidecar' ? { host: '127.0.0.1', port: 9404 } : undefined), format: hostPortText,
+    defaultText: 'off',
   },
   {
     key: 'prestopToken', flag: 'prestop-token', value: 'TOKEN', parse: (raw: string) => raw.trim(), commands: ['sidecar'],
@@ -174,7 +236,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'logLevel', flag: 'log-level', value: 'LEVEL', parse: oneOf('debug', 'info', 'warn', 'error'), commands: ALL,
-    description: 'debug, info, warn or error', defaultText: 'info',
+    description: 'debug, info, warn or error', default: 'info',
   },
   {
     key: 'logFormat', flag: 'log-format', value: 'FORMAT', parse: oneOf('json', 'text'), commands: ALL,
@@ -186,7 +248,7 @@ export const OPTIONS: readonly OptionSpec[] = [
 export const CHECK_OPTIONS: readonly OptionSpec[] = [
   {
     key: 'checkOutput', flag: 'output', short: 'o', value: 'FORMAT', parse: oneOf('text', 'json'), commands: ['check'],
-    description: 'text or json', defaultText: 'text',
+    description: 'text or json', default: 'text',
   },
   {
     key: 'checkDeployment', flag: 'deployment', value: 'NAMESPACE/NAME', commands: ['check'],
@@ -200,4 +262,83 @@ export const CHECK_OPTIONS: readonly OptionSpec[] = [
   },
 ];
 
-export { boolean };
+
+// `drainguard predelete`: the options only it has.
+export const PREDELETE_OPTIONS: readonly OptionSpec[] = [
+  {
+    key: 'namespace', flag: 'namespace', short: 'n', value: 'NAMESPACE', commands: ['predelete'],
+    parse: (raw, source) => {
+      if (!NAMESPACE.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'a namespace name (a DNS label)', raw);
+      return raw;
+    },
+    description: 'namespace of namespaced resources, and of the pods --require-ready looks for',
+    defaultText: "the kubeconfig context's namespace, in a pod its own, else default",
+  },
+  {
+    key: 'allNamespaces', flag: 'all-namespaces', short: 'A', commands: ['predelete'], parse: boolean,
+    description: 'delete the named types in every namespace', default: false, format: onOff,
+  },
+  {
+    key: 'timeoutMs', flag: 'timeout', value: 'DURATION', commands: ['predelete'], parse: duration,
+    description: 'give up (exit 1, naming what is left) when not everything is gone by then', default: 300_000, format: formatDuration,
+  },
+  {
+    key: 'order', flag: 'order', commands: ['predelete'], parse: boolean,
+    description: 'delete in stages: each RESOURCE argument is deleted and gone before the next starts (join types of one stage with commas)',
+    default: false, format: (v: boolean) => (v ? 'on' : 'off: all at once'),
+  },
+  {
+    key: 'propagation', flag: 'propagation', value: 'POLICY', commands: ['predelete'],
+    parse: (raw, source) => {
+      const v = oneOf('background', 'foreground', 'orphan')(raw, source);
+      return (v[0]!.toUpperCase() + v.slice(1)) as OptionValues['propagation'];
+    },
+    description: 'propagationPolicy of the deletes', default: 'Background', format: (v: string) => v.toLowerCase(),
+  },
+  {
+    key: 'requireReady', flag: 'require-ready', value: 'SELECTOR', commands: ['predelete'],
+    parse: (raw, source) => {
+      if (raw.trim() === '') throw invalid('DG_CONFIG_VALUE', source, 'a label selector of the operator pods, such as app=my-operator', raw);
+      return raw.trim();
+    },
+    description: 'refuse to delete anything unless a ready pod matches this label selector in the namespace (the operator that removes the finalizers)',
+    defaultText: 'no check',
+  },
+];
+
+const ALL_OBJECTS: OptionSpec = {
+  key: 'allObjects', flag: 'all-objects', parse: boolean, commands: ['release', 'status'],
+  description: 'every ClusterRole, ClusterRoleBinding, Role, RoleBinding and ServiceAccount that carries a drainguard.dev/holder- finalizer, besides the --guard list',
+  default: false, format: onOff,
+};
+
+// `drainguard release`: the options only it has.
+export const RELEASE_OPTIONS: readonly OptionSpec[] = [
+  ALL_OBJECTS,
+  {
+    key: 'all', flag: 'all', parse: boolean, commands: ['release'], flagOnly: true,
+    description: 'also remove the finalizers of live holders (their pods lose their guard); needs --yes',
+    default: false, format: onOff,
+  },
+  {
+    key: 'yes', flag: 'yes', parse: boolean, commands: ['release'], flagOnly: true,
+    description: 'confirm --all', default: false, format: onOff,
+  },
+  {
+    key: 'waitMs', flag: 'wait', value: 'DURATION', parse: duration, commands: ['release'],
+    description: 'keep going until no holder finalizer is left on the objects, removing each as its holder goes stale, for at most DURATION (a post-delete hook runs while the operator pods still drain); exit 1 if live holders remain then',
+    defaultText: 'one pass',
+  },
+];
+
+// `drainguard status`: the options only it has.
+export const STATUS_OPTIONS: readonly OptionSpec[] = [
+  { ...ALL_OBJECTS, commands: ['status'] },
+  {
+    key: 'output', flag: 'output', short: 'o', value: 'FORMAT', commands: ['status'], parse: oneOf('text', 'json'),
+    description: 'text or json', default: 'text',
+  },
+];
+
+/** The shared options and those of single commands: the default of every key. */
+export const EVERY_OPTION: readonly OptionSpec[] = [...OPTIONS, ...CHECK_OPTIONS, ...PREDELETE_OPTIONS, ...RELEASE_OPTIONS, ...STATUS_OPTIONS];

@@ -32,7 +32,7 @@ export interface GuardOptions {
   readonly targets: readonly GuardTarget[];
   readonly pod: PodRef;
   /** How long the Lease stays valid without renewal; it is renewed every third of it. */
-  readonly leaseDurationMs?: number;
+  readonly leaseDurationMs: number;
   readonly logger?: Logger;
   readonly now?: () => number;
   /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
@@ -55,7 +55,6 @@ export interface GuardStatus {
   readonly lastError?: string;
 }
 
-export const DEFAULT_LEASE_DURATION_MS = 60_000;
 /** How long the release may spend opening connections before its burst of removals. */
 const WARM_UP_MS = 1000;
 
@@ -101,7 +100,7 @@ export class Guard implements GuardHandle {
     this.#pod = options.pod;
     this.#finalizer = finalizerFor(options.pod.uid);
     this.#leaseName = leaseNameFor(options.pod.uid);
-    this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS);
+    this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs);
     this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
     this.#now = options.now ?? Date.now;
     this.#onReleaseFailed = options.onReleaseFailed;
