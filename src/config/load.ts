@@ -1,5 +1,10 @@
 // Reads flags and DRAINGUARD_* variables: the one place drainguard looks at
 // its environment. A flag given on the command line wins over the variable.
+//
+// A loop of its own rather than node:util parseArgs, which cannot stop at the
+// first positional (`run ./manager --leader-elect` is an unknown option to it
+// unless argv is first scanned as here), lets a flag given twice win silently,
+// and reports unknown options in its own words without the name as a field.
 
 import { ConfigError } from './errors.ts';
 import { type Command, EVERY_OPTION, type OptionSpec, type OptionValues, OPTIONS, defaultValue, envName } from './options.ts';
