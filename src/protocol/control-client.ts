@@ -86,7 +86,9 @@ export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${
               finish({ ok: true, outcome: reply.outcome, durationMs: reply.durationMs, ...started, gaveUp: false });
             } else if (reply.type === 'error') {
               const old = /first message must be hello/.test(reply.message) ? ' (this drainguard predates drain requests: upgrade the sidecar)' : '';
-              finish(fail('DG_PRESTOP_REFUSED', `the drainguard at ${path} refused the drain request: ${reply.message}${old}`));
+              // The supervisor's code (since errors.ts) goes last: this failure's own code leads.
+              const [, wireCode, text] = /^(?:(DG_[A-Z_]+): )?(.*)$/s.exec(reply.message)!;
+              finish(fail('DG_PRESTOP_REFUSED', `the drainguard at ${path} refused the drain request: ${text}${old}${wireCode ? ` (${wireCode})` : ''}`));
             }
           }
         } catch (err) {
