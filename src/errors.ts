@@ -15,6 +15,7 @@ export interface ErrorSpec {
 
 export const ERRORS = {
   // Configuration: found before anything was started (exit 2).
+  DG_CONFIG_UNKNOWN_COMMAND: { exit: 2, meaning: 'drainguard was given a command it does not have', fix: "see 'drainguard --help' for the list" },
   DG_CONFIG_UNKNOWN_OPTION: { exit: 2, meaning: 'a flag the command does not have', fix: "see 'drainguard COMMAND --help' for its options" },
   DG_CONFIG_OPTION_USAGE: { exit: 2, meaning: 'a flag given twice, a value given to a switch, or a flag without its value', fix: 'give each flag once, with a value where its help shows one' },
   DG_CONFIG_ARGUMENTS: { exit: 2, meaning: 'the arguments after the options are missing or too many (the COMMAND of run, the DIR of install, the RESOURCEs of predelete, the manifests of check, the objects of release)', fix: "name them as the command's usage line shows" },
@@ -85,6 +86,11 @@ export const isCoded = (err: unknown): err is Error & { code: ErrorCode } => {
   const code = (err as { code?: unknown } | undefined)?.code;
   return err instanceof Error && typeof code === 'string' && Object.hasOwn(ERRORS, code);
 };
+
+/** The exit status of an error that ends a command: the table's, 1 for any other. */
+export function exitStatus(err: unknown): 1 | 2 {
+  return (isCoded(err) && (ERRORS[err.code] as ErrorSpec).exit) || 1;
+}
 
 /** The text a user sees: the code, then the message. */
 export function describe(err: unknown): string {

@@ -43,10 +43,13 @@ test('a configuration error: code, then the message naming the variable; exit 2'
   assert.equal(p.stderr.at(-1), 'drainguard run: DG_CONFIG_DURATION: DRAINGUARD_STOP_TIMEOUT: expected a duration such as 500ms, 30s, 2m or a number of seconds, got "soon"');
 });
 
-test('an unknown flag and a missing COMMAND have their codes', async () => {
+test('an unknown command, an unknown flag and a missing COMMAND have their codes', async () => {
   const flag = drainguard(['status', '--nope']);
   assert.equal((await flag.exit()).code, 2);
   assert.match(flag.stderr.at(-1)!, /^drainguard status: DG_CONFIG_UNKNOWN_OPTION: unknown option --nope for 'drainguard status'/);
+  const command = drainguard(['nope']);
+  assert.equal((await command.exit()).code, 2);
+  assert.match(command.stderr.at(-1)!, /^drainguard: DG_CONFIG_UNKNOWN_COMMAND: unknown command "nope"/);
   const run = drainguard(['run']);
   assert.equal((await run.exit()).code, 2);
   assert.match(run.stderr.at(-1)!, /^drainguard run: DG_CONFIG_ARGUMENTS: 'drainguard run' needs a command/);

@@ -1,7 +1,6 @@
 // Dispatches `drainguard COMMAND`; returns the exit status (never exits itself).
 
-import { ConfigError } from '../config/errors.ts';
-import { describe } from '../errors.ts';
+import { type UsageErrorCode, describe, exitStatus } from '../errors.ts';
 import { type ParsedArgs, parseArgs } from '../config/load.ts';
 import { OPTIONS, envName } from '../config/options.ts';
 import { unknownVariables } from '../config/unknown-variables.ts';
@@ -21,7 +20,6 @@ import { checkCommand } from './check.ts';
 export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand, installCommand, predeleteCommand, releaseCommand, statusCommand, checkCommand];
 
 export const EXIT_USAGE = 2;
-export const EXIT_FAILURE = 1;
 
 export async function main(argv: readonly string[], io: CliIO): Promise<number> {
   const [name, ...rest] = argv;
@@ -35,7 +33,8 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
   }
   const def = COMMANDS.find((c) => c.name === name);
   if (!def) {
-    io.stderr.write(`drainguard: unknown command ${JSON.stringify(name)}; run 'drainguard --help' for the list\n`);
+    const code: UsageErrorCode = 'DG_CONFIG_UNKNOWN_COMMAND';
+    io.stderr.write(`drainguard: ${code}: unknown command ${JSON.stringify(name)}; run 'drainguard --help' for the list\n`);
     return EXIT_USAGE;
   }
   try {
@@ -47,14 +46,11 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
     warnUnknownVariables(args.values, io);
     return await def.run(def.resolve(args), io);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      io.stderr.write(`drainguard ${def.name}: ${describe(err)}\n`);
-      return EXIT_USAGE;
-    }
-    // A bug shows its stack; a failure drainguard understood (the API refused, say) its code and message.
+    // A bug shows its stack; a failure drainguard understood (a bad value, the API refused) its code and message.
     const bug = err instanceof TypeError || err instanceof ReferenceError || err instanceof RangeError || err instanceof SyntaxError;
     io.stderr.write(`drainguard ${def.name}: ${bug ? (err as Error).stack : describe(err)}\n`);
-    return EXIT_FAILURE;
+    // The table in errors.ts gives the status: 2 for what was wrong before the start, else 1.
+    return exitStatus(err);
   }
 }
 
