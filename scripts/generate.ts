@@ -1,6 +1,7 @@
 // Regenerates every generated file in the repository:
 //   src/install/launcher-image.ts   from src/install/launcher.S and launcher-arm64.S (GNU as, objcopy)
 //   README.md                       the table of variables, from the options of every command
+//   docs/errors.md                  the table of error codes, from src/errors.ts
 //   deploy/rendered/*.yaml          kubectl kustomize deploy/examples/*
 // `npm run generate` writes them; `npm run generate -- --check` only reports
 // the ones that differ (exit 1), as the drift test does.
@@ -9,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LAUNCHER_MODULE, assembleLauncher, launcherModule } from './generate/launcher.ts';
+import { ERRORS_DOC, errorsDoc } from './generate/errors.ts';
 import { EXAMPLE_MODES, renderedExample, renderedPath } from './generate/rendered.ts';
 import { VARIABLES_DOC, withVariablesTable } from './generate/variables.ts';
 
@@ -26,6 +28,7 @@ export function generateAll(root = ROOT): Generated[] {
   return [
     { path: LAUNCHER_MODULE, content: launcherModule({ x64: assembleLauncher(root, 'x64'), arm64: assembleLauncher(root, 'arm64') }) },
     { path: VARIABLES_DOC, content: withVariablesTable(current(VARIABLES_DOC)) },
+    { path: ERRORS_DOC, content: errorsDoc() },
     ...EXAMPLE_MODES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
   ];
 }

@@ -2,7 +2,7 @@
 // in src/config/options.ts and the options of each command: one row per option.
 
 import { COMMANDS } from '../../src/cli/main.ts';
-import { type Command, type OptionSpec, OPTIONS, envName } from '../../src/config/options.ts';
+import { type Command, type OptionSpec, OPTIONS, defaultShown, envName } from '../../src/config/options.ts';
 
 export const VARIABLES_DOC = 'README.md';
 
@@ -19,11 +19,10 @@ const cell = (text: string): string => text.replaceAll('|', '\\|').replaceAll('\
 const code = (text: string): string => `\`${text}\``;
 
 function defaults(spec: OptionSpec): string {
-  if (typeof spec.defaultText === 'string') return spec.defaultText;
   // A default that depends on the command: group the commands that share one.
   const byText = new Map<string, Command[]>();
   for (const command of spec.commands) {
-    const text = spec.defaultText(command);
+    const text = defaultShown(spec, command);
     byText.set(text, [...(byText.get(text) ?? []), command]);
   }
   if (byText.size === 1) return [...byText.keys()][0]!;

@@ -16,7 +16,7 @@ function files(path: string): string[] {
   try {
     stat = statSync(path);
   } catch (err) {
-    throw new ConfigError(`${path}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ConfigError('DG_CHECK_INPUT', `${path}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
   if (!stat.isDirectory()) return [path];
   return readdirSync(path, { withFileTypes: true })
@@ -30,14 +30,14 @@ export function parseManifests(text: string, source: string): Manifest[] {
   for (const doc of parseAllDocuments(text)) {
     if (doc.errors.length > 0) {
       const e = doc.errors[0]!;
-      throw new ConfigError(`${source}:${e.linePos?.[0]?.line ?? '?'}: not YAML: ${e.message.split('\n')[0]}`);
+      throw new ConfigError('DG_CHECK_INPUT', `${source}:${e.linePos?.[0]?.line ?? '?'}: not YAML: ${e.message.split('\n')[0]}`);
     }
     const value = doc.toJS() as unknown;
     if (value === null || value === undefined) continue;
     const items = isObject(value) && value.kind === 'List' && Array.isArray(value.items) ? (value.items as unknown[]) : [value];
     for (const item of items) {
       if (!isObject(item) || typeof item.kind !== 'string' || typeof item.apiVersion !== 'string' || !isObject(item.metadata) || typeof item.metadata.name !== 'string') {
-        throw new ConfigError(`${source}: a document is not a Kubernetes object (apiVersion, kind and metadata.name): ${JSON.stringify(item).slice(0, 80)}`);
+        throw new ConfigError('DG_CHECK_INPUT', `${source}: a document is not a Kubernetes object (apiVersion, kind and metadata.name): ${JSON.stringify(item).slice(0, 80)}`);
       }
       out.push(item as unknown as Manifest);
     }
@@ -47,7 +47,7 @@ export function parseManifests(text: string, source: string): Manifest[] {
 
 /** Every object in PATHS; `-` reads STDIN. */
 export function readManifests(paths: readonly string[], stdin: () => string): Manifest[] {
-  if (paths.length === 0) throw new ConfigError('name the manifests to check: a file, a directory, or - for standard input');
+  if (paths.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the manifests to check: a file, a directory, or - for standard input');
   return paths.flatMap((p) => (p === '-' ? parseManifests(stdin(), '<stdin>') : files(p).flatMap((f) => parseManifests(readFileSync(f, 'utf8'), f))));
 }
 

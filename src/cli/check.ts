@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/errors.ts';
+import { type CheckConfig, resolveCheckConfig } from '../config/commands.ts';
 import { CHECK_OPTIONS } from '../config/options.ts';
 import { analyze } from '../check/analyze.ts';
 import { readManifests } from '../check/read.ts';
@@ -7,7 +7,7 @@ import { formatJson, formatText } from '../check/report.ts';
 import { createLogger } from '../log/logger.ts';
 import type { CliIO, CommandDef } from './command.ts';
 
-export const checkCommand: CommandDef = {
+export const checkCommand: CommandDef<CheckConfig> = {
   name: 'check',
   summary: "find the mistakes in an operator's manifests that would break the drain or the guard",
   usage: 'drainguard check [-o json] PATH... (a file, a directory, or - for standard input) | --deployment NAMESPACE/NAME',
@@ -21,12 +21,10 @@ built for. With --deployment, the Deployment and the RBAC it relies on are read 
 Kubernetes API (kubeconfig or in-cluster, as kubectl) instead. Exit 0 when there is nothing
 to report, 1 with findings, 2 for input it cannot read.`,
   extra: CHECK_OPTIONS,
-  async run(args, io) {
-    const v = args.values as { checkOutput?: 'text' | 'json'; checkDeployment?: { namespace: string; name: string } };
-    if (v.checkDeployment && args.positionals.length > 0) throw new ConfigError('--deployment reads from the API: name no manifests with it');
-    const objects = v.checkDeployment ? await live(v.checkDeployment, io) : readManifests(args.positionals, () => readFileSync(0, 'utf8'));
+  resolve: resolveCheckConfig,
+  async run({ output, deployment, paths }, io) {
+    const objects = deployment ? await live(deployment, io) : readManifests(paths, () => readFileSync(0, 'utf8'));
     const findings = analyze(objects);
-    const output = v.checkOutput ?? 'text';
     io.stdout.write(output === 'json' ? formatJson(findings, objects.length) : formatText(findings, objects.length));
     return findings.length === 0 ? 0 : 1;
   },

@@ -7,8 +7,8 @@ export interface CliIO {
   readonly stderr: { write(chunk: string): unknown; isTTY?: boolean };
 }
 
-/** One `drainguard COMMAND`: what help shows, and what it does. */
-export interface CommandDef {
+/** One `drainguard COMMAND`: what help shows, its resolved configuration, and what it does. */
+export interface CommandDef<Config = any> {
   readonly name: Command;
   readonly summary: string;
   readonly usage: string;
@@ -16,6 +16,8 @@ export interface CommandDef {
   /** Options only this command has, beside the shared ones in config/options.ts. */
   readonly extra?: readonly OptionSpec[];
   readonly stopAtPositional?: boolean;
-  /** Resolves with the exit status; throws ConfigError for usage errors (exit 2). */
-  run(args: ParsedArgs, io: CliIO): Promise<number>;
+  /** The options and arguments resolved once into a frozen config; throws ConfigError (exit 2). */
+  resolve(args: ParsedArgs): Config;
+  /** Resolves with the exit status; throws ConfigError for usage errors found later (exit 2). */
+  run(config: Config, io: CliIO): Promise<number>;
 }

@@ -1,4 +1,4 @@
-import { envName } from '../config/options.ts';
+import { defaultShown, envName } from '../config/options.ts';
 import { optionsFor } from '../config/load.ts';
 import type { CommandDef } from './command.ts';
 import { VERSION } from '../version.ts';
@@ -7,7 +7,7 @@ export function commandHelp(def: CommandDef): string {
   const lines = [`Usage: ${def.usage}`, '', def.description, '', 'Options:'];
   for (const spec of optionsFor(def.name, def.extra)) {
     const flag = `${spec.short ? `-${spec.short}, ` : ''}--${spec.flag}${spec.value ? ` ${spec.value}` : ''}`;
-    const dflt = typeof spec.defaultText === 'function' ? spec.defaultText(def.name) : spec.defaultText;
+    const dflt = defaultShown(spec, def.name);
     lines.push(`  ${flag}`);
     lines.push(`      ${spec.description}`);
     lines.push(`      ${spec.flagOnly ? 'flag only' : `env ${envName(spec)}`}; default: ${dflt}`);

@@ -1,9 +1,9 @@
-import { statSync } from 'node:fs';
-import { ConfigError } from '../config/errors.ts';
+import { type InstallConfig, resolveInstallConfig } from '../config/commands.ts';
+import type { FailureCode } from '../errors.ts';
 import { createLogger } from '../log/logger.ts';
 import type { CommandDef } from './command.ts';
 
-export const installCommand: CommandDef = {
+export const installCommand: CommandDef<InstallConfig> = {
   name: 'install',
   summary: 'copy drainguard and what it needs to start into DIR (for an init container)',
   usage: 'drainguard install [OPTIONS] DIR',
@@ -12,18 +12,9 @@ loader and the shared libraries it needs. DIR/drainguard then runs in any x86-64
 image, also one with no libc and no shell (distroless/static, scratch), for example as
 DIR/drainguard run -- /manager or DIR/drainguard prestop. Files are replaced one by one
 and the launcher is written last. DIR is created when missing.`,
-  async run(args, io) {
-    const v = args.values as { logLevel?: 'debug' | 'info' | 'warn' | 'error'; logFormat?: 'json' | 'text' };
-    if (args.positionals.length !== 1) {
-      throw new ConfigError(`'drainguard install' needs exactly one DIR, got ${args.positionals.length === 0 ? 'none' : JSON.stringify(args.positionals)}`);
-    }
-    const dir = args.positionals[0]!;
-    let stat;
-    try {
-      stat = statSync(dir);
-    } catch {}
-    if (stat && !stat.isDirectory()) throw new ConfigError(`DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
-    const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
+  resolve: resolveInstallConfig,
+  async run({ dir, logLevel, logFormat }, io) {
+    const logger = createLogger({ level: logLevel, format: logFormat, stream: io.stderr });
     // Loaded on use: the install code brings execa, whose evaluation would add to every command's start.
     const [{ install }, { InstallSourceError }] = await Promise.all([import('../install/install.ts'), import('../install/sources.ts')]);
     try {
@@ -32,12 +23,13 @@ and the launcher is written last. DIR is created when missing.`,
       return 0;
     } catch (err) {
       if (err instanceof InstallSourceError) {
-        logger.error('install failed', { error: err.message });
+        logger.error('install failed', { code: err.code, error: err.message });
         return 1;
       }
       const e = err as NodeJS.ErrnoException;
       if (e.code && e.path) {
-        logger.error('install failed', { error: `${e.code} on ${e.path}`, dir });
+        const code: FailureCode = 'DG_INSTALL_WRITE';
+        logger.error('install failed', { code, error: `${e.code} on ${e.path}`, dir });
         return 1;
       }
       throw err;

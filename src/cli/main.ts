@@ -1,10 +1,10 @@
 // Dispatches `drainguard COMMAND`; returns the exit status (never exits itself).
 
-import { ConfigError } from '../config/errors.ts';
-import { parseArgs } from '../config/load.ts';
+import { type UsageErrorCode, describe, exitStatus } from '../errors.ts';
+import { type ParsedArgs, parseArgs } from '../config/load.ts';
 import { OPTIONS, envName } from '../config/options.ts';
 import { unknownVariables } from '../config/unknown-variables.ts';
-import { type LogFormat, type LogLevel, createLogger } from '../log/logger.ts';
+import { createLogger } from '../log/logger.ts';
 import { VERSION } from '../version.ts';
 import type { CliIO, CommandDef } from './command.ts';
 import { commandHelp, mainHelp } from './help.ts';
@@ -20,7 +20,6 @@ import { checkCommand } from './check.ts';
 export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand, installCommand, predeleteCommand, releaseCommand, statusCommand, checkCommand];
 
 export const EXIT_USAGE = 2;
-export const EXIT_FAILURE = 1;
 
 export async function main(argv: readonly string[], io: CliIO): Promise<number> {
   const [name, ...rest] = argv;
@@ -34,7 +33,8 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
   }
   const def = COMMANDS.find((c) => c.name === name);
   if (!def) {
-    io.stderr.write(`drainguard: unknown command ${JSON.stringify(name)}; run 'drainguard --help' for the list\n`);
+    const code: UsageErrorCode = 'DG_CONFIG_UNKNOWN_COMMAND';
+    io.stderr.write(`drainguard: ${code}: unknown command ${JSON.stringify(name)}; run 'drainguard --help' for the list\n`);
     return EXIT_USAGE;
   }
   try {
@@ -44,26 +44,23 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
       return 0;
     }
     warnUnknownVariables(args.values, io);
-    return await def.run(args, io);
+    return await def.run(def.resolve(args), io);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      io.stderr.write(`drainguard ${def.name}: ${err.message}\n`);
-      return EXIT_USAGE;
-    }
-    // A bug shows its stack; a failure drainguard understood (the API refused, say) its message.
+    // A bug shows its stack; a failure drainguard understood (a bad value, the API refused) its code and message.
     const bug = err instanceof TypeError || err instanceof ReferenceError || err instanceof RangeError || err instanceof SyntaxError;
-    io.stderr.write(`drainguard ${def.name}: ${bug ? (err as Error).stack : ((err as Error)?.message ?? String(err))}\n`);
-    return EXIT_FAILURE;
+    io.stderr.write(`drainguard ${def.name}: ${bug ? (err as Error).stack : describe(err)}\n`);
+    // The table in errors.ts gives the status: 2 for what was wrong before the start, else 1.
+    return exitStatus(err);
   }
 }
 
 /** Every variable some command reads; one set for all, since containers of a pod often share env. */
 const KNOWN_VARIABLES: ReadonlySet<string> = new Set([...OPTIONS, ...COMMANDS.flatMap((c) => c.extra ?? [])].filter((o) => !o.flagOnly).map(envName));
 
-function warnUnknownVariables(values: Readonly<Record<string, unknown>>, io: CliIO): void {
+function warnUnknownVariables(values: ParsedArgs['values'], io: CliIO): void {
   const unknown = unknownVariables(io.env, KNOWN_VARIABLES);
   if (unknown.length === 0) return;
-  const logger = createLogger({ level: values.logLevel as LogLevel | undefined, format: values.logFormat as LogFormat | undefined, stream: io.stderr });
+  const logger = createLogger({ level: values.logLevel, format: values.logFormat, stream: io.stderr });
   for (const { name, suggestion } of unknown) {
     logger.warn(`${name} is not a drainguard variable and is ignored${suggestion ? `; did you mean ${suggestion}?` : ''}`, { variable: name, suggestion });
   }

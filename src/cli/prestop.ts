@@ -1,12 +1,11 @@
 import { createLogger } from '../log/logger.ts';
 import { requestDrain } from '../protocol/control-client.ts';
-import { DEFAULT_SIDECAR_SOCKET } from '../supervisor/sidecar.ts';
+import { type PrestopConfig, resolvePrestopConfig } from '../config/commands.ts';
 import type { CommandDef } from './command.ts';
-import type { LogFormat, LogLevel } from '../log/logger.ts';
 
 export const EXIT_UNREACHABLE = 1;
 
-export const prestopCommand: CommandDef = {
+export const prestopCommand: CommandDef<PrestopConfig> = {
   name: 'prestop',
   summary: 'for a preStop exec hook: ask the sidecar to drain, block until drained or the deadline',
   usage: 'drainguard prestop [OPTIONS]',
@@ -15,15 +14,14 @@ operator client said drained (or disconnected), or the drain deadline passed; th
 and the kubelet sends SIGTERM to the operator. It never waits past the deadline the sidecar
 announces (or --drain-timeout, when shorter). Exits 1 with a message saying what to check
 when the sidecar cannot be reached, refuses, or does not answer within 5s.`,
-  async run(args, io) {
-    const v = args.values as { socket?: string; drainTimeoutMs?: number; logLevel?: LogLevel; logFormat?: LogFormat };
-    const logger = createLogger({ level: v.logLevel ?? 'info', format: v.logFormat, stream: io.stderr });
-    const socket = v.socket ?? DEFAULT_SIDECAR_SOCKET;
+  resolve: resolvePrestopConfig,
+  async run({ socket, drainTimeoutMs, logLevel, logFormat }, io) {
+    const logger = createLogger({ level: logLevel, format: logFormat, stream: io.stderr });
     const started = Date.now();
-    const result = await requestDrain({ socket, timeoutMs: v.drainTimeoutMs });
+    const result = await requestDrain({ socket, timeoutMs: drainTimeoutMs });
     const waitedMs = Date.now() - started;
     if (!result.ok) {
-      logger.error(result.message, { socket, waitedMs });
+      logger.error(result.message, { code: result.code, socket, waitedMs });
       return EXIT_UNREACHABLE;
     }
     if (result.gaveUp) {

@@ -1,34 +1,9 @@
-import { ConfigError } from '../config/errors.ts';
-import { parseGuardList } from '../config/guard-list.ts';
-import { boolean, duration, type OptionSpec } from '../config/options.ts';
+import { type ReleaseConfig, resolveReleaseConfig } from '../config/commands.ts';
+import { RELEASE_OPTIONS } from '../config/options.ts';
 import { createLogger } from '../log/logger.ts';
 import type { CommandDef } from './command.ts';
 
-export const ALL_OBJECTS: OptionSpec = {
-    key: 'allObjects', flag: 'all-objects', parse: boolean, commands: ['release', 'status'],
-    description: 'every ClusterRole, ClusterRoleBinding, Role, RoleBinding and ServiceAccount that carries a drainguard.dev/holder- finalizer, besides the --guard list',
-    defaultText: 'off',
-};
-
-const EXTRA: readonly OptionSpec[] = [
-  ALL_OBJECTS,
-  {
-    key: 'all', flag: 'all', parse: boolean, commands: ['release'], flagOnly: true,
-    description: 'also remove the finalizers of live holders (their pods lose their guard); needs --yes',
-    defaultText: 'off',
-  },
-  {
-    key: 'yes', flag: 'yes', parse: boolean, commands: ['release'], flagOnly: true,
-    description: 'confirm --all', defaultText: 'off',
-  },
-  {
-    key: 'waitMs', flag: 'wait', value: 'DURATION', parse: duration, commands: ['release'],
-    description: 'keep going until no holder finalizer is left on the objects, removing each as its holder goes stale, for at most DURATION (a post-delete hook runs while the operator pods still drain); exit 1 if live holders remain then',
-    defaultText: 'one pass',
-  },
-];
-
-export const releaseCommand: CommandDef = {
+export const releaseCommand: CommandDef<ReleaseConfig> = {
   name: 'release',
   summary: 'remove guard finalizers whose holder is gone (recovery, post-delete hook)',
   usage: 'drainguard release [--guard LIST] [--all-objects] [--all --yes]',
@@ -37,26 +12,11 @@ or expired) from the objects in --guard (DRAINGUARD_GUARD), or from every object
 one with --all-objects. Live holders keep theirs unless --all --yes is given. Only finalizers
 are written. Exit status 0 when every stale finalizer was removed, 1 when some could not be
 (or, with --wait, when live holders remained at its end).`,
-  extra: EXTRA,
-  async run(args, io) {
-    const v = args.values as {
-      guard?: string;
-      allObjects?: boolean;
-      all?: boolean;
-      yes?: boolean;
-      waitMs?: number;
-      podNamespace?: string;
-      logLevel?: 'debug';
-      logFormat?: 'json' | 'text';
-    };
-    const targets = v.guard === undefined ? [] : parseGuardList(v.guard, args.sources.guard ?? 'DRAINGUARD_GUARD');
-    if (targets.length === 0 && !v.allObjects) {
-      throw new ConfigError('name the objects to release: --guard LIST (DRAINGUARD_GUARD), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
-    }
-    if (v.all && !v.yes) {
-      throw new ConfigError('--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
-    }
-    const logger = createLogger({ level: v.logLevel ?? 'info', format: v.logFormat, stream: io.stderr });
+  extra: RELEASE_OPTIONS,
+  resolve: resolveReleaseConfig,
+  async run(v, io) {
+    const { targets } = v;
+    const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
     const { openClient, defaultNamespace } = await import('../guard/open.ts');
     const { inspect } = await import('../guard/inspect.ts');
     const { sweep, toSweep, why } = await import('../guard/sweep.ts');

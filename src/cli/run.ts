@@ -1,4 +1,4 @@
-import { resolveSupervisorConfig } from '../config/supervisor.ts';
+import { type SupervisorConfig, resolveSupervisorConfig } from '../config/supervisor.ts';
 import { createLogger } from '../log/logger.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
@@ -7,7 +7,7 @@ import { laterPodEvents } from '../telemetry/pod-events.ts';
 import type { PodApi } from '../kube/pod.ts';
 import type { CommandDef } from './command.ts';
 
-export const runCommand: CommandDef = {
+export const runCommand: CommandDef<{ supervisor: SupervisorConfig; command: readonly string[] }> = {
   name: 'run',
   summary: 'start COMMAND as a child and supervise it (local wrapper, or the container entrypoint)',
   usage: 'drainguard run [OPTIONS] -- COMMAND [ARGS...]',
@@ -16,8 +16,8 @@ On the first SIGTERM or SIGINT it tells connected clients to drain, and passes t
 signal on once they all said drained, the operator exited, or the drain timeout passed;
 a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop timeout.`,
   stopAtPositional: true,
-  async run(args, io) {
-    const config = resolveSupervisorConfig(args, {});
+  resolve: (args) => ({ supervisor: resolveSupervisorConfig(args), command: args.positionals }),
+  async run({ supervisor: config, command }, io) {
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
     // In a pod (DRAINGUARD_POD_NAME set): Events on it, once its API is open.
     const events = config.pod.name !== undefined ? laterPodEvents(logger) : undefined;
@@ -50,7 +50,7 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
       flush: async (deadline) => events?.flush(deadline),
     });
     try {
-      return await supervisor.run(args.positionals);
+      return await supervisor.run(command);
     } finally {
       holdTerminationSignals();
       await telemetry?.close();

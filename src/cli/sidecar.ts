@@ -1,16 +1,16 @@
-import { resolveSupervisorConfig } from '../config/supervisor.ts';
+import { type SupervisorConfig, resolveSupervisorConfig } from '../config/supervisor.ts';
 import { drainEventObserver } from '../telemetry/pod-events.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { createLogger } from '../log/logger.ts';
 import { openPodApi, readPodGracePeriod } from '../kube/pod.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
-import { DEFAULT_SIDECAR_SOCKET, SidecarSupervisor } from '../supervisor/sidecar.ts';
+import { SidecarSupervisor } from '../supervisor/sidecar.ts';
 import type { CommandDef } from './command.ts';
 
 /** How long the sidecar stays for Events still being written once it is done. */
 const EVENT_FLUSH_MS = 1000;
 
-export const sidecarCommand: CommandDef = {
+export const sidecarCommand: CommandDef<SupervisorConfig> = {
   name: 'sidecar',
   summary: 'run beside the operator container in the same pod (native or plain sidecar)',
   usage: 'drainguard sidecar [OPTIONS]',
@@ -22,8 +22,8 @@ timeout passed; the kubelet's SIGTERM to the operator follows. On its own SIGTER
 sidecar waits until the operator has disconnected (at once as a native sidecar, which
 is stopped after the operator), then releases the guard and exits 0. A second SIGTERM or
 SIGINT cuts the drain and the wait short.`,
-  async run(args, io) {
-    const config = resolveSupervisorConfig(args, { socket: DEFAULT_SIDECAR_SOCKET, httpAddr: '127.0.0.1:9404' });
+  resolve: resolveSupervisorConfig,
+  async run(config, io) {
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
     const guard =
       config.guard.length > 0

@@ -1,21 +1,9 @@
-import { parseGuardList } from '../config/guard-list.ts';
-import type { OptionSpec } from '../config/options.ts';
-import { invalid } from '../config/errors.ts';
+import { type StatusConfig, resolveStatusConfig } from '../config/commands.ts';
+import { STATUS_OPTIONS } from '../config/options.ts';
 import { createLogger } from '../log/logger.ts';
 import type { CommandDef } from './command.ts';
-import { ALL_OBJECTS } from './release.ts';
 
-const OUTPUT: OptionSpec = {
-  key: 'output', flag: 'output', short: 'o', value: 'FORMAT', commands: ['status'],
-  parse: (raw, source) => {
-    const value = raw.trim().toLowerCase();
-    if (value !== 'text' && value !== 'json') throw invalid(source, 'text or json', raw);
-    return value;
-  },
-  description: 'text or json', defaultText: 'text',
-};
-
-export const statusCommand: CommandDef = {
+export const statusCommand: CommandDef<StatusConfig> = {
   name: 'status',
   summary: 'print the state of the guard: guarded objects, holders, staleness',
   usage: 'drainguard status [--guard LIST] [--all-objects] [-o json]',
@@ -23,17 +11,16 @@ export const statusCommand: CommandDef = {
 list is given, every object that carries a drainguard.dev/holder- finalizer: whether it exists
 or is being deleted, and its holders, live or stale (holder Lease gone or expired). Then the
 holder Leases themselves. Reads only.`,
-  extra: [{ ...ALL_OBJECTS, commands: ['status'] }, OUTPUT],
-  async run(args, io) {
-    const v = args.values as { guard?: string; allObjects?: boolean; output?: 'text' | 'json'; podNamespace?: string; logLevel?: 'debug'; logFormat?: 'json' | 'text' };
-    const targets = v.guard === undefined ? [] : parseGuardList(v.guard, args.sources.guard ?? 'DRAINGUARD_GUARD');
-    const logger = createLogger({ level: v.logLevel ?? 'info', format: v.logFormat, stream: io.stderr });
+  extra: STATUS_OPTIONS,
+  resolve: resolveStatusConfig,
+  async run(v, io) {
+    const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
     const { openClient, defaultNamespace } = await import('../guard/open.ts');
     const { inspect } = await import('../guard/inspect.ts');
     const { GUARDS_ANNOTATION } = await import('../guard/names.ts');
     const client = openClient(io.env, logger, 'drainguard status');
     const now = Date.now();
-    const { objects, holders } = await inspect(client, { targets, allObjects: v.allObjects || targets.length === 0 }, defaultNamespace(client, v.podNamespace), () => now);
+    const { objects, holders } = await inspect(client, { targets: v.targets, allObjects: v.allObjects }, defaultNamespace(client, v.podNamespace), () => now);
 
     const leases = holders.leases.map((l) => {
       const uid = l.metadata.name.replace(/^drainguard-/, '');

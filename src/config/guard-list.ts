@@ -29,14 +29,14 @@ export function parseGuardList(raw: string, source: string): GuardTarget[] {
     if (item === '') continue;
     const parts = item.split('/');
     const kind = parts[0]!.toLowerCase() as GuardKind;
-    if (!(kind in NAMESPACED)) throw invalid(source, `${EXPECTED} (unknown kind ${JSON.stringify(parts[0])})`, item);
+    if (!(kind in NAMESPACED)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${EXPECTED} (unknown kind ${JSON.stringify(parts[0])})`, item);
     const namespaced = NAMESPACED[kind];
     const form = namespaced ? `${kind}/NAMESPACE/NAME` : `${kind}/NAME`;
-    if (parts.length !== (namespaced ? 3 : 2)) throw invalid(source, form, item);
+    if (parts.length !== (namespaced ? 3 : 2)) throw invalid('DG_CONFIG_GUARD_LIST', source, form, item);
     const name = parts[parts.length - 1]!;
-    if (!PATH_SEGMENT.test(name) || name === '.' || name === '..') throw invalid(source, `${form} where NAME is the object's name (not empty, no '/', ',', '%' or spaces)`, item);
+    if (!PATH_SEGMENT.test(name) || name === '.' || name === '..') throw invalid('DG_CONFIG_GUARD_LIST', source, `${form} where NAME is the object's name (not empty, no '/', ',', '%' or spaces)`, item);
     const target: GuardTarget = namespaced ? { kind, namespace: parts[1]!, name } : { kind, name };
-    if (namespaced && !DNS_LABEL.test(target.namespace!)) throw invalid(source, `${form} where NAMESPACE is a valid namespace name (lowercase letters, digits and '-', at most 63)`, item);
+    if (namespaced && !DNS_LABEL.test(target.namespace!)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${form} where NAMESPACE is a valid namespace name (lowercase letters, digits and '-', at most 63)`, item);
     const key = guardTargetKey(target);
     if (!seen.has(key)) targets.push(Object.freeze(target));
     seen.add(key);

@@ -1,12 +1,18 @@
 // Reads flags and DRAINGUARD_* variables: the one place drainguard looks at
 // its environment. A flag given on the command line wins over the variable.
+//
+// A loop of its own rather than node:util parseArgs, which cannot stop at the
+// first positional (`run ./manager --leader-elect` is an unknown option to it
+// unless argv is first scanned as here), lets a flag given twice win silently,
+// and reports unknown options in its own words without the name as a field.
 
 import { ConfigError } from './errors.ts';
-import { type Command, type OptionSpec, OPTIONS, envName } from './options.ts';
+import { type Command, EVERY_OPTION, type OptionSpec, type OptionValues, OPTIONS, defaultValue, envName } from './options.ts';
 
 export interface ParsedArgs {
+  readonly command: Command;
   /** Parsed option values by key; absent when neither flag nor variable was given. */
-  readonly values: Readonly<Record<string, unknown>>;
+  readonly values: Readonly<Partial<OptionValues>>;
   /** Where each value came from (flag or variable name), for messages about rules that span settings. */
   readonly sources: Readonly<Record<string, string>>;
   readonly positionals: readonly string[];
@@ -69,23 +75,34 @@ export function parseArgs(
     const eq = arg.indexOf('=');
     const name = eq === -1 ? arg : arg.slice(0, eq);
     const spec = specs.find((s) => `--${s.flag}` === name || (s.short !== undefined && `-${s.short}` === name));
-    if (!spec) throw new ConfigError(`unknown option ${name} for 'drainguard ${command}' (see 'drainguard ${command} --help')`);
-    if (fromFlags.has(spec.key)) throw new ConfigError(`option --${spec.flag} given twice`);
+    if (!spec) throw new ConfigError('DG_CONFIG_UNKNOWN_OPTION', `unknown option ${name} for 'drainguard ${command}' (see 'drainguard ${command} --help')`);
+    if (fromFlags.has(spec.key)) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option --${spec.flag} given twice`);
     fromFlags.add(spec.key);
     let raw: string;
     if (spec.value === undefined) {
-      if (eq !== -1) throw new ConfigError(`option --${spec.flag} takes no value, got ${JSON.stringify(arg)}`);
+      if (eq !== -1) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option --${spec.flag} takes no value, got ${JSON.stringify(arg)}`);
       raw = 'true';
     } else if (eq !== -1) {
       raw = arg.slice(eq + 1);
     } else {
       const next = argv[i + 1];
-      if (next === undefined) throw new ConfigError(`option ${name} needs a value (${spec.value})`);
+      if (next === undefined) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option ${name} needs a value (${spec.value})`);
       raw = next;
       i++;
     }
     values[spec.key] = spec.parse(raw, name);
     sources[spec.key] = name;
   }
-  return Object.freeze({ values: Object.freeze(values), sources: Object.freeze(sources), positionals, help });
+  // Each parser returns its key's type (OptionValues), so this is the one cast.
+  return Object.freeze({ command, values: Object.freeze(values) as Partial<OptionValues>, sources: Object.freeze(sources), positionals, help });
+}
+
+/**
+ * The value given, else the option's default for the command (undefined when it has none).
+ * Also for an option the command does not take: the supervisors share one config type.
+ */
+export function setting<K extends keyof OptionValues>(args: ParsedArgs, key: K): OptionValues[K] | undefined {
+  if (args.values[key] !== undefined) return args.values[key];
+  const spec = EVERY_OPTION.find((s) => s.key === key);
+  return spec && (defaultValue(spec, args.command) as OptionValues[K] | undefined);
 }

@@ -1,23 +1,66 @@
-// The one list of drainguard's options. Flags, environment variables, `--help`
-// and the README's table of variables are all generated from it.
+// The one list of drainguard's options and their defaults. Flags, environment
+// variables, `--help` and the README's table of variables are all generated from it.
 
-import { MAX_DURATION_MS, parseDuration } from './duration.ts';
+import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
 import { parseSignal } from './signals.ts';
 
 export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check';
 
+/** What each option's parser returns, by key: the one cast from text to types is in load.ts. */
+export interface OptionValues {
+  socket: string;
+  gracePeriodMs: number;
+  drainTimeoutMs: number;
+  stopSignal: NodeJS.Signals;
+  stopTimeoutMs: number;
+  signalTarget: 'group' | 'child';
+  guard: string;
+  leaseDurationMs: number;
+  podName: string;
+  podNamespace: string;
+  podUid: string;
+  httpAddr: HostPort;
+  prestopToken: string;
+  prestopTokenFile: string;
+  operatorContainer: readonly string[];
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  logFormat: 'json' | 'text';
+  checkDeployment: { readonly namespace: string; readonly name: string };
+  namespace: string;
+  allNamespaces: boolean;
+  timeoutMs: number;
+  order: boolean;
+  propagation: 'Background' | 'Foreground' | 'Orphan';
+  requireReady: string;
+  allObjects: boolean;
+  all: boolean;
+  yes: boolean;
+  waitMs: number;
+  output: 'text' | 'json';
+  idleMetrics: URL;
+}
+
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
 export interface OptionSpec {
-  /** Field name in the resolved settings. */
-  readonly key: string;
+  /** Field name in the parsed values. */
+  readonly key: keyof OptionValues;
   /** Long flag without dashes; the variable is DRAINGUARD_ + its upper snake case. */
   readonly flag: string;
   readonly short?: string;
   /** Placeholder shown in help; undefined for boolean switches. */
   readonly value?: string;
   readonly description: string;
-  /** Default as shown to users; the effective default may be computed (see resolve.ts). */
-  readonly defaultText: string | ((command: Command) => string);
+  /** The default value (of the parsed type); a function when it depends on the command. */
+  readonly default?: unknown;
+  /** How help shows the default value; String(value) when not given. */
+  readonly format?: (value: any) => string;
+  /** What help says when there is no default value: the default is computed, or the option is off. */
+  readonly defaultText?: string | ((command: Command) => string);
   readonly commands: readonly Command[];
   /** Parses the raw text; `source` names the flag or variable for the message. */
   readonly parse: (raw: string, source: string) => unknown;
@@ -27,35 +70,52 @@ export interface OptionSpec {
 
 export const envName = (spec: OptionSpec): string => `DRAINGUARD_${spec.flag.toUpperCase().replaceAll('-', '_')}`;
 
+/** The option's default for this command, or undefined when it has none (computed, or off). */
+export function defaultValue(spec: OptionSpec, command: Command): unknown {
+  return typeof spec.default === 'function' ? spec.default(command) : spec.default;
+}
+
+/** The default as help and the README show it: the value formatted, else the description. */
+export function defaultShown(spec: OptionSpec, command: Command): string {
+  const value = defaultValue(spec, command);
+  if (value !== undefined) return (spec.format ?? String)(value);
+  const text = typeof spec.defaultText === 'function' ? spec.defaultText(command) : spec.defaultText;
+  if (text === undefined) throw new TypeError(`option --${spec.flag} has neither a default for ${command} nor a text for its absence`);
+  return text;
+}
+
+const hostPortText = (a: HostPort): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);
+const onOff = (v: boolean): string => (v ? 'on' : 'off');
+
 const SUPERVISING: readonly Command[] = ['run', 'sidecar'];
 const ALL: readonly Command[] = ['run', 'sidecar', 'prestop', 'release', 'predelete', 'status', 'install'];
 const GUARD_USERS: readonly Command[] = ['run', 'sidecar', 'release', 'status'];
 
 export function duration(raw: string, source: string): number {
   const ms = parseDuration(raw);
-  if (ms === undefined) throw invalid(source, 'a duration such as 500ms, 30s, 2m or a number of seconds', raw);
-  if (ms > MAX_DURATION_MS) throw invalid(source, 'a duration of at most 24h', raw);
+  if (ms === undefined) throw invalid('DG_CONFIG_DURATION', source, 'a duration such as 500ms, 30s, 2m or a number of seconds', raw);
+  if (ms > MAX_DURATION_MS) throw invalid('DG_CONFIG_DURATION', source, 'a duration of at most 24h', raw);
   return ms;
 }
 
 function signal(raw: string, source: string): NodeJS.Signals {
   const sig = parseSignal(raw);
-  if (!sig) throw invalid(source, 'a signal name or number such as SIGTERM, TERM or 15', raw);
-  if (sig === 'SIGSTOP' || sig === 'SIGCHLD') throw invalid(source, 'a signal that stops a process (not SIGSTOP or SIGCHLD)', raw);
+  if (!sig) throw invalid('DG_CONFIG_SIGNAL', source, 'a signal name or number such as SIGTERM, TERM or 15', raw);
+  if (sig === 'SIGSTOP' || sig === 'SIGCHLD') throw invalid('DG_CONFIG_SIGNAL', source, 'a signal that stops a process (not SIGSTOP or SIGCHLD)', raw);
   return sig;
 }
 
 function oneOf<T extends string>(...choices: T[]) {
   return (raw: string, source: string): T => {
     const value = raw.trim().toLowerCase();
-    if (!(choices as string[]).includes(value)) throw invalid(source, `one of ${choices.join(', ')}`, raw);
+    if (!(choices as string[]).includes(value)) throw invalid('DG_CONFIG_CHOICE', source, `one of ${choices.join(', ')}`, raw);
     return value as T;
   };
 }
 
 function nonEmpty(raw: string, source: string): string {
   const value = raw.trim();
-  if (value === '') throw invalid(source, 'a non-empty value', raw);
+  if (value === '') throw invalid('DG_CONFIG_VALUE', source, 'a non-empty value', raw);
   return value;
 }
 
@@ -68,24 +128,24 @@ const POD_UID = /^[a-z0-9]([-a-z0-9]{0,54}[a-z0-9])?$/;
 function podField(pattern: RegExp, what: string) {
   return (raw: string, source: string): string => {
     const value = raw.trim();
-    if (!pattern.test(value)) throw invalid(source, `${what}; set it from the downward API`, raw);
+    if (!pattern.test(value)) throw invalid('DG_CONFIG_POD_IDENTITY', source, `${what}; set it from the downward API`, raw);
     return value;
   };
 }
 
 function socketPath(raw: string, source: string): string {
   const value = raw.trim();
-  if (value === '') throw invalid(source, 'the path of a Unix socket, such as /run/drainguard/drain.sock', raw);
+  if (value === '') throw invalid('DG_SOCKET_PATH', source, 'the path of a Unix socket, such as /run/drainguard/drain.sock', raw);
   // sun_path holds 108 bytes including the terminating NUL.
-  if (Buffer.byteLength(value) > 107) throw invalid(source, 'a socket path of at most 107 bytes (the Unix socket limit)', raw);
+  if (Buffer.byteLength(value) > 107) throw invalid('DG_SOCKET_PATH', source, 'a socket path of at most 107 bytes (the Unix socket limit)', raw);
   return value;
 }
 
-function hostPort(raw: string, source: string): { host: string; port: number } {
+function hostPort(raw: string, source: string): HostPort {
   const value = raw.trim();
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]*)):(\d{1,5})$/.exec(value);
   const port = match ? Number(match[3]) : NaN;
-  if (!match || port > 65535) throw invalid(source, 'HOST:PORT such as 127.0.0.1:9404, :9404 or [::1]:9404', raw);
+  if (!match || port > 65535) throw invalid('DG_HTTP_ADDR', source, 'HOST:PORT such as 127.0.0.1:9404, :9404 or [::1]:9404', raw);
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
 
@@ -96,7 +156,7 @@ function metricsUrl(raw: string, source: string): URL {
   } catch {
     // Reported below.
   }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw invalid(source, 'an http or https URL such as http://127.0.0.1:8080/metrics', raw);
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw invalid('DG_CONFIG_VALUE', source, 'an http or https URL such as http://127.0.0.1:8080/metrics', raw);
   return url;
 }
 
@@ -109,12 +169,13 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'socket', flag: 'socket', value: 'PATH', parse: socketPath, commands: ['run', 'sidecar', 'prestop'],
     description: 'path of the drain socket (Unix domain, stream, mode 0600)',
-    defaultText: (c) => (c === 'run' ? 'a fresh private path per process' : '/run/drainguard/drain.sock'),
+    default: (c: Command) => (c === 'run' ? undefined : '/run/drainguard/drain.sock'),
+    defaultText: 'a fresh private path per process',
   },
   {
     key: 'gracePeriodMs', flag: 'grace-period', value: 'DURATION', parse: duration, commands: SUPERVISING,
     description: "the pod's terminationGracePeriodSeconds; once read from the Pod (when the API is reachable) the Pod's wins, unless this is shorter",
-    defaultText: '30s',
+    default: 30_000, format: formatDuration,
   },
   {
     key: 'drainTimeoutMs', flag: 'drain-timeout', value: 'DURATION', parse: duration, commands: ['run', 'sidecar', 'prestop'],
@@ -124,17 +185,17 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'stopSignal', flag: 'stop-signal', value: 'SIGNAL', parse: signal, commands: ['run'],
     description: 'the signal passed on to the operator after the drain',
-    defaultText: 'SIGTERM',
+    default: 'SIGTERM',
   },
   {
     key: 'stopTimeoutMs', flag: 'stop-timeout', value: 'DURATION', parse: duration, commands: SUPERVISING,
     description: 'after passing the signal on, how long before SIGKILL',
-    defaultText: '5s',
+    default: 5_000, format: formatDuration,
   },
   {
     key: 'signalTarget', flag: 'signal-target', value: 'group|child', parse: oneOf('group', 'child'), commands: ['run'],
     description: "where forwarded signals go: the child's process group, or the child alone",
-    defaultText: 'group',
+    default: 'group',
   },
   {
     key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS,
@@ -144,7 +205,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'leaseDurationMs', flag: 'lease-duration', value: 'DURATION', parse: duration, commands: SUPERVISING,
     description: "how long the guard's holder Lease stays valid without renewal (renewed every third of it); a holder that stops renewing is stale after it",
-    defaultText: '60s',
+    default: 60_000, format: formatDuration,
   },
   {
     key: 'podName', flag: 'pod-name', value: 'NAME', parse: podField(POD_NAME, "the pod's name (lowercase letters, digits, '-' and '.'), fieldRef metadata.name"), commands: GUARD_USERS,
@@ -161,7 +222,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'httpAddr', flag: 'http-addr', value: 'HOST:PORT', parse: hostPort, commands: SUPERVISING,
     description: 'health, readiness and metrics listener',
-    defaultText: (c) => (c === 'sidecar' ? '127.0.0.1:9404' : 'off'),
+    default: (c: Command) => (c === 'sidecar' ? { host: '127.0.0.1', port: 9404 } : undefined), format: hostPortText,
+    defaultText: 'off',
   },
   {
     key: 'idleMetrics', flag: 'idle-metrics', value: 'URL', parse: metricsUrl, commands: SUPERVISING,
@@ -182,7 +244,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     key: 'operatorContainer', flag: 'operator-container', value: 'NAMES', commands: ['sidecar'],
     parse: (raw: string, source: string) => {
       const names = raw.split(',').map((n) => n.trim()).filter(Boolean);
-      if (names.length === 0 || names.some((n) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n))) throw invalid(source, 'container names separated by commas, such as manager', raw);
+      if (names.length === 0 || names.some((n) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n))) throw invalid('DG_CONFIG_VALUE', source, 'container names separated by commas, such as manager', raw);
       return names;
     },
     description: "the operator's container(s) in this pod: before releasing the guard, a plain sidecar also waits until the Kubernetes API reports them terminated (needed when the operator does not speak the drain protocol)",
@@ -190,7 +252,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'logLevel', flag: 'log-level', value: 'LEVEL', parse: oneOf('debug', 'info', 'warn', 'error'), commands: ALL,
-    description: 'debug, info, warn or error', defaultText: 'info',
+    description: 'debug, info, warn or error', default: 'info',
   },
   {
     key: 'logFormat', flag: 'log-format', value: 'FORMAT', parse: oneOf('json', 'text'), commands: ALL,
@@ -199,16 +261,19 @@ export const OPTIONS: readonly OptionSpec[] = [
 ];
 
 // `drainguard check`: the options only it has (the command's extra options).
+/** How status and check print what they found. */
+const OUTPUT: OptionSpec = {
+  key: 'output', flag: 'output', short: 'o', value: 'FORMAT', commands: ['status', 'check'], parse: oneOf('text', 'json'),
+  description: 'text or json', default: 'text',
+};
+
 export const CHECK_OPTIONS: readonly OptionSpec[] = [
-  {
-    key: 'checkOutput', flag: 'output', short: 'o', value: 'FORMAT', parse: oneOf('text', 'json'), commands: ['check'],
-    description: 'text or json', defaultText: 'text',
-  },
+  OUTPUT,
   {
     key: 'checkDeployment', flag: 'deployment', value: 'NAMESPACE/NAME', commands: ['check'],
     parse: (raw, source) => {
       const [namespace, name, ...rest] = raw.trim().split('/');
-      if (rest.length > 0 || !namespace || !name || !NAMESPACE.test(namespace) || !POD_NAME.test(name)) throw invalid(source, 'NAMESPACE/NAME of a Deployment, such as operator-system/my-operator', raw);
+      if (rest.length > 0 || !namespace || !name || !NAMESPACE.test(namespace) || !POD_NAME.test(name)) throw invalid('DG_CONFIG_VALUE', source, 'NAMESPACE/NAME of a Deployment, such as operator-system/my-operator', raw);
       return { namespace, name };
     },
     description: 'check this Deployment as the Kubernetes API has it (with the RBAC objects and ServiceAccounts there) instead of manifests',
@@ -216,4 +281,80 @@ export const CHECK_OPTIONS: readonly OptionSpec[] = [
   },
 ];
 
-export { boolean };
+
+// `drainguard predelete`: the options only it has.
+export const PREDELETE_OPTIONS: readonly OptionSpec[] = [
+  {
+    key: 'namespace', flag: 'namespace', short: 'n', value: 'NAMESPACE', commands: ['predelete'],
+    parse: (raw, source) => {
+      if (!NAMESPACE.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'a namespace name (a DNS label)', raw);
+      return raw;
+    },
+    description: 'namespace of namespaced resources, and of the pods --require-ready looks for',
+    defaultText: "the kubeconfig context's namespace, in a pod its own, else default",
+  },
+  {
+    key: 'allNamespaces', flag: 'all-namespaces', short: 'A', commands: ['predelete'], parse: boolean,
+    description: 'delete the named types in every namespace', default: false, format: onOff,
+  },
+  {
+    key: 'timeoutMs', flag: 'timeout', value: 'DURATION', commands: ['predelete'], parse: duration,
+    description: 'give up (exit 1, naming what is left) when not everything is gone by then', default: 300_000, format: formatDuration,
+  },
+  {
+    key: 'order', flag: 'order', commands: ['predelete'], parse: boolean,
+    description: 'delete in stages: each RESOURCE argument is deleted and gone before the next starts (join types of one stage with commas)',
+    default: false, format: (v: boolean) => (v ? 'on' : 'off: all at once'),
+  },
+  {
+    key: 'propagation', flag: 'propagation', value: 'POLICY', commands: ['predelete'],
+    parse: (raw, source) => {
+      const v = oneOf('background', 'foreground', 'orphan')(raw, source);
+      return (v[0]!.toUpperCase() + v.slice(1)) as OptionValues['propagation'];
+    },
+    description: 'propagationPolicy of the deletes', default: 'Background', format: (v: string) => v.toLowerCase(),
+  },
+  {
+    key: 'requireReady', flag: 'require-ready', value: 'SELECTOR', commands: ['predelete'],
+    parse: (raw, source) => {
+      if (raw.trim() === '') throw invalid('DG_CONFIG_VALUE', source, 'a label selector of the operator pods, such as app=my-operator', raw);
+      return raw.trim();
+    },
+    description: 'refuse to delete anything unless a ready pod matches this label selector in the namespace (the operator that removes the finalizers)',
+    defaultText: 'no check',
+  },
+];
+
+const ALL_OBJECTS: OptionSpec = {
+  key: 'allObjects', flag: 'all-objects', parse: boolean, commands: ['release', 'status'],
+  description: 'every ClusterRole, ClusterRoleBinding, Role, RoleBinding and ServiceAccount that carries a drainguard.dev/holder- finalizer, besides the --guard list',
+  default: false, format: onOff,
+};
+
+// `drainguard release`: the options only it has.
+export const RELEASE_OPTIONS: readonly OptionSpec[] = [
+  ALL_OBJECTS,
+  {
+    key: 'all', flag: 'all', parse: boolean, commands: ['release'], flagOnly: true,
+    description: 'also remove the finalizers of live holders (their pods lose their guard); needs --yes',
+    default: false, format: onOff,
+  },
+  {
+    key: 'yes', flag: 'yes', parse: boolean, commands: ['release'], flagOnly: true,
+    description: 'confirm --all', default: false, format: onOff,
+  },
+  {
+    key: 'waitMs', flag: 'wait', value: 'DURATION', parse: duration, commands: ['release'],
+    description: 'keep going until no holder finalizer is left on the objects, removing each as its holder goes stale, for at most DURATION (a post-delete hook runs while the operator pods still drain); exit 1 if live holders remain then',
+    defaultText: 'one pass',
+  },
+];
+
+// `drainguard status`: the options only it has.
+export const STATUS_OPTIONS: readonly OptionSpec[] = [
+  { ...ALL_OBJECTS, commands: ['status'] },
+  OUTPUT,
+];
+
+/** The shared options and those of single commands: the default of every key. */
+export const EVERY_OPTION: readonly OptionSpec[] = [...OPTIONS, ...CHECK_OPTIONS, ...PREDELETE_OPTIONS, ...RELEASE_OPTIONS, ...STATUS_OPTIONS];

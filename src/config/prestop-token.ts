@@ -15,7 +15,7 @@ export function resolvePrestopToken(
   const tokenSource = sources.prestopToken ?? 'DRAINGUARD_PRESTOP_TOKEN';
   const fileSource = sources.prestopTokenFile ?? 'DRAINGUARD_PRESTOP_TOKEN_FILE';
   if (values.prestopToken !== undefined && values.prestopTokenFile !== undefined) {
-    throw new ConfigError(`${tokenSource} and ${fileSource} are both set; give the preStop token one way only`);
+    throw new ConfigError('DG_CONFIG_PRESTOP_TOKEN', `${tokenSource} and ${fileSource} are both set; give the preStop token one way only`);
   }
   let token = values.prestopToken;
   let source = tokenSource;
@@ -25,12 +25,12 @@ export function resolvePrestopToken(
       // A Secret mounted as a file usually ends with a newline that is not part of the token.
       token = readFileSync(values.prestopTokenFile, 'utf8').trim();
     } catch (err) {
-      throw new ConfigError(`${fileSource}: cannot read the token file ${values.prestopTokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new ConfigError('DG_CONFIG_PRESTOP_TOKEN', `${fileSource}: cannot read the token file ${values.prestopTokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   }
   if (token === undefined) return undefined;
   if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) {
-    throw new ConfigError(`${source}: expected a token of at least ${MIN_TOKEN_LENGTH} characters without spaces (a random string), got one of ${token.length} characters`);
+    throw new ConfigError('DG_CONFIG_PRESTOP_TOKEN', `${source}: expected a token of at least ${MIN_TOKEN_LENGTH} characters without spaces (a random string), got one of ${token.length} characters`);
   }
   return token;
 }

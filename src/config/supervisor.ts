@@ -5,7 +5,7 @@ import { checkFit, defaultDrainTimeout } from '../supervisor/shutdown.ts';
 import { resolvePrestopToken } from './prestop-token.ts';
 import { ConfigError } from './errors.ts';
 import { type GuardTarget, parseGuardList } from './guard-list.ts';
-import type { ParsedArgs } from './load.ts';
+import { type ParsedArgs, setting } from './load.ts';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
 
 export type SignalTarget = 'group' | 'child';
@@ -31,8 +31,8 @@ export interface SupervisorConfig {
   readonly stopTimeoutMs: number;
   readonly signalTarget: SignalTarget;
   readonly guard: readonly GuardTarget[];
-  /** How long the holder Lease stays valid without renewal; the guard's default when unset. */
-  readonly leaseDurationMs?: number;
+  /** How long the holder Lease stays valid without renewal. */
+  readonly leaseDurationMs: number;
   readonly pod: PodIdentity;
   readonly httpAddr?: { readonly host: string; readonly port: number };
   /** Sidecar mode: the operator's containers, whose termination the API must report before the release. */
@@ -45,15 +45,15 @@ export interface SupervisorConfig {
   readonly logFormat?: LogFormat;
 }
 
-export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: string; httpAddr?: string }): SupervisorConfig {
-  const v = args.values as Record<string, any>;
+export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
+  const v = args.values;
   const src = (key: string, fallback: string) => args.sources[key] ?? fallback;
-  const gracePeriodMs: number = v.gracePeriodMs ?? 30_000;
-  const stopTimeoutMs: number = v.stopTimeoutMs ?? 5_000;
+  const gracePeriodMs = setting(args, 'gracePeriodMs')!;
+  const stopTimeoutMs = setting(args, 'stopTimeoutMs')!;
   const drainTimeoutExplicit = v.drainTimeoutMs !== undefined;
   const misfit = checkFit({ gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs }, { stop: src('stopTimeoutMs', 'DRAINGUARD_STOP_TIMEOUT'), drain: src('drainTimeoutMs', 'DRAINGUARD_DRAIN_TIMEOUT') });
-  if (misfit !== undefined) throw new ConfigError(misfit);
-  const drainTimeoutMs: number = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
+  if (misfit !== undefined) throw new ConfigError('DG_CONFIG_TIMEOUTS', misfit);
+  const drainTimeoutMs = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
 
   const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
   const pod: PodIdentity = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
@@ -67,30 +67,30 @@ export function resolveSupervisorConfig(args: ParsedArgs, defaults: { socket?: s
       .map(([name]) => name);
     if (missing.length > 0) {
       throw new ConfigError(
+        'DG_CONFIG_POD_MISSING',
         `${src('guard', 'DRAINGUARD_GUARD')} is set, so drainguard needs to know its pod: set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
       );
     }
   }
 
-  const httpAddr = v.httpAddr ?? (defaults.httpAddr ? { host: defaults.httpAddr.split(':')[0]!, port: Number(defaults.httpAddr.split(':')[1]) } : undefined);
   return Object.freeze({
-    socket: v.socket ?? defaults.socket,
+    socket: setting(args, 'socket'),
     socketSource: src('socket', 'DRAINGUARD_SOCKET'),
     gracePeriodMs,
     gracePeriodSource: args.sources.gracePeriodMs ?? 'default',
     drainTimeoutMs,
     drainTimeoutExplicit,
-    stopSignal: v.stopSignal ?? 'SIGTERM',
+    stopSignal: setting(args, 'stopSignal')!,
     stopTimeoutMs,
-    signalTarget: v.signalTarget ?? 'group',
+    signalTarget: setting(args, 'signalTarget')!,
     guard: Object.freeze(guard),
-    leaseDurationMs: v.leaseDurationMs,
+    leaseDurationMs: setting(args, 'leaseDurationMs')!,
     operatorContainers: Object.freeze([...(v.operatorContainer ?? [])]),
     prestopToken: resolvePrestopToken(v, args.sources),
     idleMetrics: v.idleMetrics,
     pod,
-    httpAddr,
-    logLevel: v.logLevel ?? 'info',
+    httpAddr: setting(args, 'httpAddr'),
+    logLevel: setting(args, 'logLevel')!,
     logFormat: v.logFormat,
   });
 }

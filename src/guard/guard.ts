@@ -8,6 +8,7 @@
 //   release()  stop, then remove this pod's finalizers and the Lease, by the deadline.
 
 import type { GuardTarget } from '../config/guard-list.ts';
+import { DrainguardError } from '../errors.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isStatus } from '../kube/errors.ts';
@@ -33,7 +34,7 @@ export interface GuardOptions {
   readonly targets: readonly GuardTarget[];
   readonly pod: PodRef;
   /** How long the Lease stays valid without renewal; it is renewed every third of it. */
-  readonly leaseDurationMs?: number;
+  readonly leaseDurationMs: number;
   readonly logger?: Logger;
   readonly now?: () => number;
   /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
@@ -56,7 +57,6 @@ export interface GuardStatus {
   readonly lastError?: string;
 }
 
-export const DEFAULT_LEASE_DURATION_MS = 60_000;
 /** How long the release may spend opening connections before its burst of removals. */
 const WARM_UP_MS = 1000;
 
@@ -99,7 +99,7 @@ export class Guard implements GuardHandle {
     this.#client = options.client;
     this.#pod = options.pod;
     this.#finalizer = finalizerFor(options.pod.uid);
-    this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS);
+    this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs);
     this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
     this.#now = options.now ?? Date.now;
     this.#onReleaseFailed = options.onReleaseFailed;
@@ -184,7 +184,7 @@ export class Guard implements GuardHandle {
     await Promise.all(this.#objects.map((o) => this.#holdObject(o, signal, foreign)));
     if (foreign.size > 0) await this.#sweep(foreign, signal);
     const failed = this.#objects.filter((o) => o.state === 'error');
-    if (failed.length > 0) throw new Error(failed.map((o) => `${guardTargetKey(o.target)}: ${o.message}`).join('; '));
+    if (failed.length > 0) throw new DrainguardError('DG_GUARD_HOLD', failed.map((o) => `${guardTargetKey(o.target)}: ${o.message}`).join('; '));
   }
 
   /** Its ServiceAccount, and a check that DRAINGUARD_POD_UID is this pod's. */

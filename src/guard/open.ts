@@ -21,8 +21,8 @@ export function openClient(env: NodeJS.ProcessEnv, logger: Logger, why: string):
   try {
     access = loadApiAccess(env);
   } catch (err) {
-    if (err instanceof NoApiConfigError) throw new ConfigError(`${why} needs the Kubernetes API: ${err.message}`);
-    throw new ConfigError(`${why} needs the Kubernetes API, but its configuration cannot be read: ${(err as Error).message}`);
+    if (err instanceof NoApiConfigError) throw new ConfigError('DG_CONFIG_NO_API', `${why} needs the Kubernetes API: ${err.message}`, { cause: err });
+    throw new ConfigError('DG_CONFIG_NO_API', `${why} needs the Kubernetes API, but its configuration cannot be read: ${(err as Error).message}`, { cause: err });
   }
   return new KubeClient({ access, logger });
 }

@@ -13,6 +13,9 @@ import { InstallSourceError, type SourceFile, installSources } from './sources.t
 /** The installed copy does not start (a noexec mount, a file system that lost something). */
 export class InstalledCopyError extends InstallSourceError {
   override name = 'InstalledCopyError';
+  constructor(message: string) {
+    super(message, 'DG_INSTALL_COPY');
+  }
 }
 
 export interface InstalledFile {

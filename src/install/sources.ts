@@ -9,6 +9,7 @@ import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { isSea } from 'node:sea';
 import { execa } from 'execa';
+import { DrainguardError } from '../errors.ts';
 import { LIB_DIR, LOADER, PROGRAM, installedDir } from './layout.ts';
 
 export interface SourceFile {
@@ -20,8 +21,11 @@ export interface SourceFile {
 }
 
 /** Nothing usable to install from: not the executable, or a system that cannot provide what it needs. */
-export class InstallSourceError extends Error {
+export class InstallSourceError extends DrainguardError {
   override name = 'InstallSourceError';
+  constructor(message: string, code: 'DG_INSTALL_SOURCE' | 'DG_INSTALL_COPY' = 'DG_INSTALL_SOURCE') {
+    super(code, message);
+  }
 }
 
 const EXECUTABLE = 0o755;

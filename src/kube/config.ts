@@ -5,6 +5,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { KubeConfig, type User } from '@kubernetes/client-node';
+import { ConfigError } from '../config/errors.ts';
 
 type Authenticator = Parameters<KubeConfig['addAuthenticator']>[0];
 
@@ -28,8 +29,11 @@ export interface LoadOptions {
 }
 
 /** Thrown when no way to reach the API is configured. */
-export class NoApiConfigError extends Error {
+export class NoApiConfigError extends ConfigError {
   override name = 'NoApiConfigError';
+  constructor(message: string) {
+    super('DG_CONFIG_NO_API', message);
+  }
 }
 
 export function loadApiAccess(env: NodeJS.ProcessEnv, { serviceAccountDir = SERVICE_ACCOUNT_DIR, home = env.HOME ?? homedir() }: LoadOptions = {}): ApiAccess {

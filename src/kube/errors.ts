@@ -1,7 +1,9 @@
 // Errors of Kubernetes API calls: each names the API server, the call and the object.
 
+import { DrainguardError } from '../errors.ts';
+
 /** The API server answered with an error status. */
-export class KubeApiError extends Error {
+export class KubeApiError extends DrainguardError {
   override name = 'KubeApiError';
   readonly status: number;
   /** The Status reason ("Conflict", "Forbidden", "NotFound", ...), when the server sent one. */
@@ -11,7 +13,7 @@ export class KubeApiError extends Error {
   readonly retryAfterMs?: number;
 
   constructor(call: string, server: string, status: number, reason: string | undefined, serverMessage: string, retryAfterMs?: number) {
-    super(`${call} on ${server}: ${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`);
+    super('DG_KUBE_API', `${call} on ${server}: ${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`);
     this.status = status;
     this.reason = reason;
     this.serverMessage = serverMessage;
@@ -20,12 +22,12 @@ export class KubeApiError extends Error {
 }
 
 /** No answer: connection refused or reset, DNS, TLS, or the call's timeout. */
-export class KubeUnreachableError extends Error {
+export class KubeUnreachableError extends DrainguardError {
   override name = 'KubeUnreachableError';
   readonly timedOut: boolean;
 
   constructor(call: string, server: string, detail: string, options: { cause?: unknown; timedOut?: boolean } = {}) {
-    super(`${call}: cannot reach the Kubernetes API at ${server}: ${detail}`, { cause: options.cause });
+    super('DG_KUBE_UNREACHABLE', `${call}: cannot reach the Kubernetes API at ${server}: ${detail}`, { cause: options.cause });
     this.timedOut = options.timedOut ?? false;
   }
 }

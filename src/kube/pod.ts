@@ -4,6 +4,7 @@
 // known by name.
 
 import { ConfigError } from '../config/errors.ts';
+import { DrainguardError } from '../errors.ts';
 import type { PodIdentity } from '../config/supervisor.ts';
 import type { Logger } from '../log/logger.ts';
 import type { KubeClient } from './client.ts';
@@ -27,7 +28,7 @@ const GRACE_READ_TIMEOUT_MS = 10_000;
 export async function openPodApi(pod: PodIdentity, operatorContainers: readonly string[], env: NodeJS.ProcessEnv, logger: Logger): Promise<PodApi> {
   const needed = operatorContainers.length > 0;
   if (pod.name === undefined || pod.namespace === undefined) {
-    if (needed) throw new ConfigError('DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)');
+    if (needed) throw new ConfigError('DG_CONFIG_POD_MISSING', 'DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)');
     return {};
   }
   const [{ NoApiConfigError, loadApiAccess }, { KubeClient }, { createEventRecorder }] = await Promise.all([
@@ -39,7 +40,7 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
   try {
     access = loadApiAccess(env);
   } catch (err) {
-    if (needed) throw new ConfigError(`DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs the Kubernetes API: ${(err as Error).message}`);
+    if (needed) throw new ConfigError('DG_CONFIG_NO_API', `DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs the Kubernetes API: ${(err as Error).message}`, { cause: err });
     if (!(err instanceof NoApiConfigError)) throw err;
     logger.info('no Kubernetes API configured: no Events on the pod', { reason: err.message });
     return {};
@@ -112,7 +113,7 @@ export function containersTerminated(
       const containers = (current.spec?.containers ?? []).map((c) => c.name);
       const unknown = names.filter((n) => !containers.includes(n));
       if (unknown.length > 0) {
-        throw new Error(`DRAINGUARD_OPERATOR_CONTAINER names ${unknown.join(', ')}, which is not a container of pod ${pod.namespace}/${pod.name} (it has ${containers.join(', ')})`);
+        throw new DrainguardError('DG_KUBE_CONTAINER', `DRAINGUARD_OPERATOR_CONTAINER names ${unknown.join(', ')}, which is not a container of pod ${pod.namespace}/${pod.name} (it has ${containers.join(', ')})`);
       }
       const statuses = current.status?.containerStatuses ?? [];
       const running = names.filter((n) => !statuses.find((s) => s.name === n)?.state?.terminated);

@@ -1,6 +1,7 @@
 // One JSON object per line on stderr, or `time LEVEL message key=value` on a terminal.
 
 import { EventEmitter } from 'node:events';
+import { describe } from '../errors.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogFormat = 'json' | 'text';
@@ -50,7 +51,8 @@ export function createLogger({ level = 'info', format, stream = process.stderr, 
 
 function serialisable(fields: LogFields): LogFields {
   const out: LogFields = {};
-  for (const [k, v] of Object.entries(fields)) out[k] = v instanceof Error ? v.message : v;
+  // An error shows as the user sees it elsewhere: its code (errors.ts), then its message.
+  for (const [k, v] of Object.entries(fields)) out[k] = v instanceof Error ? describe(v) : v;
   return out;
 }
 

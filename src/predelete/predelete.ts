@@ -1,6 +1,7 @@
 // `drainguard predelete`: delete custom resources while the operator still runs
 // and wait until its finalizers have let them go, stage by stage.
 
+import { DrainguardError } from '../errors.ts';
 import { isNotFound } from '../kube/errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type KubeObject, type ObjectRef, RESOURCES } from '../kube/objects.ts';
@@ -34,11 +35,11 @@ export interface Remaining {
 }
 
 /** What stopped the run before everything was gone. */
-export class PredeleteError extends Error {
+export class PredeleteError extends DrainguardError {
   override name = 'PredeleteError';
   readonly remaining: readonly Remaining[];
-  constructor(message: string, remaining: readonly Remaining[] = []) {
-    super(message);
+  constructor(code: 'DG_PREDELETE_NOT_READY' | 'DG_PREDELETE_NAMESPACE' | 'DG_PREDELETE_TIMEOUT', message: string, remaining: readonly Remaining[] = []) {
+    super(code, message);
     this.remaining = remaining;
   }
 }
@@ -75,6 +76,7 @@ async function requireReady(options: PredeleteOptions, deadline: number): Promis
   );
   if (ready.length === 0) {
     throw new PredeleteError(
+      'DG_PREDELETE_NOT_READY',
       `no ready pod matches ${JSON.stringify(selector)} in namespace ${namespace}: without the operator nothing would remove the finalizers, so nothing was deleted`,
     );
   }
@@ -87,7 +89,7 @@ async function expand(options: PredeleteOptions, target: Target, deadline: numbe
   const label = (o: { name: string; namespace?: string }) =>
     `${r.kind.toLowerCase()}.${r.group || 'core'}/${o.name}${r.namespaced && o.namespace ? ` (namespace ${o.namespace})` : ''}`;
   if (target.name !== undefined) {
-    if (r.namespaced && namespace === undefined) throw new PredeleteError(`${target.text}: a namespaced object needs -n NAMESPACE, not --all-namespaces`);
+    if (r.namespaced && namespace === undefined) throw new PredeleteError('DG_PREDELETE_NAMESPACE', `${target.text}: a namespaced object needs -n NAMESPACE, not --all-namespaces`);
     return [{ ref: { ...r, namespace, name: target.name }, label: label({ name: target.name, namespace }) }];
   }
   const list = await options.client.list(r, namespace, { deadline });
@@ -135,6 +137,7 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
     if (now() >= deadline) {
       const remaining = await Promise.all(left.map(async (o) => ({ name: o.label, ...(await state(options, o, Infinity).catch(() => undefined) ?? { finalizers: [], deleting: true }) })));
       throw new PredeleteError(
+        'DG_PREDELETE_TIMEOUT',
         `timed out with ${left.length} left:\n${remaining.map((r) => `  ${r.name}: ${r.finalizers.length ? `finalizers ${r.finalizers.join(', ')}` : 'no finalizers'}`).join('\n')}`,
         remaining,
       );

@@ -30,9 +30,9 @@ export function parseResourceArgs(argument: string): ResourceArg[] {
     const typePart = slash === -1 ? trimmed : trimmed.slice(0, slash);
     const name = slash === -1 ? undefined : trimmed.slice(slash + 1);
     if (typePart === '' || !/^[a-zA-Z0-9][-a-zA-Z0-9.]*$/.test(typePart)) {
-      throw new ConfigError(`RESOURCE: expected TYPE[.GROUP][/NAME] such as installations.operator.tigera.io/default, got ${JSON.stringify(text)}`);
+      throw new ConfigError('DG_PREDELETE_RESOURCE', `RESOURCE: expected TYPE[.GROUP][/NAME] such as installations.operator.tigera.io/default, got ${JSON.stringify(text)}`);
     }
-    if (name !== undefined && !NAME.test(name)) throw new ConfigError(`RESOURCE: expected an object name after "/" in ${JSON.stringify(text)}`);
+    if (name !== undefined && !NAME.test(name)) throw new ConfigError('DG_PREDELETE_RESOURCE', `RESOURCE: expected an object name after "/" in ${JSON.stringify(text)}`);
     const dot = typePart.indexOf('.');
     return {
       text: trimmed,
@@ -72,12 +72,13 @@ export class Discovery {
     if (matches.length === 0) {
       const near = all.filter((r) => r.names.includes(arg.type)).map((r) => `${r.resource}.${r.group || 'core'}`);
       throw new ConfigError(
+        'DG_PREDELETE_RESOURCE',
         `RESOURCE: the API server at ${this.#client.server} has no resource type ${JSON.stringify(arg.type + (arg.qualifier ? `.${arg.qualifier}` : ''))}` +
           (near.length > 0 ? ` (in other groups: ${near.join(', ')})` : ' (is its CustomResourceDefinition installed?)'),
       );
     }
     if (groups.length > 1 && !groups.includes('')) {
-      throw new ConfigError(`RESOURCE: ${JSON.stringify(arg.text)} is ambiguous: ${matches.map((r) => `${r.resource}.${r.group}`).join(', ')}; name the group`);
+      throw new ConfigError('DG_PREDELETE_RESOURCE', `RESOURCE: ${JSON.stringify(arg.text)} is ambiguous: ${matches.map((r) => `${r.resource}.${r.group}`).join(', ')}; name the group`);
     }
     // As kubectl: a core type wins over one of the same name in another group.
     const resource = matches.find((r) => r.group === '') ?? matches[0]!;

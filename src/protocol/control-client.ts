@@ -4,6 +4,7 @@
 // this return a failure, never hang.
 
 import { type Socket, connect } from 'node:net';
+import type { FailureCode } from '../errors.ts';
 import { parseControlReply } from './control.ts';
 import { LineSplitter, PROTOCOL_VERSION, ProtocolError, encode } from './messages.ts';
 
@@ -28,7 +29,7 @@ export type PrestopResult =
   /** The drain ended (whatever its outcome), or this side's own deadline passed while it ran. */
   | { readonly ok: true; readonly outcome: string; readonly durationMs?: number; readonly clients?: number; readonly joined?: boolean; readonly gaveUp: boolean }
   /** The supervisor could not be reached, refused, or went away: the message says which and what to check. */
-  | { readonly ok: false; readonly message: string };
+  | { readonly ok: false; readonly code: FailureCode; readonly message: string };
 
 export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${process.pid}`, now = Date.now }: PrestopRequestOptions): Promise<PrestopResult> {
   const start = now();
@@ -56,7 +57,7 @@ export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${
       if (at === Infinity) return;
       timer = setTimeout(() => finish(onTimeout()), Math.max(0, at - now()));
     };
-    const fail = (message: string): PrestopResult => ({ ok: false, message });
+    const fail = (code: FailureCode, message: string): PrestopResult => ({ ok: false, code, message });
 
     const attempt = () => {
       const s = connect(path);
@@ -66,7 +67,7 @@ export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${
         connected = true;
         s.write(encode({ type: 'request-drain', protocol: PROTOCOL_VERSION, source }));
         waitUntil(Math.min(hardDeadline, now() + ANSWER_TIMEOUT_MS), () =>
-          fail(`the drainguard at ${path} accepted the connection but did not answer within ${Math.round((Math.min(hardDeadline, now()) - start) / 100) / 10}s`),
+          fail('DG_PRESTOP_NO_ANSWER', `the drainguard at ${path} accepted the connection but did not answer within ${Math.round((Math.min(hardDeadline, now()) - start) / 100) / 10}s`),
         );
       });
       const splitter = new LineSplitter();
@@ -86,12 +87,14 @@ export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${
               finish({ ok: true, outcome: reply.outcome, durationMs: reply.durationMs, ...started, gaveUp: false });
             } else if (reply.type === 'error') {
               const old = /first message must be hello/.test(reply.message) ? ' (this drainguard predates drain requests: upgrade the sidecar)' : '';
-              finish(fail(`the drainguard at ${path} refused the drain request: ${reply.message}${old}`));
+              // The supervisor's code (since errors.ts) goes last: this failure's own code leads.
+              const [, wireCode, text] = /^(?:(DG_[A-Z_]+): )?(.*)$/s.exec(reply.message)!;
+              finish(fail('DG_PRESTOP_REFUSED', `the drainguard at ${path} refused the drain request: ${text}${old}${wireCode ? ` (${wireCode})` : ''}`));
             }
           }
         } catch (err) {
           if (!(err instanceof ProtocolError)) throw err;
-          finish(fail(`the drainguard at ${path} sent something that is not the drain protocol: ${err.message}`));
+          finish(fail('DG_PRESTOP_PROTOCOL', `the drainguard at ${path} sent something that is not the drain protocol: ${err.message}`));
         }
       });
       s.on('error', (err: NodeJS.ErrnoException) => {
@@ -101,15 +104,15 @@ export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${
           delay = Math.min(delay * 2, 400);
           return;
         }
-        finish(fail(!connected ? unreachable(path, err) : `lost the connection to the drainguard at ${path} before the drain ended: ${err.code ?? err.message}`));
+        finish(fail('DG_PRESTOP_UNREACHABLE', !connected ? unreachable(path, err) : `lost the connection to the drainguard at ${path} before the drain ended: ${err.code ?? err.message}`));
       });
       s.on('close', () => {
         // After an error the retry or the failure is already under way.
         if (settled || s.errored) return;
-        finish(fail(`the drainguard at ${path} closed the connection before the drain ended (did it exit?)`));
+        finish(fail('DG_PRESTOP_UNREACHABLE', `the drainguard at ${path} closed the connection before the drain ended (did it exit?)`));
       });
     };
-    waitUntil(hardDeadline, () => (started ? { ok: true, outcome: 'deadline', ...started, gaveUp: true } : fail(`no answer from the drainguard at ${path} before the deadline`)));
+    waitUntil(hardDeadline, () => (started ? { ok: true, outcome: 'deadline', ...started, gaveUp: true } : fail('DG_PRESTOP_NO_ANSWER', `no answer from the drainguard at ${path} before the deadline`)));
     attempt();
   });
 }

@@ -71,9 +71,9 @@ export function parseControlReply(line: string): ControlReply | { type: 'unknown
   try {
     m = JSON.parse(line) as Record<string, unknown>;
   } catch {
-    throw new ProtocolError('invalid JSON from drainguard');
+    throw new ProtocolError('DG_PROTOCOL_JSON', 'invalid JSON from drainguard');
   }
-  if (typeof m !== 'object' || m === null) throw new ProtocolError('a message must be a JSON object');
+  if (typeof m !== 'object' || m === null) throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'a message must be a JSON object');
   switch (m.type) {
     case 'drain-started':
       return {

@@ -1,5 +1,7 @@
 // Drain protocol, version 1: UTF-8 JSON objects, one per line.
 
+import { DrainguardError, type ProtocolErrorCode } from '../errors.ts';
+
 export const PROTOCOL_VERSION = 1;
 /** Longest line accepted, in bytes, newline excluded. */
 export const MAX_LINE_BYTES = 64 * 1024;
@@ -20,8 +22,13 @@ export function encode(message: object): string {
   return `${JSON.stringify(message)}\n`;
 }
 
-export class ProtocolError extends Error {
+/** A peer broke the protocol; sent as the `error` message, code first, then the connection is closed. */
+export class ProtocolError extends DrainguardError {
   override name = 'ProtocolError';
+  declare readonly code: ProtocolErrorCode;
+  constructor(code: ProtocolErrorCode, message: string) {
+    super(code, message);
+  }
 }
 
 /** Below this, a partial line's buffer is kept for the next line; above, it is let go. */
@@ -73,14 +80,14 @@ export class LineSplitter {
   }
 
   #check(bytes: number): void {
-    if (bytes > MAX_LINE_BYTES) throw new ProtocolError(`line longer than ${MAX_LINE_BYTES} bytes`);
+    if (bytes > MAX_LINE_BYTES) throw new ProtocolError('DG_PROTOCOL_LINE', `line longer than ${MAX_LINE_BYTES} bytes`);
   }
 
   #decode(bytes: Uint8Array): string {
     try {
       return this.#decoder.decode(bytes);
     } catch {
-      throw new ProtocolError('line is not valid UTF-8');
+      throw new ProtocolError('DG_PROTOCOL_LINE', 'line is not valid UTF-8');
     }
   }
 }
@@ -91,13 +98,13 @@ export function parseClientMessage(line: string): ClientMessage | { type: 'unkno
   try {
     value = JSON.parse(line);
   } catch {
-    throw new ProtocolError('invalid JSON');
+    throw new ProtocolError('DG_PROTOCOL_JSON', 'invalid JSON');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ProtocolError('a message must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'a message must be a JSON object');
   const m = value as Record<string, unknown>;
   switch (m.type) {
     case 'hello':
-      if (!Number.isSafeInteger(m.protocol)) throw new ProtocolError('hello needs an integer "protocol"');
+      if (!Number.isSafeInteger(m.protocol)) throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'hello needs an integer "protocol"');
       return {
         type: 'hello',
         protocol: m.protocol as number,
@@ -105,15 +112,15 @@ export function parseClientMessage(line: string): ClientMessage | { type: 'unkno
         pid: Number.isSafeInteger(m.pid) ? (m.pid as number) : undefined,
       };
     case 'inflight':
-      if (!Number.isSafeInteger(m.count) || (m.count as number) < 0) throw new ProtocolError('inflight needs a non-negative integer "count"');
+      if (!Number.isSafeInteger(m.count) || (m.count as number) < 0) throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'inflight needs a non-negative integer "count"');
       return { type: 'inflight', count: m.count as number };
     case 'drained':
       return { type: 'drained' };
     case 'request-drain':
-      if (!Number.isSafeInteger(m.protocol)) throw new ProtocolError('request-drain needs an integer "protocol"');
+      if (!Number.isSafeInteger(m.protocol)) throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'request-drain needs an integer "protocol"');
       return { type: 'request-drain', protocol: m.protocol as number, source: typeof m.source === 'string' ? m.source.slice(0, 64) : undefined };
     default:
-      if (typeof m.type !== 'string') throw new ProtocolError('a message needs a string "type"');
+      if (typeof m.type !== 'string') throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'a message needs a string "type"');
       return { type: 'unknown' };
   }
 }

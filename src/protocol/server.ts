@@ -6,6 +6,7 @@ import { type Server, type Socket, createServer } from 'node:net';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, type DrainRequest, controlChannel } from './control.ts';
 import { LineSplitter, PROTOCOL_VERSION, ProtocolError, encode, parseClientMessage } from './messages.ts';
+import { describe } from '../errors.ts';
 
 /** A client whose unread output grows past this is not reading; it is dropped. */
 const MAX_BACKLOG_BYTES = 64 * 1024;
@@ -161,7 +162,7 @@ export class DrainServer {
         }
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
-        this.#reject(client, err.message);
+        this.#reject(client, describe(err));
       }
     });
     socket.on('error', () => socket.destroy());
@@ -190,9 +191,9 @@ export class DrainServer {
     const message = parseClientMessage(line);
     if (!client.greeted) {
       if (message.type === 'request-drain') return this.#control(client, message.protocol, { source: message.source });
-      if (message.type !== 'hello') throw new ProtocolError('the first message must be hello');
+      if (message.type !== 'hello') throw new ProtocolError('DG_PROTOCOL_HELLO_FIRST', 'the first message must be hello');
       if (message.protocol !== PROTOCOL_VERSION) {
-        throw new ProtocolError(`unsupported protocol version ${message.protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
+        throw new ProtocolError('DG_PROTOCOL_VERSION', `unsupported protocol version ${message.protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
       }
       client.greeted = true;
       this.#undrained++;
@@ -231,9 +232,9 @@ export class DrainServer {
   /** Turns the connection into a control connection and hands the request over. */
   #control(client: Client, protocol: number, request: DrainRequest): void {
     if (protocol !== PROTOCOL_VERSION) {
-      throw new ProtocolError(`unsupported protocol version ${protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
+      throw new ProtocolError('DG_PROTOCOL_VERSION', `unsupported protocol version ${protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
     }
-    if (!this.#onDrainRequest) throw new ProtocolError('drain requests are not accepted here: drainguard run drains on SIGTERM; prestop is for drainguard sidecar');
+    if (!this.#onDrainRequest) throw new ProtocolError('DG_PROTOCOL_DRAIN_REFUSED', 'drain requests are not accepted here: drainguard run drains on SIGTERM; prestop is for drainguard sidecar');
     this.#clients.delete(client.id);
     client.control = new AbortController();
     this.#controls.add(client);

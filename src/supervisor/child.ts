@@ -24,10 +24,11 @@ export interface Child {
 /** The child could not be started at all (missing command, not executable). */
 export class SpawnError extends Error {
   override name = 'SpawnError';
-  readonly code: string | undefined;
-  constructor(message: string, code: string | undefined) {
+  /** The errno code (ENOENT, EACCES), when the system gave one. */
+  readonly errno: string | undefined;
+  constructor(message: string, errno: string | undefined) {
     super(message);
-    this.code = code;
+    this.errno = errno;
   }
 }
 

@@ -89,7 +89,7 @@ export function defaultDrainTimeout(gracePeriodMs: number, stopTimeoutMs: number
  * operator first. Returns what is wrong, or undefined.
  */
 export function checkFit(
-  settings: Omit<DeadlineSettings, 'gracePeriodSource' | 'drainTimeoutExplicit'> & { readonly drainTimeoutMs?: number },
+  settings: Omit<DeadlineSettings, 'gracePeriodSource' | 'drainTimeoutExplicit' | 'drainTimeoutMs'> & { readonly drainTimeoutMs?: number },
   sources: { readonly stop: string; readonly drain: string },
 ): string | undefined {
   const { gracePeriodMs: grace, stopTimeoutMs: stop, drainTimeoutMs: drain } = settings;

@@ -29,8 +29,6 @@ import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './obse
 import { Deadlines, Termination } from './shutdown.ts';
 import { FORWARDED, TERMINATING } from './signals.ts';
 
-export const DEFAULT_SIDECAR_SOCKET = '/run/drainguard/drain.sock';
-
 export interface SidecarOptions {
   readonly logger?: Logger;
   readonly now?: () => number;
@@ -69,7 +67,8 @@ export class SidecarSupervisor {
     this.#deadlines = new Deadlines(config, this.#log);
     this.#termination = new Termination(this.#now);
     this.#server = new DrainServer({
-      path: config.socket ?? DEFAULT_SIDECAR_SOCKET,
+      // Always set for sidecar: the options table's default is /run/drainguard/drain.sock.
+      path: config.socket!,
       logger: this.#log,
       now: this.#now,
       onEvent: () => this.#clientsChanged.emit('change'),
@@ -148,7 +147,7 @@ export class SidecarSupervisor {
       await this.#server.listen();
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      throw new ConfigError(`DRAINGUARD_SOCKET: cannot listen on ${this.#server.path}: ${e.code ?? e.message}${e.code === 'EACCES' ? ' (directory not writable)' : ''}`);
+      throw new ConfigError('DG_SOCKET_LISTEN', `DRAINGUARD_SOCKET: cannot listen on ${this.#server.path}: ${e.code ?? e.message}${e.code === 'EACCES' ? ' (directory not writable)' : ''}`, { cause: err });
     }
   }
 

@@ -49,7 +49,9 @@ function privateSocket(): { path: string; cleanup: () => void } {
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     throw new ConfigError(
+      'DG_SOCKET_LISTEN',
       `cannot make a private directory for the drain socket in ${tmpdir()}: ${e.code ?? e.message}; set TMPDIR to a writable directory, or DRAINGUARD_SOCKET to a socket path`,
+      { cause: err },
     );
   }
 }
@@ -80,7 +82,7 @@ export class WrapSupervisor {
 
   /** Runs `command` under supervision; resolves with the status drainguard should exit with. */
   async run([file, ...args]: readonly string[]): Promise<number> {
-    if (file === undefined) throw new ConfigError("'drainguard run' needs a command: drainguard run [OPTIONS] -- COMMAND [ARGS...]");
+    if (file === undefined) throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard run' needs a command: drainguard run [OPTIONS] -- COMMAND [ARGS...]");
     // Signals first: a SIGTERM between making the private directory and catching it would leave the directory.
     const uncatch = catchSignals((sig) => this.#onSignal(sig));
     let ownPath: ReturnType<typeof privateSocket> | undefined;
@@ -121,7 +123,7 @@ export class WrapSupervisor {
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       const fix = e.code === 'EACCES' ? `this user may not create files in ${dirname(server.path)}; choose a writable directory (an emptyDir volume in a pod) or make it writable` : 'choose another path';
-      throw new ConfigError(`${this.#config.socketSource ?? 'DRAINGUARD_SOCKET'}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`);
+      throw new ConfigError('DG_SOCKET_LISTEN', `${this.#config.socketSource ?? 'DRAINGUARD_SOCKET'}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`, { cause: err });
     }
   }
 
@@ -133,7 +135,7 @@ export class WrapSupervisor {
         signalTarget: this.#config.signalTarget,
       });
     } catch (err) {
-      if (err instanceof SpawnError) throw new ConfigError(err.message);
+      if (err instanceof SpawnError) throw new ConfigError('DG_CHILD_SPAWN', err.message, { cause: err });
       throw err;
     }
     this.#setPhase('running');

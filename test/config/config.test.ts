@@ -44,11 +44,11 @@ test('flags win over variables; each value names its source in errors', () => {
   assert.is(args.values.stopTimeoutMs, 1000);
   assert.is(args.values.gracePeriodMs, 10_000);
   assert.equal(args.positionals, ['x']);
-  const config = resolveSupervisorConfig(args, {});
+  const config = resolveSupervisorConfig(args);
   assert.is(config.drainTimeoutMs, 10_000 - 1000 - 2000, 'grace period - stop timeout - 2s');
   assert.throws(() => parseArgs('run', ['--stop-timeout'], {}), /--stop-timeout needs a value/);
   assert.throws(() => parseArgs('run', ['--nope'], {}), /unknown option --nope/);
-  assert.throws(() => resolveSupervisorConfig(parseArgs('run', [], { DRAINGUARD_STOP_TIMEOUT: '30s' }), {}), /DRAINGUARD_STOP_TIMEOUT: the stop timeout \(30s\) must be shorter than the grace period \(30s\)/);
+  assert.throws(() => resolveSupervisorConfig(parseArgs('run', [], { DRAINGUARD_STOP_TIMEOUT: '30s' })), /DRAINGUARD_STOP_TIMEOUT: the stop timeout \(30s\) must be shorter than the grace period \(30s\)/);
   const positional = parseArgs('run', ['./manager', '--leader-elect'], {}, { stopAtPositional: true });
   assert.equal(positional.positionals, ['./manager', '--leader-elect'], 'options after the command belong to it');
 });

@@ -1,6 +1,6 @@
 // Every generated file in the repository is what scripts/generate.ts makes
 // now: the launcher's bytes from launcher.S, the table of variables from the
-// options, the rendered examples from the kustomizations.
+// options, the error codes from src/errors.ts, the rendered examples from the kustomizations.
 
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
@@ -9,12 +9,13 @@ import { ROOT, generateAll } from '../../scripts/generate.ts';
 
 const generated = generateAll();
 
-test('the generator makes the launcher, the table of variables and each rendered example', () => {
+test('the generator makes the launcher, the table of variables, the table of error codes and each rendered example', () => {
   assert.equal(generated.map((g) => g.path).sort(), [
     'README.md',
     'deploy/rendered/native-sidecar.yaml',
     'deploy/rendered/sidecar.yaml',
     'deploy/rendered/wrap.yaml',
+    'docs/errors.md',
     'src/install/launcher-image.ts',
   ]);
 });

@@ -112,7 +112,7 @@ for (const { mode, supervisor, command } of MODES) {
     const env = kubeletEnv(dg.env, { name: 'example-operator-7d9f8-x2x4q', namespace: deployment.metadata.namespace!, uid: '0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50' });
     // The grace period drainguard reads from its Pod.
     env.DRAINGUARD_GRACE_PERIOD = String(pod.terminationGracePeriodSeconds);
-    const config = resolveSupervisorConfig(parseArgs(command, [], env), {});
+    const config = resolveSupervisorConfig(parseArgs(command, [], env));
     assert.equal(config.guard.length, 7);
     assert.equal(config.pod.namespace, deployment.metadata.namespace);
   });
@@ -120,7 +120,7 @@ for (const { mode, supervisor, command } of MODES) {
   test(`${mode}: the grace period leaves a drain budget of at least 30s after the stop timeout`, () => {
     const env = kubeletEnv(dg.env, { name: 'p', namespace: 'n', uid: 'u' });
     env.DRAINGUARD_GRACE_PERIOD = String(pod.terminationGracePeriodSeconds);
-    const config = resolveSupervisorConfig(parseArgs(command, [], env), {});
+    const config = resolveSupervisorConfig(parseArgs(command, [], env));
     assert.equal(config.gracePeriodMs, pod.terminationGracePeriodSeconds! * 1000);
     assert.ok(config.drainTimeoutMs >= 30_000, `drain timeout ${config.drainTimeoutMs} ms`);
     assert.ok(config.drainTimeoutMs + config.stopTimeoutMs + GRACE_MARGIN_MS <= config.gracePeriodMs);

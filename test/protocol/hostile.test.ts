@@ -20,6 +20,8 @@ async function rejected(socket: string, payload: string | Buffer, reason: RegExp
   c.send(payload);
   const error = await c.message('error');
   assert.match(String(error.message), reason);
+  // The code of docs/errors.md comes first, the spec's text after it.
+  assert.match(String(error.message), /^DG_PROTOCOL_[A-Z_]+: /);
   await c.close();
 }
 

@@ -213,7 +213,10 @@ test('the options only drainguard sidecar has, and shared ones through the sidec
     const status = await within(10_000, `sidecar with ${variable}`, new Promise((r) => child.on('close', r)));
     const what = `${variable}=${JSON.stringify(c.value)}`;
     assert.equal(status, 2, `${what}: ${stderr}`);
-    const message = stderr.trim().split('\n').at(-1)!;
+    const line = stderr.trim().split('\n').at(-1)!;
+    // The error's code (docs/errors.md) stands between the command and the message.
+    assert.match(line, /^drainguard sidecar: DG_[A-Z_]+: /, `${what}: ${line}`);
+    const message = line.replace(/^(drainguard sidecar: )DG_[A-Z_]+: /, '$1');
     assert.ok(message.startsWith(`drainguard sidecar: ${c.names ?? variable}`), `${what}: ${message}`);
     assert.match(message, c.fix, what);
     // The socket is claimed after the HTTP listener started: that one may have been up for a moment.

@@ -230,7 +230,7 @@ test('soak: clients created and closed before, during and after connecting hold 
 test('soak: the wrap supervisor run again and again in one process restores its signal handlers and exit hooks', async () => {
   const tmp = tempDir();
   const runs = Math.max(20, Math.ceil(sizes.soakCycles / 2));
-  const config = resolveSupervisorConfig(parseArgs('run', ['--stop-timeout=2s', '--drain-timeout=1s'], {}), {});
+  const config = resolveSupervisorConfig(parseArgs('run', ['--stop-timeout=2s', '--drain-timeout=1s'], {}));
   const listeners = () => Object.fromEntries(['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGUSR1', 'exit'].map((e) => [e, process.listenerCount(e)]));
   const run = (i: number) =>
     runWrapped(config, ['sleep', '30'], {

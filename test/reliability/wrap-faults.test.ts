@@ -246,7 +246,7 @@ test('a SIGTERM received before the operator is started is honoured (library, re
   const marker = join(dir, 'started');
   const lines: string[] = [];
   const logger = createLogger({ level: 'debug', format: 'json', stream: { write: (l: string) => lines.push(l) } });
-  const config = resolveSupervisorConfig(parseArgs('run', [], {}), {});
+  const config = resolveSupervisorConfig(parseArgs('run', [], {}));
   const status = await within(
     5000,
     'runWrapped',

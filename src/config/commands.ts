@@ -1,0 +1,130 @@
+// The resolved configuration of the commands that supervise nothing (prestop,
+// release, status, predelete, install, check): defaults from the options table
+// filled in, the rules about their arguments checked before they start.
+// run and sidecar resolve in supervisor.ts.
+
+import { statSync } from 'node:fs';
+import type { LogFormat, LogLevel } from '../log/logger.ts';
+import { ConfigError } from './errors.ts';
+import { type GuardTarget, parseGuardList } from './guard-list.ts';
+import { type ParsedArgs, setting } from './load.ts';
+import type { OptionValues } from './options.ts';
+
+export interface LogConfig {
+  readonly logLevel: LogLevel;
+  /** undefined: json unless stderr is a terminal. */
+  readonly logFormat?: LogFormat;
+}
+
+export interface PrestopConfig extends LogConfig {
+  readonly socket: string;
+  /** undefined: the deadline the supervisor announces. */
+  readonly drainTimeoutMs?: number;
+}
+
+/** What release and status look at: the objects named, or every one with a holder finalizer. */
+export interface GuardQueryConfig extends LogConfig {
+  readonly targets: readonly GuardTarget[];
+  readonly allObjects: boolean;
+  /** Where holder Leases are looked for; undefined: the client's namespace rules (guard/open.ts). */
+  readonly podNamespace?: string;
+}
+
+export interface ReleaseConfig extends GuardQueryConfig {
+  /** Also the finalizers of live holders (confirmed with --yes). */
+  readonly all: boolean;
+  /** undefined: one pass. */
+  readonly waitMs?: number;
+}
+
+export interface StatusConfig extends GuardQueryConfig {
+  readonly output: OptionValues['output'];
+}
+
+export interface PredeleteConfig extends LogConfig {
+  /** The RESOURCE arguments as given (parsed against the API server's discovery). */
+  readonly resources: readonly string[];
+  /** undefined: the kubeconfig context's, in a pod its own, else default. */
+  readonly namespace?: string;
+  readonly allNamespaces: boolean;
+  readonly timeoutMs: number;
+  readonly order: boolean;
+  readonly propagation: OptionValues['propagation'];
+  readonly requireReady?: string;
+}
+
+export interface InstallConfig extends LogConfig {
+  readonly dir: string;
+}
+
+export interface CheckConfig {
+  readonly output: OptionValues['output'];
+  /** Read from the API instead of manifests. */
+  readonly deployment?: OptionValues['checkDeployment'];
+  /** Files, directories, or - for standard input. */
+  readonly paths: readonly string[];
+}
+
+const log = (args: ParsedArgs): LogConfig => ({ logLevel: setting(args, 'logLevel')!, logFormat: args.values.logFormat });
+
+export function resolvePrestopConfig(args: ParsedArgs): PrestopConfig {
+  return Object.freeze({ ...log(args), socket: setting(args, 'socket')!, drainTimeoutMs: args.values.drainTimeoutMs });
+}
+
+function guardQuery(args: ParsedArgs): GuardQueryConfig {
+  const v = args.values;
+  const targets = v.guard === undefined ? [] : parseGuardList(v.guard, args.sources.guard ?? 'DRAINGUARD_GUARD');
+  return { ...log(args), targets: Object.freeze(targets), allObjects: setting(args, 'allObjects')!, podNamespace: v.podNamespace };
+}
+
+export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
+  const query = guardQuery(args);
+  if (query.targets.length === 0 && !query.allObjects) {
+    throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the objects to release: --guard LIST (DRAINGUARD_GUARD), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
+  }
+  const all = setting(args, 'all')!;
+  if (all && !setting(args, 'yes')) {
+    throw new ConfigError('DG_CONFIG_CONFIRM', '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
+  }
+  return Object.freeze({ ...query, all, waitMs: args.values.waitMs });
+}
+
+export function resolveStatusConfig(args: ParsedArgs): StatusConfig {
+  const query = guardQuery(args);
+  // With no list, status shows every object that has a holder.
+  return Object.freeze({ ...query, allObjects: query.allObjects || query.targets.length === 0, output: setting(args, 'output')! });
+}
+
+export function resolvePredeleteConfig(args: ParsedArgs): PredeleteConfig {
+  if (args.positionals.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard predelete' needs at least one RESOURCE, such as installations.operator.tigera.io/default");
+  const v = args.values;
+  return Object.freeze({
+    ...log(args),
+    resources: Object.freeze([...args.positionals]),
+    namespace: v.namespace,
+    allNamespaces: setting(args, 'allNamespaces')!,
+    timeoutMs: setting(args, 'timeoutMs')!,
+    order: setting(args, 'order')!,
+    propagation: setting(args, 'propagation')!,
+    requireReady: v.requireReady,
+  });
+}
+
+export function resolveInstallConfig(args: ParsedArgs): InstallConfig {
+  if (args.positionals.length !== 1) {
+    throw new ConfigError('DG_CONFIG_ARGUMENTS', `'drainguard install' needs exactly one DIR, got ${args.positionals.length === 0 ? 'none' : JSON.stringify(args.positionals)}`);
+  }
+  const dir = args.positionals[0]!;
+  let stat;
+  try {
+    stat = statSync(dir);
+  } catch {}
+  if (stat && !stat.isDirectory()) throw new ConfigError('DG_INSTALL_DIR', `DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
+  return Object.freeze({ ...log(args), dir });
+}
+
+export function resolveCheckConfig(args: ParsedArgs): CheckConfig {
+  const deployment = args.values.checkDeployment;
+  if (deployment && args.positionals.length > 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', '--deployment reads from the API: name no manifests with it');
+  return Object.freeze({ output: setting(args, 'output')!, deployment, paths: Object.freeze([...args.positionals]) });
+}
