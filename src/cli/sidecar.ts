@@ -1,4 +1,4 @@
-import { type SupervisorConfig, resolveSupervisorConfig } from '../config/supervisor.ts';
+import { type SupervisorConfig, resolveSupervisorConfig } from '../supervisor/config.ts';
 import { drainEventObserver } from '../telemetry/pod-events.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { createLogger } from '../log/logger.ts';

@@ -3,7 +3,7 @@
 // loads the Kubernetes client.
 
 import { ConfigError } from '../config/errors.ts';
-import type { SupervisorConfig } from '../config/supervisor.ts';
+import type { SupervisorConfig } from '../supervisor/config.ts';
 import { KubeClient } from '../kube/client.ts';
 import { NoApiConfigError, loadApiAccess } from '../kube/config.ts';
 import type { Logger } from '../log/logger.ts';

@@ -5,13 +5,19 @@
 
 import { ConfigError } from '../config/errors.ts';
 import { DrainguardError } from '../errors.ts';
-import type { PodIdentity } from '../config/supervisor.ts';
 import type { Logger } from '../log/logger.ts';
 import type { KubeClient } from './client.ts';
 import { isNotFound } from './errors.ts';
 import type { PodEvent } from './event-recorder.ts';
 import { type KubeObject, RESOURCES } from './objects.ts';
 import { sleep } from './retry.ts';
+
+/** This pod, from the downward API. */
+export interface PodIdentity {
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly uid?: string;
+}
 
 export interface PodApi {
   /** Events on this pod; undefined without the pod's name or an API. */

@@ -19,7 +19,7 @@
 
 import { EventEmitter } from 'node:events';
 import { ConfigError } from '../config/errors.ts';
-import type { SupervisorConfig } from '../config/supervisor.ts';
+import type { SupervisorConfig } from './config.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
 import { DrainServer } from '../protocol/server.ts';

@@ -8,7 +8,7 @@
 
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
-import type { SupervisorConfig } from '../config/supervisor.ts';
+import type { SupervisorConfig } from './config.ts';
 import { ConfigError } from '../config/errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { DrainServer } from '../protocol/server.ts';

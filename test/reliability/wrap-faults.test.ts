@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
-import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
+import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { runWrapped } from '../../src/supervisor/wrap.ts';
 import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';

@@ -1,20 +1,15 @@
 // The resolved configuration of the supervising commands (run, sidecar):
 // every default filled in and every rule that spans settings checked up front.
 
-import { checkFit, defaultDrainTimeout } from '../supervisor/shutdown.ts';
-import { resolvePrestopToken } from './prestop-token.ts';
-import { ConfigError } from './errors.ts';
-import { type GuardTarget, parseGuardList } from './guard-list.ts';
-import { type ParsedArgs, setting } from './load.ts';
+import type { PodIdentity } from '../kube/pod.ts';
+import { checkFit, defaultDrainTimeout } from './shutdown.ts';
+import { resolvePrestopToken } from '../config/prestop-token.ts';
+import { ConfigError } from '../config/errors.ts';
+import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
+import { type ParsedArgs, setting } from '../config/load.ts';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
 
 export type SignalTarget = 'group' | 'child';
-
-export interface PodIdentity {
-  readonly name?: string;
-  readonly namespace?: string;
-  readonly uid?: string;
-}
 
 export interface SupervisorConfig {
   /** undefined in wrap mode without --socket: a fresh private path is made at start. */
