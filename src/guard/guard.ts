@@ -22,6 +22,7 @@ import { HolderLease } from './lease.ts';
 import { holdersOf, sweep, toSweep } from './sweep.ts';
 import { finalizerFor, holderOf, refOf } from './names.ts';
 import { releaseWaves } from './release-order.ts';
+import { releaseDeadlineOfPod } from '../supervisor/shutdown.ts';
 
 export interface PodRef {
   readonly name: string;
@@ -57,14 +58,11 @@ export interface GuardStatus {
   readonly lastError?: string;
 }
 
-/** How long the release may spend opening connections before its burst of removals. */
+/** How long the release may spend opening connections before its burst of removals, at most. */
 const WARM_UP_MS = 1000;
 
 /** The command that frees what a failed release left (once the holder is stale). */
 const releaseCommand = (objects: readonly string[]): string => `drainguard release --guard ${objects.join(',')}`;
-
-/** Kept between the end of the release and the pod's own deadline (deletionTimestamp). */
-const POD_DEADLINE_MARGIN_MS = 1500;
 
 interface Tracked {
   readonly target: GuardTarget;
@@ -316,11 +314,12 @@ export class Guard implements GuardHandle {
 
   /**
    * Opens a connection per removal to come, by reading each object once, in parallel and for
-   * at most a second: the removals then go out together instead of each behind a TLS handshake
-   * (idle connections are closed after a few seconds, and renewals keep only one or two).
+   * at most a second (a quarter of what is left, when less): the removals then go out together
+   * instead of each behind a TLS handshake (idle connections are closed after a few seconds,
+   * and renewals keep only one or two).
    */
-  async #openConnections(held: readonly Tracked[], signal: AbortSignal): Promise<void> {
-    const warm = AbortSignal.any([signal, AbortSignal.timeout(WARM_UP_MS)]);
+  async #openConnections(held: readonly Tracked[], signal: AbortSignal, deadline: number): Promise<void> {
+    const warm = AbortSignal.any([signal, AbortSignal.timeout(Math.min(WARM_UP_MS, Math.max(0, deadline - this.#now()) / 4))]);
     await Promise.allSettled(held.map((o) => this.#client.get(refOf(o.target), { signal: warm, retry: false })));
   }
 
@@ -329,7 +328,7 @@ export class Guard implements GuardHandle {
       const ref = { ...RESOURCES.pod, namespace: this.#pod.namespace, name: this.#pod.name };
       const pod = await this.#client.get(ref, { signal, retry: false, deadline });
       const at = Date.parse(pod.metadata.deletionTimestamp ?? '');
-      return Number.isNaN(at) ? undefined : at - POD_DEADLINE_MARGIN_MS;
+      return Number.isNaN(at) ? undefined : releaseDeadlineOfPod(at);
     } catch {
       return undefined;
     }
@@ -361,7 +360,7 @@ export class Guard implements GuardHandle {
       const share = Math.max(0, deadline() - this.#now()) / (waves.length - i);
       let timer: NodeJS.Timeout | undefined;
       const turn = new Promise((r) => (timer = setTimeout(r, share)));
-      await Promise.race([this.#openConnections(wave, signal), turn]);
+      await Promise.race([this.#openConnections(wave, signal, deadline()), turn]);
       // A wave goes out at once, one request per object that needs no read, so that each is
       // authorised before any of them took drainguard's permissions (or token) away with it.
       lease ??= this.#lease.delete(options);

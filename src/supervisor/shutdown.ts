@@ -11,8 +11,12 @@ import type { Logger } from '../log/logger.ts';
 
 /** Kept between the end of the stop timeout and the end of the grace period. */
 export const GRACE_MARGIN_MS = 2000;
-/** Kept between the end of the release and the kubelet's SIGKILL. */
-const RELEASE_MARGIN_MS = 1000;
+/**
+ * Kept between the end of the release and the kubelet's SIGKILL: enough to exit. The kubelet
+ * counts the grace period from when it saw the deletion, at or after the Pod's
+ * deletionTimestamp minus the grace period, so both moments below are early, not late.
+ */
+const RELEASE_MARGIN_MS = 500;
 /** Kept for the release itself out of the sidecar's wait for the operator. */
 const RELEASE_BUDGET_MS = 2000;
 /** How long Events still on their way may hold up the exit. */
@@ -76,6 +80,11 @@ export interface GracePeriod {
   readonly ms: number;
   /** 'pod', or the flag or variable it was configured with, or 'default'. */
   readonly from: string;
+}
+
+/** By when the release must be over, as the Pod's deletionTimestamp (epoch ms) says: the kubelet kills then. */
+export function releaseDeadlineOfPod(deletionTimestamp: number): number {
+  return deletionTimestamp - RELEASE_MARGIN_MS;
 }
 
 /** The drain timeout a grace period leaves: grace − stop timeout − margin. */
