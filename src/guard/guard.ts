@@ -319,7 +319,7 @@ export class Guard implements GuardHandle {
    * and renewals keep only one or two).
    */
   async #openConnections(held: readonly Tracked[], signal: AbortSignal, deadline: number): Promise<void> {
-    const warm = AbortSignal.any([signal, AbortSignal.timeout(Math.min(WARM_UP_MS, Math.max(0, deadline - this.#now()) / 4))]);
+    const warm = AbortSignal.any([signal, AbortSignal.timeout(Math.floor(Math.min(WARM_UP_MS, Math.max(0, deadline - this.#now()) / 4)))]);
     await Promise.allSettled(held.map((o) => this.#client.get(refOf(o.target), { signal: warm, retry: false })));
   }
 

@@ -130,7 +130,7 @@ export class KubeClient {
       ctx.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
       ctx.setBody(JSON.stringify(options.body));
     }
-    const timeout = AbortSignal.timeout(timeoutMs);
+    const timeout = AbortSignal.timeout(Math.max(0, Math.floor(timeoutMs)));
     ctx.setSignal(options.signal ? AbortSignal.any([timeout, options.signal]) : timeout);
     const started = performance.now();
     const record = (status: number) => {
