@@ -2,9 +2,11 @@
 // control plane (test/support/cluster) with the CPU kept busy: the uninstall
 // of docs/guard.md "The release order", many times over. Each release: an
 // operator install (its own namespace, ServiceAccount, a ClusterRole and
-// binding, a Role and binding, all five guarded), `drainguard run` as its pod,
-// the pod and all five objects deleted as `helm uninstall` does, SIGTERM; then
-// every object must be gone with no finalizer of the pod left.
+// binding, a Role and binding, all five guarded) and two holder pods, as in a
+// rolling update; the first leaves (its pod deleted, SIGTERM, released), then
+// the five objects are deleted as `helm uninstall` does and the second stops:
+// its copies of the objects are stale (the first one's finalizer went since).
+// Every object must then be gone with no finalizer of either pod left.
 //
 //   node bench/release-race.ts [--releases N] [--concurrency N] [--busy N]
 //
@@ -41,15 +43,22 @@ async function once(): Promise<Outcome> {
   let outcome: Outcome = { left: [] };
   await withCluster(
     async (c) => {
-      const pod = await c.pod('op-0', 30);
+      const first = await c.pod('op-a', 30);
+      const pod = await c.pod('op-b', 30);
+      const pa = await c.run(first, { DRAINGUARD_LOG_LEVEL: 'info' }, ['sleep', '600']);
       const p = await c.run(pod, { DRAINGUARD_LOG_LEVEL: 'info' }, ['sleep', '600']);
-      await c.cluster.waitFor(async () => Object.values(await c.holders()).filter((h) => h.includes(finalizer(pod))).length === c.objects.length, 30_000, 'guard set');
+      const holding = async (q: { uid: string }) => Object.values(await c.holders()).filter((h) => h.includes(finalizer(q))).length === c.objects.length;
+      await c.cluster.waitFor(async () => (await holding(first)) && (await holding(pod)), 30_000, 'both guards set');
+      await c.deletePod(first.name);
+      pa.kill('SIGTERM');
+      await pa.exit(40_000);
+      await c.finishPod(first.name);
       await c.deletePod(pod.name);
       await c.uninstall();
       p.kill('SIGTERM');
       await p.exit(40_000);
       const left = Object.entries(await c.holders())
-        .filter(([, h]) => h.includes(finalizer(pod)))
+        .filter(([, h]) => h.includes(finalizer(pod)) || h.includes(finalizer(first)))
         .map(([o]) => o);
       const released = p.logs().find((l) => l.msg === 'guard released' || l.msg.startsWith('guard released in part'));
       outcome = { left, releaseMs: released?.durationMs as number | undefined, ...(left.length > 0 && { failed: String(released?.failed ?? released?.msg) }) };
