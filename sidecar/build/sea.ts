@@ -32,7 +32,7 @@ export interface ExecutableOptions {
   readonly output: string;
   readonly cacheDir: string;
   /** The lazily loaded code (lazy.ts): an asset, with a code cache made by the runtime. */
-  readonly lazy?: string;
+  readonly lazy: string;
 }
 
 /** Writes OUTPUT (beside it, then renamed into place: a running test never sees half an executable); says whether it came from the cache. */
@@ -71,13 +71,10 @@ function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: str
   const config = `${staging}.sea.json`;
   const lazyCache = `${staging}.lazy.cache`;
   try {
-    let assets: Record<string, string> | undefined;
-    if (lazy !== undefined) {
-      run(runtime.command([join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
-      assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
-    }
+    run(runtime.command([join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
+    const assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
     // Run beside the bundle and name it bare: the blob keeps the name (stack traces show it), not the build's path.
-    writeFileSync(config, JSON.stringify({ ...seaConfig(basename(bundle), blob), ...(assets && { assets }) }));
+    writeFileSync(config, JSON.stringify({ ...seaConfig(basename(bundle), blob), assets }));
     run(runtime.command(['--experimental-sea-config', config]), dirname(bundle));
     copyFileSync(runtime.node, staging);
     run([isNative(target.arch) ? 'strip' : `${target.gnu}-strip`, '--strip-all', staging]);
@@ -95,7 +92,7 @@ function cacheKey({ target, runtime, bundle, lazy }: ExecutableOptions): string 
   const hash = createHash('sha256');
   for (const part of [
     readFileSync(bundle),
-    lazy === undefined ? '' : readFileSync(lazy),
+    readFileSync(lazy),
     readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts')),
     runtime.id,
     JSON.stringify(seaConfig('MAIN', 'OUTPUT')),

@@ -1,11 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/errors.ts';
 import { CHECK_OPTIONS } from '../config/options.ts';
-import { analyze } from '../check/analyze.ts';
-import { readManifests } from '../check/read.ts';
-import { formatJson, formatText } from '../check/report.ts';
-import { createLogger } from '../log/logger.ts';
-import type { CliIO, CommandDef } from './command.ts';
+import type { CommandDef } from './command.ts';
 
 export const checkCommand: CommandDef = {
   name: 'check',
@@ -21,20 +15,6 @@ built for. With --deployment, the Deployment and the RBAC it relies on are read 
 Kubernetes API (kubeconfig or in-cluster, as kubectl) instead. Exit 0 when there is nothing
 to report, 1 with findings, 2 for input it cannot read.`,
   extra: CHECK_OPTIONS,
-  async run(args, io) {
-    const v = args.values as { checkOutput?: 'text' | 'json'; checkDeployment?: { namespace: string; name: string } };
-    if (v.checkDeployment && args.positionals.length > 0) throw new ConfigError('--deployment reads from the API: name no manifests with it');
-    const objects = v.checkDeployment ? await live(v.checkDeployment, io) : readManifests(args.positionals, () => readFileSync(0, 'utf8'));
-    const findings = analyze(objects);
-    const output = v.checkOutput ?? 'text';
-    io.stdout.write(output === 'json' ? formatJson(findings, objects.length) : formatText(findings, objects.length));
-    return findings.length === 0 ? 0 : 1;
-  },
+  // The YAML parser and the analysis are loaded only when used.
+  run: async (args, io) => (await import('../check/run.ts')).runCheck(args, io),
 };
-
-async function live(deployment: { namespace: string; name: string }, io: CliIO) {
-  const { openClient } = await import('../guard/open.ts');
-  const { liveManifests } = await import('../check/live.ts');
-  const client = openClient(io.env, createLogger({ level: 'warn', stream: io.stderr }), 'drainguard check --deployment');
-  return liveManifests(client, deployment.namespace, deployment.name);
-}
