@@ -191,6 +191,8 @@ try {
       idleRssMiB: idle.run?.rssMiB ?? null,
       idleRssRatio: idle.run && idle.node ? idle.run.rssMiB / idle.node.rssMiB : null,
       sidecarIdleRssMiB: idle.sidecar?.rssMiB ?? null,
+      podIdleRssRatio: idle['run-pod'] && idle.node ? idle['run-pod'].rssMiB / idle.node.rssMiB : null,
+      sidecarIdleRssRatio: idle.sidecar && idle.node ? idle.sidecar.rssMiB / idle.node.rssMiB : null,
       nodeIdleRssMiB: idle.node?.rssMiB ?? null,
       ...(memory.sidecarNote && { sidecarIdleRssNote: memory.sidecarNote }),
       idleMemory: { read: memory.read, written: memory.written },

@@ -71,7 +71,8 @@ function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: str
   const config = `${staging}.sea.json`;
   const lazyCache = `${staging}.lazy.cache`;
   try {
-    run(runtime.command([join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
+    // With the executable's own V8 flags: V8 accepts a code cache only from the same flags.
+    run(runtime.command([...EXEC_ARGV, join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
     const assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
     // Run beside the bundle and name it bare: the blob keeps the name (stack traces show it), not the build's path.
     writeFileSync(config, JSON.stringify({ ...seaConfig(basename(bundle), blob), assets }));
@@ -85,7 +86,14 @@ function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: str
   }
 }
 
-const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false });
+/**
+ * V8 flags of the executable (not NODE_OPTIONS: the operator would inherit
+ * them). One compiler and GC helper thread instead of one per core, and a
+ * young generation of 1 MiB: drainguard idles, allocates little, and these
+ * leave V8's flag hash (so every code cache) as it is.
+ */
+const EXEC_ARGV = ['--v8-pool-size=1', '--max-semi-space-size=1'];
+const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false, execArgv: EXEC_ARGV });
 
 /** Everything the executable is made from: the bundle, the runtime, the tools, and this procedure itself. */
 function cacheKey({ target, runtime, bundle, lazy }: ExecutableOptions): string {
