@@ -1,5 +1,7 @@
 // The guard, end to end: the built executable in wrap mode as an operator's pod,
 // against the fake API server (kubernetes-facts.md).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type Proc, drainguard } from '../support/proc.ts';
@@ -187,6 +189,38 @@ test('a guard without any Kubernetes API configured is a configuration error: ex
     assert.equal((await p.exit()).code, 2);
     assert.match(p.stderr.join('\n'), /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: no Kubernetes API configured: set KUBECONFIG/);
     assert.not.ok(p.stdout.includes('started'));
+  });
+});
+
+test('a kubeconfig without a current context is a configuration error before the operator starts; one the client cannot use is logged after', async () => {
+  await withCluster(async (c) => {
+    const pod = c.pod('op-0');
+    const noContext = join(c.dir, 'no-context');
+    writeFileSync(noContext, readFileSync(c.kubeconfig, 'utf8').replace(/^current-context:.*$/m, ''));
+    const p = c.run(pod, { KUBECONFIG: noContext }, ['sh', '-c', 'echo started']);
+    assert.equal((await p.exit()).code, 2);
+    assert.match(p.stderr.join('\n'), /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: KUBECONFIG=.*no-context: no current context with a cluster/);
+    assert.not.ok(p.stdout.includes('started'));
+
+    // Past the cheap check (a current context, naming no cluster): the operator runs, the guard is not set.
+    const noCluster = join(c.dir, 'no-cluster');
+    writeFileSync(noCluster, readFileSync(c.kubeconfig, 'utf8').replace(/^current-context:.*$/m, 'current-context: elsewhere'));
+    const q = c.run(pod, { KUBECONFIG: noCluster }, ['sh', '-c', 'echo started; exec sleep 30']);
+    await q.line('started');
+    await q.log('the guard cannot be set: its Kubernetes API configuration cannot be read');
+    q.kill('SIGTERM');
+    assert.equal((await q.exit()).code, 143);
+  });
+});
+
+test('the Kubernetes client is loaded after the operator started', async () => {
+  await withCluster(async (c) => {
+    const p = c.run(c.pod('op-0'), {}, ['sh', '-c', 'echo started; exec sleep 30']);
+    await p.log('guard starting');
+    const msgs = p.logs().map((l) => l.msg);
+    assert.ok(msgs.indexOf('operator started') < msgs.indexOf('guard starting'), msgs.join(', '));
+    p.kill('SIGTERM');
+    await p.exit();
   });
 });
 
