@@ -2,6 +2,8 @@
 // child, each measured across process boundaries on the shared clock: the
 // benchmark stamps the SIGTERM it sends, the operator stamps what it sees.
 
+import { type ChildProcess, spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { EXE, NODE, fixture } from './lib/paths.ts';
 import { BenchProc, reportedPid } from './lib/proc.ts';
@@ -11,6 +13,8 @@ import { percentile } from './lib/stats.ts';
 export interface LatencyOptions {
   readonly runs: number;
   readonly seed: number;
+  /** Busy loops (one process each) running beside the measurement; 0: none of the benchmark's own. */
+  readonly busyLoops?: number;
 }
 
 export interface LatencyResult {
@@ -23,9 +27,29 @@ export interface LatencyResult {
   readonly killLatencyMsP99: number;
   readonly killLatencyMsMax: number;
   readonly errors: string[];
+  readonly busyLoops: number;
+  /** The machine's 1-minute load average before and after (other work on it included). */
+  readonly loadavg: readonly [number, number];
 }
 
 export async function runLatency(o: LatencyOptions, progress: (done: number, total: number) => void): Promise<LatencyResult> {
+  const loops = busyLoops(o.busyLoops ?? 0);
+  const before = loadavg()[0]!;
+  try {
+    return { ...(await measure(o, progress)), busyLoops: o.busyLoops ?? 0, loadavg: [round(before), round(loadavg()[0]!)] };
+  } finally {
+    for (const p of loops) p.kill('SIGKILL');
+  }
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
+
+/** N processes spinning on a CPU each, bounded in time: the load beside the measurement. */
+function busyLoops(n: number): ChildProcess[] {
+  return Array.from({ length: n }, () => spawn(process.execPath, ['-e', 'const end = Date.now() + 600_000; while (Date.now() < end);'], { stdio: 'ignore' }));
+}
+
+async function measure(o: LatencyOptions, progress: (done: number, total: number) => void): Promise<Omit<LatencyResult, 'busyLoops' | 'loadavg'>> {
   const drain: number[] = [];
   const kill: number[] = [];
   const errors: string[] = [];

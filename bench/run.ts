@@ -31,7 +31,9 @@ const HELP = `npm run bench [-- OPTIONS]    (or: node bench/run.ts OPTIONS after
   --reconcile MIN-MAX  reconcile length in ms (default 100-3000)
   --stop-after MIN-MAX stop moment after the operator is ready, ms (default 200-3000)
   --sleep MS           the preStop sleep of the 'sleep' strategy (default: the longest reconcile)
-  --latency-runs N     runs of the latency benchmark (default 200)
+  --latency-runs N     runs of the latency benchmark (default 200), once as the machine is
+                       and once more beside busy loops
+  --busy-loops N       busy-loop processes of the loaded latency pass (default: one per CPU)
   --start-runs N       runs of each start measurement (default 30)
   --memory-reps N      idle RSS samples per subject and page-cache state (default 3)
   --fanout LIST        client counts of the fan-out benchmark (default 1,10,100,1000)
@@ -50,6 +52,7 @@ const { values: v } = parseArgs({
     'stop-after': { type: 'string', default: '200-3000' },
     sleep: { type: 'string' },
     'latency-runs': { type: 'string' },
+    'busy-loops': { type: 'string' },
     'start-runs': { type: 'string' },
     'memory-reps': { type: 'string' },
     fanout: { type: 'string', default: '1,10,100,1000' },
@@ -91,6 +94,7 @@ const options = {
   stopAfterMs: range('stop-after', v['stop-after']),
   sleepMs: int('sleep', v.sleep, reconcileMs[1]),
   latencyRuns: int('latency-runs', v['latency-runs'], v.full ? 1000 : 200),
+  busyLoops: int('busy-loops', v['busy-loops'], cpus().length),
   startRuns: Math.max(1, int('start-runs', v['start-runs'], v.full ? 100 : 30)),
   memoryReps: Math.max(1, int('memory-reps', v['memory-reps'], v.full ? 5 : 3)),
   fanout: v.fanout.split(',').map((n) => int('fanout', n, 1)),
@@ -134,7 +138,7 @@ async function section<T>(name: Section, title: string, body: () => Promise<T>):
   try {
     return await body();
   } finally {
-    timings[name] = Math.round((Date.now() - t) / 1000);
+    timings[name] = (timings[name] ?? 0) + Math.round((Date.now() - t) / 1000);
   }
 }
 
@@ -150,6 +154,9 @@ try {
   }
   const latency = await section('latency', `drain and kill latency, ${options.latencyRuns} runs`, () =>
     runLatency({ runs: options.latencyRuns, seed: options.seed }, ticker('latency')),
+  );
+  const latencyLoaded = await section('latency', `the same beside ${options.busyLoops} busy loops`, () =>
+    runLatency({ runs: options.latencyRuns, seed: options.seed, busyLoops: options.busyLoops }, ticker('latency, loaded')),
   );
   const fanout = await section('fanout', `fan-out to ${options.fanout.join(', ')} clients`, async () => ({
     raw: await runFanout({ sizes: options.fanout, procs: options.fanoutProcs, client: 'raw' }, (l) => log(`  ${l}`)),
@@ -171,6 +178,7 @@ try {
       stopSignalAfterLastReconcileMsP99: shutdown.signalMsP99,
       ...(shutdown.absent.length > 0 && { absentStrategies: shutdown.absent }),
     }),
+    ...(latencyLoaded && { latencyLoaded }),
     ...(latency && {
       drainLatencyMsP50: latency.drainLatencyMsP50,
       drainLatencyMsP99: latency.drainLatencyMsP99,
@@ -179,6 +187,7 @@ try {
       killLatencyMsP99: latency.killLatencyMsP99,
       killLatencyMsMax: latency.killLatencyMsMax,
       latencyRuns: latency.runs,
+      latencyLoadavg: latency.loadavg,
     }),
     ...(start && {
       startRatio: start.read.ratio,
@@ -191,6 +200,8 @@ try {
       idleRssMiB: idle.run?.rssMiB ?? null,
       idleRssRatio: idle.run && idle.node ? idle.run.rssMiB / idle.node.rssMiB : null,
       sidecarIdleRssMiB: idle.sidecar?.rssMiB ?? null,
+      podIdleRssRatio: idle['run-pod'] && idle.node ? idle['run-pod'].rssMiB / idle.node.rssMiB : null,
+      sidecarIdleRssRatio: idle.sidecar && idle.node ? idle.sidecar.rssMiB / idle.node.rssMiB : null,
       nodeIdleRssMiB: idle.node?.rssMiB ?? null,
       ...(memory.sidecarNote && { sidecarIdleRssNote: memory.sidecarNote }),
       idleMemory: { read: memory.read, written: memory.written },

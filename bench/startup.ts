@@ -21,6 +21,9 @@ import { type Rss, dropFromPageCache, rssOf } from './lib/mem.ts';
 import { EXE, NODE } from './lib/paths.ts';
 import { BenchProc } from './lib/proc.ts';
 import { MiB, median } from './lib/stats.ts';
+import { type Install, withCluster } from '../test/guard/cluster.ts';
+import { useCluster } from '../test/support/cluster/index.ts';
+import { runFileEndHooks } from '../test/support/file-end.ts';
 
 export type CacheState = 'written' | 'read';
 
@@ -114,13 +117,34 @@ export interface IdleRss {
   readonly fileMiB: number;
 }
 
-type Subject = 'node' | 'run' | 'sidecar';
+/**
+ * run-pod: `run` in a pod's environment (DRAINGUARD_POD_NAME and the rest),
+ * its API opened: the grace period read, Events possible; run-guard: the
+ * same with DRAINGUARD_GUARD, the guard set; sidecar-pod: the sidecar in a
+ * pod. The API is a real control plane (test/support/cluster), reached through
+ * the tests' fault proxy, which records the requests (no faults).
+ */
+type Subject = 'node' | 'run' | 'run-pod' | 'run-guard' | 'sidecar' | 'sidecar-pod';
+const SUBJECTS: readonly Subject[] = ['node', 'run', 'run-pod', 'run-guard', 'sidecar', 'sidecar-pod'];
 
 export type MemoryResult = Record<CacheState, Record<Subject, IdleRss | null>> & { readonly sidecarNote?: string };
 
-/** Idle RSS of a bare `node`, of `drainguard run` and of `drainguard sidecar`. */
+type Cluster = Install;
+
+/** Idle RSS of a bare `node`, of `drainguard run` and of `drainguard sidecar`, without and with a pod's environment. */
 export async function runMemory(copies: Copies, reps: number, progress: (label: string) => void): Promise<MemoryResult> {
-  const subjects: Subject[] = copies.hasSidecar ? ['node', 'run', 'sidecar'] : ['node', 'run'];
+  let result: MemoryResult | undefined;
+  try {
+    await withCluster(async (c) => void (result = await measureAll(copies, reps, progress, c)), { proxy: true, cluster: await useCluster() });
+  } finally {
+    // The control plane (private to this run) and what the install made.
+    await runFileEndHooks();
+  }
+  return result!;
+}
+
+async function measureAll(copies: Copies, reps: number, progress: (label: string) => void, cluster: Cluster): Promise<MemoryResult> {
+  const subjects = SUBJECTS.filter((s) => copies.hasSidecar || !s.startsWith('sidecar'));
   const measure = async (state: CacheState): Promise<Record<Subject, IdleRss | null>> => {
     const samples: Partial<Record<Subject, Rss[]>> = {};
     for (let r = 0; r < reps; r++) {
@@ -128,10 +152,10 @@ export async function runMemory(copies: Copies, reps: number, progress: (label: 
         progress(`${state} ${s} ${r + 1}/${reps}`);
         // Dropped again before each start: the previous one read the pages back.
         if (state === 'read') copies.prepare('read');
-        (samples[s] ??= []).push(await idle(s, s === 'node' ? copies.node : copies.drainguard, copies.dir));
+        (samples[s] ??= []).push(await idle(s, s === 'node' ? copies.node : copies.drainguard, copies.dir, cluster, `op-${state}-${s}-${r}`));
       }
     }
-    const out: Record<Subject, IdleRss | null> = { node: null, run: null, sidecar: null };
+    const out = Object.fromEntries(SUBJECTS.map((s) => [s, null])) as Record<Subject, IdleRss | null>;
     for (const s of subjects) {
       const list = samples[s]!;
       out[s] = {
@@ -150,17 +174,27 @@ export async function runMemory(copies: Copies, reps: number, progress: (label: 
 
 const SETTLE_MS = 500;
 
-async function idle(subject: Subject, file: string, dir: string): Promise<Rss> {
-  const env = { HOME: dir };
+async function idle(subject: Subject, file: string, dir: string, cluster: Cluster, podName: string): Promise<Rss> {
+  const pod = subject.endsWith('-pod') || subject === 'run-guard' ? await cluster.pod(podName) : undefined;
+  const env = {
+    HOME: dir,
+    ...(pod && { KUBECONFIG: await cluster.kubeconfig(pod), DRAINGUARD_POD_NAME: pod.name, DRAINGUARD_POD_NAMESPACE: cluster.ns, DRAINGUARD_POD_UID: pod.uid }),
+    ...(subject === 'run-guard' && { DRAINGUARD_GUARD: cluster.guard }),
+  };
   const proc =
     subject === 'node'
       ? new BenchProc(file, ['-e', "console.log('ready'); setInterval(() => {}, 1 << 30)"], env)
-      : subject === 'run'
+      : subject.startsWith('run')
         ? new BenchProc(file, ['run', '--', '/bin/sh', '-c', 'echo ready; exec sleep 600'], env, { stderr: true })
         : new BenchProc(file, ['sidecar'], { ...env, DRAINGUARD_SOCKET: join(dir, 'drain.sock'), DRAINGUARD_HTTP_ADDR: '127.0.0.1:0' }, { stderr: true });
   try {
-    if (subject === 'sidecar') await proc.waitFor((l) => l.includes('"sidecar ready"'), 30_000, 'sidecar ready', 'stderr');
+    if (subject.startsWith('sidecar')) await proc.waitFor((l) => l.includes('"sidecar ready"'), 30_000, 'sidecar ready', 'stderr');
     else await proc.waitLine('ready', 30_000);
+    // In a pod: idle once the API has answered the read of the Pod (and the guard is set).
+    const requests = cluster.proxy!.requests;
+    if (pod) await cluster.cluster.waitFor(async () => requests.some((r) => r.verb === 'get' && r.resource === 'pods' && r.name === pod.name && r.status === 200), 30_000, `${subject}: the Pod read`);
+    const holder = pod && `drainguard.dev/holder-${pod.uid}`;
+    if (subject === 'run-guard') await cluster.cluster.waitFor(async () => Object.values(await cluster.holders()).every((h) => h.includes(holder!)), 30_000, 'guard set');
     await delay(SETTLE_MS);
     return rssOf(proc.pid);
   } finally {

@@ -5,7 +5,10 @@
 //   npm run build                      dist/drainguard, for this machine
 //   npm run build -- --arch arm64      dist/drainguard-linux-arm64 (under qemu-user; cached)
 //   npm run build -- --arch all        both
-//   npm run build -- --lazy-asset      prototype: lazily loaded code in a SEA asset (build/lazy.ts)
+//
+// The code that only some commands need is a SEA asset of its own, compiled
+// only when first imported (build/lazy.ts); dist/drainguard.cjs and
+// dist/drainguard-lazy.cjs are the same two scripts, for plain node.
 //
 // The cache of foreign executables and runtimes is $DRAINGUARD_BUILD_CACHE,
 // by default ~/.cache/drainguard-build (outside the clone, so a fresh clone
@@ -19,7 +22,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type BuildOptions, build } from 'esbuild';
-import { buildSplit } from './build/lazy.ts';
+import { LAZY_FILE, buildSplit } from './build/lazy.ts';
 import { runtimeFor } from './build/runtime.ts';
 import { buildExecutable } from './build/sea.ts';
 import { type Arch, TARGETS, executablePath, isArch } from './build/targets.ts';
@@ -29,7 +32,7 @@ const dist = join(root, 'dist');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
 const cacheDir = process.env.DRAINGUARD_BUILD_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'drainguard-build');
 
-const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch }, 'lazy-asset': { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch } } });
 const archs: Arch[] = values.arch === 'all' ? (Object.keys(TARGETS) as Arch[]) : isArch(values.arch) ? [values.arch] : [];
 if (archs.length === 0) throw new Error(`--arch: expected ${Object.keys(TARGETS).join(', ')} or all, got ${JSON.stringify(values.arch)}`);
 
@@ -52,15 +55,10 @@ const bundleOptions = {
   external: ['bufferutil', 'utf-8-validate'],
   logLevel: 'warning',
 } satisfies BuildOptions;
-let lazy: string | undefined;
-if (values['lazy-asset']) {
-  const split = await buildSplit(root, bundleOptions);
-  lazy = join(work, 'drainguard-lazy.cjs');
-  writeFileSync(lazy, split.lazy);
-  process.stdout.write(`lazy asset: ${split.lazyEntries.length} entries, ${split.shared.length} modules shared with the main script\n`);
-} else {
-  await build(bundleOptions);
-}
+const split = await buildSplit(root, bundleOptions);
+const lazy = join(work, LAZY_FILE);
+writeFileSync(lazy, split.lazy);
+process.stdout.write(`lazy asset: ${split.lazyEntries.length} entries, ${split.shared.length} modules shared with the main script\n`);
 
 for (const arch of archs) {
   const started = Date.now();
@@ -70,7 +68,7 @@ for (const arch of archs) {
   process.stdout.write(`built ${output} (linux/${arch}${cached ? ', from the build cache' : ''}, ${Date.now() - started} ms)\n`);
 }
 renameSync(bundle, join(dist, 'drainguard.cjs'));
-if (lazy !== undefined) renameSync(lazy, join(dist, 'drainguard-lazy.cjs'));
+renameSync(lazy, join(dist, LAZY_FILE));
 rmSync(work, { recursive: true, force: true });
 
 // The TypeScript client as a library, for operators that depend on this package.

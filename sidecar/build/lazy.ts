@@ -1,4 +1,4 @@
-// A prototype, behind `npm run build -- --lazy-asset`: the code that only some
+// The code that only some
 // commands need (the Kubernetes client, prom-client, everything reached only
 // through a dynamic import()) goes into a SEA asset with a V8 code cache of its
 // own, compiled only when first imported, instead of into the main script that
@@ -13,14 +13,19 @@
 //     (one ConfigError class, so instanceof holds across both).
 //   - The asset is the bundle wrapped as a function of (exports, require,
 //     module); its code cache is made by the target runtime (code-cache.ts),
-//     as Node makes the main script's.
+//     as Node makes the main script's. Outside the executable (the bundle run
+//     by plain node, for profiling) the same text is read from
+//     drainguard-lazy.cjs beside the main script, without a code cache.
 
 import { relative } from 'node:path';
 import { type BuildOptions, type Metafile, type Plugin, build } from 'esbuild';
 
 export const LAZY_ASSET = 'lazy.cjs';
 export const LAZY_CACHE_ASSET = 'lazy.cache';
+/** The asset's text as a file beside the main script: dist/drainguard-lazy.cjs. */
+export const LAZY_FILE = 'drainguard-lazy.cjs';
 const SHARED = 'shared:';
+const CLIENT_NODE = '/node_modules/@kubernetes/client-node/';
 const WRAP = ['(function (exports, require, module) {', '\n})'] as const;
 
 export interface SplitBundle {
@@ -85,7 +90,9 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
             if (args.kind === 'entry-point' || args.pluginData === skip) return undefined;
             const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: skip });
             if (resolved.errors.length > 0 || resolved.external) return undefined;
-            return staticGraph.has(key(resolved.path)) ? { path: SHARED + key(resolved.path), external: true } : { path: resolved.path };
+            if (staticGraph.has(key(resolved.path))) return { path: SHARED + key(resolved.path), external: true };
+            // client-node's barrels import every generated API and model; drainguard uses a few classes.
+            return { path: resolved.path, sideEffects: resolved.path.includes(CLIENT_NODE) ? false : undefined };
           });
         },
       },
@@ -106,16 +113,20 @@ function sharedImports(metafile: Metafile): string[] {
 /** The main script's loader of the asset: compiled once, with its code cache, on the first lazy import. */
 function loaderSource(root: string, shared: readonly string[]): string {
   return `${shared.map((k, i) => `import * as s${i} from ${JSON.stringify(`${root}/${k}`)};`).join('\n')}
-import { getAsset } from 'node:sea';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { getAsset, isSea } from 'node:sea';
 import { Script } from 'node:vm';
 const shared = { ${shared.map((k, i) => `${JSON.stringify(k)}: s${i}`).join(', ')} };
 let entries;
 export default function load(key) {
   if (entries === undefined) {
-    const script = new Script(getAsset(${JSON.stringify(LAZY_ASSET)}, 'utf8'), {
-      filename: 'drainguard-lazy.cjs',
-      cachedData: new Uint8Array(getAsset(${JSON.stringify(LAZY_CACHE_ASSET)})),
-    });
+    const script = isSea()
+      ? new Script(getAsset(${JSON.stringify(LAZY_ASSET)}, 'utf8'), {
+          filename: ${JSON.stringify(LAZY_FILE)},
+          cachedData: new Uint8Array(getAsset(${JSON.stringify(LAZY_CACHE_ASSET)})),
+        })
+      : new Script(readFileSync(join(__dirname, ${JSON.stringify(LAZY_FILE)}), 'utf8'), { filename: ${JSON.stringify(LAZY_FILE)} });
     if (script.cachedDataRejected) process.emitWarning('drainguard: the code cache of the lazily loaded code was rejected');
     const module = { exports: {} };
     script.runInThisContext()(module.exports, (id) => (id.startsWith(${JSON.stringify(SHARED)}) ? shared[id.slice(${SHARED.length})] : require(id)), module);

@@ -32,7 +32,7 @@ export interface ExecutableOptions {
   readonly output: string;
   readonly cacheDir: string;
   /** The lazily loaded code (lazy.ts): an asset, with a code cache made by the runtime. */
-  readonly lazy?: string;
+  readonly lazy: string;
 }
 
 /** Writes OUTPUT (beside it, then renamed into place: a running test never sees half an executable); says whether it came from the cache. */
@@ -71,13 +71,11 @@ function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: str
   const config = `${staging}.sea.json`;
   const lazyCache = `${staging}.lazy.cache`;
   try {
-    let assets: Record<string, string> | undefined;
-    if (lazy !== undefined) {
-      run(runtime.command([join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
-      assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
-    }
+    // With the executable's own V8 flags: V8 accepts a code cache only from the same flags.
+    run(runtime.command([...EXEC_ARGV, join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
+    const assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
     // Run beside the bundle and name it bare: the blob keeps the name (stack traces show it), not the build's path.
-    writeFileSync(config, JSON.stringify({ ...seaConfig(basename(bundle), blob), ...(assets && { assets }) }));
+    writeFileSync(config, JSON.stringify({ ...seaConfig(basename(bundle), blob), assets }));
     run(runtime.command(['--experimental-sea-config', config]), dirname(bundle));
     copyFileSync(runtime.node, staging);
     run([isNative(target.arch) ? 'strip' : `${target.gnu}-strip`, '--strip-all', staging]);
@@ -88,14 +86,21 @@ function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: str
   }
 }
 
-const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false });
+/**
+ * V8 flags of the executable (not NODE_OPTIONS: the operator would inherit
+ * them). One compiler and GC helper thread instead of one per core, and a
+ * young generation of 1 MiB: drainguard idles, allocates little, and these
+ * leave V8's flag hash (so every code cache) as it is.
+ */
+const EXEC_ARGV = ['--v8-pool-size=1', '--max-semi-space-size=1'];
+const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false, execArgv: EXEC_ARGV });
 
 /** Everything the executable is made from: the bundle, the runtime, the tools, and this procedure itself. */
 function cacheKey({ target, runtime, bundle, lazy }: ExecutableOptions): string {
   const hash = createHash('sha256');
   for (const part of [
     readFileSync(bundle),
-    lazy === undefined ? '' : readFileSync(lazy),
+    readFileSync(lazy),
     readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts')),
     runtime.id,
     JSON.stringify(seaConfig('MAIN', 'OUTPUT')),

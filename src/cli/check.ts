@@ -1,11 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { type CheckConfig, resolveCheckConfig } from '../config/commands.ts';
 import { CHECK_OPTIONS } from '../config/options.ts';
-import { analyze } from '../check/analyze.ts';
-import { readManifests } from '../check/read.ts';
-import { formatJson, formatText } from '../check/report.ts';
-import { createLogger } from '../log/logger.ts';
-import type { CliIO, CommandDef } from './command.ts';
+import type { CommandDef } from './command.ts';
 
 export const checkCommand: CommandDef<CheckConfig> = {
   name: 'check',
@@ -22,17 +17,6 @@ Kubernetes API (kubeconfig or in-cluster, as kubectl) instead. Exit 0 when there
 to report, 1 with findings, 2 for input it cannot read.`,
   extra: CHECK_OPTIONS,
   resolve: resolveCheckConfig,
-  async run({ output, deployment, paths }, io) {
-    const objects = deployment ? await live(deployment, io) : readManifests(paths, () => readFileSync(0, 'utf8'));
-    const findings = analyze(objects);
-    io.stdout.write(output === 'json' ? formatJson(findings, objects.length) : formatText(findings, objects.length));
-    return findings.length === 0 ? 0 : 1;
-  },
+  // The YAML parser and the analysis are loaded only when used.
+  run: async (config, io) => (await import('../check/run.ts')).runCheck(config, io),
 };
-
-async function live(deployment: { namespace: string; name: string }, io: CliIO) {
-  const { openClient } = await import('../guard/open.ts');
-  const { liveManifests } = await import('../check/live.ts');
-  const client = openClient(io.env, createLogger({ level: 'warn', stream: io.stderr }), 'drainguard check --deployment');
-  return liveManifests(client, deployment.namespace, deployment.name);
-}

@@ -1,4 +1,5 @@
 import { type SupervisorConfig, resolveSupervisorConfig } from '../supervisor/config.ts';
+import { lateGuard } from '../guard/late.ts';
 import { createLogger } from '../log/logger.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
@@ -21,11 +22,9 @@ a second SIGTERM or SIGINT passes it on at once. SIGKILL follows after the stop 
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
     // In a pod (DRAINGUARD_POD_NAME set): Events on it, once its API is open.
     const events = config.pod.name !== undefined ? laterPodEvents(logger) : undefined;
-    // The guard (and the Kubernetes client with it) is loaded only when DRAINGUARD_GUARD is set.
+    // With DRAINGUARD_GUARD: the Kubernetes client is loaded once the operator started.
     const guard =
-      config.guard.length > 0
-        ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) })
-        : undefined;
+      config.guard.length > 0 ? lateGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) }) : undefined;
     // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
     const telemetry =
       config.httpAddr && (await (await import('../telemetry/telemetry.ts')).startTelemetry({ addr: config.httpAddr, logger, guard: guard && (() => guard.report()) }));

@@ -2,10 +2,10 @@
 // configuration. Imported lazily: without DRAINGUARD_GUARD, drainguard never
 // loads the Kubernetes client.
 
-import { ConfigError } from '../config/errors.ts';
 import type { SupervisorConfig } from '../supervisor/config.ts';
 import { KubeClient } from '../kube/client.ts';
-import { NoApiConfigError, loadApiAccess } from '../kube/config.ts';
+import { loadApiAccess } from '../kube/config.ts';
+import { apiConfigError } from '../kube/locate.ts';
 import type { Logger } from '../log/logger.ts';
 import { Guard } from './guard.ts';
 
@@ -21,8 +21,7 @@ export function openClient(env: NodeJS.ProcessEnv, logger: Logger, why: string):
   try {
     access = loadApiAccess(env);
   } catch (err) {
-    if (err instanceof NoApiConfigError) throw new ConfigError('DG_CONFIG_NO_API', `${why} needs the Kubernetes API: ${err.message}`, { cause: err });
-    throw new ConfigError('DG_CONFIG_NO_API', `${why} needs the Kubernetes API, but its configuration cannot be read: ${(err as Error).message}`, { cause: err });
+    throw apiConfigError(why, err);
   }
   return new KubeClient({ access, logger });
 }

@@ -2,14 +2,14 @@
 // does: KUBECONFIG, else ~/.kube/config, else the pod's service account.
 
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { KubeConfig, type User } from '@kubernetes/client-node';
-import { ConfigError } from '../config/errors.ts';
+import { type LocateOptions, NoApiConfigError, locateApiConfig } from './locate.ts';
+
+export { NoApiConfigError, SERVICE_ACCOUNT_DIR } from './locate.ts';
 
 type Authenticator = Parameters<KubeConfig['addAuthenticator']>[0];
 
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const TOKEN_FILE_PROVIDER = 'drainguard-token-file';
 
 export interface ApiAccess {
@@ -22,46 +22,21 @@ export interface ApiAccess {
   readonly namespace?: string;
 }
 
-export interface LoadOptions {
-  /** Where the pod's service account is mounted (a parameter for tests). */
-  readonly serviceAccountDir?: string;
-  readonly home?: string;
-}
+export type LoadOptions = LocateOptions;
 
-/** Thrown when no way to reach the API is configured. */
-export class NoApiConfigError extends ConfigError {
-  override name = 'NoApiConfigError';
-  constructor(message: string) {
-    super('DG_CONFIG_NO_API', message);
-  }
-}
-
-export function loadApiAccess(env: NodeJS.ProcessEnv, { serviceAccountDir = SERVICE_ACCOUNT_DIR, home = env.HOME ?? homedir() }: LoadOptions = {}): ApiAccess {
+export function loadApiAccess(env: NodeJS.ProcessEnv, options: LoadOptions = {}): ApiAccess {
   const kc = new KubeConfig();
-  let source: string;
-  const paths = (env.KUBECONFIG ?? '').split(delimiter).filter((p) => p !== '');
-  const userConfig = join(home, '.kube', 'config');
-  if (paths.length > 0) {
-    const present = paths.filter((p) => existsSync(p));
-    if (present.length === 0) throw new NoApiConfigError(`KUBECONFIG names no file that exists: ${env.KUBECONFIG}`);
-    kc.loadFromFile(present[0]!);
-    for (const p of present.slice(1)) {
+  const located = locateApiConfig(env, options);
+  const { source } = located;
+  if (located.kind === 'kubeconfig') {
+    kc.loadFromFile(located.files[0]!);
+    for (const p of located.files.slice(1)) {
       const more = new KubeConfig();
       more.loadFromFile(p);
       kc.mergeConfig(more, true);
     }
-    source = `KUBECONFIG=${env.KUBECONFIG}`;
-  } else if (existsSync(userConfig)) {
-    kc.loadFromFile(userConfig);
-    source = userConfig;
-  } else if (env.KUBERNETES_SERVICE_HOST && existsSync(join(serviceAccountDir, 'token'))) {
-    loadInCluster(kc, env, serviceAccountDir);
-    source = 'in-cluster service account';
   } else {
-    throw new NoApiConfigError(
-      'no Kubernetes API configured: set KUBECONFIG, create ~/.kube/config, or run in a pod with a service account token (KUBERNETES_SERVICE_HOST and ' +
-        `${join(serviceAccountDir, 'token')})`,
-    );
+    loadInCluster(kc, env, located.dir);
   }
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new NoApiConfigError(`${source}: no current context with a cluster`);

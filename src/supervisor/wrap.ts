@@ -174,10 +174,12 @@ export class WrapSupervisor {
   }
 
   #stop(child: Child): void {
-    this.#setPhase('stopping');
     const { stopSignal, signalTarget } = this.#config;
     const sentAt = this.#now();
-    if (child.signal(stopSignal)) this.#log.info('stop signal sent', { signal: stopSignal, target: signalTarget, pid: child.pid });
+    // The signal first: the observers and the log line are not the operator's to wait for.
+    const sent = child.signal(stopSignal);
+    this.#setPhase('stopping');
+    if (sent) this.#log.info('stop signal sent', { signal: stopSignal, target: signalTarget, pid: child.pid });
     const killer = setTimeout(() => {
       if (child.signal('SIGKILL')) this.#log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: this.#deadlines.stopTimeoutMs });
     }, this.#deadlines.killTime(sentAt) - this.#now());

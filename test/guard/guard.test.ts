@@ -2,11 +2,13 @@
 // against the real control plane (test/support/cluster): kube-apiserver with
 // RBAC, and the controller-manager's garbage collector. The fault proxy stands
 // in only where a real server cannot be made to fail (each case says so).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { resourcePath } from '../support/cluster/index.ts';
 import type { ProxiedRequest } from '../support/faultproxy/index.ts';
-import { type Proc, drainguard } from '../support/proc.ts';
+import { type Proc, drainguard, tempDir } from '../support/proc.ts';
 import { type Install, type Pod, RBAC_V1, finalizer, withCluster } from './cluster.ts';
 
 const allHeldBy = async (c: Install, ...pods: { uid: string }[]) => {
@@ -167,6 +169,39 @@ test('a guard without any Kubernetes API configured is a configuration error: ex
     assert.equal((await p.exit()).code, 2);
     assert.match(p.stderr.join('\n'), /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: no Kubernetes API configured: set KUBECONFIG/);
     assert.not.ok(p.stdout.includes('started'));
+  });
+});
+
+test('a kubeconfig without a current context is a configuration error before the operator starts; one the client cannot use is logged after', async () => {
+  await withCluster(async (c) => {
+    const pod = await c.pod('op-0');
+    const kubeconfig = await c.kubeconfig(pod);
+    const noContext = join(tempDir(), 'no-context');
+    writeFileSync(noContext, readFileSync(kubeconfig, 'utf8').replace(/^current-context:.*$/m, ''));
+    const p = await c.run(pod, { KUBECONFIG: noContext }, ['sh', '-c', 'echo started']);
+    assert.equal((await p.exit()).code, 2);
+    assert.match(p.stderr.join('\n'), /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: KUBECONFIG=.*no-context: no current context with a cluster/);
+    assert.not.ok(p.stdout.includes('started'));
+
+    // Past the cheap check (a current context, naming no cluster): the operator runs, the guard is not set.
+    const noCluster = join(tempDir(), 'no-cluster');
+    writeFileSync(noCluster, readFileSync(kubeconfig, 'utf8').replace(/^current-context:.*$/m, 'current-context: elsewhere'));
+    const q = await c.run(pod, { KUBECONFIG: noCluster }, ['sh', '-c', 'echo started; exec sleep 30']);
+    await q.line('started');
+    await q.log('the guard cannot be set: its Kubernetes API configuration cannot be read');
+    q.kill('SIGTERM');
+    assert.equal((await q.exit()).code, 143);
+  });
+});
+
+test('the Kubernetes client is loaded after the operator started', async () => {
+  await withCluster(async (c) => {
+    const p = await c.run(await c.pod('op-0'), {}, ['sh', '-c', 'echo started; exec sleep 30']);
+    await p.log('guard starting');
+    const msgs = p.logs().map((l) => l.msg);
+    assert.ok(msgs.indexOf('operator started') < msgs.indexOf('guard starting'), msgs.join(', '));
+    p.kill('SIGTERM');
+    await p.exit();
   });
 });
 

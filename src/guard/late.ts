@@ -1,0 +1,35 @@
+// The guard of `run`, with the Kubernetes client loaded only once the
+// operator has started (start()): the operator must not wait for it. What
+// makes a guard impossible is still a configuration error before the operator
+// starts, as far as it can be told without the client (kube/locate.ts).
+
+import type { SupervisorConfig } from '../supervisor/config.ts';
+import { apiConfigError, locateApiConfig, precheckApiConfig } from '../kube/locate.ts';
+import type { GuardHandle, GuardReport } from '../supervisor/observer.ts';
+import type { OpenGuardOptions } from './open.ts';
+
+const WHY = 'DRAINGUARD_GUARD is set, so drainguard';
+const NOT_SET: GuardReport = { set: false, objectsHeld: 0, errors: 0 };
+
+/** Throws ConfigError when no Kubernetes API is configured; the guard itself opens at start(). */
+export function lateGuard(config: SupervisorConfig, options: OpenGuardOptions): GuardHandle {
+  try {
+    precheckApiConfig(locateApiConfig(options.env));
+  } catch (err) {
+    throw apiConfigError(WHY, err);
+  }
+  let guard: GuardHandle | undefined;
+  let opened: Promise<GuardHandle | undefined> | undefined;
+  const open = () =>
+    (opened ??= import('./open.ts')
+      .then(({ openGuard }) => (guard = openGuard(config, options)))
+      .catch((err: unknown) => {
+        options.logger.error('the guard cannot be set: its Kubernetes API configuration cannot be read', { error: err });
+        return undefined;
+      }));
+  return {
+    start: () => void open().then((g) => g?.start()),
+    release: async (deadline) => (await open())?.release(deadline),
+    report: () => guard?.report() ?? NOT_SET,
+  };
+}
