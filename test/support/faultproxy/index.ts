@@ -40,6 +40,10 @@ export interface Recorded extends ProxiedRequest {
   faulted: boolean;
   /** Answered, dropped, or given up by the client with nothing left to forward. */
   done: boolean;
+  /** When the whole request had arrived (performance.now()). */
+  readonly at: number;
+  /** From `at` until it was done (one loopback hop more than the server's own time when forwarded). */
+  durationMs?: number;
 }
 
 export interface Rule {
@@ -214,12 +218,13 @@ export class FaultProxy extends EventEmitter {
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
       const info = describe(req.method ?? 'GET', new URL(req.url ?? '/', 'https://proxy'), req.headers, raw);
-      const recorded: Recorded = { ...info, status: 0, faulted: false, done: false };
+      const recorded: Recorded = { ...info, status: 0, faulted: false, done: false, at: performance.now() };
       this.requests.push(recorded);
       const rule = this.#match(info);
       const finish = () => {
         if (recorded.done) return;
         recorded.done = true;
+        recorded.durationMs = Math.round((performance.now() - recorded.at) * 10) / 10;
         this.emit('request', recorded);
       };
       res.once('finish', finish);
