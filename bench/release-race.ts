@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { finalizer, withCluster } from '../test/guard/cluster.ts';
 import { useCluster } from '../test/support/cluster/index.ts';
+import { runFileEndHooks } from '../test/support/file-end.ts';
 import { percentile } from './lib/stats.ts';
 
 const { values } = parseArgs({
@@ -94,4 +95,6 @@ process.stdout.write(
     `${stuck.length} left a finalizer; release p50 ${percentile(times, 50)} ms, p99 ${percentile(times, 99)} ms, max ${Math.max(...times)} ms\n`,
 );
 for (const s of stuck) process.stdout.write(`  left on ${s.left.join(', ')}: ${s.failed}\n`);
+// The private control plane and what the installs made.
+await runFileEndHooks();
 process.exit(0);
