@@ -7,11 +7,11 @@ import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
 import { type Finding, type Manifest, objectId } from './finding.ts';
 import { type Container, type Placement, type PodSpec, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
 import { authorizerFor } from './rbac.ts';
+import { GRACE_MARGIN_MS, defaultDrainTimeout } from '../supervisor/shutdown.ts';
 
 /** Architectures drainguard's executable and image are built for. */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;
 
-const GRACE_MARGIN_MS = 2000;
 const DEFAULT_GRACE_S = 30;
 const DEFAULT_STOP_MS = 5000;
 const DEFAULT_SOCKET = '/run/drainguard/drain.sock';
@@ -75,7 +75,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   const graceS = w.pod.terminationGracePeriodSeconds ?? DEFAULT_GRACE_S;
   const stopMs = durationSetting(supervisor, 'stop-timeout') ?? DEFAULT_STOP_MS;
   const drainSetting = durationSetting(supervisor, 'drain-timeout');
-  const drainMs = drainSetting ?? Math.max(0, graceS * 1000 - stopMs - GRACE_MARGIN_MS);
+  const drainMs = drainSetting ?? defaultDrainTimeout(graceS * 1000, stopMs);
   const needS = Math.ceil((drainMs + stopMs + GRACE_MARGIN_MS) / 1000);
   if (drainSetting !== undefined && needS > graceS) {
     add('grace-period-too-short', 'error',

@@ -3,20 +3,26 @@
 import { readFileSync } from 'node:fs';
 import type { CheckConfig } from '../config/commands.ts';
 import { createLogger } from '../log/logger.ts';
-import type { CliIO } from '../cli/command.ts';
 import { analyze } from './analyze.ts';
 import { readManifests } from './read.ts';
 import { formatJson, formatText } from './report.ts';
 
-export async function runCheck({ output, deployment, paths }: CheckConfig, io: CliIO): Promise<number> {
+/** What the command gives it: its environment and where to write. */
+interface CheckIO {
+  readonly env: NodeJS.ProcessEnv;
+  readonly stdout: { write(chunk: string): unknown };
+  readonly stderr: { write(chunk: string): unknown };
+}
+
+export async function runCheck({ output, deployment, paths }: CheckConfig, io: CheckIO): Promise<number> {
   const objects = deployment ? await live(deployment, io) : readManifests(paths, () => readFileSync(0, 'utf8'));
   const findings = analyze(objects);
   io.stdout.write(output === 'json' ? formatJson(findings, objects.length) : formatText(findings, objects.length));
   return findings.length === 0 ? 0 : 1;
 }
 
-async function live(deployment: { namespace: string; name: string }, io: CliIO) {
-  const { openClient } = await import('../guard/open.ts');
+async function live(deployment: { namespace: string; name: string }, io: CheckIO) {
+  const { openClient } = await import('../kube/open.ts');
   const { liveManifests } = await import('./live.ts');
   const client = openClient(io.env, createLogger({ level: 'warn', stream: io.stderr }), 'drainguard check --deployment');
   return liveManifests(client, deployment.namespace, deployment.name);

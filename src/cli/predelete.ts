@@ -19,7 +19,7 @@ API server does not know.`,
   async run(config, io) {
     const { parseResourceArgs, Discovery } = await import('../predelete/resources.ts');
     const { predelete, PredeleteError } = await import('../predelete/predelete.ts');
-    const { openClient } = await import('../guard/open.ts');
+    const { openClient } = await import('../kube/open.ts');
     const groups = config.resources.map(parseResourceArgs);
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
     const client = openClient(io.env, logger, 'drainguard predelete');

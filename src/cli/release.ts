@@ -17,7 +17,7 @@ are written. Exit status 0 when every stale finalizer was removed, 1 when some c
   async run(v, io) {
     const { targets } = v;
     const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
-    const { openClient, defaultNamespace } = await import('../guard/open.ts');
+    const { openClient, defaultNamespace } = await import('../kube/open.ts');
     const { inspect } = await import('../guard/inspect.ts');
     const { sweep, toSweep, why } = await import('../guard/sweep.ts');
     const { sleep } = await import('../kube/retry.ts');

@@ -15,7 +15,7 @@ holder Leases themselves. Reads only.`,
   resolve: resolveStatusConfig,
   async run(v, io) {
     const logger = createLogger({ level: v.logLevel, format: v.logFormat, stream: io.stderr });
-    const { openClient, defaultNamespace } = await import('../guard/open.ts');
+    const { openClient, defaultNamespace } = await import('../kube/open.ts');
     const { inspect } = await import('../guard/inspect.ts');
     const { GUARDS_ANNOTATION } = await import('../guard/names.ts');
     const client = openClient(io.env, logger, 'drainguard status');

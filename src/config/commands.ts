@@ -26,7 +26,7 @@ export interface PrestopConfig extends LogConfig {
 export interface GuardQueryConfig extends LogConfig {
   readonly targets: readonly GuardTarget[];
   readonly allObjects: boolean;
-  /** Where holder Leases are looked for; undefined: the client's namespace rules (guard/open.ts). */
+  /** Where holder Leases are looked for; undefined: the client's namespace rules (kube/open.ts). */
   readonly podNamespace?: string;
 }
 

@@ -3,9 +3,7 @@
 // loads the Kubernetes client.
 
 import type { SupervisorConfig } from '../supervisor/config.ts';
-import { KubeClient } from '../kube/client.ts';
-import { loadApiAccess } from '../kube/config.ts';
-import { apiConfigError } from '../kube/locate.ts';
+import { openClient } from '../kube/open.ts';
 import type { Logger } from '../log/logger.ts';
 import { Guard } from './guard.ts';
 
@@ -13,22 +11,6 @@ export interface OpenGuardOptions {
   readonly env: NodeJS.ProcessEnv;
   readonly logger: Logger;
   readonly onReleaseFailed?: (objects: readonly string[], fix: string) => void;
-}
-
-/** An API client, or a ConfigError saying why there is none (`why`: what needs the API). */
-export function openClient(env: NodeJS.ProcessEnv, logger: Logger, why: string): KubeClient {
-  let access;
-  try {
-    access = loadApiAccess(env);
-  } catch (err) {
-    throw apiConfigError(why, err);
-  }
-  return new KubeClient({ access, logger });
-}
-
-/** The namespace where holder Leases are looked for when drainguard may not list them cluster-wide. */
-export function defaultNamespace(client: KubeClient, podNamespace: string | undefined): string {
-  return podNamespace ?? client.namespace ?? 'default';
 }
 
 /** The guard for `config.guard`; throws ConfigError when no Kubernetes API is configured. */

@@ -1,0 +1,24 @@
+// The API client of a command that needs one (release, status, predelete,
+// check, the guard), from the kubeconfig or the in-cluster service account,
+// as kubectl finds them. Imported lazily: it loads client-node.
+
+import type { Logger } from '../log/logger.ts';
+import { KubeClient } from './client.ts';
+import { loadApiAccess } from './config.ts';
+import { apiConfigError } from './locate.ts';
+
+/** An API client, or a ConfigError saying why there is none (`why`: what needs the API). */
+export function openClient(env: NodeJS.ProcessEnv, logger: Logger, why: string): KubeClient {
+  let access;
+  try {
+    access = loadApiAccess(env);
+  } catch (err) {
+    throw apiConfigError(why, err);
+  }
+  return new KubeClient({ access, logger });
+}
+
+/** The namespace where holder Leases are looked for when drainguard may not list them cluster-wide. */
+export function defaultNamespace(client: KubeClient, podNamespace: string | undefined): string {
+  return podNamespace ?? client.namespace ?? 'default';
+}
