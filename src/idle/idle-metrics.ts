@@ -5,6 +5,7 @@
 
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { DrainguardError } from '../errors.ts';
 
 /** The gauge controller-runtime keeps per controller: workers inside a reconcile. */
 export const ACTIVE_WORKERS = 'controller_runtime_active_workers';
@@ -64,7 +65,7 @@ export async function waitForIdle(options: IdleOptions): Promise<IdleResult> {
     scrapes++;
     try {
       const res = await fetch(url, { headers, ca: options.ca, insecureSkipVerify: options.insecureSkipVerify, signal: attempt });
-      if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+      if (res.status !== 200) throw new DrainguardError('DG_IDLE_METRICS', `HTTP ${res.status}`);
       lastActive = activeWorkers(res.body);
       lastError = undefined;
       if (lastActive === 0) return result('idle');
@@ -90,7 +91,7 @@ export function activeWorkers(text: string): number {
     const rest = line.slice(ACTIVE_WORKERS.length);
     if (rest[0] !== '{' && rest[0] !== ' ' && rest[0] !== '\t') continue; // a longer name
     const value = Number(afterLabels(rest).trim().split(/\s+/)[0]);
-    if (!Number.isFinite(value)) throw new Error(`unreadable sample: ${line}`);
+    if (!Number.isFinite(value)) throw new DrainguardError('DG_IDLE_METRICS', `unreadable sample: ${line}`);
     sum += value;
   }
   return sum;
@@ -106,7 +107,7 @@ function afterLabels(rest: string): string {
     else if (c === '"') quoted = !quoted;
     else if (c === '}' && !quoted) return rest.slice(i + 1);
   }
-  throw new Error(`unterminated labels: ${rest}`);
+  throw new DrainguardError('DG_IDLE_METRICS', `unterminated labels: ${rest}`);
 }
 
 function pause(ms: number, signal?: AbortSignal): Promise<void> {

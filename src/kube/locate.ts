@@ -55,7 +55,8 @@ export function locateApiConfig(env: NodeJS.ProcessEnv, { serviceAccountDir = SE
 export function precheckApiConfig(located: ApiConfigSource): void {
   if (located.kind === 'in-cluster') return;
   const texts = located.files.map((f) => readFileSync(f, 'utf8'));
-  if (!texts.some((t) => /^["']?current-context["']?\s*:\s*["']?[^\s"'#]/m.test(t))) throw new NoApiConfigError(`${located.source}: no current context with a cluster`);
+  // At the start of a line (YAML) or after `{` or `,` (JSON, which kubectl reads too).
+  if (!texts.some((t) => /(?:^|[{,])\s*["']?current-context["']?\s*:\s*["']?[^\s"',}#]/m.test(t))) throw new NoApiConfigError(`${located.source}: no current context with a cluster`);
 }
 
 /** The configuration error of a command that needs the API (`why`: what needs it) and cannot have it. */
