@@ -84,7 +84,10 @@ async function volumeFiles(api: Api, pod: any, volume: any, token: () => Promise
 
 /** Makes the pod's directory, volumes, ports and kubeconfig. */
 export async function makePodHost(api: Api, pod: any, podIP: string): Promise<PodHost> {
-  const dir = mkdtempSync(join(tmpdir(), `kubelet-${pod.metadata.name}-`));
+  // A container sees its mountPath, here the host path, and a socket in a volume
+  // must fit the Unix limit of 107 bytes: with the pod's name in this directory,
+  // a Deployment's pod had 113 under the test runner's TMPDIR.
+  const dir = mkdtempSync(join(tmpdir(), 'pod-'));
   let cached: string | undefined;
   const token = async () => (cached ??= await podToken(api, pod));
   const volumes = new Map<string, string>();
