@@ -102,6 +102,7 @@ function cases(httpInUse: number): Case[] {
     ...['', '9404', ':99999', 'localhost:http', 'localhost:'].map((value) => ({ option: 'http-addr', value, fix: /expected HOST:PORT such as 127.0.0.1:9404, :9404 or \[::1\]:9404/ })),
     // Found when listening, where only the variable's name is known.
     { option: 'http-addr', value: `127.0.0.1:${httpInUse}`, fix: /cannot listen on 127.0.0.1:\d+: EADDRINUSE/, envOnly: true },
+    ...['', 'metrics', '127.0.0.1:8080/metrics', 'ftp://127.0.0.1/metrics', 'file:///metrics'].map((value) => ({ option: 'idle-metrics', value, fix: /expected an http or https URL such as http:\/\/127.0.0.1:8080\/metrics/ })),
     ...['', 'loud', 'trace', 'verbose'].map((value) => ({ option: 'log-level', value, fix: /expected one of debug, info, warn, error/ })),
     ...['', 'xml', 'yaml'].map((value) => ({ option: 'log-format', value, fix: /expected one of json, text/ })),
   ];
