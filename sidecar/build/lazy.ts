@@ -2,7 +2,7 @@
 // commands need (the Kubernetes client, prom-client, everything reached only
 // through a dynamic import()) goes into a SEA asset with a V8 code cache of its
 // own, compiled only when first imported, instead of into the main script that
-// every start compiles (issue 16, item 1).
+// every start compiles.
 //
 //   - Every dynamic import() in src/ whose target is not also imported
 //     statically becomes a lazy entry: the main script gets a stub that loads
