@@ -50,7 +50,9 @@ test.before.each(async () => {
 
 test.after.each(async () => {
   for (const p of running.splice(0)) {
-    p.killAll();
+    // Stopped as a pod is (drainguard then removes its socket directory); SIGKILL only if that hangs.
+    p.kill('SIGTERM');
+    await p.exit(15_000).catch(() => p.killAll());
     await p.exited;
   }
 });
