@@ -394,5 +394,3 @@ export class Guard implements GuardHandle {
     return 'done';
   }
 }
-
-export { describe };
