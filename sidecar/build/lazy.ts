@@ -25,7 +25,6 @@ export const LAZY_CACHE_ASSET = 'lazy.cache';
 /** The asset's text as a file beside the main script: dist/drainguard-lazy.cjs. */
 export const LAZY_FILE = 'drainguard-lazy.cjs';
 const SHARED = 'shared:';
-const CLIENT_NODE = '/node_modules/@kubernetes/client-node/';
 const WRAP = ['(function (exports, require, module) {', '\n})'] as const;
 
 export interface SplitBundle {
@@ -90,9 +89,7 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
             if (args.kind === 'entry-point' || args.pluginData === skip) return undefined;
             const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: skip });
             if (resolved.errors.length > 0 || resolved.external) return undefined;
-            if (staticGraph.has(key(resolved.path))) return { path: SHARED + key(resolved.path), external: true };
-            // client-node's barrels import every generated API and model; drainguard uses a few classes.
-            return { path: resolved.path, sideEffects: resolved.path.includes(CLIENT_NODE) ? false : undefined };
+            return staticGraph.has(key(resolved.path)) ? { path: SHARED + key(resolved.path), external: true } : undefined;
           });
         },
       },

@@ -1,12 +1,12 @@
-// Calls to the Kubernetes API: client-node finds the server and signs the
-// request (kubeconfig, in-cluster token, exec plugins, TLS); this adds a timeout
-// on every call, retries with backoff and jitter, and errors that name the
-// server and the object.
+// Calls to the Kubernetes API (found and signed as config.ts and
+// credentials.ts say, sent by transport.ts): a timeout on every call, retries
+// with backoff and jitter, and errors that name the server and the object.
 
-import { type HttpMethod, IsomorphicFetchHttpLibrary, RequestContext } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { ApiAccess } from './config.ts';
-import { KubeApiError, KubeUnreachableError, isTransient } from './errors.ts';
+import { KubeApiError, KubeUnreachableError, isStatus, isTransient } from './errors.ts';
+import { KubeCredentialsError } from './credentials.ts';
+import { Transport } from './transport.ts';
 import { type KubeList, type KubeObject, type ObjectRef, type ResourceRef, describe, objectPath, pathOf } from './objects.ts';
 import { DEFAULT_RETRY, type Delay, type RetryPolicy, backoff, sleep } from './retry.ts';
 
@@ -54,7 +54,7 @@ export class KubeClient {
   /** The namespace of the kubeconfig context or of the in-cluster service account. */
   readonly namespace?: string;
   readonly #access: ApiAccess;
-  readonly #http = new IsomorphicFetchHttpLibrary();
+  readonly #transport: Transport;
   readonly #timeoutMs: number;
   readonly #retry: RetryPolicy;
   readonly #delay: Delay;
@@ -62,10 +62,10 @@ export class KubeClient {
   readonly #now: () => number;
   readonly #log: Logger;
   readonly #onCall?: (call: CallRecord) => void;
-  #dispatcher?: ReturnType<RequestContext['getDispatcher']>;
 
   constructor(options: KubeClientOptions) {
     this.#access = options.access;
+    this.#transport = new Transport(options.access.transport);
     this.server = options.access.server;
     this.namespace = options.access.namespace;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -103,10 +103,16 @@ export class KubeClient {
     const policy: RetryPolicy =
       options.retry === false ? { ...this.#retry, maxAttempts: 1 } : { ...this.#retry, ...(typeof options.retry === 'object' ? options.retry : {}) };
     const call = `${method} ${options.what ?? path}`;
+    let refreshed = false;
     for (let attempt = 1; ; attempt++) {
       try {
         return (await this.#attempt(method, path, options, call, attempt)) as T;
       } catch (err) {
+        // A 401 may be a token that expired or was rotated since it was read: once more with a fresh one, as client-go does.
+        if (isStatus(err, 401) && !refreshed && this.#access.credentials.refresh()) {
+          refreshed = true;
+          continue;
+        }
         if (!isTransient(err) || attempt >= policy.maxAttempts || options.signal?.aborted) throw err;
         const wait = (err as KubeApiError).retryAfterMs ?? backoff(policy, attempt, this.#random);
         if (options.deadline !== undefined && this.#now() + wait >= options.deadline) throw err;
@@ -124,32 +130,25 @@ export class KubeClient {
     url.pathname = `${new URL(this.server).pathname.replace(/\/$/, '')}${path}`;
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
 
-    const ctx = new RequestContext(url.toString(), method as HttpMethod);
-    ctx.setHeaderParam('Accept', 'application/json');
-    if (options.body !== undefined) {
-      ctx.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
-      ctx.setBody(JSON.stringify(options.body));
-    }
+    const headers: Record<string, string> = { accept: 'application/json' };
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
     const timeout = AbortSignal.timeout(Math.max(0, Math.floor(timeoutMs)));
-    ctx.setSignal(options.signal ? AbortSignal.any([timeout, options.signal]) : timeout);
+    const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
     const started = performance.now();
     const record = (status: number) => {
       const call: CallRecord = { method, path: url.pathname + url.search, status, durationMs: Math.round((performance.now() - started) * 10) / 10, attempt };
       this.#log.debug('Kubernetes API call', { ...call });
       this.#onCall?.(call);
     };
+    const credential = await this.#access.credentials.current().catch((err: Error) => {
+      throw new KubeCredentialsError(`${call} on ${this.server}: ${err.message}`, { cause: err });
+    });
     let status = 0;
     let text: string;
-    let headers: Record<string, string>;
+    let resHeaders: Record<string, string | string[] | undefined>;
     try {
-      await this.#access.kubeConfig.applySecurityAuthentication(ctx);
-      // One connection pool for every call (client-node makes a new one per request).
-      if (this.#dispatcher) ctx.setDispatcher(this.#dispatcher);
-      else this.#dispatcher = ctx.getDispatcher();
-      const res = await this.#http.send(ctx).toPromise();
-      status = res.httpStatusCode;
-      headers = res.headers;
-      text = await res.body.text();
+      ({ status, headers: resHeaders, text } = await this.#transport.send({ method, url, headers, body, signal, credential }));
     } catch (err) {
       record(status);
       if (timeout.aborted) throw new KubeUnreachableError(call, this.server, `no answer within ${timeoutMs} ms`, { cause: err, timedOut: true });
@@ -157,16 +156,16 @@ export class KubeClient {
       throw new KubeUnreachableError(call, this.server, networkDetail(err), { cause: err });
     }
     record(status);
-    let body: any;
+    let answer: any;
     try {
-      body = text === '' ? undefined : JSON.parse(text);
+      answer = text === '' ? undefined : JSON.parse(text);
     } catch {
-      body = text;
+      answer = text;
     }
-    if (status >= 200 && status < 300) return body;
-    const message = typeof body === 'object' && body?.message ? String(body.message) : String(text).slice(0, 500) || '(no message)';
-    const retryAfter = Number(headers['retry-after']);
-    throw new KubeApiError(call, this.server, status, body?.reason, message, status === 429 && retryAfter > 0 ? retryAfter * 1000 : undefined);
+    if (status >= 200 && status < 300) return answer;
+    const message = typeof answer === 'object' && answer?.message ? String(answer.message) : String(text).slice(0, 500) || '(no message)';
+    const retryAfter = Number(resHeaders['retry-after']);
+    throw new KubeApiError(call, this.server, status, answer?.reason, message, status === 429 && retryAfter > 0 ? retryAfter * 1000 : undefined);
   }
 }
 

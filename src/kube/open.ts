@@ -1,6 +1,6 @@
 // The API client of a command that needs one (release, status, predelete,
 // check, the guard), from the kubeconfig or the in-cluster service account,
-// as kubectl finds them. Imported lazily: it loads client-node.
+// as kubectl finds them. Imported lazily, with the rest of the kube layer.
 
 import type { Logger } from '../log/logger.ts';
 import { KubeClient } from './client.ts';

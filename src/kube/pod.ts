@@ -1,7 +1,6 @@
 // This pod, as the Kubernetes API tells it, for every command: its grace
 // period, Events on it, and whether the operator container has terminated.
-// The kube layer (and client-node with it) is loaded only when the pod is
-// known by name.
+// The kube layer is loaded only when the pod is known by name.
 
 import { ConfigError } from '../config/errors.ts';
 import { DrainguardError } from '../errors.ts';
