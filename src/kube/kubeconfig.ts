@@ -6,6 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse } from 'yaml';
+import { ConfigError } from '../config/errors.ts';
+
+/** The kubeconfig in force cannot be used: what is missing or malformed, and where. */
+export class KubeconfigError extends ConfigError {
+  override name = 'KubeconfigError';
+  constructor(message: string, options?: ErrorOptions) {
+    super('DG_CONFIG_NO_API', message, options);
+  }
+}
 
 export interface KubeconfigCluster {
   readonly server: string;
@@ -64,13 +73,13 @@ export function readKubeconfig(files: readonly string[], source: string): Kubeco
     collect(doc.contexts, 'context', contexts, dir, file);
     if (current === undefined && typeof doc['current-context'] === 'string' && doc['current-context'] !== '') current = doc['current-context'];
   }
-  if (current === undefined) throw new Error(`${source}: no current context with a cluster`);
+  if (current === undefined) throw new KubeconfigError(`${source}: no current context with a cluster`);
   const context = contexts.get(current)?.entry;
-  if (!context) throw new Error(`${source}: the current context "${current}" is not defined`);
+  if (!context) throw new KubeconfigError(`${source}: the current context "${current}" is not defined`);
   const cluster = context.cluster ? clusters.get(String(context.cluster)) : undefined;
-  if (!cluster) throw new Error(`${source}: the context "${current}" names no cluster that is defined${context.cluster ? ` ("${context.cluster}")` : ''}`);
+  if (!cluster) throw new KubeconfigError(`${source}: the context "${current}" names no cluster that is defined${context.cluster ? ` ("${context.cluster}")` : ''}`);
   const user = context.user ? users.get(String(context.user)) : undefined;
-  if (context.user && !user) throw new Error(`${source}: the context "${current}" names the user "${context.user}", which is not defined`);
+  if (context.user && !user) throw new KubeconfigError(`${source}: the context "${current}" names the user "${context.user}", which is not defined`);
   const where = `${source}: context "${current}"`;
   return {
     context: current,
@@ -86,16 +95,16 @@ function parseFile(file: string): Record<string, any> {
   try {
     doc = parse(text);
   } catch (err) {
-    throw new Error(`${file} is not valid YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    throw new KubeconfigError(`${file} is not valid YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
   }
   if (doc === null || doc === undefined) return {};
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new Error(`${file} is not a kubeconfig (a mapping at the top)`);
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new KubeconfigError(`${file} is not a kubeconfig (a mapping at the top)`);
   return doc as Record<string, any>;
 }
 
 function collect(list: unknown, key: string, into: Map<string, Named>, dir: string, file: string): void {
   if (list === undefined || list === null) return;
-  if (!Array.isArray(list)) throw new Error(`${file}: ${key}s is not a list`);
+  if (!Array.isArray(list)) throw new KubeconfigError(`${file}: ${key}s is not a list`);
   for (const item of list) {
     const name = item?.name;
     if (typeof name !== 'string' || into.has(name)) continue;
@@ -104,17 +113,17 @@ function collect(list: unknown, key: string, into: Map<string, Named>, dir: stri
 }
 
 function readCluster({ entry: c, dir }: Named, where: string): KubeconfigCluster {
-  if (typeof c.server !== 'string' || c.server === '') throw new Error(`${where}: the cluster has no server`);
+  if (typeof c.server !== 'string' || c.server === '') throw new KubeconfigError(`${where}: the cluster has no server`);
   let url: URL;
   try {
     url = new URL(c.server);
   } catch {
-    throw new Error(`${where}: the cluster's server is not a URL: ${c.server}`);
+    throw new KubeconfigError(`${where}: the cluster's server is not a URL: ${c.server}`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`${where}: the cluster's server must be https:// or http://, not ${c.server}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new KubeconfigError(`${where}: the cluster's server must be https:// or http://, not ${c.server}`);
   const proxyUrl = optionalString(c['proxy-url']);
   if (proxyUrl !== undefined && !/^https?:\/\//.test(proxyUrl)) {
-    throw new Error(`${where}: proxy-url ${proxyUrl}: drainguard goes through http:// and https:// proxies (CONNECT), not ${proxyUrl.split(':')[0]}`);
+    throw new KubeconfigError(`${where}: proxy-url ${proxyUrl}: drainguard goes through http:// and https:// proxies (CONNECT), not ${proxyUrl.split(':')[0]}`);
   }
   return {
     server: c.server,
@@ -127,12 +136,12 @@ function readCluster({ entry: c, dir }: Named, where: string): KubeconfigCluster
 
 function readUser({ entry: u, dir }: Named, where: string): KubeconfigUser {
   if (u['auth-provider']) {
-    throw new Error(`${where}: the user's auth-provider "${u['auth-provider'].name ?? '?'}" was removed from Kubernetes clients; use the provider's exec plugin (users[].user.exec), as kubectl does`);
+    throw new KubeconfigError(`${where}: the user's auth-provider "${u['auth-provider'].name ?? '?'}" was removed from Kubernetes clients; use the provider's exec plugin (users[].user.exec), as kubectl does`);
   }
-  if (u.username !== undefined || u.password !== undefined) throw new Error(`${where}: the user has a username and password; Kubernetes no longer accepts basic authentication (removed in 1.19)`);
+  if (u.username !== undefined || u.password !== undefined) throw new KubeconfigError(`${where}: the user has a username and password; Kubernetes no longer accepts basic authentication (removed in 1.19)`);
   const cert = pem(u, 'client-certificate', dir, where);
   const key = pem(u, 'client-key', dir, where);
-  if ((cert === undefined) !== (key === undefined)) throw new Error(`${where}: the user has a client ${cert ? 'certificate but no key' : 'key but no certificate'}`);
+  if ((cert === undefined) !== (key === undefined)) throw new KubeconfigError(`${where}: the user has a client ${cert ? 'certificate but no key' : 'key but no certificate'}`);
   const groups = u['as-groups'];
   const extra = u['as-user-extra'];
   return {
@@ -154,10 +163,10 @@ function readUser({ entry: u, dir }: Named, where: string): KubeconfigUser {
 }
 
 function readExec(e: Record<string, any>, dir: string, where: string): ExecPlugin {
-  if (typeof e.command !== 'string' || e.command === '') throw new Error(`${where}: the user's exec plugin has no command`);
+  if (typeof e.command !== 'string' || e.command === '') throw new KubeconfigError(`${where}: the user's exec plugin has no command`);
   const apiVersion = String(e.apiVersion ?? '');
   if (apiVersion !== 'client.authentication.k8s.io/v1' && apiVersion !== 'client.authentication.k8s.io/v1beta1') {
-    throw new Error(`${where}: the exec plugin's apiVersion must be client.authentication.k8s.io/v1 or v1beta1, not "${apiVersion}"`);
+    throw new KubeconfigError(`${where}: the exec plugin's apiVersion must be client.authentication.k8s.io/v1 or v1beta1, not "${apiVersion}"`);
   }
   const env: Record<string, string> = {};
   for (const { name, value } of Array.isArray(e.env) ? e.env : []) if (typeof name === 'string') env[name] = String(value ?? '');
@@ -181,7 +190,7 @@ function pem(entry: Record<string, any>, name: string, dir: string, where: strin
   try {
     return readFileSync(relative(file, dir), 'utf8');
   } catch (err) {
-    throw new Error(`${where}: cannot read ${name} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new KubeconfigError(`${where}: cannot read ${name} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
   }
 }
 

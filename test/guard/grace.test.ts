@@ -5,12 +5,13 @@
 // when it has exited. Kubebuilder's case (Pod grace 10 s, nothing set for
 // drainguard) is an uninstall, as in the report: the guarded objects are
 // deleted too. The others keep them, so that what they test is the deadline,
-// not the race of the last release wave (docs/guard.md, bench/release-race.ts).
+// not the race of the last release wave (docs/guard.md, bench/release-race.ts);
+// in the uninstall that race is accepted only as lastWaveRace says.
 // On the real control plane (test/support/cluster), pods bound to a Node and pod-bound tokens.
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { NODE, type Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
+import { type LogLine, NODE, type Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { type Install, finalizer, withCluster } from './cluster.ts';
 
 type Mode = 'wrap' | 'sidecar';
@@ -56,7 +57,8 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
     // The Pod's grace period must have been read before the stop, as in a pod that ran a while.
     if (how !== 'equal' && how !== 'shorter') await supervisor.log(mode === 'wrap' ? 'grace period read from the Pod' : 'grace period read from the Pod', 10_000);
     await c.deletePod(name);
-    if (podGrace === 10 && how === 'unset') await c.uninstall();
+    const uninstall = podGrace === 10 && how === 'unset';
+    if (uninstall) await c.uninstall();
     if (mode === 'wrap') {
       supervisor.kill('SIGTERM');
     } else {
@@ -69,9 +71,11 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
     }
     const exit = await supervisor.exit(effective(podGrace, how) + 5000);
     assert.equal(exit.code, 0, supervisor.stderr.join('\n'));
+    const partial = supervisor.logs().find((l) => l.msg.startsWith('guard released in part'));
+    if (uninstall && partial) await lastWaveRace(c, partial, name, supervisor.stderr.join('\n'));
     const left = Object.entries(await c.holders()).filter(([, h]) => h.includes(finalizer(pod)));
     assert.equal(left, [], `${name}: finalizers left at exit\n${supervisor.stderr.join('\n')}`);
-    assert.ok(supervisor.logs().some((l) => l.msg === 'guard released'), `${name}: ${supervisor.stderr.join('\n')}`);
+    if (!partial) assert.ok(supervisor.logs().some((l) => l.msg === 'guard released'), `${name}: ${supervisor.stderr.join('\n')}`);
     const terminated = supervisor.logs().find((l) => l.msg === 'termination requested')!;
     assert.equal(terminated.gracePeriodMs, effective(podGrace, how), `${name}: grace period in force`);
     assert.equal(terminated.gracePeriodFrom, how === 'shorter' ? 'DRAINGUARD_GRACE_PERIOD' : how === 'equal' ? 'DRAINGUARD_GRACE_PERIOD' : 'pod', `${name}: where it came from`);
@@ -79,6 +83,23 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
     supervisor.killAll();
     operator?.kill('SIGKILL');
   }
+}
+
+/**
+ * The one failure drainguard cannot rule out in an uninstall (docs/guard.md, "The release order"):
+ * its last release wave is refused in part because the API server had already dropped the role
+ * or binding the wave itself removed. Accepted only as that: every refusal a 403 to drainguard's
+ * own ServiceAccount, and the command the error line gives, run as an admin (the post-delete
+ * hook's place), frees every object.
+ */
+async function lastWaveRace(c: Install, partial: LogLine, name: string, stderr: string): Promise<void> {
+  const failed = partial.failed as string[];
+  assert.ok(failed.length > 0 && failed.every((f) => / 403 Forbidden: .*"system:serviceaccount:[^"]+:op" cannot patch/.test(f)), `${name}: only the last wave's race is accepted\n${stderr}`);
+  const fix = String(partial.fix).split(' ');
+  assert.equal(fix.slice(0, 2), ['drainguard', 'release'], `${name}: the error line gives the release command`);
+  const release = drainguard(fix.slice(1), { KUBECONFIG: c.cluster.adminKubeconfig });
+  assert.equal((await release.exit()).code, 0, release.stderr.join('\n'));
+  console.log(`  ${name}: the last release wave lost the authorizer's race (${failed.length} refused); the release command freed it`);
 }
 
 for (const mode of ['wrap', 'sidecar'] as const) {
