@@ -122,7 +122,11 @@ export interface IdleRss {
  * its API opened: the grace period read, Events possible; run-guard: the
  * same with DRAINGUARD_GUARD, the guard set; sidecar-pod: the sidecar in a
  * pod. The API is a real control plane (test/support/cluster), reached through
- * the tests' fault proxy, which records the requests (no faults).
+ * the tests' fault proxy, which records the requests (no faults), as a pod
+ * reaches it: KUBERNETES_SERVICE_HOST/PORT and a pod-bound token, CA and
+ * namespace at /var/run/secrets/kubernetes.io/serviceaccount, mounted there
+ * in a mount namespace of the process's own (unshare), so nothing of the
+ * machine's changes.
  */
 type Subject = 'node' | 'run' | 'run-pod' | 'run-guard' | 'sidecar' | 'sidecar-pod';
 const SUBJECTS: readonly Subject[] = ['node', 'run', 'run-pod', 'run-guard', 'sidecar', 'sidecar-pod'];
@@ -172,21 +176,60 @@ async function measureAll(copies: Copies, reps: number, progress: (label: string
   return { written, read, ...(!copies.hasSidecar && { sidecarNote: "this build has no 'drainguard sidecar'" }) };
 }
 
-const SETTLE_MS = 500;
+/**
+ * Idle is what a process settles to, not its state just after start: V8's memory reducer
+ * collects about 8 s after the last allocation burst (the API's first answers), so RSS is
+ * sampled each second until it has not moved for a few samples, from 10 s on, at most 20 s.
+ */
+const SETTLE = { minMs: 10_000, maxMs: 20_000, everyMs: 1000, stableSamples: 3, toleranceBytes: 64 * 1024 } as const;
+
+async function settledRss(pid: number): Promise<Rss> {
+  const started = Date.now();
+  let last = rssOf(pid);
+  let stable = 0;
+  while (Date.now() - started < SETTLE.maxMs) {
+    await delay(SETTLE.everyMs);
+    const now = rssOf(pid);
+    stable = Math.abs(now.rss - last.rss) <= SETTLE.toleranceBytes ? stable + 1 : 0;
+    last = now;
+    if (stable >= SETTLE.stableSamples && Date.now() - started >= SETTLE.minMs) break;
+  }
+  return last;
+}
+
+/**
+ * The arguments of `unshare` that run a command with a pod's service account mount: a private
+ * /run (so /var/run/secrets/... can be made) with the directory bind-mounted into it. The
+ * command execs in the same process, so the pid measured is drainguard's.
+ */
+async function serviceAccountMount(cluster: Cluster, pod: Parameters<Cluster['kubeconfig']>[0], dir: string): Promise<string[]> {
+  const source = mkdtempSync(join(dir, 'serviceaccount-'));
+  writeFileSync(join(source, 'token'), await cluster.cluster.token(cluster.ns, 'op', { pod }));
+  writeFileSync(join(source, 'ca.crt'), cluster.cluster.ca);
+  writeFileSync(join(source, 'namespace'), cluster.ns);
+  const target = '/run/secrets/kubernetes.io/serviceaccount';
+  const script = `mount -t tmpfs tmpfs /run && mkdir -p ${target} && mount --bind "$0" ${target} && exec "$@"`;
+  const user = process.getuid?.() === 0 ? [] : ['--user', '--map-root-user'];
+  return [...user, '--mount', '--propagation', 'private', 'sh', '-c', script, source];
+}
 
 async function idle(subject: Subject, file: string, dir: string, cluster: Cluster, podName: string): Promise<Rss> {
   const pod = subject.endsWith('-pod') || subject === 'run-guard' ? await cluster.pod(podName) : undefined;
+  const server = new URL(cluster.proxy!.url);
   const env = {
     HOME: dir,
-    ...(pod && { KUBECONFIG: await cluster.kubeconfig(pod), DRAINGUARD_POD_NAME: pod.name, DRAINGUARD_POD_NAMESPACE: cluster.ns, DRAINGUARD_POD_UID: pod.uid }),
+    ...(pod && { KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port, DRAINGUARD_POD_NAME: pod.name, DRAINGUARD_POD_NAMESPACE: cluster.ns, DRAINGUARD_POD_UID: pod.uid }),
     ...(subject === 'run-guard' && { DRAINGUARD_GUARD: cluster.guard }),
   };
+  const serviceAccount = pod && (await serviceAccountMount(cluster, pod, dir));
+  const start = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
+    serviceAccount ? new BenchProc('unshare', [...serviceAccount, file, ...args], { ...env, ...extra }, { stderr: true }) : new BenchProc(file, args, { ...env, ...extra }, { stderr: true });
   const proc =
     subject === 'node'
       ? new BenchProc(file, ['-e', "console.log('ready'); setInterval(() => {}, 1 << 30)"], env)
       : subject.startsWith('run')
-        ? new BenchProc(file, ['run', '--', '/bin/sh', '-c', 'echo ready; exec sleep 600'], env, { stderr: true })
-        : new BenchProc(file, ['sidecar'], { ...env, DRAINGUARD_SOCKET: join(dir, 'drain.sock'), DRAINGUARD_HTTP_ADDR: '127.0.0.1:0' }, { stderr: true });
+        ? start(['run', '--', '/bin/sh', '-c', 'echo ready; exec sleep 600'])
+        : start(['sidecar'], { DRAINGUARD_SOCKET: join(dir, 'drain.sock'), DRAINGUARD_HTTP_ADDR: '127.0.0.1:0' });
   try {
     if (subject.startsWith('sidecar')) await proc.waitFor((l) => l.includes('"sidecar ready"'), 30_000, 'sidecar ready', 'stderr');
     else await proc.waitLine('ready', 30_000);
@@ -195,8 +238,7 @@ async function idle(subject: Subject, file: string, dir: string, cluster: Cluste
     if (pod) await cluster.cluster.waitFor(async () => requests.some((r) => r.verb === 'get' && r.resource === 'pods' && r.name === pod.name && r.status === 200), 30_000, `${subject}: the Pod read`);
     const holder = pod && `drainguard.dev/holder-${pod.uid}`;
     if (subject === 'run-guard') await cluster.cluster.waitFor(async () => Object.values(await cluster.holders()).every((h) => h.includes(holder!)), 30_000, 'guard set');
-    await delay(SETTLE_MS);
-    return rssOf(proc.pid);
+    return await settledRss(proc.pid);
   } finally {
     proc.signal('SIGTERM');
     await proc.waitExit(10_000, `${subject} idle`).catch(() => proc.kill());

@@ -24,6 +24,6 @@ export async function runCheck({ output, deployment, paths }: CheckConfig, io: C
 async function live(deployment: { namespace: string; name: string }, io: CheckIO) {
   const { openClient } = await import('../kube/open.ts');
   const { liveManifests } = await import('./live.ts');
-  const client = openClient(io.env, createLogger({ level: 'warn', stream: io.stderr }), 'drainguard check --deployment');
+  const client = await openClient(io.env, createLogger({ level: 'warn', stream: io.stderr }), 'drainguard check --deployment');
   return liveManifests(client, deployment.namespace, deployment.name);
 }

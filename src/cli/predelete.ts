@@ -22,7 +22,7 @@ API server does not know.`,
     const { openClient } = await import('../kube/open.ts');
     const groups = config.resources.map(parseResourceArgs);
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-    const client = openClient(io.env, logger, 'drainguard predelete');
+    const client = await openClient(io.env, logger, 'drainguard predelete');
     const namespace = config.namespace ?? client.namespace ?? 'default';
     const discovery = new Discovery(client);
     const resolved = await Promise.all(groups.map((g) => Promise.all(g.map((a) => discovery.resolve(a)))));

@@ -21,7 +21,7 @@ are written. Exit status 0 when every stale finalizer was removed, 1 when some c
     const { inspect } = await import('../guard/inspect.ts');
     const { sweep, toSweep, why } = await import('../guard/sweep.ts');
     const { sleep } = await import('../kube/retry.ts');
-    const client = openClient(io.env, logger, 'drainguard release');
+    const client = await openClient(io.env, logger, 'drainguard release');
     const namespace = defaultNamespace(client, v.podNamespace);
     const until = Date.now() + (v.waitMs ?? 0);
     const said = new Set<string>();

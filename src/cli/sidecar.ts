@@ -27,7 +27,7 @@ SIGINT cuts the drain and the wait short.`,
     const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
     const guard =
       config.guard.length > 0
-        ? (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) })
+        ? await (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => events?.guardReleaseFailed(objects, fix) })
         : undefined;
     // No operator to start first: the API is opened now (DRAINGUARD_OPERATOR_CONTAINER needs it from the start).
     const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);

@@ -18,7 +18,7 @@ holder Leases themselves. Reads only.`,
     const { openClient, defaultNamespace } = await import('../kube/open.ts');
     const { inspect } = await import('../guard/inspect.ts');
     const { GUARDS_ANNOTATION } = await import('../guard/names.ts');
-    const client = openClient(io.env, logger, 'drainguard status');
+    const client = await openClient(io.env, logger, 'drainguard status');
     const now = Date.now();
     const { objects, holders } = await inspect(client, { targets: v.targets, allObjects: v.allObjects }, defaultNamespace(client, v.podNamespace), () => now);
 

@@ -22,7 +22,7 @@ export function lateGuard(config: SupervisorConfig, options: OpenGuardOptions): 
   let opened: Promise<GuardHandle | undefined> | undefined;
   const open = () =>
     (opened ??= import('./open.ts')
-      .then(({ openGuard }) => (guard = openGuard(config, options)))
+      .then(async ({ openGuard }) => (guard = await openGuard(config, options)))
       .catch((err: unknown) => {
         options.logger.error('the guard cannot be set: its Kubernetes API configuration cannot be read', { error: err });
         return undefined;

@@ -14,10 +14,10 @@ export interface OpenGuardOptions {
 }
 
 /** The guard for `config.guard`; throws ConfigError when no Kubernetes API is configured. */
-export function openGuard(config: SupervisorConfig, { env, logger, onReleaseFailed }: OpenGuardOptions): Guard {
+export async function openGuard(config: SupervisorConfig, { env, logger, onReleaseFailed }: OpenGuardOptions): Promise<Guard> {
   const { name, namespace, uid } = config.pod;
   return new Guard({
-    client: openClient(env, logger, 'DRAINGUARD_GUARD is set, so drainguard'),
+    client: await openClient(env, logger, 'DRAINGUARD_GUARD is set, so drainguard'),
     targets: config.guard,
     pod: { name: name!, namespace: namespace!, uid: uid! },
     leaseDurationMs: config.leaseDurationMs,

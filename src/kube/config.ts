@@ -23,11 +23,11 @@ export interface ApiAccess {
 
 export type LoadOptions = LocateOptions;
 
-export function loadApiAccess(env: NodeJS.ProcessEnv, options: LoadOptions = {}): ApiAccess {
+export async function loadApiAccess(env: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<ApiAccess> {
   const located = locateApiConfig(env, options);
   const { source } = located;
   if (located.kind === 'in-cluster') return inCluster(env, located.dir, source);
-  const { cluster, user, namespace } = readKubeconfig(located.files, source);
+  const { cluster, user, namespace } = await readKubeconfig(located.files, source);
   return {
     server: cluster.server,
     source,

@@ -5,7 +5,6 @@
 
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parse } from 'yaml';
 import { ConfigError } from '../config/errors.ts';
 
 /** The kubeconfig in force cannot be used: what is missing or malformed, and where. */
@@ -60,13 +59,13 @@ interface Named {
 }
 
 /** The context in force across `files`, with its cluster and user resolved; throws naming what is missing or malformed. */
-export function readKubeconfig(files: readonly string[], source: string): Kubeconfig {
+export async function readKubeconfig(files: readonly string[], source: string): Promise<Kubeconfig> {
   const clusters = new Map<string, Named>();
   const users = new Map<string, Named>();
   const contexts = new Map<string, Named>();
   let current: string | undefined;
   for (const file of files) {
-    const doc = parseFile(file);
+    const doc = await parseFile(file);
     const dir = dirname(resolve(file));
     collect(doc.clusters, 'cluster', clusters, dir, file);
     collect(doc.users, 'user', users, dir, file);
@@ -89,8 +88,10 @@ export function readKubeconfig(files: readonly string[], source: string): Kubeco
   };
 }
 
-function parseFile(file: string): Record<string, any> {
+async function parseFile(file: string): Promise<Record<string, any>> {
   const text = readFileSync(file, 'utf8');
+  // Loaded only here: a pod's in-cluster configuration needs no YAML parser (about 4 MiB of heap).
+  const { parse } = await import('yaml');
   let doc: unknown;
   try {
     doc = parse(text);

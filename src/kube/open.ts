@@ -8,10 +8,10 @@ import { loadApiAccess } from './config.ts';
 import { apiConfigError } from './locate.ts';
 
 /** An API client, or a ConfigError saying why there is none (`why`: what needs the API). */
-export function openClient(env: NodeJS.ProcessEnv, logger: Logger, why: string): KubeClient {
+export async function openClient(env: NodeJS.ProcessEnv, logger: Logger, why: string): Promise<KubeClient> {
   let access;
   try {
-    access = loadApiAccess(env);
+    access = await loadApiAccess(env);
   } catch (err) {
     throw apiConfigError(why, err);
   }

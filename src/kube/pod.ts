@@ -43,7 +43,7 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
   ]);
   let access;
   try {
-    access = loadApiAccess(env);
+    access = await loadApiAccess(env);
   } catch (err) {
     if (needed) throw new ConfigError('DG_CONFIG_NO_API', `DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs the Kubernetes API: ${(err as Error).message}`, { cause: err });
     if (!(err instanceof NoApiConfigError)) throw err;

@@ -36,7 +36,7 @@ async function setup(options: Partial<KubeClientOptions> = {}) {
   const proxy = await startFaultProxy(cluster);
   const dir = tempDir();
   const kubeconfig = cluster.kubeconfigFor(adminToken, { server: proxy.url });
-  const access = loadApiAccess({ KUBECONFIG: kubeconfig }, { home: dir });
+  const access = await loadApiAccess({ KUBECONFIG: kubeconfig }, { home: dir });
   const waits: number[] = [];
   const client = new KubeClient({ access, delay: async (ms) => void waits.push(ms), random: () => 0.5, ...options });
   return { proxy, client, waits, dir, kubeconfig };
@@ -51,7 +51,7 @@ const gets = (proxy: FaultProxy) => proxy.requests.filter((r) => r.verb === 'get
 test('reads through KUBECONFIG over TLS, verifying the server with the kubeconfig CA', async () => {
   await seed('x');
   // The admin kubeconfig: the cluster CA and a client certificate, straight to the API server.
-  const client = new KubeClient({ access: loadApiAccess({ KUBECONFIG: cluster.adminKubeconfig }, { home: tempDir() }) });
+  const client = new KubeClient({ access: await loadApiAccess({ KUBECONFIG: cluster.adminKubeconfig }, { home: tempDir() }) });
   const got = await client.get(role('x'));
   assert.equal(got.metadata.name, roleName('x'));
   assert.equal(client.server, cluster.url);
@@ -59,7 +59,7 @@ test('reads through KUBECONFIG over TLS, verifying the server with the kubeconfi
   // Another CA: the server is not trusted.
   const { proxy, kubeconfig } = await setup();
   writeFileSync(kubeconfig, readFileSync(kubeconfig, 'utf8').replace(/certificate-authority-data: .*/, `certificate-authority-data: ${Buffer.from(untrustedCa()).toString('base64')}`));
-  const untrusted = new KubeClient({ access: loadApiAccess({ KUBECONFIG: kubeconfig }, { home: tempDir() }), retry: { baseDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 } });
+  const untrusted = new KubeClient({ access: await loadApiAccess({ KUBECONFIG: kubeconfig }, { home: tempDir() }), retry: { baseDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 } });
   const refused = await untrusted.get(role('x')).catch((e) => e);
   assert.instance(refused, KubeUnreachableError);
   assert.equal(proxy.requests, [], 'no request was sent to a server the CA does not vouch for');
@@ -104,7 +104,7 @@ test('every call has a timeout; errors name the API server and the object', asyn
   assert.equal(missing.message, `PATCH clusterrole/${roleName('nope')} on ${proxy.url}: 404 NotFound: clusterroles.rbac.authorization.k8s.io "${roleName('nope')}" not found`);
 
   // A deadline cuts a call short of its own (longer) timeout: the server would answer after 1 s.
-  const patient = new KubeClient({ access: loadApiAccess({ KUBECONFIG: kubeconfig }, { home: dir }), timeoutMs: 5000 });
+  const patient = new KubeClient({ access: await loadApiAccess({ KUBECONFIG: kubeconfig }, { home: dir }), timeoutMs: 5000 });
   const t1 = Date.now();
   const late = await patient.get(role('z'), { deadline: t1 + 300 }).catch((e) => e);
   assert.instance(late, KubeUnreachableError);
@@ -128,7 +128,7 @@ test('in-cluster: the projected token is read again when the kubelet rotates it'
   writeFileSync(join(sa, 'ca.crt'), cluster.ca);
   writeFileSync(join(sa, 'namespace'), NS);
   const env = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(proxy.url).port };
-  const access = loadApiAccess(env, { serviceAccountDir: sa, home: dir });
+  const access = await loadApiAccess(env, { serviceAccountDir: sa, home: dir });
   assert.equal(access.source, 'in-cluster service account');
   assert.equal(access.namespace, NS);
   const client = new KubeClient({ access });
@@ -136,7 +136,8 @@ test('in-cluster: the projected token is read again when the kubelet rotates it'
   writeFileSync(join(sa, 'token'), await cluster.token(NS, 'b'));
   await client.request('GET', '/api');
   assert.equal(proxy.requests.map((r) => [r.user, r.status]), [[`system:serviceaccount:${NS}:a`, 200], [`system:serviceaccount:${NS}:b`, 200]]);
-  assert.throws(() => loadApiAccess({}, { serviceAccountDir: join(dir, 'none'), home: dir }), /no Kubernetes API configured/);
+  const none = await loadApiAccess({}, { serviceAccountDir: join(dir, 'none'), home: dir }).catch((e: Error) => e);
+  assert.match(String((none as Error).message), /no Kubernetes API configured/);
   await proxy.close();
 });
 

@@ -26,13 +26,13 @@ const OP = `system:serviceaccount:${NS}:op`;
 const caData = Buffer.from(cluster.ca).toString('base64');
 
 /** Who the API server says the caller is. */
-async function whoAmI(client: KubeClient): Promise<{ username: string; groups: string[]; extra?: Record<string, string[]> }> {
-  const review = await client.request<any>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+async function whoAmI(client: KubeClient | Promise<KubeClient>): Promise<{ username: string; groups: string[]; extra?: Record<string, string[]> }> {
+  const review = await (await client).request<any>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
   return review.status.userInfo;
 }
 
-const clientOf = (files: string[], env: NodeJS.ProcessEnv = {}) =>
-  new KubeClient({ access: loadApiAccess({ KUBECONFIG: files.join(':'), ...env }, { home: tempDir() }), retry: { baseDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 } });
+const clientOf = async (files: string[], env: NodeJS.ProcessEnv = {}) =>
+  new KubeClient({ access: await loadApiAccess({ KUBECONFIG: files.join(':'), ...env }, { home: tempDir() }), retry: { baseDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 } });
 
 function kubeconfig(dir: string, name: string, doc: { cluster?: string; user?: string; context?: string; current?: string }): string {
   const path = join(dir, name);
@@ -77,7 +77,7 @@ test('KUBECONFIG of several files: the first to name an entry or a current conte
   // Only the admin's client certificate is of system:masters.
   assert.ok(me.username !== OP && me.groups.includes('system:masters'), JSON.stringify(me));
   // b alone: its own context, its token.
-  const access = loadApiAccess({ KUBECONFIG: b }, { home: dir });
+  const access = await loadApiAccess({ KUBECONFIG: b }, { home: dir });
   assert.equal([access.server, access.namespace], ['https://127.0.0.1:1', NS]);
 });
 
@@ -177,25 +177,25 @@ test('proxy-url, else HTTPS_PROXY (with NO_PROXY) of the environment: the API se
   assert.equal(proxy.tunnels, [target, target]);
   assert.equal((await whoAmI(clientOf([plain], { HTTPS_PROXY: proxy.url, NO_PROXY: '127.0.0.1' }))).username, OP);
   assert.equal(proxy.tunnels, [target, target], 'NO_PROXY: straight to the server');
-  assert.throws(
-    () => loadApiAccess({ KUBECONFIG: kubeconfig(dir, 'socks', { cluster: clusterEntry('c', '    proxy-url: socks5://127.0.0.1:1080\n'), user, context: context('main', 'c', 'u'), current: 'main' }) }, { home: dir }),
+  await rejects(
+    loadApiAccess({ KUBECONFIG: kubeconfig(dir, 'socks', { cluster: clusterEntry('c', '    proxy-url: socks5://127.0.0.1:1080\n'), user, context: context('main', 'c', 'u'), current: 'main' }) }, { home: dir }),
     /proxy-url socks5:\/\/127.0.0.1:1080: drainguard goes through http:\/\/ and https:\/\/ proxies \(CONNECT\), not socks5/,
   );
 });
 
-test('what drainguard cannot use is refused by name', () => {
+test('what drainguard cannot use is refused by name', async () => {
   const dir = tempDir();
-  const load = (name: string, doc: Parameters<typeof kubeconfig>[2]) => () => loadApiAccess({ KUBECONFIG: kubeconfig(dir, name, doc) }, { home: dir });
+  const load = (name: string, doc: Parameters<typeof kubeconfig>[2]) => loadApiAccess({ KUBECONFIG: kubeconfig(dir, name, doc) }, { home: dir });
   const c = clusterEntry('c', `    certificate-authority-data: ${caData}\n`);
-  assert.throws(load('none', { cluster: c, context: context('main', 'c', 'u') }), /no current context with a cluster/);
-  assert.throws(load('undefined', { cluster: c, context: context('main', 'c', 'u'), current: 'other' }), /the current context "other" is not defined/);
-  assert.throws(load('no-user', { cluster: c, context: context('main', 'c', 'u'), current: 'main' }), /the context "main" names the user "u", which is not defined/);
-  assert.throws(load('oidc', { cluster: c, user: '- name: u\n  user:\n    auth-provider:\n      name: oidc\n', context: context('main', 'c', 'u'), current: 'main' }), /auth-provider "oidc" was removed from Kubernetes clients; use the provider's exec plugin/);
-  assert.throws(load('basic', { cluster: c, user: '- name: u\n  user:\n    username: a\n    password: b\n', context: context('main', 'c', 'u'), current: 'main' }), /basic authentication \(removed in 1.19\)/);
-  assert.throws(load('half', { cluster: c, user: `- name: u\n  user:\n    client-certificate: ${cluster.state.adminCert}\n`, context: context('main', 'c', 'u'), current: 'main' }), /a client certificate but no key/);
-  assert.throws(load('ftp', { cluster: clusterEntry('c', '', 'ftp://x'), user: '- name: u\n  user: {}\n', context: context('main', 'c', 'u'), current: 'main' }), /must be https:\/\/ or http:\/\//);
+  await rejects(load('none', { cluster: c, context: context('main', 'c', 'u') }), /no current context with a cluster/);
+  await rejects(load('undefined', { cluster: c, context: context('main', 'c', 'u'), current: 'other' }), /the current context "other" is not defined/);
+  await rejects(load('no-user', { cluster: c, context: context('main', 'c', 'u'), current: 'main' }), /the context "main" names the user "u", which is not defined/);
+  await rejects(load('oidc', { cluster: c, user: '- name: u\n  user:\n    auth-provider:\n      name: oidc\n', context: context('main', 'c', 'u'), current: 'main' }), /auth-provider "oidc" was removed from Kubernetes clients; use the provider's exec plugin/);
+  await rejects(load('basic', { cluster: c, user: '- name: u\n  user:\n    username: a\n    password: b\n', context: context('main', 'c', 'u'), current: 'main' }), /basic authentication \(removed in 1.19\)/);
+  await rejects(load('half', { cluster: c, user: `- name: u\n  user:\n    client-certificate: ${cluster.state.adminCert}\n`, context: context('main', 'c', 'u'), current: 'main' }), /a client certificate but no key/);
+  await rejects(load('ftp', { cluster: clusterEntry('c', '', 'ftp://x'), user: '- name: u\n  user: {}\n', context: context('main', 'c', 'u'), current: 'main' }), /must be https:\/\/ or http:\/\//);
   writeFileSync(join(dir, 'bad'), 'clusters: [\n');
-  assert.throws(() => loadApiAccess({ KUBECONFIG: join(dir, 'bad') }, { home: dir }), /bad is not valid YAML/);
+  await rejects(loadApiAccess({ KUBECONFIG: join(dir, 'bad') }, { home: dir }), /bad is not valid YAML/);
 });
 
 test('a token file in the kubeconfig is read again when it changes; a 401 with a stale one reads it anew', async () => {
@@ -214,6 +214,11 @@ test('a token file in the kubeconfig is read again when it changes; a 401 with a
   writeFileSync(tokenFile, await cluster.token(NS, 'other'));
   assert.equal((await whoAmI(client)).username, `system:serviceaccount:${NS}:other`);
 });
+
+async function rejects(promise: Promise<unknown>, pattern: RegExp): Promise<void> {
+  const err = await promise.then(() => undefined, (e: unknown) => e);
+  assert.ok(err instanceof Error && pattern.test(err.message), `expected a rejection matching ${pattern}, got ${err instanceof Error ? err.message : 'none'}`);
+}
 
 /** An HTTP CONNECT proxy, recording the host:port of each tunnel. */
 async function connectProxy(): Promise<{ url: string; tunnels: string[] }> {

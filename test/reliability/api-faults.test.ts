@@ -220,7 +220,7 @@ test('the service account token rotated mid-run and the old one revoked: the gua
     symlinkSync('..data/token', join(dir, 'token'));
     writeFileSync(join(dir, 'ca.crt'), c.cluster.ca);
     writeFileSync(join(dir, 'namespace'), c.ns);
-    const access = loadApiAccess({ KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(c.proxy!.url).port }, { serviceAccountDir: dir, home: tempDir() });
+    const access = await loadApiAccess({ KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(c.proxy!.url).port }, { serviceAccountDir: dir, home: tempDir() });
     const logs: string[] = [];
     const logger = createLogger({ level: 'debug', format: 'json', stream: { write: (l: string) => logs.push(l) } });
     const guard = new Guard({
