@@ -18,13 +18,13 @@ export interface TransportOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-export interface Response {
+export interface HttpResponse {
   readonly status: number;
   readonly headers: http.IncomingHttpHeaders;
   readonly text: string;
 }
 
-export interface Request {
+export interface HttpRequest {
   readonly method: string;
   readonly url: URL;
   readonly headers: Readonly<Record<string, string | string[]>>;
@@ -36,7 +36,7 @@ export interface Request {
 export class Transport {
   readonly #options: TransportOptions;
   readonly #secure: boolean;
-  /** By client certificate: a rotated one gets a pool of its own, the old one is closed. */
+  /** By client certificate: a rotated one (an exec plugin's) gets a pool of its own, the old one is closed. */
   #agent?: { readonly cert?: string; readonly agent: http.Agent };
 
   constructor(options: TransportOptions) {
@@ -44,7 +44,7 @@ export class Transport {
     this.#secure = new URL(options.server).protocol === 'https:';
   }
 
-  send(req: Request): Promise<Response> {
+  send(req: HttpRequest): Promise<HttpResponse> {
     const agent = this.#agentFor(req.credential);
     const lib = this.#secure ? https : http;
     const headers: Record<string, string | string[] | number> = { ...req.headers, ...req.credential.headers };
@@ -59,12 +59,6 @@ export class Transport {
       r.on('error', reject);
       r.end(req.body);
     });
-  }
-
-  /** Closes the idle connections, so the process can exit. */
-  close(): void {
-    this.#agent?.agent.destroy();
-    this.#agent = undefined;
   }
 
   #agentFor(credential: Credential): http.Agent {
