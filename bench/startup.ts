@@ -68,6 +68,11 @@ export function privateCopies(): Copies {
 export interface StartFigures {
   /** `drainguard run -- /bin/true`, median ms. */
   readonly drainguardMs: number;
+  /** In a pod's environment with DRAINGUARD_GUARD set: until the operator runs (it kills drainguard at once), median ms. */
+  readonly podGuardMs: number;
+  /** `node -e 0` through the same service account mount (unshare and a shell), median ms. */
+  readonly podNodeMs: number;
+  readonly podRatio: number;
   /** `drainguard --version`: the executable's own start, without listening or starting a child. */
   readonly versionMs: number;
   /** `node -e 0`. */
@@ -77,37 +82,66 @@ export interface StartFigures {
 
 export type StartResult = Record<CacheState, StartFigures> & { readonly runs: number };
 
-/** `drainguard run -- /bin/true`, `node -e 0` and `drainguard --version` in turn; median wall time of each. */
+/**
+ * `drainguard run -- /bin/true`, `node -e 0` and `drainguard --version` in turn, then the start
+ * in a pod with the guard set against `node -e 0` in the same pod-like wrapper; median wall time
+ * of each. In the pod the API is never answered (a closed port): what is measured is that the
+ * operator does not wait for drainguard's Kubernetes client.
+ */
 export async function runStart(copies: Copies, runs: number, progress: (label: string) => void): Promise<StartResult> {
   const warmup = 3;
+  const mount = serviceAccountArgs(serviceAccountDir(copies.dir, 'not-a-token', '', 'bench'));
+  const podEnv = {
+    PATH: process.env.PATH,
+    KUBERNETES_SERVICE_HOST: '127.0.0.1',
+    KUBERNETES_SERVICE_PORT: '1',
+    DRAINGUARD_POD_NAME: 'op-0',
+    DRAINGUARD_POD_NAMESPACE: 'bench',
+    DRAINGUARD_POD_UID: '6f1c1a52-6e0c-4d8e-9a55-0c3f0e0b7a11',
+    DRAINGUARD_GUARD: 'clusterrole/bench',
+  };
   const result: Partial<Record<CacheState, StartFigures>> = {};
   for (const state of ['written', 'read'] as const) {
     copies.prepare(state);
-    const dg: number[] = [];
-    const version: number[] = [];
-    const node: number[] = [];
+    const samples = { dg: [] as number[], version: [] as number[], node: [] as number[], pod: [] as number[], podNode: [] as number[] };
     for (let i = 0; i < runs + warmup; i++) {
       const a = await timeToExit(copies.drainguard, ['run', '--', '/bin/true']);
       const b = await timeToExit(copies.node, ['-e', '0']);
       const c = await timeToExit(copies.drainguard, ['--version']);
+      // The operator's first act kills drainguard: the time is until the operator ran.
+      const d = await timeToExit('unshare', [...mount, copies.drainguard, 'run', '--', '/bin/sh', '-c', 'kill -KILL $PPID'], podEnv, 'killed');
+      const e = await timeToExit('unshare', [...mount, copies.node, '-e', '0'], podEnv);
       if (i >= warmup) {
-        dg.push(a);
-        node.push(b);
-        version.push(c);
+        samples.dg.push(a);
+        samples.node.push(b);
+        samples.version.push(c);
+        samples.pod.push(d);
+        samples.podNode.push(e);
       }
       if ((i + 1) % 10 === 0) progress(`${state}: ${i + 1}/${runs + warmup}`);
     }
-    result[state] = { drainguardMs: median(dg), versionMs: median(version), nodeMs: median(node), ratio: median(dg) / median(node) };
+    result[state] = {
+      drainguardMs: median(samples.dg),
+      versionMs: median(samples.version),
+      nodeMs: median(samples.node),
+      ratio: median(samples.dg) / median(samples.node),
+      podGuardMs: median(samples.pod),
+      podNodeMs: median(samples.podNode),
+      podRatio: median(samples.pod) / median(samples.podNode),
+    };
   }
   return { runs, written: result.written!, read: result.read! };
 }
 
-function timeToExit(file: string, args: string[]): Promise<number> {
+/** Wall time from spawn to exit; `expect`: exit 0, or death by SIGKILL. */
+function timeToExit(file: string, args: string[], env: NodeJS.ProcessEnv = { PATH: process.env.PATH }, expect: 'ok' | 'killed' = 'ok'): Promise<number> {
   return new Promise((resolve, reject) => {
     const start = nowMs();
-    const child = spawn(file, args, { stdio: 'ignore', env: { PATH: process.env.PATH } });
+    const child = spawn(file, args, { stdio: 'ignore', env });
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(nowMs() - start) : reject(new Error(`${file} ${args.join(' ')} exited ${code}`))));
+    child.once('exit', (code, signal) =>
+      (expect === 'ok' ? code === 0 : signal === 'SIGKILL') ? resolve(nowMs() - start) : reject(new Error(`${file} ${args.join(' ')} exited ${code ?? signal}`)),
+    );
   });
 }
 
@@ -197,16 +231,21 @@ async function settledRss(pid: number): Promise<Rss> {
   return last;
 }
 
-/**
- * The arguments of `unshare` that run a command with a pod's service account mount: a private
- * /run (so /var/run/secrets/... can be made) with the directory bind-mounted into it. The
- * command execs in the same process, so the pid measured is drainguard's.
- */
-async function serviceAccountMount(cluster: Cluster, pod: Parameters<Cluster['kubeconfig']>[0], dir: string): Promise<string[]> {
+/** A service account directory as the kubelet projects it: token, ca.crt, namespace. */
+function serviceAccountDir(dir: string, token: string, ca: string, namespace: string): string {
   const source = mkdtempSync(join(dir, 'serviceaccount-'));
-  writeFileSync(join(source, 'token'), await cluster.cluster.token(cluster.ns, 'op', { pod }));
-  writeFileSync(join(source, 'ca.crt'), cluster.cluster.ca);
-  writeFileSync(join(source, 'namespace'), cluster.ns);
+  writeFileSync(join(source, 'token'), token);
+  writeFileSync(join(source, 'ca.crt'), ca);
+  writeFileSync(join(source, 'namespace'), namespace);
+  return source;
+}
+
+/**
+ * The arguments of `unshare` that run a command with `source` as the pod's service account
+ * mount: a private /run (so /var/run/secrets/... can be made) with the directory bind-mounted
+ * into it. The command execs in the same process, so the pid measured is drainguard's.
+ */
+function serviceAccountArgs(source: string): string[] {
   const target = '/run/secrets/kubernetes.io/serviceaccount';
   const script = `mount -t tmpfs tmpfs /run && mkdir -p ${target} && mount --bind "$0" ${target} && exec "$@"`;
   const user = process.getuid?.() === 0 ? [] : ['--user', '--map-root-user'];
@@ -221,7 +260,7 @@ async function idle(subject: Subject, file: string, dir: string, cluster: Cluste
     ...(pod && { KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port, DRAINGUARD_POD_NAME: pod.name, DRAINGUARD_POD_NAMESPACE: cluster.ns, DRAINGUARD_POD_UID: pod.uid }),
     ...(subject === 'run-guard' && { DRAINGUARD_GUARD: cluster.guard }),
   };
-  const serviceAccount = pod && (await serviceAccountMount(cluster, pod, dir));
+  const serviceAccount = pod && serviceAccountArgs(serviceAccountDir(dir, await cluster.cluster.token(cluster.ns, 'op', { pod }), cluster.cluster.ca, cluster.ns));
   const start = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
     serviceAccount ? new BenchProc('unshare', [...serviceAccount, file, ...args], { ...env, ...extra }, { stderr: true }) : new BenchProc(file, args, { ...env, ...extra }, { stderr: true });
   const proc =
