@@ -83,7 +83,10 @@ export class SidecarSupervisor {
       logger: this.#log,
       now: this.#now,
       untilIdle: options.untilIdle,
-      onStart: () => this.#setPhase('draining'),
+      onStart: (source) => {
+        this.#options.observer?.drainRequested?.(source);
+        this.#setPhase('draining');
+      },
       onEnd: (r) => this.#options.observer?.drainEnded?.(r.outcome, r.durationMs),
     });
     void this.#termination.cutShort.then(() => this.#drain.cutShort());
@@ -102,9 +105,10 @@ export class SidecarSupervisor {
 
   /** Starts the drain, or joins the one under way; for the prestop routes. */
   requestDrain(source: DrainSource): DrainTicket {
-    // The clients are told first: the observers (metrics, Events) are not theirs to wait for.
+    // The clients are told first (the first request is reported from onStart, after them): the
+    // observers (metrics, Events) are not theirs to wait for.
     const ticket = this.#drain.request(source);
-    this.#options.observer?.drainRequested?.(source);
+    if (ticket.joined) this.#options.observer?.drainRequested?.(source);
     return ticket;
   }
 
