@@ -159,6 +159,7 @@ export class WrapSupervisor {
     const dry = new WrapSupervisor(this.#config, { env: {} });
     const gone: Child = { pid: 0, exited: Promise.resolve({ status: 0 }), gone: true, signal: () => false };
     dry.#drain = dry.#drainOf(gone, new DrainServer({ path: '' }));
+    dry.#phase = 'running';
     dry.#onSignal('SIGTERM');
   }
 
@@ -192,7 +193,7 @@ export class WrapSupervisor {
       return early;
     }
     // Started by the signal handler already, unless the signal came while the operator was being started.
-    const ticket = drain.request('signal');
+    const ticket = drain.started ?? drain.request('signal');
     await ticket.ended;
     const exit = await child.exited;
     this.#logExit(exit, 'operator exited', this.#now() - ticket.startedAt);
@@ -249,7 +250,8 @@ export class WrapSupervisor {
     if (step === 'drain') {
       const grace = this.#deadlines.gracePeriod;
       this.#log.info('termination requested', { signal: sig, gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
-      this.#drain?.request('signal');
+      // Only while the operator runs: before, #superviseUntilExit starts the drain; after it exited, there is none.
+      if (this.#phase === 'running') this.#drain?.request('signal');
     } else if (step === 'cut-short' && this.#phase === 'draining') {
       this.#log.info('second termination signal: cutting the drain short', { signal: sig });
     } else {
