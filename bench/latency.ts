@@ -1,6 +1,9 @@
 // SIGTERM → `drain` at the client, and `drained` → the stop signal at the
 // child, each measured across process boundaries on the shared clock: the
 // benchmark stamps the SIGTERM it sends, the operator stamps what it sees.
+// The same two hops through a bare relay (fixtures/bare-relay.ts), run for
+// run beside drainguard, are the floor: what the machine, Node.js and the
+// operator fixture cost without drainguard.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -17,15 +20,21 @@ export interface LatencyOptions {
   readonly busyLoops?: number;
 }
 
-export interface LatencyResult {
-  readonly runs: number;
-  readonly failedRuns: number;
+/** The two hops, as percentiles over the runs (ms). */
+export interface HopFigures {
   readonly drainLatencyMsP50: number;
   readonly drainLatencyMsP99: number;
   readonly drainLatencyMsMax: number;
   readonly killLatencyMsP50: number;
   readonly killLatencyMsP99: number;
   readonly killLatencyMsMax: number;
+}
+
+export interface LatencyResult extends HopFigures {
+  readonly runs: number;
+  readonly failedRuns: number;
+  /** The same hops through a bare relay (fixtures/bare-relay.ts), run for run beside drainguard: the floor. */
+  readonly floor: HopFigures;
   readonly errors: string[];
   readonly busyLoops: number;
   /** The machine's 1-minute load average before and after (other work on it included). */
@@ -50,40 +59,52 @@ function busyLoops(n: number): ChildProcess[] {
 }
 
 async function measure(o: LatencyOptions, progress: (done: number, total: number) => void): Promise<Omit<LatencyResult, 'busyLoops' | 'loadavg'>> {
-  const drain: number[] = [];
-  const kill: number[] = [];
+  const drainguard: Hops = { drain: [], kill: [] };
+  const bare: Hops = { drain: [], kill: [] };
   const errors: string[] = [];
   const rnd = random(seedOf(o.seed, 0x1a7e));
-  // One at a time: a second run starting up would compete for the two cores.
+  // One at a time: a second run starting up would compete for the two cores. Each drainguard
+  // run is followed by one through the bare relay, after the same idle time.
   for (let i = 0; i < o.runs; i++) {
+    const settleMs = between(rnd, 20, 120);
     try {
-      const [d, k] = await runOnce(between(rnd, 20, 120));
-      drain.push(d);
-      kill.push(k);
+      const [d, k] = await runOnce([EXE, 'run', '--'], settleMs);
+      const [bd, bk] = await runOnce([NODE, fixture('bare-relay.ts')], settleMs);
+      drainguard.drain.push(d);
+      drainguard.kill.push(k);
+      bare.drain.push(bd);
+      bare.kill.push(bk);
     } catch (err) {
       errors.push((err as Error).message);
     }
     progress(i + 1, o.runs);
   }
+  return { runs: drainguard.drain.length, failedRuns: errors.length, ...figures(drainguard), floor: figures(bare), errors: [...new Set(errors)].slice(0, 5) };
+}
+
+interface Hops {
+  readonly drain: number[];
+  readonly kill: number[];
+}
+
+function figures({ drain, kill }: Hops): HopFigures {
   return {
-    runs: drain.length,
-    failedRuns: errors.length,
     drainLatencyMsP50: percentile(drain, 50),
     drainLatencyMsP99: percentile(drain, 99),
     drainLatencyMsMax: percentile(drain, 100),
     killLatencyMsP50: percentile(kill, 50),
     killLatencyMsP99: percentile(kill, 99),
     killLatencyMsMax: percentile(kill, 100),
-    errors: [...new Set(errors)].slice(0, 5),
   };
 }
 
-async function runOnce(settleMs: number): Promise<[number, number]> {
-  const proc = new BenchProc(EXE, ['run', '--', NODE, fixture('operator.ts')], { BENCH_MODE: 'latency' }, { stderr: true });
+/** One stop of the operator fixture under `supervisor` (drainguard run, or the bare relay). */
+async function runOnce([file, ...args]: readonly string[], settleMs: number): Promise<[number, number]> {
+  const proc = new BenchProc(file!, [...args, NODE, fixture('operator.ts')], { BENCH_MODE: 'latency' }, { stderr: true });
   try {
     const [, , pid] = await proc.waitLine('ready', 30_000);
     reportedPid(Number(pid));
-    // drainguard idle for a moment, as it is when a pod is stopped.
+    // Idle for a moment, as drainguard is when a pod is stopped.
     await delay(settleMs);
     const sentAt = proc.signal('SIGTERM');
     const [, drainAt, drainedAt] = await proc.waitLine('drain', 10_000);

@@ -1,6 +1,7 @@
 // The goals drainguard is held to, and the printed table.
 
 import type { FanoutEntry } from './fanout.ts';
+import type { HopFigures } from './latency.ts';
 import type { IdleRss, StartResult } from './startup.ts';
 import type { StrategySummary } from './shutdown.ts';
 
@@ -20,7 +21,9 @@ export interface Results {
   killLatencyMsMax?: number;
   latencyRuns?: number;
   latencyLoadavg?: readonly [number, number];
-  latencyLoaded?: { drainLatencyMsP50: number; drainLatencyMsP99: number; drainLatencyMsMax: number; killLatencyMsP50: number; killLatencyMsP99: number; killLatencyMsMax: number; busyLoops: number; loadavg: readonly [number, number] };
+  /** The same hops through a bare relay: the floor. */
+  latencyFloor?: HopFigures;
+  latencyLoaded?: HopFigures & { floor: HopFigures; busyLoops: number; loadavg: readonly [number, number] };
   startRatio?: number;
   startMs?: number;
   versionStartMs?: number;
@@ -68,6 +71,13 @@ export function evaluateGoals(r: Results): Goal[] {
   ];
 }
 
+/** A row of the latency table: p50, p99, max of one hop, quiet and loaded. */
+function hops(name: string, hop: 'drain' | 'kill', quiet: Partial<HopFigures> | undefined, loaded: Partial<HopFigures> | undefined): string[] {
+  const of = (x: Partial<HopFigures> | undefined) =>
+    hop === 'drain' ? [x?.drainLatencyMsP50, x?.drainLatencyMsP99, x?.drainLatencyMsMax] : [x?.killLatencyMsP50, x?.killLatencyMsP99, x?.killLatencyMsMax];
+  return [name, ...[...of(quiet), ...of(loaded)].map((v) => f(v, 2))];
+}
+
 const f = (x: number | null | undefined, digits = 1): string =>
   x === undefined || x === null || Number.isNaN(x) ? '-' : x.toFixed(digits);
 
@@ -107,8 +117,10 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
       table(
         ['', 'p50 ms', 'p99 ms', 'max ms', 'loaded: p50', 'p99', 'max'],
         [
-          ['SIGTERM -> drain at the client', f(r.drainLatencyMsP50, 2), f(r.drainLatencyMsP99, 2), f(r.drainLatencyMsMax, 2), f(r.latencyLoaded?.drainLatencyMsP50, 2), f(r.latencyLoaded?.drainLatencyMsP99, 2), f(r.latencyLoaded?.drainLatencyMsMax, 2)],
-          ['drained -> stop signal at the child', f(r.killLatencyMsP50, 2), f(r.killLatencyMsP99, 2), f(r.killLatencyMsMax, 2), f(r.latencyLoaded?.killLatencyMsP50, 2), f(r.latencyLoaded?.killLatencyMsP99, 2), f(r.latencyLoaded?.killLatencyMsMax, 2)],
+          hops('SIGTERM -> drain at the client', 'drain', r, r.latencyLoaded),
+          hops('  floor: the same through a bare relay', 'drain', r.latencyFloor, r.latencyLoaded?.floor),
+          hops('drained -> stop signal at the child', 'kill', r, r.latencyLoaded),
+          hops('  floor: the same through a bare relay', 'kill', r.latencyFloor, r.latencyLoaded?.floor),
         ],
       ),
       '',

@@ -186,6 +186,7 @@ try {
       killLatencyMsP50: latency.killLatencyMsP50,
       killLatencyMsP99: latency.killLatencyMsP99,
       killLatencyMsMax: latency.killLatencyMsMax,
+      latencyFloor: latency.floor,
       latencyRuns: latency.runs,
       latencyLoadavg: latency.loadavg,
     }),

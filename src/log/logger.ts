@@ -16,6 +16,13 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
   /** A logger that adds these fields to every line. */
   with(fields: LogFields): Logger;
+  /**
+   * Runs `act` and writes the lines logged meanwhile (by this logger and every
+   * one made from it with `with`) only once it returns, in order, each with the
+   * time it was logged at: what `act` must do at once (a write to a client, a
+   * signal) waits for no formatting and no write to stderr.
+   */
+  hold<T>(act: () => T): T;
 }
 
 export interface LoggerOptions {
@@ -31,12 +38,31 @@ export function createLogger({ level = 'info', format, stream = process.stderr, 
   const fmt = format ?? (stream.isTTY ? 'text' : 'json');
   // Logging is best effort: a stderr nobody reads any more (EPIPE) must not bring the supervisor down.
   if (stream instanceof EventEmitter && stream.listenerCount('error') === 0) stream.on('error', () => {});
+  const write = (time: Date, lvl: LogLevel, msg: string, all: LogFields) => {
+    const iso = time.toISOString();
+    stream.write(fmt === 'json' ? `${JSON.stringify({ time: iso, level: lvl, msg, ...serialisable(all) })}\n` : textLine(iso, lvl, msg, all));
+  };
+  // The lines logged inside hold(), and how deep the holds are nested.
+  let held: Parameters<typeof write>[] = [];
+  let holding = 0;
+  const hold = <T>(act: () => T): T => {
+    holding++;
+    try {
+      return act();
+    } finally {
+      if (--holding === 0 && held.length > 0) {
+        const lines = held;
+        held = [];
+        for (const line of lines) write(...line);
+      }
+    }
+  };
   const make = (bound: LogFields): Logger => {
     const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
       if (RANK[lvl] < min) return;
-      const all = { ...bound, ...fields };
-      const time = now().toISOString();
-      stream.write(fmt === 'json' ? `${JSON.stringify({ time, level: lvl, msg, ...serialisable(all) })}\n` : textLine(time, lvl, msg, all));
+      const line: Parameters<typeof write> = [now(), lvl, msg, { ...bound, ...fields }];
+      if (holding > 0) held.push(line);
+      else write(...line);
     };
     return {
       debug: (m, f) => emit('debug', m, f),
@@ -44,6 +70,7 @@ export function createLogger({ level = 'info', format, stream = process.stderr, 
       warn: (m, f) => emit('warn', m, f),
       error: (m, f) => emit('error', m, f),
       with: (fields) => make({ ...bound, ...fields }),
+      hold,
     };
   };
   return make({ component: 'drainguard' });
@@ -65,4 +92,4 @@ function textLine(time: string, level: LogLevel, msg: string, fields: LogFields)
 }
 
 /** A logger that writes nothing, for library callers that pass none. */
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, with: () => silentLogger };
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, with: () => silentLogger, hold: (act) => act() };

@@ -58,8 +58,10 @@ interface Drain {
   readonly startedAt: number;
   readonly done: Promise<DrainTally>;
   readonly resolve: (tally: DrainTally) => void;
+  readonly onDone?: (tally: DrainTally) => void;
   acknowledged: number;
   disconnected: number;
+  over: boolean;
 }
 
 export class DrainServer {
@@ -118,12 +120,15 @@ export class DrainServer {
    * Sends `drain` to every greeted client (and to any that greets later) and
    * resolves once each has said `drained` or disconnected; at once when none
    * is connected. The deadline is announced; enforcing it is the caller's job.
+   * `onDone` is called at that moment, in the same turn as the last client's
+   * `drained` (the stop signal waits for no turn of the event loop), or, when
+   * no client is connected, at once, before this returns.
    */
-  drain(deadline: number): Promise<DrainTally> {
+  drain(deadline: number, onDone?: (tally: DrainTally) => void): Promise<DrainTally> {
     if (this.#drain) return this.#drain.done;
     let resolve!: (tally: DrainTally) => void;
     const done = new Promise<DrainTally>((r) => (resolve = r));
-    this.#drain = { deadline, startedAt: this.#now(), done, resolve, acknowledged: 0, disconnected: 0 };
+    this.#drain = { deadline, startedAt: this.#now(), done, resolve, onDone, acknowledged: 0, disconnected: 0, over: false };
     // One line for all: with a thousand clients the drain is a thousand writes, and nothing else.
     const line = this.#drainLine();
     for (const client of this.#clients.values()) if (client.greeted) this.#write(client, line);
@@ -154,7 +159,8 @@ export class DrainServer {
     const client: Client = { id: this.#nextId++, socket, greeted: false, drained: false, inflight: 0 };
     this.#clients.set(client.id, client);
     const splitter = new LineSplitter();
-    socket.on('data', (chunk: Buffer) => {
+    // Held: a `drained` may end the drain, and the stop signal goes out before the log lines.
+    const read = (chunk: Buffer) => {
       try {
         for (const line of splitter.push(chunk)) {
           if (socket.destroyed) return;
@@ -164,25 +170,29 @@ export class DrainServer {
         if (!(err instanceof ProtocolError)) throw err;
         this.#reject(client, describe(err));
       }
-    });
+    };
+    socket.on('data', (chunk: Buffer) => this.#logger.hold(() => read(chunk)));
     socket.on('error', () => socket.destroy());
-    socket.on('close', () => {
-      if (client.control) {
-        this.#controls.delete(client);
-        client.control.abort();
-        return;
-      }
-      this.#clients.delete(client.id);
-      if (client.greeted && !client.drained) {
-        this.#undrained--;
-        if (this.#drain) this.#drain.disconnected++;
-      }
-      if (client.greeted) {
-        this.#logger.debug('client disconnected', { client: client.id, name: client.name });
-        this.#onEvent({ type: 'disconnect', client: publicInfo(client) });
-      }
-      this.#checkDrained();
-    });
+    socket.on('close', () => this.#logger.hold(() => this.#gone(client)));
+  }
+
+  /** A connection closed: a client that had not said drained may have been the last one the drain waited for. */
+  #gone(client: Client): void {
+    if (client.control) {
+      this.#controls.delete(client);
+      client.control.abort();
+      return;
+    }
+    this.#clients.delete(client.id);
+    if (client.greeted && !client.drained) {
+      this.#undrained--;
+      if (this.#drain) this.#drain.disconnected++;
+    }
+    if (client.greeted) {
+      this.#logger.debug('client disconnected', { client: client.id, name: client.name });
+      this.#onEvent({ type: 'disconnect', client: publicInfo(client) });
+    }
+    this.#checkDrained();
   }
 
   #handle(client: Client, line: string): void {
@@ -282,9 +292,11 @@ export class DrainServer {
 
   #checkDrained(): void {
     const drain = this.#drain;
-    if (!drain) return;
-    if (this.#undrained > 0) return;
-    drain.resolve({ acknowledged: drain.acknowledged, disconnected: drain.disconnected });
+    if (!drain || drain.over || this.#undrained > 0) return;
+    drain.over = true;
+    const tally = { acknowledged: drain.acknowledged, disconnected: drain.disconnected };
+    drain.onDone?.(tally);
+    drain.resolve(tally);
   }
 }
 

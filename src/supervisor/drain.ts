@@ -6,7 +6,7 @@
 // operator exits. A drain is for good: the operator stops taking work.
 
 import type { Logger } from '../log/logger.ts';
-import type { DrainServer } from '../protocol/server.ts';
+import type { DrainServer, DrainTally } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource } from './observer.ts';
 
 export interface DrainResult {
@@ -33,6 +33,7 @@ export interface DrainOptions {
   readonly now: () => number;
   /** Called right after the clients were told, before anything is logged. */
   readonly onStart: (source: DrainSource) => void;
+  /** Called the moment the drain ends, in the same turn as what ended it (wrap mode sends the stop signal from here). */
   readonly onEnd: (result: DrainResult) => void;
   /** Ends the drain early (wrap mode: the operator exited by itself). */
   readonly childExited?: Promise<unknown>;
@@ -46,7 +47,7 @@ export interface DrainOptions {
 export class Drain {
   readonly #options: DrainOptions;
   #ticket?: DrainTicket;
-  #cutShort = (): void => {};
+  #end = (_outcome: DrainOutcome): void => {};
 
   constructor(options: DrainOptions) {
     this.#options = options;
@@ -56,54 +57,75 @@ export class Drain {
     return this.#ticket;
   }
 
-  /** Starts the drain, or joins the one under way. */
+  /**
+   * Starts the drain, or joins the one under way. The clients are told before
+   * anything else is done, and the drain's end (onEnd: the stop signal) comes
+   * in the same turn as what ended it; log lines are held until the turn is over.
+   */
   request(source: DrainSource): DrainTicket {
     if (this.#ticket) return { ...this.#ticket, joined: true };
+    const { logger } = this.#options;
+    return logger.hold(() => this.#start(source));
+  }
+
+  /** Ends a drain under way at once (a second termination signal). */
+  cutShort(): void {
+    this.#options.logger.hold(() => this.#end('cut-short'));
+  }
+
+  #start(source: DrainSource): DrainTicket {
     const { server, logger, now, onStart, onEnd, childExited } = this.#options;
     const timeoutMs = this.#options.timeoutMs();
     const startedAt = now();
     const deadline = startedAt + timeoutMs;
     const clients = server.clients().filter((c) => c.greeted).length;
-    // The clients are told first, and the deadline is timed from the moment announced to them.
-    const told = server.drain(deadline);
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), deadline - now())));
-    onStart(source);
-    logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
-    if (timeoutMs === 0 && clients > 0) {
-      logger.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
-    }
+    // An acknowledgement that comes at or after the deadline is an operator that gave up there.
+    const outcomeOf = (t: DrainTally): DrainOutcome =>
+      now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained';
     // No client to tell: where the operator's metrics are known, wait until no reconcile runs.
     const idle = clients === 0 ? this.#options.untilIdle : undefined;
-    const stopIdle = new AbortController();
-    const ended = Promise.race<DrainOutcome>([
-      idle
-        ? idle(deadline, stopIdle.signal).then(
-            (r) => (r === 'idle' ? 'idle' : new Promise<never>(() => {})),
-            () => new Promise<never>(() => {}),
-          )
-        : // An acknowledgement that comes at or after the deadline is an operator that gave up there.
-          told.then((t) => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained')),
-      expired,
-      new Promise<'cut-short'>((r) => (this.#cutShort = () => r('cut-short'))),
-      ...(childExited ? [childExited.then(() => 'child-exited' as const)] : []),
-    ]).then((outcome) => {
+    // Until the drain has started (and said so), an end is only noted: with no client connected it comes
+    // from server.drain() itself, before the deadline timer exists.
+    let early: DrainOutcome | undefined;
+    let over = false;
+    let stopIdle: AbortController | undefined;
+    let resolve!: (result: DrainResult) => void;
+    const ended = new Promise<DrainResult>((r) => (resolve = r));
+    this.#end = (outcome) => {
+      if (this.#ticket === undefined) {
+        early ??= outcome;
+        return;
+      }
+      if (over) return;
+      over = true;
       clearTimeout(timer);
-      stopIdle.abort();
+      stopIdle?.abort();
       const result = { outcome, durationMs: now() - startedAt };
       (outcome === 'deadline' ? logger.warn : logger.info)('drain ended', {
         ...result,
         ...(outcome === 'deadline' && { waitingFor: server.clients().filter((c) => c.greeted && !c.drained).map((c) => c.name ?? c.id) }),
       });
       onEnd(result);
-      return result;
-    });
+      resolve(result);
+    };
+    // The clients are told first, and the deadline is timed from the moment announced to them.
+    server.drain(deadline, idle ? undefined : (t) => this.#end(outcomeOf(t)));
+    const timer = setTimeout(() => logger.hold(() => this.#end('deadline')), Math.max(0, deadline - now()));
+    onStart(source);
+    logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
+    if (timeoutMs === 0 && clients > 0) {
+      logger.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
+    }
+    if (idle) {
+      stopIdle = new AbortController();
+      void idle(deadline, stopIdle.signal).then(
+        (r) => r === 'idle' && this.#end('idle'),
+        () => {},
+      );
+    }
+    void childExited?.then(() => this.#end('child-exited'));
     this.#ticket = { startedAt, deadline, clients, joined: false, ended };
+    if (early) this.#end(early);
     return this.#ticket;
-  }
-
-  /** Ends a drain under way at once (a second termination signal). */
-  cutShort(): void {
-    this.#cutShort();
   }
 }

@@ -49,6 +49,7 @@ export interface SidecarOptions {
 }
 
 export class SidecarSupervisor {
+  readonly #config: SupervisorConfig;
   readonly #options: SidecarOptions;
   readonly #log: Logger;
   readonly #now: () => number;
@@ -61,6 +62,7 @@ export class SidecarSupervisor {
   #phase: Phase = 'starting';
 
   constructor(config: SupervisorConfig, options: SidecarOptions = {}) {
+    this.#config = config;
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
     this.#now = options.now ?? Date.now;
@@ -81,16 +83,33 @@ export class SidecarSupervisor {
       logger: this.#log,
       now: this.#now,
       untilIdle: options.untilIdle,
-      onStart: () => this.#setPhase('draining'),
+      onStart: (source) => {
+        this.#options.observer?.drainRequested?.(source);
+        this.#setPhase('draining');
+      },
       onEnd: (r) => this.#options.observer?.drainEnded?.(r.outcome, r.durationMs),
     });
     void this.#termination.cutShort.then(() => this.#drain.cutShort());
   }
 
+  /**
+   * The way from the termination signal to `drain`, run once on a throwaway
+   * supervisor (its server never listens, nothing is logged). V8 compiles a
+   * function the first time it runs, and the executable's code cache holds only
+   * what was compiled when it was made (the bundle's top level); without this
+   * the first drain would wait for that code to be compiled on its way to the clients.
+   */
+  #rehearse(): void {
+    new SidecarSupervisor(this.#config).#onSignal('SIGTERM');
+  }
+
   /** Starts the drain, or joins the one under way; for the prestop routes. */
   requestDrain(source: DrainSource): DrainTicket {
-    this.#options.observer?.drainRequested?.(source);
-    return this.#drain.request(source);
+    // The clients are told first (the first request is reported from onStart, after them): the
+    // observers (metrics, Events) are not theirs to wait for.
+    const ticket = this.#drain.request(source);
+    if (ticket.joined) this.#options.observer?.drainRequested?.(source);
+    return ticket;
   }
 
   /** The Pod's terminationGracePeriodSeconds, once the API told it. */
@@ -116,11 +135,13 @@ export class SidecarSupervisor {
         this.#log.info('sidecar ready', { socket: this.#server.path, drainTimeoutMs: this.#deadlines.drainTimeoutMs() });
         this.#options.guard?.start();
         guarding = true;
+        this.#rehearse();
         await this.#termination.requested;
       }
       const signalAt = this.#termination.at!;
       const terminatedAt = this.#deadlines.terminationStart(signalAt, this.#drain.started?.startedAt);
-      const ticket = this.requestDrain('signal');
+      // Started by the signal handler already.
+      const ticket = this.#drain.started!;
       await this.#waitForOperator(ticket, this.#deadlines.operatorWaitDeadline(terminatedAt, this.#now()));
       if (guarding) await this.#release(terminatedAt);
       else await this.#options.flush?.(this.#deadlines.eventFlushDeadline(this.#now(), terminatedAt));
@@ -152,8 +173,10 @@ export class SidecarSupervisor {
   }
 
   #answerDrainRequest(source: string | undefined, channel: ControlChannel): void {
-    this.#log.info('drain requested', { via: 'socket', by: source });
-    answerDrainRequest(channel, this.requestDrain('socket'), this.#now());
+    this.#log.hold(() => {
+      this.#log.info('drain requested', { via: 'socket', by: source });
+      answerDrainRequest(channel, this.requestDrain('socket'), this.#now());
+    });
   }
 
   /** stopping: waits until the operator has stopped, the wait deadline, or a second signal says stop waiting. */
@@ -216,10 +239,16 @@ export class SidecarSupervisor {
   }
 
   #onSignal(sig: NodeJS.Signals): void {
+    this.#log.hold(() => this.#onTermination(sig));
+  }
+
+  /** In the signal's own turn: the clients hear `drain` before anything is logged. */
+  #onTermination(sig: NodeJS.Signals): void {
     const step = this.#termination.signal();
     if (step === 'drain') {
       const grace = this.#deadlines.gracePeriod;
       this.#log.info('termination requested', { signal: sig, clients: this.#operators(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+      this.requestDrain('signal');
     } else if (step === 'cut-short') {
       this.#log.info('second termination signal: cutting the drain and the wait short', { signal: sig });
     } else {

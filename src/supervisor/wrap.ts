@@ -65,6 +65,8 @@ export class WrapSupervisor {
   readonly #termination: Termination;
   #phase: Phase = 'starting';
   #child?: Child;
+  /** Made when the operator is started, so that the termination signal starts it in its own turn. */
+  #drain?: Drain;
 
   constructor(config: SupervisorConfig, options: WrapOptions) {
     this.#config = config;
@@ -104,8 +106,10 @@ export class WrapSupervisor {
         return 128 + 15;
       }
       const child = await this.#start(file, args, path);
+      this.#drain = this.#drainOf(child, server);
       this.#options.guard?.start();
-      const exit = await this.#superviseUntilExit(child, server);
+      this.#rehearse();
+      const exit = await this.#superviseUntilExit(child, this.#drain);
       await this.#release();
       return exit.status;
     } finally {
@@ -143,13 +147,24 @@ export class WrapSupervisor {
     return this.#child;
   }
 
-  /** draining, then stopping: resolves once the operator has exited. */
-  async #superviseUntilExit(child: Child, server: DrainServer): Promise<ChildExit> {
-    const early = await Promise.race([child.exited, this.#termination.requested.then(() => undefined)]);
-    if (early) {
-      this.#logExit(early, 'operator exited by itself');
-      return early;
-    }
+  /**
+   * The way from the termination signal to the stop signal, run once while the
+   * operator starts, on throwaway objects: a server that never listened, an
+   * operator already gone, nothing logged. V8 compiles a function the first
+   * time it runs, and the executable's code cache holds only what was compiled
+   * when it was made (the bundle's top level); without this the first SIGTERM
+   * would wait for that code to be compiled on its way to the clients.
+   */
+  #rehearse(): void {
+    const dry = new WrapSupervisor(this.#config, { env: {} });
+    const gone: Child = { pid: 0, exited: Promise.resolve({ status: 0 }), gone: true, signal: () => false };
+    dry.#drain = dry.#drainOf(gone, new DrainServer({ path: '' }));
+    dry.#phase = 'running';
+    dry.#onSignal('SIGTERM');
+  }
+
+  /** The drain of this operator; its end passes the stop signal on (unless the operator is gone already). */
+  #drainOf(child: Child, server: DrainServer): Drain {
     const drain = new Drain({
       server,
       timeoutMs: () => this.#deadlines.drainTimeoutMs(),
@@ -161,13 +176,25 @@ export class WrapSupervisor {
         this.#options.observer?.drainRequested?.(source);
         this.#setPhase('draining');
       },
-      onEnd: (r) => this.#options.observer?.drainEnded?.(r.outcome, r.durationMs),
+      onEnd: (r) => {
+        if (r.outcome !== 'child-exited') this.#stop(child);
+        this.#options.observer?.drainEnded?.(r.outcome, r.durationMs);
+      },
     });
     void this.#termination.cutShort.then(() => drain.cutShort());
-    const ticket = drain.request('signal');
-    const { outcome } = await ticket.ended;
+    return drain;
+  }
 
-    if (outcome !== 'child-exited') this.#stop(child);
+  /** draining, then stopping: resolves once the operator has exited. */
+  async #superviseUntilExit(child: Child, drain: Drain): Promise<ChildExit> {
+    const early = await Promise.race([child.exited, this.#termination.requested.then(() => undefined)]);
+    if (early) {
+      this.#logExit(early, 'operator exited by itself');
+      return early;
+    }
+    // Started by the signal handler already, unless the signal came while the operator was being started.
+    const ticket = drain.started ?? drain.request('signal');
+    await ticket.ended;
     const exit = await child.exited;
     this.#logExit(exit, 'operator exited', this.#now() - ticket.startedAt);
     return exit;
@@ -201,15 +228,7 @@ export class WrapSupervisor {
 
   #onSignal(sig: NodeJS.Signals): void {
     if (TERMINATING.includes(sig)) {
-      const step = this.#termination.signal();
-      if (step === 'drain') {
-        const grace = this.#deadlines.gracePeriod;
-        this.#log.info('termination requested', { signal: sig, gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
-      } else if (step === 'cut-short' && this.#phase === 'draining') {
-        this.#log.info('second termination signal: cutting the drain short', { signal: sig });
-      } else {
-        this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
-      }
+      this.#log.hold(() => this.#onTermination(sig));
       return;
     }
     const child = this.#child;
@@ -222,6 +241,21 @@ export class WrapSupervisor {
     if (FORWARDED.includes(sig)) {
       const delivered = child?.signal(sig) ?? false;
       this.#log.debug(delivered ? 'signal forwarded' : 'signal not forwarded: no operator running', { signal: sig });
+    }
+  }
+
+  /** In the signal's own turn: the clients hear `drain` before anything is logged. */
+  #onTermination(sig: NodeJS.Signals): void {
+    const step = this.#termination.signal();
+    if (step === 'drain') {
+      const grace = this.#deadlines.gracePeriod;
+      this.#log.info('termination requested', { signal: sig, gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+      // Only while the operator runs: before, #superviseUntilExit starts the drain; after it exited, there is none.
+      if (this.#phase === 'running') this.#drain?.request('signal');
+    } else if (step === 'cut-short' && this.#phase === 'draining') {
+      this.#log.info('second termination signal: cutting the drain short', { signal: sig });
+    } else {
+      this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
     }
   }
 
