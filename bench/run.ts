@@ -192,6 +192,7 @@ try {
     }),
     ...(start && {
       startRatio: start.read.ratio,
+      podStartRatio: start.read.podRatio,
       startMs: start.read.drainguardMs,
       versionStartMs: start.read.versionMs,
       nodeStartMs: start.read.nodeMs,
