@@ -28,6 +28,7 @@ import { Drain, type DrainOptions, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
 import { Deadlines, Termination } from './shutdown.ts';
 import { FORWARDED, TERMINATING } from './signals.ts';
+import { keepWarm } from './warm.ts';
 
 export interface SidecarOptions {
   readonly logger?: Logger;
@@ -92,13 +93,7 @@ export class SidecarSupervisor {
     void this.#termination.cutShort.then(() => this.#drain.cutShort());
   }
 
-  /**
-   * The way from the termination signal to `drain`, run once on a throwaway
-   * supervisor (its server never listens, nothing is logged). V8 compiles a
-   * function the first time it runs, and the executable's code cache holds only
-   * what was compiled when it was made (the bundle's top level); without this
-   * the first drain would wait for that code to be compiled on its way to the clients.
-   */
+  /** The way from the termination signal to `drain`, on a throwaway supervisor (its server never listens, nothing is logged; warm.ts says why and when). */
   #rehearse(): void {
     new SidecarSupervisor(this.#config).#onSignal('SIGTERM');
   }
@@ -135,8 +130,8 @@ export class SidecarSupervisor {
         this.#log.info('sidecar ready', { socket: this.#server.path, drainTimeoutMs: this.#deadlines.drainTimeoutMs() });
         this.#options.guard?.start();
         guarding = true;
-        this.#rehearse();
-        await this.#termination.requested;
+        const cool = keepWarm(() => this.#phase === 'running' && this.#rehearse());
+        await this.#termination.requested.finally(cool);
       }
       const signalAt = this.#termination.at!;
       const terminatedAt = this.#deadlines.terminationStart(signalAt, this.#drain.started?.startedAt);

@@ -18,6 +18,7 @@ import { Drain, type DrainOptions } from './drain.ts';
 import type { GuardHandle, Phase, SupervisorObserver } from './observer.ts';
 import { Deadlines, Termination } from './shutdown.ts';
 import { FORWARDED, JOB_CONTROL, TERMINATING, catchSignals } from './signals.ts';
+import { keepWarm } from './warm.ts';
 
 export interface WrapOptions {
   readonly env: NodeJS.ProcessEnv;
@@ -108,8 +109,8 @@ export class WrapSupervisor {
       const child = await this.#start(file, args, path);
       this.#drain = this.#drainOf(child, server);
       this.#options.guard?.start();
-      this.#rehearse();
-      const exit = await this.#superviseUntilExit(child, this.#drain);
+      const cool = keepWarm(() => this.#phase === 'running' && this.#rehearse());
+      const exit = await this.#superviseUntilExit(child, this.#drain).finally(cool);
       await this.#release();
       return exit.status;
     } finally {
@@ -148,12 +149,9 @@ export class WrapSupervisor {
   }
 
   /**
-   * The way from the termination signal to the stop signal, run once while the
-   * operator starts, on throwaway objects: a server that never listened, an
-   * operator already gone, nothing logged. V8 compiles a function the first
-   * time it runs, and the executable's code cache holds only what was compiled
-   * when it was made (the bundle's top level); without this the first SIGTERM
-   * would wait for that code to be compiled on its way to the clients.
+   * The way from the termination signal to the stop signal, on throwaway
+   * objects: a server that never listened, an operator already gone, nothing
+   * logged (warm.ts says why and when).
    */
   #rehearse(): void {
     const dry = new WrapSupervisor(this.#config, { env: {} });
