@@ -6,7 +6,7 @@ import { type Logger, silentLogger } from '../log/logger.ts';
 import type { ApiAccess } from './config.ts';
 import { KubeApiError, KubeUnreachableError, isStatus, isTransient } from './errors.ts';
 import { KubeCredentialsError } from './credentials.ts';
-import type { Transport } from './transport.ts';
+import { Transport } from './transport.ts';
 import { type KubeList, type KubeObject, type ObjectRef, type ResourceRef, describe, objectPath, pathOf } from './objects.ts';
 import { DEFAULT_RETRY, type Delay, type RetryPolicy, backoff, sleep } from './retry.ts';
 
@@ -65,7 +65,7 @@ export class KubeClient {
 
   constructor(options: KubeClientOptions) {
     this.#access = options.access;
-    this.#transport = options.access.transport;
+    this.#transport = new Transport(options.access.transport);
     this.server = options.access.server;
     this.namespace = options.access.namespace;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;

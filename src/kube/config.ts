@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { type Credentials, credentialsOf, tokenFileCredentials } from './credentials.ts';
 import { readKubeconfig } from './kubeconfig.ts';
 import { type LocateOptions, locateApiConfig } from './locate.ts';
-import { Transport } from './transport.ts';
+import type { TransportOptions } from './transport.ts';
 
 export { NoApiConfigError, SERVICE_ACCOUNT_DIR } from './locate.ts';
 
@@ -17,8 +17,7 @@ export interface ApiAccess {
   readonly source: string;
   /** The service account's namespace in-cluster, or the context's namespace. */
   readonly namespace?: string;
-  /** One connection pool for every client of this access. */
-  readonly transport: Transport;
+  readonly transport: TransportOptions;
   readonly credentials: Credentials;
 }
 
@@ -33,18 +32,9 @@ export async function loadApiAccess(env: NodeJS.ProcessEnv, options: LoadOptions
     server: cluster.server,
     source,
     namespace,
-    transport: new Transport({ server: cluster.server, ca: cluster.ca, insecureSkipTlsVerify: cluster.insecureSkipTlsVerify, tlsServerName: cluster.tlsServerName, proxyUrl: cluster.proxyUrl, env }),
+    transport: { server: cluster.server, ca: cluster.ca, insecureSkipTlsVerify: cluster.insecureSkipTlsVerify, tlsServerName: cluster.tlsServerName, proxyUrl: cluster.proxyUrl, env },
     credentials: credentialsOf(user, cluster, env),
   };
-}
-
-const shared = new WeakMap<NodeJS.ProcessEnv, Promise<ApiAccess>>();
-
-/** The access of `env`, loaded once: the Pod's Events and the guard share one kubeconfig read and one connection pool. */
-export function sharedApiAccess(env: NodeJS.ProcessEnv): Promise<ApiAccess> {
-  let access = shared.get(env);
-  if (!access) shared.set(env, (access = loadApiAccess(env)));
-  return access;
 }
 
 function inCluster(env: NodeJS.ProcessEnv, dir: string, source: string): ApiAccess {
@@ -58,7 +48,7 @@ function inCluster(env: NodeJS.ProcessEnv, dir: string, source: string): ApiAcce
     source,
     namespace: existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() : undefined,
     // The proxy variables apply in a pod too, as in client-go (NO_PROXY usually names the API server).
-    transport: new Transport({ server, ca: existsSync(caFile) ? readFileSync(caFile, 'utf8') : undefined, env }),
+    transport: { server, ca: existsSync(caFile) ? readFileSync(caFile, 'utf8') : undefined, env },
     credentials: tokenFileCredentials(join(dir, 'token')),
   };
 }

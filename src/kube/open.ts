@@ -4,14 +4,14 @@
 
 import type { Logger } from '../log/logger.ts';
 import { KubeClient } from './client.ts';
-import { sharedApiAccess } from './config.ts';
+import { loadApiAccess } from './config.ts';
 import { apiConfigError } from './locate.ts';
 
 /** An API client, or a ConfigError saying why there is none (`why`: what needs the API). */
 export async function openClient(env: NodeJS.ProcessEnv, logger: Logger, why: string): Promise<KubeClient> {
   let access;
   try {
-    access = await sharedApiAccess(env);
+    access = await loadApiAccess(env);
   } catch (err) {
     throw apiConfigError(why, err);
   }

@@ -36,14 +36,14 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
     if (needed) throw new ConfigError('DG_CONFIG_POD_MISSING', 'DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)');
     return {};
   }
-  const [{ NoApiConfigError, sharedApiAccess }, { KubeClient }, { createEventRecorder }] = await Promise.all([
+  const [{ NoApiConfigError, loadApiAccess }, { KubeClient }, { createEventRecorder }] = await Promise.all([
     import('./config.ts'),
     import('./client.ts'),
     import('./event-recorder.ts'),
   ]);
   let access;
   try {
-    access = await sharedApiAccess(env);
+    access = await loadApiAccess(env);
   } catch (err) {
     if (needed) throw new ConfigError('DG_CONFIG_NO_API', `DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs the Kubernetes API: ${(err as Error).message}`, { cause: err });
     if (!(err instanceof NoApiConfigError)) throw err;
