@@ -103,7 +103,9 @@ class ExecCredentials {
   readonly #plugin: ExecPlugin;
   readonly #cluster: KubeconfigCluster;
   readonly #env: NodeJS.ProcessEnv;
-  #cached?: Promise<ExecResult>;
+  #result?: ExecResult;
+  /** The run under way: callers at the same moment share it. */
+  #running?: Promise<ExecResult>;
 
   constructor(plugin: ExecPlugin, cluster: KubeconfigCluster, env: NodeJS.ProcessEnv) {
     this.#plugin = plugin;
@@ -111,23 +113,16 @@ class ExecCredentials {
     this.#env = env;
   }
 
-  async current(): Promise<ExecResult> {
-    const cached = this.#cached;
-    if (cached) {
-      const got = await cached.catch(() => undefined);
-      if (got && Date.now() < got.expiresAt - EXPIRY_MARGIN_MS) return got;
-      if (this.#cached !== cached) return this.current();
-    }
-    const run = this.#run();
-    this.#cached = run;
-    run.catch(() => {
-      if (this.#cached === run) this.#cached = undefined;
-    });
-    return run;
+  current(): Promise<ExecResult> {
+    const result = this.#result;
+    if (result && Date.now() < result.expiresAt - EXPIRY_MARGIN_MS) return Promise.resolve(result);
+    return (this.#running ??= this.#run()
+      .then((r) => (this.#result = r))
+      .finally(() => (this.#running = undefined)));
   }
 
   refresh(): boolean {
-    this.#cached = undefined;
+    this.#result = undefined;
     return true;
   }
 
