@@ -38,12 +38,13 @@ export function createLogger({ level = 'info', format, stream = process.stderr, 
   const fmt = format ?? (stream.isTTY ? 'text' : 'json');
   // Logging is best effort: a stderr nobody reads any more (EPIPE) must not bring the supervisor down.
   if (stream instanceof EventEmitter && stream.listenerCount('error') === 0) stream.on('error', () => {});
-  const write = (time: Date, lvl: LogLevel, msg: string, all: LogFields) => {
+  const line = (time: Date, lvl: LogLevel, msg: string, all: LogFields): string => {
     const iso = time.toISOString();
-    stream.write(fmt === 'json' ? `${JSON.stringify({ time: iso, level: lvl, msg, ...serialisable(all) })}\n` : textLine(iso, lvl, msg, all));
+    return fmt === 'json' ? `${JSON.stringify({ time: iso, level: lvl, msg, ...serialisable(all) })}\n` : textLine(iso, lvl, msg, all);
   };
-  // The lines logged inside hold(), and how deep the holds are nested.
-  let held: Parameters<typeof write>[] = [];
+  // The lines logged inside hold(), formatted only when it ends and written in one piece: one
+  // write wakes whoever reads stderr once, not once per line, while the operator is acting.
+  let held: [time: Date, lvl: LogLevel, msg: string, bound: LogFields, fields: LogFields | undefined][] = [];
   let holding = 0;
   const hold = <T>(act: () => T): T => {
     holding++;
@@ -53,16 +54,17 @@ export function createLogger({ level = 'info', format, stream = process.stderr, 
       if (--holding === 0 && held.length > 0) {
         const lines = held;
         held = [];
-        for (const line of lines) write(...line);
+        let text = '';
+        for (const [time, lvl, msg, bound, fields] of lines) text += line(time, lvl, msg, { ...bound, ...fields });
+        stream.write(text);
       }
     }
   };
   const make = (bound: LogFields): Logger => {
     const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
       if (RANK[lvl] < min) return;
-      const line: Parameters<typeof write> = [now(), lvl, msg, { ...bound, ...fields }];
-      if (holding > 0) held.push(line);
-      else write(...line);
+      if (holding > 0) held.push([now(), lvl, msg, bound, fields]);
+      else stream.write(line(now(), lvl, msg, { ...bound, ...fields }));
     };
     return {
       debug: (m, f) => emit('debug', m, f),

@@ -188,7 +188,7 @@ export class DrainClient {
     });
     socket.on('data', (chunk: Buffer) => {
       try {
-        for (const line of splitter.push(chunk)) this.#handle(line);
+        splitter.push(chunk, (line) => this.#handle(line));
       } catch (err) {
         this.#onError(err as Error);
         socket.destroy();

@@ -73,7 +73,7 @@ export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${
       const splitter = new LineSplitter();
       s.on('data', (chunk: Buffer) => {
         try {
-          for (const line of splitter.push(chunk)) {
+          splitter.push(chunk, (line) => {
             const reply = parseControlReply(line);
             if (reply.type === 'drain-started') {
               started = { clients: reply.clients, joined: reply.joined };
@@ -91,7 +91,7 @@ export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${
               const [, wireCode, text] = /^(?:(DG_[A-Z_]+): )?(.*)$/s.exec(reply.message)!;
               finish(fail('DG_PRESTOP_REFUSED', `the drainguard at ${path} refused the drain request: ${text}${old}${wireCode ? ` (${wireCode})` : ''}`));
             }
-          }
+          });
         } catch (err) {
           if (!(err instanceof ProtocolError)) throw err;
           finish(fail('DG_PRESTOP_PROTOCOL', `the drainguard at ${path} sent something that is not the drain protocol: ${err.message}`));

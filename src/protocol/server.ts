@@ -112,6 +112,13 @@ export class DrainServer {
     return this.#drain !== undefined;
   }
 
+  /** How many operator clients have said hello: counted in place, as it is read in the signal's turn. */
+  greetedCount(): number {
+    let n = 0;
+    for (const c of this.#clients.values()) if (c.greeted) n++;
+    return n;
+  }
+
   clients(): ClientInfo[] {
     return [...this.#clients.values()].map(publicInfo);
   }
@@ -162,10 +169,9 @@ export class DrainServer {
     // Held: a `drained` may end the drain, and the stop signal goes out before the log lines.
     const read = (chunk: Buffer) => {
       try {
-        for (const line of splitter.push(chunk)) {
-          if (socket.destroyed) return;
-          this.#handle(client, line);
-        }
+        splitter.push(chunk, (line) => {
+          if (!socket.destroyed) this.#handle(client, line);
+        });
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
         this.#reject(client, describe(err));

@@ -78,7 +78,7 @@ export class Drain {
     const timeoutMs = this.#options.timeoutMs();
     const startedAt = now();
     const deadline = startedAt + timeoutMs;
-    const clients = server.clients().filter((c) => c.greeted).length;
+    const clients = server.greetedCount();
     // An acknowledgement that comes at or after the deadline is an operator that gave up there.
     const outcomeOf = (t: DrainTally): DrainOutcome =>
       now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained';

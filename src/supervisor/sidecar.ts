@@ -230,7 +230,7 @@ export class SidecarSupervisor {
   }
 
   #operators(): number {
-    return this.#server.clients().filter((c) => c.greeted).length;
+    return this.#server.greetedCount();
   }
 
   #onSignal(sig: NodeJS.Signals): void {

@@ -1,19 +1,24 @@
 // The logger's hold: what is logged inside comes out when the outermost hold
 // returns (also when it throws), in order, each line with the time it was
-// logged at, from every logger made with `with`.
+// logged at, from every logger made with `with`, in one write.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createLogger } from '../../src/log/logger.ts';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
+  const writes: string[] = [];
   let clock = 0;
-  const logger = createLogger({ format: 'json', stream: { write: (l: string) => lines.push(JSON.parse(l) as Record<string, unknown>) }, now: () => new Date(Date.UTC(2026, 0, 1) + ++clock) });
-  return { logger, lines };
+  const write = (chunk: string) => {
+    writes.push(chunk);
+    for (const l of chunk.split('\n').slice(0, -1)) lines.push(JSON.parse(l) as Record<string, unknown>);
+  };
+  const logger = createLogger({ format: 'json', stream: { write }, now: () => new Date(Date.UTC(2026, 0, 1) + ++clock) });
+  return { logger, lines, writes };
 }
 
 test('lines logged inside hold() are written when it returns, in order, with their own times', () => {
-  const { logger, lines } = capture();
+  const { logger, lines, writes } = capture();
   const child = logger.with({ part: 'server' });
   const seen: number[] = [];
   const result = logger.hold(() => {
@@ -31,6 +36,7 @@ test('lines logged inside hold() are written when it returns, in order, with the
   assert.equal(lines.map((l) => l.time), ['2026-01-01T00:00:00.001Z', '2026-01-01T00:00:00.002Z', '2026-01-01T00:00:00.003Z']);
   assert.is(lines[1]!.part, 'server');
   assert.is(lines[1]!.level, 'warn');
+  assert.is(writes.length, 1, 'the held lines go out in one write: whoever reads stderr is woken once');
   logger.info('after');
   assert.is(lines.length, 4, 'outside a hold, a line is written at once');
 });
