@@ -14,6 +14,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSy
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BOOT_FILE, BOOT_SOURCE, MAIN_ASSET, MAIN_CACHE_ASSET, wrapMain } from './boot.ts';
 import { LAZY_ASSET, LAZY_CACHE_ASSET } from './lazy.ts';
 import type { Runtime } from './runtime.ts';
 import { type Target, isNative } from './targets.ts';
@@ -33,6 +34,8 @@ export interface ExecutableOptions {
   readonly cacheDir: string;
   /** The lazily loaded code (lazy.ts): an asset, with a code cache made by the runtime. */
   readonly lazy: string;
+  /** The arguments of the run after which the main script's code cache is taken (code-cache.ts): the start that must be fast. */
+  readonly training: readonly string[];
 }
 
 /** Writes OUTPUT (beside it, then renamed into place: a running test never sees half an executable); says whether it came from the cache. */
@@ -66,23 +69,30 @@ export function buildExecutable(options: ExecutableOptions): { cached: boolean }
   }
 }
 
-function make({ target, runtime, bundle, lazy }: ExecutableOptions, staging: string): void {
+function make({ target, runtime, bundle, lazy, training }: ExecutableOptions, staging: string): void {
   const blob = `${staging}.blob`;
   const config = `${staging}.sea.json`;
   const lazyCache = `${staging}.lazy.cache`;
+  const main = `${staging}.main.cjs`;
+  const mainCache = `${staging}.main.cache`;
+  const boot = join(dirname(bundle), BOOT_FILE);
+  const codeCache = join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts');
   try {
     // With the executable's own V8 flags: V8 accepts a code cache only from the same flags.
-    run(runtime.command([...EXEC_ARGV, join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts'), lazy, lazyCache]));
-    const assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache };
-    // Run beside the bundle and name it bare: the blob keeps the name (stack traces show it), not the build's path.
-    writeFileSync(config, JSON.stringify({ ...seaConfig(basename(bundle), blob), assets }));
+    run(runtime.command([...EXEC_ARGV, codeCache, 'lazy', lazy, lazyCache]));
+    writeFileSync(main, wrapMain(readFileSync(bundle, 'utf8')));
+    run(runtime.command([...EXEC_ARGV, codeCache, 'main', main, mainCache, ...training]));
+    writeFileSync(boot, BOOT_SOURCE);
+    const assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache, [MAIN_ASSET]: main, [MAIN_CACHE_ASSET]: mainCache };
+    // Run beside the boot script and name it bare: the blob keeps the name (stack traces show it), not the build's path.
+    writeFileSync(config, JSON.stringify({ ...seaConfig(BOOT_FILE, blob), assets }));
     run(runtime.command(['--experimental-sea-config', config]), dirname(bundle));
     copyFileSync(runtime.node, staging);
     run([isNative(target.arch) ? 'strip' : `${target.gnu}-strip`, '--strip-all', staging]);
     run([process.execPath, POSTJECT, staging, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
     chmodSync(staging, 0o755);
   } finally {
-    for (const f of [blob, config, lazyCache]) rmSync(f, { force: true });
+    for (const f of [blob, config, lazyCache, main, mainCache, boot]) rmSync(f, { force: true });
   }
 }
 
@@ -96,12 +106,14 @@ const EXEC_ARGV = ['--v8-pool-size=1', '--max-semi-space-size=1'];
 const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false, execArgv: EXEC_ARGV });
 
 /** Everything the executable is made from: the bundle, the runtime, the tools, and this procedure itself. */
-function cacheKey({ target, runtime, bundle, lazy }: ExecutableOptions): string {
+function cacheKey({ target, runtime, bundle, lazy, training }: ExecutableOptions): string {
   const hash = createHash('sha256');
   for (const part of [
+    JSON.stringify(training),
     readFileSync(bundle),
     readFileSync(lazy),
     readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts')),
+    readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'boot.ts')),
     runtime.id,
     JSON.stringify(seaConfig('MAIN', 'OUTPUT')),
     readFileSync(fileURLToPath(import.meta.url)),
