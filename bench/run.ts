@@ -176,6 +176,7 @@ try {
       overheadMsMax: shutdown.overheadMsMax,
       stopSignalAfterLastReconcileMsP50: shutdown.signalMsP50,
       stopSignalAfterLastReconcileMsP99: shutdown.signalMsP99,
+      overheadFloor: shutdown.floor,
       ...(shutdown.absent.length > 0 && { absentStrategies: shutdown.absent }),
     }),
     ...(latencyLoaded && { latencyLoaded }),

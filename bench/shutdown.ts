@@ -1,5 +1,7 @@
 // The shutdown scenario: the same seeded workload stopped at the same moment
 // under each strategy, many times; what was interrupted and how long it took.
+// The bare relay (fixtures/bare-relay.ts) drains the same way with no
+// drainguard code: its overhead is the floor of drainguard's.
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { nowMs } from './lib/clock.ts';
@@ -35,9 +37,9 @@ export interface RunResult {
   readonly exitMs: number;
   /** The operator's last line (just before it exits) → the stopped process exited: the operator's own teardown plus what a supervisor adds. */
   readonly afterOperatorMs: number;
-  /** drainguard only: the last reconcile ended → drainguard exited. */
+  /** Strategies that drain (drainguard, the bare relay): the last reconcile ended → the supervisor exited. */
   readonly overheadMs?: number;
-  /** drainguard only: the last reconcile ended → the stop signal reached the operator. */
+  /** Strategies that drain: the last reconcile ended → the stop signal reached the operator. */
   readonly signalMs?: number;
   readonly error?: string;
 }
@@ -63,9 +65,13 @@ export interface ShutdownResult {
   /** The part of the overhead before the operator got its stop signal. */
   readonly signalMsP50: number;
   readonly signalMsP99: number;
+  /** The same two through the bare relay, stopped beside drainguard in the same batches. */
+  readonly floor: { readonly overheadMsP50: number; readonly overheadMsP99: number; readonly overheadMsMax: number; readonly signalMsP50: number; readonly signalMsP99: number };
   readonly absent: string[];
   readonly runs: RunResult[];
 }
+
+const BARE_RELAY = 'bare relay';
 
 export function strategies(sleepMs: number): { list: Strategy[]; absent: string[] } {
   const operator = [NODE, fixture('operator.ts')];
@@ -82,6 +88,7 @@ export function strategies(sleepMs: number): { list: Strategy[]; absent: string[
   if (dumbInit) list.push({ name: 'dumb-init', mode: 'plain', command: [dumbInit, ...operator] });
   else absent.push('dumb-init');
   list.push({ name: 'drainguard', mode: 'drainguard', command: [EXE, 'run', '--', ...operator] });
+  list.push({ name: BARE_RELAY, mode: 'drainguard', command: [NODE, fixture('bare-relay.ts'), ...operator] });
   return { list, absent };
 }
 
@@ -131,18 +138,20 @@ export async function runShutdown(o: ShutdownOptions, progress: (done: number, t
       command: (s.preStopMs ? `preStop sleep ${s.preStopMs / 1000}; ` : '') + s.command.map((a) => a.split('/').pop()).join(' '),
     };
   }
-  const drained = runs.filter((r) => r.strategy === 'drainguard' && r.error === undefined && r.interrupted === 0);
-  const overheads = drained.map((r) => r.overheadMs!);
-  const signals = drained.map((r) => r.signalMs!);
+  return { strategies: summaries, ...overheads(runs, 'drainguard'), floor: overheads(runs, BARE_RELAY), absent, runs };
+}
+
+/** The overhead of a strategy that drains, over its runs that interrupted nothing. */
+function overheads(runs: readonly RunResult[], strategy: string) {
+  const drained = runs.filter((r) => r.strategy === strategy && r.error === undefined && r.interrupted === 0);
+  const overhead = drained.map((r) => r.overheadMs!);
+  const signal = drained.map((r) => r.signalMs!);
   return {
-    strategies: summaries,
-    overheadMsP50: percentile(overheads, 50),
-    overheadMsP99: percentile(overheads, 99),
-    overheadMsMax: percentile(overheads, 100),
-    signalMsP50: percentile(signals, 50),
-    signalMsP99: percentile(signals, 99),
-    absent,
-    runs,
+    overheadMsP50: percentile(overhead, 50),
+    overheadMsP99: percentile(overhead, 99),
+    overheadMsMax: percentile(overhead, 100),
+    signalMsP50: percentile(signal, 50),
+    signalMsP99: percentile(signal, 99),
   };
 }
 

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { nowMs } from './lib/clock.ts';
 import { type Rss, dropFromPageCache, rssOf } from './lib/mem.ts';
+import { buildFloorExecutable } from './lib/floor-exe.ts';
 import { EXE, NODE } from './lib/paths.ts';
 import { BenchProc } from './lib/proc.ts';
 import { MiB, median } from './lib/stats.ts';
@@ -31,6 +32,8 @@ interface Copies {
   readonly dir: string;
   readonly node: string;
   readonly drainguard: string;
+  /** The floor: a supervisor that only listens, starts its command and waits, built as drainguard is (lib/floor-exe.ts). */
+  readonly floor: string;
   readonly hasSidecar: boolean;
   /** Puts both executables in `state`. */
   prepare(state: CacheState): void;
@@ -41,10 +44,13 @@ export function privateCopies(): Copies {
   const dir = mkdtempSync(join(tmpdir(), 'drainguard-bench-'));
   const node = join(dir, 'node');
   const drainguard = join(dir, 'drainguard');
+  const floor = join(dir, 'floor');
+  const built = buildFloorExecutable(mkdtempSync(join(dir, 'floor-build-')));
   const write = () => {
     for (const [from, to] of [
       [NODE, node],
       [EXE, drainguard],
+      [built, floor],
     ] as const) {
       writeFileSync(to, readFileSync(from));
       chmodSync(to, 0o755);
@@ -56,10 +62,11 @@ export function privateCopies(): Copies {
     dir,
     node,
     drainguard,
+    floor,
     hasSidecar,
     prepare(state) {
       if (state === 'written') write();
-      else for (const f of [node, drainguard]) dropFromPageCache(f);
+      else for (const f of [node, drainguard, floor]) dropFromPageCache(f);
     },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
@@ -78,6 +85,9 @@ export interface StartFigures {
   /** `node -e 0`. */
   readonly nodeMs: number;
   readonly ratio: number;
+  /** The floor executable (lib/floor-exe.ts) with /bin/true: what any supervisor in a Node.js executable costs, median ms. */
+  readonly floorMs: number;
+  readonly floorRatio: number;
 }
 
 export type StartResult = Record<CacheState, StartFigures> & { readonly runs: number };
@@ -103,11 +113,12 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
   const result: Partial<Record<CacheState, StartFigures>> = {};
   for (const state of ['written', 'read'] as const) {
     copies.prepare(state);
-    const samples = { dg: [] as number[], version: [] as number[], node: [] as number[], pod: [] as number[], podNode: [] as number[] };
+    const samples = { dg: [] as number[], version: [] as number[], node: [] as number[], floor: [] as number[], pod: [] as number[], podNode: [] as number[] };
     for (let i = 0; i < runs + warmup; i++) {
       const a = await timeToExit(copies.drainguard, ['run', '--', '/bin/true']);
       const b = await timeToExit(copies.node, ['-e', '0']);
       const c = await timeToExit(copies.drainguard, ['--version']);
+      const f = await timeToExit(copies.floor, ['/bin/true']);
       // The operator's first act kills drainguard: the time is until the operator ran.
       const d = await timeToExit('unshare', [...mount, copies.drainguard, 'run', '--', '/bin/sh', '-c', 'kill -KILL $PPID'], podEnv, 'killed');
       const e = await timeToExit('unshare', [...mount, copies.node, '-e', '0'], podEnv);
@@ -115,6 +126,7 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
         samples.dg.push(a);
         samples.node.push(b);
         samples.version.push(c);
+        samples.floor.push(f);
         samples.pod.push(d);
         samples.podNode.push(e);
       }
@@ -125,6 +137,8 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
       versionMs: median(samples.version),
       nodeMs: median(samples.node),
       ratio: median(samples.dg) / median(samples.node),
+      floorMs: median(samples.floor),
+      floorRatio: median(samples.floor) / median(samples.node),
       podGuardMs: median(samples.pod),
       podNodeMs: median(samples.podNode),
       podRatio: median(samples.pod) / median(samples.podNode),
