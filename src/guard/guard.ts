@@ -313,14 +313,16 @@ export class Guard implements GuardHandle {
   }
 
   /**
-   * Opens a connection per removal to come, by reading each object once, in parallel and for
+   * Opens a connection per request to come, by reading the wave's objects, in parallel and for
    * at most a second (a quarter of what is left, when less): the removals then go out together
    * instead of each behind a TLS handshake (idle connections are closed after a few seconds,
    * and renewals keep only one or two).
    */
-  async #openConnections(held: readonly Tracked[], signal: AbortSignal, deadline: number): Promise<void> {
+  async #openConnections(held: readonly Tracked[], requests: number, signal: AbortSignal, deadline: number): Promise<void> {
     const warm = AbortSignal.any([signal, AbortSignal.timeout(Math.floor(Math.min(WARM_UP_MS, Math.max(0, deadline - this.#now()) / 4)))]);
-    await Promise.allSettled(held.map((o) => this.#client.get(refOf(o.target), { signal: warm, retry: false })));
+    // As many reads as the wave sends requests (the holder Lease's DELETE goes with the first one).
+    const reads = Array.from({ length: requests }, (_, i) => held[i % held.length]!);
+    await Promise.allSettled(reads.map((o) => this.#client.get(refOf(o.target), { signal: warm, retry: false })));
   }
 
   async #podDeletionDeadline(signal: AbortSignal, deadline: number): Promise<number | undefined> {
@@ -360,7 +362,7 @@ export class Guard implements GuardHandle {
       const share = Math.max(0, deadline() - this.#now()) / (waves.length - i);
       let timer: NodeJS.Timeout | undefined;
       const turn = new Promise((r) => (timer = setTimeout(r, share)));
-      await Promise.race([this.#openConnections(wave, signal, deadline()), turn]);
+      await Promise.race([this.#openConnections(wave, wave.length + (lease ? 0 : 1), signal, deadline()), turn]);
       // A wave goes out at once, one request per object that needs no read, so that each is
       // authorised before any of them took drainguard's permissions (or token) away with it.
       lease ??= this.#lease.delete(options);

@@ -13,7 +13,8 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { type TestCluster, resourcePath, useCluster } from '../support/cluster/index.ts';
 import { type FaultProxy, startFaultProxy } from '../support/faultproxy/index.ts';
-import { NODE, type Proc, drainguard } from '../support/proc.ts';
+import * as assert from 'uvu/assert';
+import { type LogLine, NODE, type Proc, drainguard } from '../support/proc.ts';
 
 export const RBAC_V1 = 'rbac.authorization.k8s.io/v1';
 export const OPERATOR = join(import.meta.dirname, 'fixtures', 'k8s-operator.ts');
@@ -193,4 +194,20 @@ export async function withCluster(fn: (c: Install) => Promise<void>, options: { 
 }
 
 /** The guard finalizer of `pod`. */
+/**
+ * The one partial release a test of an uninstall accepts: the last release wave lost the
+ * authorizer's race (docs/guard.md, bench/release-race.ts). Every refusal is a 403 to the
+ * operator's own ServiceAccount, and the release command of the error line, run as an admin
+ * (the post-delete hook's place), frees everything; anything else fails.
+ */
+export async function lastWaveRace(c: Install, partial: LogLine, name: string, stderr: string): Promise<void> {
+  const failed = partial.failed as string[];
+  assert.ok(failed.length > 0 && failed.every((f) => / 403 Forbidden: .*"system:serviceaccount:[^"]+:op" cannot patch/.test(f)), `${name}: only the last wave's race is accepted\n${stderr}`);
+  const fix = String(partial.fix).split(' ');
+  assert.equal(fix.slice(0, 2), ['drainguard', 'release'], `${name}: the error line gives the release command`);
+  const release = drainguard(fix.slice(1), { KUBECONFIG: c.cluster.adminKubeconfig });
+  assert.equal((await release.exit()).code, 0, release.stderr.join('\n'));
+  console.log(`  ${name}: the last release wave lost the authorizer's race (${failed.length} refused); the release command freed it`);
+}
+
 export const finalizer = (pod: { uid: string }): string => `drainguard.dev/holder-${pod.uid}`;

@@ -11,8 +11,8 @@
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type LogLine, NODE, type Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
-import { type Install, finalizer, withCluster } from './cluster.ts';
+import { NODE, type Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
+import { type Install, finalizer, lastWaveRace, withCluster } from './cluster.ts';
 
 type Mode = 'wrap' | 'sidecar';
 const POD_GRACE = [10, 30, 90];
@@ -92,15 +92,6 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
  * own ServiceAccount, and the command the error line gives, run as an admin (the post-delete
  * hook's place), frees every object.
  */
-async function lastWaveRace(c: Install, partial: LogLine, name: string, stderr: string): Promise<void> {
-  const failed = partial.failed as string[];
-  assert.ok(failed.length > 0 && failed.every((f) => / 403 Forbidden: .*"system:serviceaccount:[^"]+:op" cannot patch/.test(f)), `${name}: only the last wave's race is accepted\n${stderr}`);
-  const fix = String(partial.fix).split(' ');
-  assert.equal(fix.slice(0, 2), ['drainguard', 'release'], `${name}: the error line gives the release command`);
-  const release = drainguard(fix.slice(1), { KUBECONFIG: c.cluster.adminKubeconfig });
-  assert.equal((await release.exit()).code, 0, release.stderr.join('\n'));
-  console.log(`  ${name}: the last release wave lost the authorizer's race (${failed.length} refused); the release command freed it`);
-}
 
 for (const mode of ['wrap', 'sidecar'] as const) {
   for (const podGrace of POD_GRACE) {

@@ -8,8 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { resourcePath } from '../support/cluster/index.ts';
 import type { ProxiedRequest } from '../support/faultproxy/index.ts';
-import { type Proc, drainguard, tempDir } from '../support/proc.ts';
-import { type Install, type Pod, RBAC_V1, finalizer, withCluster } from './cluster.ts';
+import { drainguard, killHard, tempDir } from '../support/proc.ts';
+import { type Install, type Pod, RBAC_V1, finalizer, lastWaveRace, withCluster } from './cluster.ts';
 
 const allHeldBy = async (c: Install, ...pods: { uid: string }[]) => {
   const want = JSON.stringify(pods.map(finalizer).sort());
@@ -17,13 +17,6 @@ const allHeldBy = async (c: Install, ...pods: { uid: string }[]) => {
 };
 const nothingHeld = async (c: Install) => Object.values(await c.holders()).every((h) => h.length === 0);
 const waitHeld = (c: Install, pods: Pod[], what: string, ms = 10_000) => c.cluster.waitFor(() => allHeldBy(c, ...pods), ms, what);
-/** SIGKILL to drainguard, and to its operator, which it cannot take along. */
-async function killHard(p: Proc): Promise<void> {
-  const started = await p.log('operator started');
-  p.kill('SIGKILL');
-  await p.processExit();
-  process.kill(started.pid as number, 'SIGKILL');
-}
 const guardWrite = (r: ProxiedRequest) => r.verb === 'patch' && r.resource !== 'leases';
 
 test('uninstall with background propagation: the operator keeps its API access until drained, then nothing is left', async () => {
@@ -44,10 +37,12 @@ test('uninstall with background propagation: the operator keeps its API access u
     await p.line('drained');
     assert.equal(p.stdout.filter((l) => l.startsWith('api ')), Array(5).fill('api 200'), "the operator's cleanup calls all succeed");
     assert.equal((await p.exit()).code, 0);
+    // All five deleted by the release, unless its last wave lost the authorizer's race: then the post-delete hook's command frees the rest.
+    const partial = p.logs().find((x) => x.msg.startsWith('guard released in part'));
+    if (partial) await lastWaveRace(c, partial, 'uninstall', p.stderr.join('\n'));
+    else assert.equal((p.logs().find((x) => x.msg === 'guard released')!.deleted as string[]).length, 5, p.stderr.join('\n'));
     await c.cluster.waitFor(async () => (await c.remaining()).length === 0, 5000, 'every object gone').catch(async () => assert.unreachable(`left: ${await c.remaining()}`));
     assert.equal(await c.lease(pod), undefined, 'Lease deleted');
-    const released = p.logs().find((x) => x.msg === 'guard released')!;
-    assert.equal((released.deleted as string[]).length, 5);
     // The kubelet confirms (played here: no kubelet yet); the Pod goes and nothing was left behind.
     await c.finishPod('op-0');
     assert.equal(await c.cluster.api.get(resourcePath('v1', 'pods', c.ns, 'op-0')), undefined);

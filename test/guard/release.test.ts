@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { privateCluster } from '../support/cluster/index.ts';
-import { type Proc, drainguard } from '../support/proc.ts';
+import { drainguard, killHard } from '../support/proc.ts';
 import { type Install, finalizer, withCluster } from './cluster.ts';
 
 const { cluster } = await privateCluster();
@@ -14,13 +14,6 @@ const allHeldBy = async (c: Install, ...pods: { uid: string }[]) => {
   return Object.values(await c.holders()).every((h) => JSON.stringify([...h].sort()) === want);
 };
 const nothingHeld = async (c: Install) => Object.values(await c.holders()).every((h) => h.length === 0);
-/** SIGKILL to drainguard, and to its operator, which it cannot take along. */
-async function killHard(p: Proc): Promise<void> {
-  const started = await p.log('operator started');
-  p.kill('SIGKILL');
-  await p.processExit();
-  process.kill(started.pid as number, 'SIGKILL');
-}
 
 test('drainguard release removes stale holders (expired Lease) and keeps live ones; --all needs --yes', async () => {
   await withCluster(async (c) => {

@@ -2,13 +2,11 @@
 // file, so the run's shared control plane is never disturbed): the API server
 // restarted in the middle of a drain, and the controller-manager down while the
 // holder pod goes (no garbage collector: its Lease stays until it is back).
-import { rmSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type Install, finalizer, withCluster } from '../guard/cluster.ts';
 import { privateCluster } from '../support/cluster/index.ts';
-import { type Proc, drainguard } from '../support/proc.ts';
+import { drainguard, killHard } from '../support/proc.ts';
 
 const { cluster, controlPlane } = await privateCluster();
 
@@ -80,13 +78,5 @@ test('the controller-manager down while the holder pod goes: its Lease is not co
   );
 });
 
-/** SIGKILL to drainguard, and to its operator, which it cannot take along; nor its private socket directory, which the test removes. */
-async function killHard(p: Proc): Promise<void> {
-  const started = await p.log('operator started');
-  p.kill('SIGKILL');
-  await p.processExit();
-  process.kill(started.pid as number, 'SIGKILL');
-  rmSync(dirname(started.socket as string), { recursive: true, force: true });
-}
 
 test.run();

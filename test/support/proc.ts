@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { until, within } from './wait.ts';
 
 export const EXE = resolve('dist/drainguard');
@@ -173,6 +173,18 @@ export class Proc {
 }
 
 /** Starts `drainguard ARGS...` (the built executable). */
+/**
+ * SIGKILL to drainguard, and to its operator, which it cannot take along; nor
+ * can it remove its private socket directory, so the test does.
+ */
+export async function killHard(p: Proc): Promise<void> {
+  const started = await p.log('operator started');
+  p.kill('SIGKILL');
+  await p.processExit();
+  process.kill(started.pid as number, 'SIGKILL');
+  rmSync(dirname(started.socket as string), { recursive: true, force: true });
+}
+
 export function drainguard(args: readonly string[], env: NodeJS.ProcessEnv = {}): Proc {
   return new Proc(EXE, args, env);
 }
