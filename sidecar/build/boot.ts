@@ -10,7 +10,9 @@ export const MAIN_CACHE_ASSET = 'main.cache';
 export const MAIN_FILE = 'drainguard.cjs';
 export const BOOT_FILE = 'drainguard-boot.cjs';
 
-export const wrapMain = (bundle: string): string => `(function (exports, require, module) {${bundle}\n})`;
+/** An asset's script is a function of (exports, require, module), which the executable passes in. */
+export const WRAP = ['(function (exports, require, module) {', '\n})'] as const;
+export const wrapMain = (bundle: string): string => WRAP[0] + bundle + WRAP[1];
 
 export const BOOT_SOURCE = `const { getAsset } = require('node:sea');
 const { Script } = require('node:vm');

@@ -19,13 +19,13 @@
 
 import { relative } from 'node:path';
 import { type BuildOptions, type Metafile, type Plugin, build } from 'esbuild';
+import { WRAP } from './boot.ts';
 
 export const LAZY_ASSET = 'lazy.cjs';
 export const LAZY_CACHE_ASSET = 'lazy.cache';
 /** The asset's text as a file beside the main script: dist/drainguard-lazy.cjs. */
 export const LAZY_FILE = 'drainguard-lazy.cjs';
 const SHARED = 'shared:';
-const WRAP = ['(function (exports, require, module) {', '\n})'] as const;
 
 export interface SplitBundle {
   readonly main: string;
