@@ -197,14 +197,24 @@ test('helm uninstall: pre-delete cleanup, the guard and the drain, post-delete s
     i.at(`operator drained: its last API call answered ${operator.stdout.find((l) => l.startsWith('delete state'))}`);
     assert.ok(operator.stdout.includes('delete state 200'), 'the operator still had its permissions while draining');
     await i.kubelet.event((e) => e.pod === pod.metadata.name && e.container === 'manager' && e.what === 'exited 0', 30_000, 'drainguard exited 0');
-    const released = operator.logs().find((l) => l.msg === 'guard released')!;
-    assert.ok(released, operator.stderr.join('\n'));
-    i.at(`drainguard released its finalizers (${(released.deleted as string[]).length} objects went with them) and exited 0`);
+    const partial = operator.logs().find((l) => l.msg.startsWith('guard released in part'));
+    if (partial) {
+      // The last release wave lost the authorizer's race (docs/guard.md): accepted only as refusals to the operator's
+      // own ServiceAccount, and only because the post-delete hook below must then sweep what it left.
+      const failed = partial.failed as string[];
+      const own = new RegExp(` 403 Forbidden: .*"system:serviceaccount:${i.ns}:${i.name}" cannot patch`);
+      assert.ok(failed.every((f) => own.test(f)), operator.stderr.join('\n'));
+      i.at(`drainguard's last release wave lost the authorizer's race (${failed.length} refused) and it exited 0`);
+    } else {
+      const released = operator.logs().find((l) => l.msg === 'guard released');
+      assert.ok(released, operator.stderr.join('\n'));
+      i.at(`drainguard released its finalizers (${(released.deleted as string[]).length} objects went with them) and exited 0`);
+    }
     await c.poll(`/api/v1/namespaces/${i.ns}/pods/${pod.metadata.name}`, (_b, s) => s === 404, 30_000, 'the pod gone');
     await c.poll(`/apis/coordination.k8s.io/v1/namespaces/${i.ns}/leases`, (b) => b.items.length === 0, 15_000, 'the Lease garbage-collected');
     i.at('pod gone, its Lease garbage-collected');
 
-    // 3. post-delete hook: nothing left to sweep.
+    // 3. post-delete hook: nothing left to sweep, or what the race left.
     await runHook(i, 'postdelete.yaml', 'post-delete');
 
     const left: string[] = [];
