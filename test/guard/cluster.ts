@@ -200,12 +200,18 @@ export async function withCluster(fn: (c: Install) => Promise<void>, options: { 
  * operator's own ServiceAccount, and the release command of the error line, run as an admin
  * (the post-delete hook's place), frees everything; anything else fails.
  */
-export async function lastWaveRace(c: Install, partial: LogLine, name: string, stderr: string): Promise<void> {
+export async function lastWaveRace(
+  { adminKubeconfig, serviceAccount = 'op' }: { adminKubeconfig: string; serviceAccount?: string },
+  partial: LogLine,
+  name: string,
+  stderr: string,
+): Promise<void> {
   const failed = partial.failed as string[];
-  assert.ok(failed.length > 0 && failed.every((f) => / 403 Forbidden: .*"system:serviceaccount:[^"]+:op" cannot patch/.test(f)), `${name}: only the last wave's race is accepted\n${stderr}`);
+  const own = new RegExp(` 403 Forbidden: .*"system:serviceaccount:[^":]+:${serviceAccount}" cannot patch`);
+  assert.ok(failed.length > 0 && failed.every((f) => own.test(f)), `${name}: only the last wave's race is accepted\n${stderr}`);
   const fix = String(partial.fix).split(' ');
   assert.equal(fix.slice(0, 2), ['drainguard', 'release'], `${name}: the error line gives the release command`);
-  const release = drainguard(fix.slice(1), { KUBECONFIG: c.cluster.adminKubeconfig });
+  const release = drainguard(fix.slice(1), { KUBECONFIG: adminKubeconfig });
   assert.equal((await release.exit()).code, 0, release.stderr.join('\n'));
   console.log(`  ${name}: the last release wave lost the authorizer's race (${failed.length} refused); the release command freed it`);
 }

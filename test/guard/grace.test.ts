@@ -72,7 +72,7 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
     const exit = await supervisor.exit(effective(podGrace, how) + 5000);
     assert.equal(exit.code, 0, supervisor.stderr.join('\n'));
     const partial = supervisor.logs().find((l) => l.msg.startsWith('guard released in part'));
-    if (uninstall && partial) await lastWaveRace(c, partial, name, supervisor.stderr.join('\n'));
+    if (uninstall && partial) await lastWaveRace({ adminKubeconfig: c.cluster.adminKubeconfig }, partial, name, supervisor.stderr.join('\n'));
     const left = Object.entries(await c.holders()).filter(([, h]) => h.includes(finalizer(pod)));
     assert.equal(left, [], `${name}: finalizers left at exit\n${supervisor.stderr.join('\n')}`);
     if (!partial) assert.ok(supervisor.logs().some((l) => l.msg === 'guard released'), `${name}: ${supervisor.stderr.join('\n')}`);

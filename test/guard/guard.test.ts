@@ -39,7 +39,7 @@ test('uninstall with background propagation: the operator keeps its API access u
     assert.equal((await p.exit()).code, 0);
     // All five deleted by the release, unless its last wave lost the authorizer's race: then the post-delete hook's command frees the rest.
     const partial = p.logs().find((x) => x.msg.startsWith('guard released in part'));
-    if (partial) await lastWaveRace(c, partial, 'uninstall', p.stderr.join('\n'));
+    if (partial) await lastWaveRace({ adminKubeconfig: c.cluster.adminKubeconfig }, partial, 'uninstall', p.stderr.join('\n'));
     else assert.equal((p.logs().find((x) => x.msg === 'guard released')!.deleted as string[]).length, 5, p.stderr.join('\n'));
     await c.cluster.waitFor(async () => (await c.remaining()).length === 0, 5000, 'every object gone').catch(async () => assert.unreachable(`left: ${await c.remaining()}`));
     assert.equal(await c.lease(pod), undefined, 'Lease deleted');
