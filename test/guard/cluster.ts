@@ -206,14 +206,20 @@ export async function lastWaveRace(
   name: string,
   stderr: string,
 ): Promise<void> {
-  const failed = partial.failed as string[];
-  const own = new RegExp(` 403 Forbidden: .*"system:serviceaccount:[^":]+:${serviceAccount}" cannot patch`);
-  assert.ok(failed.length > 0 && failed.every((f) => own.test(f)), `${name}: only the last wave's race is accepted\n${stderr}`);
+  const failed = onlyOwnRefusals(partial, { serviceAccount }, `${name}: only the last wave's race is accepted\n${stderr}`);
   const fix = String(partial.fix).split(' ');
   assert.equal(fix.slice(0, 2), ['drainguard', 'release'], `${name}: the error line gives the release command`);
   const release = drainguard(fix.slice(1), { KUBECONFIG: adminKubeconfig });
   assert.equal((await release.exit()).code, 0, release.stderr.join('\n'));
   console.log(`  ${name}: the last release wave lost the authorizer's race (${failed.length} refused); the release command freed it`);
+}
+
+/** The refusals of a partial release, asserted to be 403s to the operator's own ServiceAccount (in `namespace`, when given) and nothing else. */
+export function onlyOwnRefusals(partial: LogLine, { namespace, serviceAccount }: { namespace?: string; serviceAccount: string }, message: string): string[] {
+  const failed = partial.failed as string[];
+  const own = new RegExp(` 403 Forbidden: .*"system:serviceaccount:${namespace ?? '[^":]+'}:${serviceAccount}" cannot patch`);
+  assert.ok(failed.length > 0 && failed.every((f) => own.test(f)), message);
+  return failed;
 }
 
 export const finalizer = (pod: { uid: string }): string => `drainguard.dev/holder-${pod.uid}`;
