@@ -34,6 +34,12 @@ export interface DrainServerOptions {
   readonly onEvent?: (event: ServerEvent) => void;
   /** Accepts drain requests on control connections; without it they get an `error`. */
   readonly onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
+  /**
+   * Called the instant the `drained` that ends a drain arrives, before it is
+   * counted, logged or reported: what must follow at once (wrap mode's stop
+   * signal) waits for none of that.
+   */
+  readonly onLastDrained?: () => void;
 }
 
 interface Client extends ClientInfo {
@@ -54,11 +60,9 @@ export interface DrainTally {
 }
 
 interface Drain {
-  readonly deadline: number;
   readonly startedAt: number;
-  readonly done: Promise<DrainTally>;
-  readonly resolve: (tally: DrainTally) => void;
-  readonly onDone?: (tally: DrainTally) => void;
+  readonly deadline: number;
+  onDone?: (tally: DrainTally) => void;
   acknowledged: number;
   disconnected: number;
   over: boolean;
@@ -70,6 +74,7 @@ export class DrainServer {
   readonly #now: () => number;
   readonly #onEvent: (event: ServerEvent) => void;
   readonly #onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
+  readonly #onLastDrained: () => void;
   readonly #clients = new Map<number, Client>();
   readonly #controls = new Set<Client>();
   #server?: Server;
@@ -78,12 +83,13 @@ export class DrainServer {
   #undrained = 0;
   #drain?: Drain;
 
-  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest }: DrainServerOptions) {
+  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest, onLastDrained = () => {} }: DrainServerOptions) {
     this.path = path;
     this.#logger = logger;
     this.#now = now;
     this.#onEvent = onEvent;
     this.#onDrainRequest = onDrainRequest;
+    this.#onLastDrained = onLastDrained;
   }
 
   /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */
@@ -108,10 +114,6 @@ export class DrainServer {
     this.#server = server;
   }
 
-  get draining(): boolean {
-    return this.#drain !== undefined;
-  }
-
   /** How many operator clients have said hello: counted in place, as it is read in the signal's turn. */
   greetedCount(): number {
     let n = 0;
@@ -124,23 +126,34 @@ export class DrainServer {
   }
 
   /**
-   * Sends `drain` to every greeted client (and to any that greets later) and
-   * resolves once each has said `drained` or disconnected; at once when none
-   * is connected. The deadline is announced; enforcing it is the caller's job.
-   * `onDone` is called at that moment, in the same turn as the last client's
-   * `drained` (the stop signal waits for no turn of the event loop), or, when
-   * no client is connected, at once, before this returns.
+   * Sends `drain` to every greeted client (and to any that greets later);
+   * returns how many were told. Once per server. The deadline is announced;
+   * enforcing it is the caller's job.
    */
-  drain(deadline: number, onDone?: (tally: DrainTally) => void): Promise<DrainTally> {
-    if (this.#drain) return this.#drain.done;
-    let resolve!: (tally: DrainTally) => void;
-    const done = new Promise<DrainTally>((r) => (resolve = r));
-    this.#drain = { deadline, startedAt: this.#now(), done, resolve, onDone, acknowledged: 0, disconnected: 0, over: false };
-    // One line for all: with a thousand clients the drain is a thousand writes, and nothing else.
-    const line = this.#drainLine();
-    for (const client of this.#clients.values()) if (client.greeted) this.#write(client, line);
+  drain(deadline: number): number {
+    if (this.#drain) throw new Error('DrainServer.drain() called twice');
+    // The writes first, the state after: this runs in the termination signal's own turn.
+    const now = this.#now();
+    const line = drainLine(deadline, now);
+    let told = 0;
+    for (const client of this.#clients.values()) {
+      if (!client.greeted) continue;
+      this.#write(client, line);
+      told++;
+    }
+    this.#drain = { startedAt: now, deadline, acknowledged: 0, disconnected: 0, over: false };
+    return told;
+  }
+
+  /**
+   * Calls `onDone` once every client told (or greeted since) has said
+   * `drained` or disconnected: in the same turn as the last of them, or at
+   * once when none is left. After drain(), once.
+   */
+  whenDrained(onDone: (tally: DrainTally) => void): void {
+    if (!this.#drain) throw new Error('DrainServer.whenDrained() before drain()');
+    this.#drain.onDone = onDone;
     this.#checkDrained();
-    return done;
   }
 
   /** Stops accepting, closes every connection and removes the socket file. */
@@ -228,6 +241,7 @@ export class DrainServer {
         return;
       case 'drained': {
         if (client.drained) return;
+        if (this.#undrained === 1 && this.#drain && !this.#drain.over) this.#onLastDrained();
         client.drained = true;
         this.#undrained--;
         const afterMs = this.#drain ? this.#now() - this.#drain.startedAt : 0;
@@ -258,13 +272,7 @@ export class DrainServer {
   }
 
   #sendDrain(client: Client): void {
-    this.#write(client, this.#drainLine());
-  }
-
-  #drainLine(): string {
-    const deadline = this.#drain!.deadline;
-    const remainingMs = Math.max(0, Math.round(deadline - this.#now()));
-    return encode({ type: 'drain', deadline: new Date(deadline).toISOString(), remainingMs });
+    this.#write(client, drainLine(this.#drain!.deadline, this.#now()));
   }
 
   #send(client: Client, message: object): void {
@@ -302,8 +310,12 @@ export class DrainServer {
     drain.over = true;
     const tally = { acknowledged: drain.acknowledged, disconnected: drain.disconnected };
     drain.onDone?.(tally);
-    drain.resolve(tally);
   }
+}
+
+/** Built by hand rather than with JSON.stringify: it is made in the termination signal's own turn. */
+function drainLine(deadline: number, now: number): string {
+  return `{"type":"drain","deadline":"${new Date(deadline).toISOString()}","remainingMs":${Math.max(0, Math.round(deadline - now))}}\n`;
 }
 
 function publicInfo(c: Client): ClientInfo {

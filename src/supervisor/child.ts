@@ -17,8 +17,8 @@ export interface Child {
   readonly exited: Promise<ChildExit>;
   /** True once the child has exited. */
   readonly gone: boolean;
-  /** Sends a signal to the child's group or the child alone; false when nothing was there to receive it. */
-  signal(signal: NodeJS.Signals, target?: SignalTarget): boolean;
+  /** Sends a signal to the child's group or the child alone (0: only checks it is there); false when nothing was there to receive it. */
+  signal(signal: NodeJS.Signals | 0, target?: SignalTarget): boolean;
 }
 
 /** The child could not be started at all (missing command, not executable). */
@@ -35,7 +35,7 @@ export class SpawnError extends Error {
 export interface StartChildOptions {
   readonly env: NodeJS.ProcessEnv;
   readonly signalTarget: SignalTarget;
-  readonly kill?: (pid: number, signal: NodeJS.Signals) => void;
+  readonly kill?: (pid: number, signal: NodeJS.Signals | 0) => void;
 }
 
 export async function startChild(file: string, args: readonly string[], options: StartChildOptions): Promise<Child> {

@@ -61,11 +61,15 @@ export class Drain {
    * Starts the drain, or joins the one under way. The clients are told before
    * anything else is done, and the drain's end (onEnd: the stop signal) comes
    * in the same turn as what ended it; log lines are held until the turn is over.
+   * `announce` logs what asked for the drain: once the clients are told, before
+   * the drain's own lines.
    */
-  request(source: DrainSource): DrainTicket {
-    if (this.#ticket) return { ...this.#ticket, joined: true };
-    const { logger } = this.#options;
-    return logger.hold(() => this.#start(source));
+  request(source: DrainSource, announce?: () => void): DrainTicket {
+    if (this.#ticket) {
+      announce?.();
+      return { ...this.#ticket, joined: true };
+    }
+    return this.#options.logger.hold(() => this.#start(source, announce));
   }
 
   /** Ends a drain under way at once (a second termination signal). */
@@ -73,29 +77,24 @@ export class Drain {
     this.#options.logger.hold(() => this.#end('cut-short'));
   }
 
-  #start(source: DrainSource): DrainTicket {
+  #start(source: DrainSource, announce: (() => void) | undefined): DrainTicket {
     const { server, logger, now, onStart, onEnd, childExited } = this.#options;
     const timeoutMs = this.#options.timeoutMs();
     const startedAt = now();
     const deadline = startedAt + timeoutMs;
-    const clients = server.greetedCount();
+    // The clients first, and the deadline is timed from the moment announced to them; the rest is drainguard's own.
+    const clients = server.drain(deadline);
+    announce?.();
     // An acknowledgement that comes at or after the deadline is an operator that gave up there.
     const outcomeOf = (t: DrainTally): DrainOutcome =>
       now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained';
     // No client to tell: where the operator's metrics are known, wait until no reconcile runs.
     const idle = clients === 0 ? this.#options.untilIdle : undefined;
-    // Until the drain has started (and said so), an end is only noted: with no client connected it comes
-    // from server.drain() itself, before the deadline timer exists.
-    let early: DrainOutcome | undefined;
     let over = false;
     let stopIdle: AbortController | undefined;
     let resolve!: (result: DrainResult) => void;
     const ended = new Promise<DrainResult>((r) => (resolve = r));
     this.#end = (outcome) => {
-      if (this.#ticket === undefined) {
-        early ??= outcome;
-        return;
-      }
       if (over) return;
       over = true;
       clearTimeout(timer);
@@ -108,8 +107,6 @@ export class Drain {
       onEnd(result);
       resolve(result);
     };
-    // The clients are told first, and the deadline is timed from the moment announced to them.
-    server.drain(deadline, idle ? undefined : (t) => this.#end(outcomeOf(t)));
     const timer = setTimeout(() => logger.hold(() => this.#end('deadline')), Math.max(0, deadline - now()));
     onStart(source);
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
@@ -125,7 +122,8 @@ export class Drain {
     }
     void childExited?.then(() => this.#end('child-exited'));
     this.#ticket = { startedAt, deadline, clients, joined: false, ended };
-    if (early) this.#end(early);
+    // Last: with no client to wait for, the drain ends here and now.
+    if (!idle) server.whenDrained((t) => this.#end(outcomeOf(t)));
     return this.#ticket;
   }
 }

@@ -98,11 +98,11 @@ export class SidecarSupervisor {
     new SidecarSupervisor(this.#config).#onSignal('SIGTERM');
   }
 
-  /** Starts the drain, or joins the one under way; for the prestop routes. */
-  requestDrain(source: DrainSource): DrainTicket {
+  /** Starts the drain, or joins the one under way; for the prestop routes. `announce` as in Drain.request. */
+  requestDrain(source: DrainSource, announce?: () => void): DrainTicket {
     // The clients are told first (the first request is reported from onStart, after them): the
     // observers (metrics, Events) are not theirs to wait for.
-    const ticket = this.#drain.request(source);
+    const ticket = this.#drain.request(source, announce);
     if (ticket.joined) this.#options.observer?.drainRequested?.(source);
     return ticket;
   }
@@ -169,8 +169,8 @@ export class SidecarSupervisor {
 
   #answerDrainRequest(source: string | undefined, channel: ControlChannel): void {
     this.#log.hold(() => {
-      this.#log.info('drain requested', { via: 'socket', by: source });
-      answerDrainRequest(channel, this.requestDrain('socket'), this.#now());
+      const ticket = this.requestDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by: source }));
+      answerDrainRequest(channel, ticket, this.#now());
     });
   }
 
@@ -241,9 +241,10 @@ export class SidecarSupervisor {
   #onTermination(sig: NodeJS.Signals): void {
     const step = this.#termination.signal();
     if (step === 'drain') {
-      const grace = this.#deadlines.gracePeriod;
-      this.#log.info('termination requested', { signal: sig, clients: this.#operators(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
-      this.requestDrain('signal');
+      this.requestDrain('signal', () => {
+        const grace = this.#deadlines.gracePeriod;
+        this.#log.info('termination requested', { signal: sig, clients: this.#operators(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+      });
     } else if (step === 'cut-short') {
       this.#log.info('second termination signal: cutting the drain and the wait short', { signal: sig });
     } else {

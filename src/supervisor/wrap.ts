@@ -68,6 +68,8 @@ export class WrapSupervisor {
   #child?: Child;
   /** Made when the operator is started, so that the termination signal starts it in its own turn. */
   #drain?: Drain;
+  /** The stop signal, once sent: when, and whether anything was there to receive it. */
+  #stopSent?: { readonly at: number; readonly delivered: boolean };
 
   constructor(config: SupervisorConfig, options: WrapOptions) {
     this.#config = config;
@@ -96,7 +98,7 @@ export class WrapSupervisor {
       throw err;
     }
     const path = ownPath?.path ?? this.#config.socket!;
-    const server = new DrainServer({ path, logger: this.#log, now: this.#now });
+    const server = new DrainServer({ path, logger: this.#log, now: this.#now, onLastDrained: this.#lastDrained });
     try {
       if (!ownPath) await claimSocketPath(path, this.#config.socketSource ?? 'DRAINGUARD_SOCKET');
       await this.#listen(server);
@@ -151,7 +153,8 @@ export class WrapSupervisor {
   /**
    * The way from the termination signal to the stop signal, on throwaway
    * objects: a server that never listened, an operator already gone, nothing
-   * logged (warm.ts says why and when).
+   * logged (warm.ts says why and when). Then the real operator's signal path,
+   * with signal 0, which only checks that it is there.
    */
   #rehearse(): void {
     const dry = new WrapSupervisor(this.#config, { env: {} });
@@ -159,6 +162,12 @@ export class WrapSupervisor {
     dry.#drain = dry.#drainOf(gone, new DrainServer({ path: '' }));
     dry.#phase = 'running';
     dry.#onSignal('SIGTERM');
+    dry.#lastDrained();
+    try {
+      this.#child?.signal(0);
+    } catch {
+      // Not ours to signal (EPERM): the stop signal reports it when it comes to that.
+    }
   }
 
   /** The drain of this operator; its end passes the stop signal on (unless the operator is gone already). */
@@ -198,16 +207,24 @@ export class WrapSupervisor {
     return exit;
   }
 
+  /** The server's call at the last client's `drained`: the stop signal goes out before that is even counted. */
+  readonly #lastDrained = (): void => {
+    if (this.#child && this.#phase === 'draining') this.#sendStop(this.#child);
+  };
+
+  /** The stop signal, once, whichever way the drain ended. */
+  #sendStop(child: Child): { readonly at: number; readonly delivered: boolean } {
+    return (this.#stopSent ??= { at: this.#now(), delivered: child.signal(this.#config.stopSignal) });
+  }
+
   #stop(child: Child): void {
-    const { stopSignal, signalTarget } = this.#config;
-    const sentAt = this.#now();
-    // The signal first: the observers and the log line are not the operator's to wait for.
-    const sent = child.signal(stopSignal);
+    // The signal first (unless the last `drained` sent it already): the observers and the log line are not the operator's to wait for.
+    const { at, delivered } = this.#sendStop(child);
     this.#setPhase('stopping');
-    if (sent) this.#log.info('stop signal sent', { signal: stopSignal, target: signalTarget, pid: child.pid });
+    if (delivered) this.#log.info('stop signal sent', { signal: this.#config.stopSignal, target: this.#config.signalTarget, pid: child.pid });
     const killer = setTimeout(() => {
       if (child.signal('SIGKILL')) this.#log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: this.#deadlines.stopTimeoutMs });
-    }, this.#deadlines.killTime(sentAt) - this.#now());
+    }, this.#deadlines.killTime(at) - this.#now());
     void child.exited.then(() => clearTimeout(killer));
   }
 
@@ -246,10 +263,13 @@ export class WrapSupervisor {
   #onTermination(sig: NodeJS.Signals): void {
     const step = this.#termination.signal();
     if (step === 'drain') {
-      const grace = this.#deadlines.gracePeriod;
-      this.#log.info('termination requested', { signal: sig, gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+      const announce = () => {
+        const grace = this.#deadlines.gracePeriod;
+        this.#log.info('termination requested', { signal: sig, gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+      };
       // Only while the operator runs: before, #superviseUntilExit starts the drain; after it exited, there is none.
-      if (this.#phase === 'running') this.#drain?.request('signal');
+      if (this.#phase === 'running' && this.#drain) this.#drain.request('signal', announce);
+      else announce();
     } else if (step === 'cut-short' && this.#phase === 'draining') {
       this.#log.info('second termination signal: cutting the drain short', { signal: sig });
     } else {

@@ -53,7 +53,8 @@ test('draining fires at the drain, deadline at the deadline, drained goes after 
   const endB = c.begin();
   await event('inflight', 2);
   const deadline = Date.now() + 400;
-  const drained = s.drain(deadline);
+  assert.is(s.drain(deadline), 1, 'one client told');
+  const drained = new Promise((r) => s.whenDrained(r));
   await aborted(c.draining);
   assert.ok(Math.abs(c.deadlineAt!.getTime() - deadline) < 50);
   assert.is(c.deadline.aborted, false);
@@ -77,7 +78,8 @@ test('drained at once when the drain starts with nothing in flight; manual mode 
   const auto = new DrainClient({ socketPath: path });
   const manual = new DrainClient({ socketPath: path, autoDrained: false });
   await Promise.all([auto.ready(), manual.ready()]);
-  const done = s.drain(Date.now() + 10_000);
+  assert.is(s.drain(Date.now() + 10_000), 2, 'both clients told');
+  const done = new Promise((r) => s.whenDrained(r));
   await aborted(manual.draining);
   await within(5000, 'auto drained', auto.drainedSent());
   await event('drained');
