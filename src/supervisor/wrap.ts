@@ -263,18 +263,19 @@ export class WrapSupervisor {
   #onTermination(sig: NodeJS.Signals): void {
     const step = this.#termination.signal();
     if (step === 'drain') {
-      const announce = () => {
-        const grace = this.#deadlines.gracePeriod;
-        this.#log.info('termination requested', { signal: sig, gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
-      };
       // Only while the operator runs: before, #superviseUntilExit starts the drain; after it exited, there is none.
-      if (this.#phase === 'running' && this.#drain) this.#drain.request('signal', announce);
-      else announce();
+      if (this.#phase === 'running' && this.#drain) this.#drain.request('signal', () => this.#logTermination(sig));
+      else this.#logTermination(sig);
     } else if (step === 'cut-short' && this.#phase === 'draining') {
       this.#log.info('second termination signal: cutting the drain short', { signal: sig });
     } else {
       this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
     }
+  }
+
+  #logTermination(sig: NodeJS.Signals): void {
+    const grace = this.#deadlines.gracePeriod;
+    this.#log.info('termination requested', { signal: sig, gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
   }
 
   #logExit(exit: ChildExit, msg: string, afterMs?: number): void {
