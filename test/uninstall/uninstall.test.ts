@@ -19,7 +19,8 @@ import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kub
 import type { Proc } from '../support/proc.ts';
 import { onlyOwnRefusals } from '../guard/cluster.ts';
 
-const GROUP = 'operator.example.io';
+// A group of its own: test/helm/uninstall.test.ts installs the example chart's operator.example.io CRDs into the same cluster, and may run at the same time.
+const GROUP = 'operator.uninstall.example.io';
 const RBAC = 'rbac.authorization.k8s.io/v1';
 const CR_OPERATOR_IMAGE = 'example.com/cr-operator';
 /** ConfigMaps the controller-manager publishes in every namespace (the second one: OpenShift's fork, see ../shared/kube). */
@@ -128,7 +129,7 @@ async function install(withDrainguard: boolean, operatorEnv: NodeJS.ProcessEnv =
     },
   });
   const hook = (file: string) =>
-    parseAllDocuments(readFileSync(`deploy/helm-hooks/${file}`, 'utf8').replaceAll('operator-system', ns).replaceAll('example-operator', name)).map((d) => d.toJS());
+    parseAllDocuments(readFileSync(`deploy/helm-hooks/${file}`, 'utf8').replaceAll('operator-system', ns).replaceAll('example-operator', name).replaceAll('operator.example.io', GROUP)).map((d) => d.toJS());
   return { ns, name, kubelet, hook, at, timeline };
 }
 
