@@ -59,9 +59,22 @@ export interface DrainTally {
   readonly disconnected: number;
 }
 
+/** A drain under way, as drain() returns it. */
+export interface ServerDrain {
+  /** How many operator clients were told when it started. */
+  readonly told: number;
+  /**
+   * Calls `onDone` once every client told (or greeted since) has said
+   * `drained` or disconnected: in the same turn as the last of them, or at
+   * once when none is left.
+   */
+  whenDone(onDone: (tally: DrainTally) => void): void;
+}
+
 interface Drain {
   readonly startedAt: number;
   readonly deadline: number;
+  readonly handle: ServerDrain;
   onDone?: (tally: DrainTally) => void;
   acknowledged: number;
   disconnected: number;
@@ -126,12 +139,12 @@ export class DrainServer {
   }
 
   /**
-   * Sends `drain` to every greeted client (and to any that greets later);
-   * returns how many were told. Once per server. The deadline is announced;
-   * enforcing it is the caller's job.
+   * Sends `drain` to every greeted client (and to any that greets later). A
+   * drain is for good: a later call returns the one under way. The deadline is
+   * announced; enforcing it is the caller's job.
    */
-  drain(deadline: number): number {
-    if (this.#drain) throw new Error('DrainServer.drain() called twice');
+  drain(deadline: number): ServerDrain {
+    if (this.#drain) return this.#drain.handle;
     // The writes first, the state after: this runs in the termination signal's own turn.
     const now = this.#now();
     const line = drainLine(deadline, now);
@@ -141,19 +154,13 @@ export class DrainServer {
       this.#write(client, line);
       told++;
     }
-    this.#drain = { startedAt: now, deadline, acknowledged: 0, disconnected: 0, over: false };
-    return told;
-  }
-
-  /**
-   * Calls `onDone` once every client told (or greeted since) has said
-   * `drained` or disconnected: in the same turn as the last of them, or at
-   * once when none is left. After drain(), once.
-   */
-  whenDrained(onDone: (tally: DrainTally) => void): void {
-    if (!this.#drain) throw new Error('DrainServer.whenDrained() before drain()');
-    this.#drain.onDone = onDone;
-    this.#checkDrained();
+    const whenDone = (onDone: (tally: DrainTally) => void): void => {
+      drain.onDone = onDone;
+      this.#checkDrained();
+    };
+    const drain: Drain = { startedAt: now, deadline, handle: { told, whenDone }, acknowledged: 0, disconnected: 0, over: false };
+    this.#drain = drain;
+    return drain.handle;
   }
 
   /** Stops accepting, closes every connection and removes the socket file. */

@@ -31,7 +31,7 @@ export interface DrainOptions {
   readonly timeoutMs: () => number;
   readonly logger: Logger;
   readonly now: () => number;
-  /** Called right after the clients were told, before anything is logged. */
+  /** Called right after the clients were told and the request announced, before the drain's own lines. */
   readonly onStart: (source: DrainSource) => void;
   /** Called the moment the drain ends, in the same turn as what ended it (wrap mode sends the stop signal from here). */
   readonly onEnd: (result: DrainResult) => void;
@@ -83,7 +83,8 @@ export class Drain {
     const startedAt = now();
     const deadline = startedAt + timeoutMs;
     // The clients first, and the deadline is timed from the moment announced to them; the rest is drainguard's own.
-    const clients = server.drain(deadline);
+    const serverDrain = server.drain(deadline);
+    const clients = serverDrain.told;
     announce?.();
     // An acknowledgement that comes at or after the deadline is an operator that gave up there.
     const outcomeOf = (t: DrainTally): DrainOutcome =>
@@ -123,7 +124,7 @@ export class Drain {
     void childExited?.then(() => this.#end('child-exited'));
     this.#ticket = { startedAt, deadline, clients, joined: false, ended };
     // Last: with no client to wait for, the drain ends here and now.
-    if (!idle) server.whenDrained((t) => this.#end(outcomeOf(t)));
+    if (!idle) serverDrain.whenDone((t) => this.#end(outcomeOf(t)));
     return this.#ticket;
   }
 }

@@ -53,8 +53,10 @@ test('draining fires at the drain, deadline at the deadline, drained goes after 
   const endB = c.begin();
   await event('inflight', 2);
   const deadline = Date.now() + 400;
-  assert.is(s.drain(deadline), 1, 'one client told');
-  const drained = new Promise((r) => s.whenDrained(r));
+  const drain = s.drain(deadline);
+  assert.is(drain.told, 1, 'one client told');
+  assert.is(s.drain(deadline + 1000), drain, 'a drain is for good: a second call returns it');
+  const drained = new Promise((r) => drain.whenDone(r));
   await aborted(c.draining);
   assert.ok(Math.abs(c.deadlineAt!.getTime() - deadline) < 50);
   assert.is(c.deadline.aborted, false);
@@ -78,8 +80,9 @@ test('drained at once when the drain starts with nothing in flight; manual mode 
   const auto = new DrainClient({ socketPath: path });
   const manual = new DrainClient({ socketPath: path, autoDrained: false });
   await Promise.all([auto.ready(), manual.ready()]);
-  assert.is(s.drain(Date.now() + 10_000), 2, 'both clients told');
-  const done = new Promise((r) => s.whenDrained(r));
+  const drain = s.drain(Date.now() + 10_000);
+  assert.is(drain.told, 2, 'both clients told');
+  const done = new Promise((r) => drain.whenDone(r));
   await aborted(manual.draining);
   await within(5000, 'auto drained', auto.drainedSent());
   await event('drained');
