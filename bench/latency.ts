@@ -18,6 +18,8 @@ export interface LatencyOptions {
   readonly seed: number;
   /** Busy loops (one process each) running beside the measurement; 0: none of the benchmark's own. */
   readonly busyLoops?: number;
+  /** Another drainguard executable (an earlier build), measured run for run beside this one. */
+  readonly compare?: string;
 }
 
 /** The two hops, as percentiles over the runs (ms). */
@@ -35,6 +37,8 @@ export interface LatencyResult extends HopFigures {
   readonly failedRuns: number;
   /** The same hops through a bare relay (fixtures/bare-relay.ts), run for run beside drainguard: the floor. */
   readonly floor: HopFigures;
+  /** The same hops through LatencyOptions.compare, when given. */
+  readonly compared?: HopFigures;
   readonly errors: string[];
   readonly busyLoops: number;
   /** The machine's 1-minute load average before and after (other work on it included). */
@@ -61,17 +65,24 @@ function busyLoops(n: number): ChildProcess[] {
 async function measure(o: LatencyOptions, progress: (done: number, total: number) => void): Promise<Omit<LatencyResult, 'busyLoops' | 'loadavg'>> {
   const drainguard: Hops = { drain: [], kill: [] };
   const bare: Hops = { drain: [], kill: [] };
+  const compared: Hops = { drain: [], kill: [] };
   const errors: string[] = [];
   const rnd = random(seedOf(o.seed, 0x1a7e));
   // One at a time: a second run starting up would compete for the two cores. Each drainguard
-  // run is followed by one through the bare relay, after the same idle time.
+  // run is followed by one through the executable compared (if any) and one through the bare
+  // relay, after the same idle time.
   for (let i = 0; i < o.runs; i++) {
     const settleMs = between(rnd, 20, 120);
     try {
       const [d, k] = await runOnce([EXE, 'run', '--'], settleMs);
+      const other = o.compare === undefined ? undefined : await runOnce([o.compare, 'run', '--'], settleMs);
       const [bd, bk] = await runOnce([NODE, fixture('bare-relay.ts')], settleMs);
       drainguard.drain.push(d);
       drainguard.kill.push(k);
+      if (other) {
+        compared.drain.push(other[0]);
+        compared.kill.push(other[1]);
+      }
       bare.drain.push(bd);
       bare.kill.push(bk);
     } catch (err) {
@@ -79,7 +90,14 @@ async function measure(o: LatencyOptions, progress: (done: number, total: number
     }
     progress(i + 1, o.runs);
   }
-  return { runs: drainguard.drain.length, failedRuns: errors.length, ...figures(drainguard), floor: figures(bare), errors: [...new Set(errors)].slice(0, 5) };
+  return {
+    runs: drainguard.drain.length,
+    failedRuns: errors.length,
+    ...figures(drainguard),
+    floor: figures(bare),
+    ...(o.compare !== undefined && { compared: figures(compared) }),
+    errors: [...new Set(errors)].slice(0, 5),
+  };
 }
 
 interface Hops {

@@ -25,7 +25,10 @@ export interface Results {
   latencyLoadavg?: readonly [number, number];
   /** The same hops through a bare relay: the floor. */
   latencyFloor?: HopFigures;
-  latencyLoaded?: HopFigures & { floor: HopFigures; busyLoops: number; loadavg: readonly [number, number] };
+  /** The same hops through another executable (--compare), and its path. */
+  latencyCompared?: HopFigures;
+  latencyCompare?: string;
+  latencyLoaded?: HopFigures & { floor: HopFigures; compared?: HopFigures; busyLoops: number; loadavg: readonly [number, number] };
   startRatio?: number;
   podStartRatio?: number;
   startMs?: number;
@@ -126,13 +129,15 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
   }
   if (r.drainLatencyMsP50 !== undefined) {
     out.push(
-      `Latency over ${r.latencyRuns} runs: the machine as it was (load average ${r.latencyLoadavg?.join(' -> ') ?? '?'}), then beside ${r.latencyLoaded?.busyLoops ?? '-'} busy loops (load average ${r.latencyLoaded?.loadavg.join(' -> ') ?? '-'})`,
+      `Latency over ${r.latencyRuns} runs: the machine as it was (load average ${r.latencyLoadavg?.join(' -> ') ?? '?'}), then beside ${r.latencyLoaded?.busyLoops ?? '-'} busy loops (load average ${r.latencyLoaded?.loadavg.join(' -> ') ?? '-'})${r.latencyCompare ? `; --compare ${r.latencyCompare}` : ''}`,
       table(
         ['', 'p50 ms', 'p99 ms', 'max ms', 'loaded: p50', 'p99', 'max'],
         [
           hops('SIGTERM -> drain at the client', 'drain', r, r.latencyLoaded),
+          ...(r.latencyCompared ? [hops('  the same through --compare', 'drain', r.latencyCompared, r.latencyLoaded?.compared)] : []),
           hops('  floor: the same through a bare relay', 'drain', r.latencyFloor, r.latencyLoaded?.floor),
           hops('drained -> stop signal at the child', 'kill', r, r.latencyLoaded),
+          ...(r.latencyCompared ? [hops('  the same through --compare', 'kill', r.latencyCompared, r.latencyLoaded?.compared)] : []),
           hops('  floor: the same through a bare relay', 'kill', r.latencyFloor, r.latencyLoaded?.floor),
         ],
       ),

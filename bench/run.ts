@@ -34,6 +34,8 @@ const HELP = `npm run bench [-- OPTIONS]    (or: node bench/run.ts OPTIONS after
   --latency-runs N     runs of the latency benchmark (default 200), once as the machine is
                        and once more beside busy loops
   --busy-loops N       busy-loop processes of the loaded latency pass (default: one per CPU)
+  --compare EXE        another drainguard executable (an earlier build, copied out of dist/)
+                       measured run for run beside this one in the latency passes
   --start-runs N       runs of each start measurement (default 30)
   --memory-reps N      idle RSS samples per subject and page-cache state (default 3)
   --fanout LIST        client counts of the fan-out benchmark (default 1,10,100,1000)
@@ -53,6 +55,7 @@ const { values: v } = parseArgs({
     sleep: { type: 'string' },
     'latency-runs': { type: 'string' },
     'busy-loops': { type: 'string' },
+    compare: { type: 'string' },
     'start-runs': { type: 'string' },
     'memory-reps': { type: 'string' },
     fanout: { type: 'string', default: '1,10,100,1000' },
@@ -99,9 +102,11 @@ const options = {
   memoryReps: Math.max(1, int('memory-reps', v['memory-reps'], v.full ? 5 : 3)),
   fanout: v.fanout.split(',').map((n) => int('fanout', n, 1)),
   fanoutProcs: Math.max(1, int('fanout-procs', v['fanout-procs'], 4)),
+  compare: v.compare,
 };
 
 if (!existsSync(EXE)) usage(`${EXE} is missing: run 'npm run build' first (npm run bench does)`);
+if (options.compare !== undefined && !existsSync(options.compare)) usage(`--compare: ${options.compare} does not exist`);
 const embedded = /\(node (v[\d.]+)\)/.exec(execFileSync(EXE, ['--version'], { encoding: 'utf8' }))?.[1];
 if (embedded !== process.version) {
   process.stderr.write(`bench: warning: drainguard embeds Node.js ${embedded}, the comparison runs ${process.version} (${NODE})\n`);
@@ -153,10 +158,10 @@ try {
     copies?.remove();
   }
   const latency = await section('latency', `drain and kill latency, ${options.latencyRuns} runs`, () =>
-    runLatency({ runs: options.latencyRuns, seed: options.seed }, ticker('latency')),
+    runLatency({ runs: options.latencyRuns, seed: options.seed, compare: options.compare }, ticker('latency')),
   );
   const latencyLoaded = await section('latency', `the same beside ${options.busyLoops} busy loops`, () =>
-    runLatency({ runs: options.latencyRuns, seed: options.seed, busyLoops: options.busyLoops }, ticker('latency, loaded')),
+    runLatency({ runs: options.latencyRuns, seed: options.seed, busyLoops: options.busyLoops, compare: options.compare }, ticker('latency, loaded')),
   );
   const fanout = await section('fanout', `fan-out to ${options.fanout.join(', ')} clients`, async () => ({
     raw: await runFanout({ sizes: options.fanout, procs: options.fanoutProcs, client: 'raw' }, (l) => log(`  ${l}`)),
@@ -188,6 +193,7 @@ try {
       killLatencyMsP99: latency.killLatencyMsP99,
       killLatencyMsMax: latency.killLatencyMsMax,
       latencyFloor: latency.floor,
+      ...(latency.compared && { latencyCompared: latency.compared, latencyCompare: options.compare }),
       latencyRuns: latency.runs,
       latencyLoadavg: latency.loadavg,
     }),
