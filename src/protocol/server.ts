@@ -35,9 +35,9 @@ export interface DrainServerOptions {
   /** Accepts drain requests on control connections; without it they get an `error`. */
   readonly onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
   /**
-   * Called the instant the `drained` that ends a drain arrives, before it is
-   * counted, logged or reported: what must follow at once (wrap mode's stop
-   * signal) waits for none of that.
+   * Called the instant the `drained` that ends a drain waiting on its clients
+   * (ServerDrain.whenDone) arrives, before it is counted, logged or reported:
+   * what must follow at once (wrap mode's stop signal) waits for none of that.
    */
   readonly onLastDrained?: () => void;
 }
@@ -127,7 +127,7 @@ export class DrainServer {
     this.#server = server;
   }
 
-  /** How many operator clients have said hello: counted in place, as it is read in the signal's turn. */
+  /** How many operator clients have said hello, counted in place. */
   greetedCount(): number {
     let n = 0;
     for (const c of this.#clients.values()) if (c.greeted) n++;
@@ -248,7 +248,7 @@ export class DrainServer {
         return;
       case 'drained': {
         if (client.drained) return;
-        if (this.#undrained === 1 && this.#drain && !this.#drain.over) this.#onLastDrained();
+        if (this.#undrained === 1 && this.#drain?.onDone && !this.#drain.over) this.#onLastDrained();
         client.drained = true;
         this.#undrained--;
         const afterMs = this.#drain ? this.#now() - this.#drain.startedAt : 0;
