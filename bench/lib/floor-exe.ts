@@ -5,6 +5,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildSync } from 'esbuild';
+import { wrapMain } from '../../sidecar/build/boot.ts';
 import { runtimeFor } from '../../sidecar/build/runtime.ts';
 import { buildExecutable } from '../../sidecar/build/sea.ts';
 import { TARGETS, isArch } from '../../sidecar/build/targets.ts';
@@ -19,7 +20,7 @@ export function buildFloorExecutable(dir: string): string {
   const output = join(dir, 'floor');
   buildSync({ entryPoints: [fixture('floor-supervisor.ts')], outfile: bundle, bundle: true, platform: 'node', format: 'cjs', minify: true, logLevel: 'warning' });
   // drainguard's lazy asset, empty: the executable is made the same way, with nothing to load later.
-  writeFileSync(lazy, '(function (exports, require, module) {\n})');
+  writeFileSync(lazy, wrapMain(''));
   try {
     buildExecutable({ target, runtime: runtimeFor(target, dir), bundle, output, cacheDir: dir, lazy, training: ['/bin/true'] });
   } finally {
