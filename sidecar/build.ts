@@ -47,8 +47,10 @@ const bundleOptions = {
   platform: 'node',
   format: 'cjs',
   target: `node${process.versions.node.split('.')[0]}`,
-  minify: true,
-  keepNames: true,
+  // The main script keeps its identifiers, so stack traces name its functions without
+  // esbuild's keepNames, which names every function again at start (a defineProperty each).
+  minifyWhitespace: true,
+  minifySyntax: true,
   legalComments: 'none',
   define: { __DRAINGUARD_VERSION__: JSON.stringify(pkg.version) },
   // Optional native speed-ups of `ws`; it falls back to JavaScript when they are missing.
@@ -64,8 +66,9 @@ for (const arch of archs) {
   const started = Date.now();
   const target = TARGETS[arch];
   const output = executablePath(root, arch);
-  // The main script's code cache is taken after the start of `run` in front of an operator that exits at once.
-  const training = ['run', '--log-level', 'error', '--', '/bin/true'];
+  // The main script's code cache is taken after the start of `run` in front of an operator that exits at once,
+  // at the default log level: its log lines are on the way of every start.
+  const training = ['run', '--', '/bin/true'];
   const { cached } = buildExecutable({ target, runtime: runtimeFor(target, cacheDir), bundle, output, cacheDir, lazy, training });
   process.stdout.write(`built ${output} (linux/${arch}${cached ? ', from the build cache' : ''}, ${Date.now() - started} ms)\n`);
 }

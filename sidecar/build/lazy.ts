@@ -73,7 +73,9 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
     outfile: undefined,
     write: false,
     metafile: true,
-    minify: options.minify,
+    // The asset is large and loaded once: minified, with keepNames for readable stack traces.
+    minify: true,
+    keepNames: true,
     entryPoints: undefined,
     stdin: {
       contents: `module.exports = {\n${[...lazyEntries].map(([k, path]) => `  ${JSON.stringify(k)}: () => require(${JSON.stringify(path)}),`).join('\n')}\n};`,

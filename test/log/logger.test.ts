@@ -1,6 +1,7 @@
 // The logger's hold: what is logged inside comes out when the outermost hold
 // returns (also when it throws), in order, each line with the time it was
-// logged at, from every logger made with `with`, in one write.
+// logged at, from every logger made with `with`, in one write. And a line's
+// time, which the logger formats itself.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createLogger } from '../../src/log/logger.ts';
@@ -50,6 +51,18 @@ test('a hold that throws still writes what was logged', () => {
     }),
   /boom/);
   assert.equal(lines.map((l) => l.msg), ['before the throw']);
+});
+
+test('a line has its time as Date#toISOString gives it, in UTC, to the millisecond', () => {
+  const times = [Date.UTC(2026, 0, 1), Date.UTC(2026, 8, 9, 7, 5, 3, 9), Date.UTC(2026, 11, 31, 23, 59, 59, 999), Date.UTC(2027, 1, 28, 12, 30, 0, 40), Date.UTC(2028, 1, 29, 0, 0, 0, 100)];
+  const lines: string[] = [];
+  let i = 0;
+  const logger = createLogger({ format: 'json', stream: { write: (chunk) => lines.push(chunk) }, now: () => new Date(times[i++]!) });
+  for (let n = 0; n < times.length; n++) logger.info('tick');
+  assert.equal(
+    lines.map((l) => (JSON.parse(l) as { time: string }).time),
+    times.map((t) => new Date(t).toISOString()),
+  );
 });
 
 test.run();
