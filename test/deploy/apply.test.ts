@@ -6,7 +6,9 @@
 // guard is set on all seven objects (a stale holder swept, the Lease renewed),
 // an uninstall (kubectl delete, background) leaves the objects terminating and
 // held until the pod has drained and stopped, and then nothing is left: no
-// finalizer, no Lease, no pod, and drainguard logged no warning or error.
+// finalizer, no Lease, no pod, and drainguard logged no warning or error but
+// those of the last release wave's race with the authorizer, when it happens,
+// which the release command it names then frees (test/guard/cluster.ts).
 
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
@@ -14,7 +16,7 @@ import * as assert from 'uvu/assert';
 import type { WatchEvent } from '../support/kubelet/api.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
-import { type Proc, fixture } from '../support/proc.ts';
+import { type LogLine, type Proc, fixture } from '../support/proc.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
 import { type KubeObject, example } from './support/manifests.ts';
 import { lastWaveRace } from '../guard/cluster.ts';
@@ -89,12 +91,14 @@ async function scenario(mode: string, guardContainer: string): Promise<void> {
     // Watched from before the delete: the release can come within a few hundred ms.
     const watches = await Promise.all(guarded.map((o) => watchObject(pathOf(o))));
     const uninstall = objects.filter((o) => o.kind !== 'Namespace');
+    let raced = false;
     try {
       cluster.kubectl(['delete', '--wait=false', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: uninstall }));
       await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted by the kubelet');
       // Released whole, unless the last wave lost the authorizer's race: then only as lastWaveRace accepts it.
       const partial = guard.logs().find((l) => l.msg.startsWith('guard released in part'));
       if (partial) await lastWaveRace({ adminKubeconfig: cluster.cluster.adminKubeconfig, serviceAccount: ex.name }, partial, mode, guard.stderr.join('\n'));
+      raced = partial !== undefined;
       for (const o of guarded) await cluster.poll(pathOf(o), (_b, s) => s === 404, 15_000, `${o.kind}/${o.metadata.name} gone`);
     } finally {
       for (const w of watches) w.stop.abort();
@@ -121,8 +125,14 @@ async function scenario(mode: string, guardContainer: string): Promise<void> {
       const events = (await cluster.api.must('GET', `/api/v1/namespaces/${ns}/events?fieldSelector=involvedObject.uid%3D${pod.metadata.uid}`)).items.map((e: any) => e.reason);
       for (const reason of ['DrainStarted', 'Drained']) assert.ok(events.includes(reason), `Event ${reason} on the pod: ${events}`);
     }
-    // Only the start-up advice about a guarded ServiceAccount's tokens (docs/guard.md) is expected.
-    const complaints = drainguardLogs(kubelet).filter((l) => (l.level === 'warn' || l.level === 'error') && !l.msg.startsWith('a guarded ServiceAccount keeps its object, not its tokens'));
+    // Only the start-up advice about a guarded ServiceAccount's tokens (docs/guard.md) is expected; and
+    // after a race accepted above, its error line and the GuardReleaseFailed Event about it, refused
+    // for the same reason (the role that let drainguard write Events went in that wave).
+    const ofTheRace = (l: LogLine) =>
+      raced && (l.msg.startsWith('guard released in part') || (l.msg === 'could not record a Kubernetes Event' && l.reason === 'GuardReleaseFailed' && / 403 Forbidden: /.test(String(l.error))));
+    const complaints = drainguardLogs(kubelet).filter(
+      (l) => (l.level === 'warn' || l.level === 'error') && !l.msg.startsWith('a guarded ServiceAccount keeps its object, not its tokens') && !ofTheRace(l),
+    );
     assert.equal(complaints, [], 'no other warning or error from drainguard');
     assert.equal(kubelet.errors, []);
   } catch (err) {
