@@ -1,5 +1,8 @@
 // Fan-out: N protocol clients connected when the drain starts; how long until
 // every one of them has `drain`, and what drainguard's memory is with N open.
+// Each run is followed by one through the bare relay (fixtures/bare-relay.ts)
+// with the same clients: the floor, what the clients' own processes and the
+// machine take to get a line to a thousand sockets and read it.
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { EXE, NODE, fixture } from './lib/paths.ts';
@@ -28,8 +31,13 @@ export interface FanoutEntry {
   readonly drainguardCpuMs: number;
   /** How long drainguard was runnable but waiting for a CPU in that time (median run). */
   readonly drainguardWaitMs: number;
+  /** The same through the bare relay, run for run beside drainguard. */
+  readonly floor: { readonly drainLatencyMsP50: number; readonly drainLatencyMsP99: number; readonly allDrainedMsMax: number };
   readonly errors?: string[];
 }
+
+const DRAINGUARD = [EXE, 'run', '--'];
+const BARE_RELAY = [NODE, fixture('bare-relay.ts')];
 
 export const runsFor = (n: number): number => (n <= 10 ? 10 : n <= 100 ? 5 : 3);
 
@@ -42,17 +50,21 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
     const anon: number[] = [];
     const cpu: number[] = [];
     const wait: number[] = [];
+    const floor = { latencies: [] as number[], lasts: [] as number[] };
     const errors: string[] = [];
     for (let run = 0; run < runsFor(n); run++) {
       progress(`${n} clients, run ${run + 1}/${runsFor(n)}`);
       try {
-        const r = await runOnce(n, o.procs, o.client);
+        const r = await runOnce(DRAINGUARD, n, o.procs, o.client);
         latencies.push(...r.latencies);
         lasts.push(Math.max(...r.latencies));
         rss.push(r.rss.rss);
         anon.push(r.rss.anon);
         cpu.push(r.cpuMs);
         wait.push(r.waitMs);
+        const bare = await runOnce(BARE_RELAY, n, o.procs, o.client);
+        floor.latencies.push(...bare.latencies);
+        floor.lasts.push(Math.max(...bare.latencies));
       } catch (err) {
         errors.push((err as Error).message);
       }
@@ -66,15 +78,18 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
       anonMiB: percentile(anon, 50) / MiB,
       drainguardCpuMs: percentile(cpu, 50),
       drainguardWaitMs: percentile(wait, 50),
+      floor: { drainLatencyMsP50: percentile(floor.latencies, 50), drainLatencyMsP99: percentile(floor.latencies, 99), allDrainedMsMax: percentile(floor.lasts, 100) },
       ...(errors.length > 0 && { errors: [...new Set(errors)].slice(0, 3) }),
     };
   }
   return result;
 }
 
-async function runOnce(n: number, procs: number, client: string): Promise<{ latencies: number[]; rss: Rss; cpuMs: number; waitMs: number }> {
+/** One drain of `n` clients under `supervisor` (drainguard run, or the bare relay). */
+async function runOnce(supervisor: readonly string[], n: number, procs: number, client: string): Promise<{ latencies: number[]; rss: Rss; cpuMs: number; waitMs: number }> {
   const env = { BENCH_CLIENTS: String(n), BENCH_PROCS: String(procs), BENCH_CLIENT: client };
-  const proc = new BenchProc(EXE, ['run', '--', NODE, fixture('clients.ts')], env, { stderr: true });
+  const [file, ...args] = supervisor;
+  const proc = new BenchProc(file!, [...args, NODE, fixture('clients.ts')], env, { stderr: true });
   let ready = 0;
   const seen: number[] = [];
   let allReady!: () => void;
