@@ -103,6 +103,8 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
   const mount = serviceAccountArgs(serviceAccountDir(copies.dir, 'not-a-token', '', 'bench'));
   const podEnv = {
     PATH: process.env.PATH,
+    // SIGKILLed (below), drainguard cannot remove its socket's directory: it is made in ours.
+    TMPDIR: copies.dir,
     KUBERNETES_SERVICE_HOST: '127.0.0.1',
     KUBERNETES_SERVICE_PORT: '1',
     DRAINGUARD_POD_NAME: 'op-0',
