@@ -100,7 +100,7 @@ function make({ target, runtime, bundle, lazy, training }: ExecutableOptions, st
  * V8 flags of the executable (not NODE_OPTIONS: the operator would inherit
  * them). One compiler and GC helper thread instead of one per core, and a
  * young generation of 2 MiB, fixed: drainguard idles and allocates little,
- * and its start (about 0.9 MiB) stays below the 80 % at which V8 schedules a
+ * and its start (about 0.8 MiB) stays below the 80 % at which V8 schedules a
  * collection; with 1 MiB that collection cost every start 1–1.5 ms. These
  * leave V8's flag hash (so every code cache) as it is.
  */
