@@ -10,6 +10,13 @@ const io = {
   stderr: process.stderr,
 };
 
+// A bug of drainguard's own: one line that says so, not Node's dump of the bundle's source line
+// (100 KB on one line of the pod's log). Exiting ends the operator with it (supervisor/child.ts).
+process.on('uncaughtException', (err) => {
+  process.stderr.write(`drainguard: internal error, please report it: ${err?.stack ?? String(err)}\n`);
+  process.exit(1);
+});
+
 main(process.argv.slice(2), io).then(
   (status) => process.exit(status),
   (err: unknown) => {

@@ -9,7 +9,9 @@
 // still running at its exit (test/support/proc.ts ends them), and any process
 // still alive afterwards with that TMPDIR in its environment (an operator in a
 // session of its own, after a timeout) are listed as leftovers and ended,
-// failing or not.
+// failing or not. A run with failures ends by naming each failed test with the
+// first line of its message and its diff, so the tail of a long log says what
+// failed (a failing file's whole output, printed above, can be thousands of lines).
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -166,10 +168,27 @@ await Promise.all(
 await cluster?.stop();
 if (cluster && process.env.TEST_VERBOSE) process.stdout.write(`control plane: ${cluster.output().trim()}\n`);
 
+/** Each failed test of a file's uvu output: its name, the first line of its message and the diff, at most 40 lines. */
+function failureSummary(output: string): string[] {
+  const lines = output.split('\n');
+  const summary: string[] = [];
+  for (const [i, line] of lines.entries()) {
+    const name = /^\s+FAIL\s+(".*")$/.exec(line)?.[1];
+    if (name === undefined) continue;
+    const diff: string[] = [];
+    let j = lines.findIndex((l, k) => k > i && /^\s{8}\S/.test(l));
+    const next = lines.findIndex((l, k) => k > i && /^\s+FAIL\s+"/.test(l));
+    if (j !== -1 && (next === -1 || j < next)) for (; j < lines.length && /^\s{8}\S/.test(lines[j]!) && diff.length < 38; j++) diff.push(lines[j]!);
+    summary.push(`  ${name}`, `    ${(lines[i + 1] ?? '').trim().slice(0, 1000)}`, ...diff);
+  }
+  return summary.length > 0 ? summary : [`  ${output.trim().split('\n').slice(-5).join('\n  ')}`];
+}
+
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0);
 const left = results.reduce((n, r) => n + r.leftovers.length, 0);
 if (left > 0) process.stdout.write(`${left} leftovers (listed above), ended and removed by the runner\n`);
+for (const r of results.filter((x) => x.failed > 0)) process.stdout.write(`failed: ${r.file}\n${failureSummary(r.output).join('\n')}\n`);
 if (files.length === 0) process.stdout.write('no test files matched\n');
 process.stdout.write(`${passed} passed, ${failed} failed\n`);
 process.exitCode = failed > 0 || files.length === 0 ? 1 : 0;

@@ -17,7 +17,10 @@ export interface Child {
   readonly exited: Promise<ChildExit>;
   /** True once the child has exited. */
   readonly gone: boolean;
-  /** Sends a signal to the child's group or the child alone (0: only checks it is there); false when nothing was there to receive it. */
+  /**
+   * Sends a signal to the child's group or the child alone (0: only checks it is there); false when
+   * it was not delivered: nothing was there to receive it, or the system refused (`onSignalRefused`).
+   */
   signal(signal: NodeJS.Signals | 0, target?: SignalTarget): boolean;
 }
 
@@ -36,6 +39,11 @@ export interface StartChildOptions {
   readonly env: NodeJS.ProcessEnv;
   readonly signalTarget: SignalTarget;
   readonly kill?: (pid: number, signal: NodeJS.Signals | 0) => void;
+  /**
+   * A signal the system refused (EPERM: the child became another user, through a setuid program).
+   * It must not end drainguard, which would leave the operator running unsupervised.
+   */
+  readonly onSignalRefused?: (signal: NodeJS.Signals | 0, err: NodeJS.ErrnoException) => void;
 }
 
 export async function startChild(file: string, args: readonly string[], options: StartChildOptions): Promise<Child> {
@@ -89,8 +97,8 @@ export async function startChild(file: string, args: readonly string[], options:
         kill(target === 'group' ? -pid : pid, sig);
         return true;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
-        throw err;
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') options.onSignalRefused?.(sig, err as NodeJS.ErrnoException);
+        return false;
       }
     },
   };

@@ -140,6 +140,7 @@ export class WrapSupervisor {
       this.#child = await startChild(file, args, {
         env: { ...this.#options.env, DRAINGUARD_SOCKET: socket },
         signalTarget: this.#config.signalTarget,
+        onSignalRefused: this.#signalRefused,
       });
     } catch (err) {
       if (err instanceof SpawnError) throw new ConfigError('DG_CHILD_SPAWN', err.message, { cause: err });
@@ -163,12 +164,21 @@ export class WrapSupervisor {
     dry.#phase = 'running';
     dry.#onSignal('SIGTERM');
     dry.#lastDrained();
-    try {
-      this.#child?.signal(0);
-    } catch {
-      // Not ours to signal (EPERM): the stop signal reports it when it comes to that.
-    }
+    // Not ours to signal (EPERM) is told only when a real signal is refused.
+    this.#child?.signal(0);
   }
+
+  /** Signals the system would not let drainguard send, each told once (a storm of SIGHUP must not flood the log). */
+  readonly #refused = new Set<NodeJS.Signals | 0>();
+  readonly #signalRefused = (sig: NodeJS.Signals | 0, err: NodeJS.ErrnoException): void => {
+    if (sig === 0 || this.#refused.has(sig)) return;
+    this.#refused.add(sig);
+    this.#log.error(`cannot send ${sig} to the operator: ${err.code ?? err.message}; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it`, {
+      signal: sig,
+      pid: this.#child?.pid,
+      target: this.#config.signalTarget,
+    });
+  };
 
   /** The drain of this operator; its end passes the stop signal on (unless the operator is gone already). */
   #drainOf(child: Child, server: DrainServer): Drain {

@@ -3,16 +3,16 @@
 // the exit status, the order of events in drainguard's log and on the
 // operator's stdout, and that no reconcile that could finish in time was cut off.
 
-import { existsSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { runWrapped } from '../../src/supervisor/wrap.ts';
-import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
+import { EXE, NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { alive, sessionOf } from './support/procfs.ts';
 import { prng, sizes } from './support/sizes.ts';
@@ -115,6 +115,48 @@ test('an operator without a client that ignores SIGTERM: no drain, SIGKILL after
   assert.equal(logOf(p, 'drain ended').outcome, 'no-client');
   inOrder(messages(p), ['drain ended', 'stop signal sent', 'stop timeout passed, operator killed', 'operator exited'], 'log');
   assert.equal(count(p.stdout, 'signal SIGTERM'), 1);
+});
+
+test('an operator drainguard may not signal (it became root through a setuid program): told, supervised, never orphaned', async () => {
+  // drainguard as nobody; its command a setuid-root copy of setpriv that makes the operator root for good,
+  // so that every kill(2) drainguard sends is refused with EPERM (a fault no ordinary operator shows).
+  const dir = tempDir();
+  chmodSync(dir, 0o755);
+  const becomeRoot = join(dir, 'become-root');
+  copyFileSync('/usr/bin/setpriv', becomeRoot);
+  chmodSync(becomeRoot, 0o4755);
+  const asRoot = [becomeRoot, '--reuid=0', '--regid=0', '--clear-groups', '--', NODE, OPERATOR];
+  const p = new Proc('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', EXE, 'run', '--stop-timeout', '500ms', '--', ...asRoot], {
+    DRAINGUARD_LOG_LEVEL: 'debug',
+    DRAINGUARD_DRAIN_TIMEOUT: '5s',
+    FX_WORK: '300',
+  });
+  await p.line('ready');
+  const pid = operatorPid(p);
+  assert.is(readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)?.[1], '0', 'the operator runs as root');
+  // A forwarded signal refused: told once, and drainguard lives on (it used to crash here, its operator orphaned).
+  p.kill('SIGHUP');
+  p.kill('SIGHUP');
+  const hup = await p.log('cannot send SIGHUP to the operator: EPERM; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it');
+  assert.is(hup.level, 'error');
+  assert.is(hup.pid, pid);
+  // The drain needs no signal: the operator drains; the stop signal and SIGKILL are refused and told.
+  p.kill('SIGTERM');
+  await p.line('work done 0');
+  await p.log('cannot send SIGKILL to the operator: EPERM; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it');
+  assert.ok(alive(pid), 'the operator still runs');
+  assert.ok(alive(p.pid), 'drainguard still supervises it');
+  assert.is(count(messages(p), /^cannot send SIGHUP/), 1, 'the refused SIGHUP told once');
+  assert.is(logOf(p, 'drain ended').outcome, 'drained');
+  assert.not.ok(messages(p).includes('stop signal sent'));
+  // Stopped by someone who may: drainguard exits with its status and removes its socket's directory.
+  const socket = logOf(p, 'operator started').socket as string;
+  process.kill(pid, 'SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  assert.not.ok(existsSync(dirname(socket)), 'the private socket directory removed');
+  inOrder(p.stdout, ['ready', /^drain remainingMs=/, 'work done 0', 'signal SIGTERM'], 'stdout');
+  assert.equal(signalCounts(p), { SIGTERM: 1 });
+  noWorkInterrupted(p);
 });
 
 test("children in the operator's process group holding stdout open get the stop signal too", async () => {
