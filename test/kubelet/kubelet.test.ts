@@ -175,7 +175,10 @@ test('deletion: preStop, then SIGTERM, SIGKILL when the grace period runs out, t
   for (const c of ['sidecar-a', 'sidecar-b', 'main']) await (await kubelet.process('stopping', c)).line('ready', 20_000);
   await poll(`/api/v1/namespaces/${ns}/pods/stopping`, (b) => b.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'), 15_000, 'the pod Ready');
   await cluster.api.must('DELETE', `/api/v1/namespaces/${ns}/pods/stopping`);
-  await poll(`/api/v1/namespaces/${ns}/pods/stopping`, (_b, status) => status === 404, 20_000, 'the pod gone');
+  // The kubelet's own record of its final delete, not the API's 404: a GET can see the Pod gone
+  // before the kubelet has handled the answer to its DELETE (seen on a loaded machine).
+  await kubelet.event((e) => e.pod === 'stopping' && e.what.startsWith('deleted '), 20_000, 'the final delete');
+  assert.is((await get(`/api/v1/namespaces/${ns}/pods/stopping`)).status, 404, 'the pod gone');
   const mine = kubelet.events.filter((e) => e.pod === 'stopping');
   const at = (container: string | undefined, what: string): KubeletEvent => {
     const e = mine.find((x) => x.container === container && x.what === what);
