@@ -1,26 +1,28 @@
 // The executable's entry: the only place that exits the process.
 import { main } from '../src/cli/main.ts';
+import { stderrWriter } from '../src/log/stderr.ts';
 
-// process.stdout is made on first use: `run` never writes to it, and making it costs the start.
+// process.stdout is made on first use: `run` never writes to it, and making it costs the start;
+// process.stderr is not made at all (log/stderr.ts).
 const io = {
   env: process.env,
   get stdout() {
     return process.stdout;
   },
-  stderr: process.stderr,
+  stderr: stderrWriter(),
 };
 
 // A bug of drainguard's own: one line that says so, not Node's dump of the bundle's source line
 // (100 KB on one line of the pod's log). Exiting ends the operator with it (supervisor/child.ts).
 process.on('uncaughtException', (err) => {
-  process.stderr.write(`drainguard: internal error, please report it: ${err?.stack ?? String(err)}\n`);
+  io.stderr.write(`drainguard: internal error, please report it: ${err?.stack ?? String(err)}\n`);
   process.exit(1);
 });
 
 main(process.argv.slice(2), io).then(
   (status) => process.exit(status),
   (err: unknown) => {
-    process.stderr.write(`drainguard: ${(err as Error)?.stack ?? String(err)}\n`);
+    io.stderr.write(`drainguard: ${(err as Error)?.stack ?? String(err)}\n`);
     process.exit(1);
   },
 );
