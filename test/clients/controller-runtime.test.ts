@@ -162,7 +162,9 @@ test('leader election: a second manager takes the lease within a second of the f
   assert.equal((await a.exit()).code, 0);
   const aExit = Date.now();
   const handoverMs = (await bLeader) - aExit;
-  assert.ok(handoverMs < 1000, `lease taken ${handoverMs} ms after the first one's exit`);
+  // On failure, the first manager's own log (controller-runtime's and client-go's lines): whether it released the lease.
+  const managerLog = () => a.stderr.filter((l) => !l.startsWith('{"time"')).slice(-15).join('\n');
+  assert.ok(handoverMs < 1000, `lease taken ${handoverMs} ms after the first one's exit; its log:\n${managerLog()}`);
   assert.equal(await reconciledBy(first), 'pod-a');
   // The successor reconciles what the draining pod left alone.
   await b.line(`reconcile done ${ns}/${during}`, 10_000);
