@@ -1,8 +1,15 @@
 // The test runner: every test/**/*.test.ts in its own process (real signals and
 // child processes must not leak between files), two at a time, and a last line
-// `N passed, N failed`. Arguments filter the files by substring. When a file
-// needs the real control plane, one is started for the whole run and stopped
-// at its end, also when the run is interrupted (test/support/cluster/).
+// `N passed, N failed, N skipped`. Arguments filter the files by substring.
+//
+// What the machine lets the tests check is decided once, before the first file,
+// and printed: the control plane (test/support/tier.ts: real when
+// KUBEBUILDER_ASSETS has its binaries) and clients/go/ctrl's Go modules
+// (test/support/go.ts). A file that needs what is not there is not run: it is
+// counted as one skip, with the reason. When a file needs the control plane,
+// one is started for the whole run and stopped at its end, also when the run
+// is interrupted (test/support/cluster/). A skipped test is never a pass, and
+// a test that throws is never a skip.
 //
 // Each file gets a TMPDIR of its own, removed after it. What was left there
 // (beyond the test's own directories, which it removes itself), processes
@@ -19,6 +26,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { type SharedCluster, needsCluster, startSharedCluster } from './support/cluster-runner.ts';
 import { STATE_VARIABLE } from './support/cluster/index.ts';
+import { GO_MODULES_VARIABLE, ctrlUnavailable } from './support/go.ts';
+import { TIER_VARIABLE, clusterTier } from './support/tier.ts';
 
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
@@ -41,6 +50,10 @@ interface Result {
   file: string;
   passed: number;
   failed: number;
+  /** uvu's skipped tests, or 1 for a file that was not run. */
+  skipped: number;
+  /** Why: the `skip: ` lines the file printed, or why it was not run. */
+  skips: string[];
   output: string;
   ms: number;
   leftovers: string[];
@@ -71,7 +84,22 @@ function listLeft(dir: string, prefix = ''): string[] {
   });
 }
 
-const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f)) ? startSharedCluster() : undefined;
+/** Whether `file` builds clients/go/ctrl (a text check). */
+const needsCtrl = (file: string) => readFileSync(file, 'utf8').includes("'clients/go/ctrl'");
+
+const tier = files.some((f) => needsCluster(f)) ? clusterTier() : undefined;
+if (tier) process.stdout.write(`cluster tier: ${tier.description}\n`);
+const ctrlMissing = files.some(needsCtrl) ? ctrlUnavailable() : undefined;
+if (files.some(needsCtrl)) process.stdout.write(`clients/go/ctrl: ${ctrlMissing ?? 'Go and its modules are there'}\n`);
+
+/** Why `file` cannot run here, or undefined. */
+function unmet(file: string): string | undefined {
+  if (tier?.kind === 'none' && needsCluster(file)) return tier.description;
+  if (ctrlMissing && needsCtrl(file)) return ctrlMissing;
+  return undefined;
+}
+
+const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f) && !unmet(f)) ? startSharedCluster() : undefined;
 const running = new Set<ChildProcess>();
 let interrupted = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -94,15 +122,20 @@ function killGroup(child: ChildProcess): void {
 
 async function runFile(file: string): Promise<Result> {
   const started = Date.now();
+  const notRun = (failed: number, skips: string[], output: string): Result => ({ file, passed: 0, failed, skipped: 1 - failed, skips, output, ms: Date.now() - started, leftovers: [] });
+  const reason = unmet(file);
+  if (reason) return notRun(0, [`skip: the whole file: ${reason}`], '');
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
+  if (tier) env[TIER_VARIABLE] = JSON.stringify(tier);
+  env[GO_MODULES_VARIABLE] = ctrlMissing ?? 'ok';
   if (cluster && needsCluster(file)) {
     try {
       env[STATE_VARIABLE] = await cluster.ready;
     } catch (err) {
-      return { file, passed: 0, failed: 1, output: String(err), ms: Date.now() - started, leftovers: [] };
+      return notRun(1, [], String(err));
     }
   }
-  if (interrupted) return { file, passed: 0, failed: 1, output: 'not run: the run was interrupted', ms: 0, leftovers: [] };
+  if (interrupted) return notRun(1, [], 'not run: the run was interrupted');
   return new Promise((resolve) => {
     const tmp = mkdtempSync(join(tmpdir(), 'drainguard-run-'));
     // As /tmp is: tests run processes as other users too.
@@ -136,15 +169,23 @@ async function runFile(file: string): Promise<Result> {
       }
       leftovers.push(...listLeft(tmp).map((path) => `${path} left in TMPDIR`));
       rmSync(tmp, { recursive: true, force: true });
+      // uvu's Total counts the tests that ran, not the skipped ones.
       const total = Number(/Total:\s+(\d+)/.exec(output)?.[1] ?? NaN);
       const done = Number(/Passed:\s+(\d+)/.exec(output)?.[1] ?? NaN);
+      let skipped = Number(/Skipped:\s+(\d+)/.exec(output)?.[1] ?? 0);
       let passed = Number.isNaN(done) ? 0 : done;
-      // A skipped test is not a passed one: it counts as failed.
       let failed = Number.isNaN(total) ? 1 : total - passed;
       // A file that crashed, hung or exited non-zero after its summary still counts as a failure.
       if ((code !== 0 || signal) && failed === 0) failed = 1;
       if (Number.isNaN(total)) passed = 0;
-      resolve({ file, passed, failed, output, ms: Date.now() - started, leftovers });
+      const skips = output.split('\n').filter((l) => l.startsWith('skip: '));
+      // A skip must say why: one without its reason (a bare test.skip, a stray test.only) fails the file.
+      if (skips.length < skipped) {
+        failed += skipped - skips.length;
+        output += `\n  runner: ${skipped - skips.length} test(s) skipped without a reason (realOnly() gives one)\n`;
+        skipped = skips.length;
+      }
+      resolve({ file, passed, failed, skipped, skips, output, ms: Date.now() - started, leftovers });
     });
   });
 }
@@ -157,8 +198,9 @@ await Promise.all(
       const file = files[next++]!;
       const result = await runFile(file);
       results.push(result);
-      const mark = result.failed === 0 ? 'ok  ' : 'FAIL';
-      process.stdout.write(`${mark} ${file} (${result.passed} passed, ${result.failed} failed, ${result.ms} ms)\n`);
+      const mark = result.failed > 0 ? 'FAIL' : result.passed === 0 ? 'skip' : 'ok  ';
+      process.stdout.write(`${mark} ${file} (${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped, ${result.ms} ms)\n`);
+      for (const l of result.skips) process.stdout.write(`     ${l}\n`);
       if (result.failed > 0 || process.env.TEST_VERBOSE) process.stdout.write(`${result.output.trim()}\n\n`);
       for (const l of result.leftovers) process.stdout.write(`     leftover of ${file}: ${l}\n`);
     }
@@ -186,9 +228,10 @@ function failureSummary(output: string): string[] {
 
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0);
+const skipped = results.reduce((n, r) => n + r.skipped, 0);
 const left = results.reduce((n, r) => n + r.leftovers.length, 0);
 if (left > 0) process.stdout.write(`${left} leftovers (listed above), ended and removed by the runner\n`);
 for (const r of results.filter((x) => x.failed > 0)) process.stdout.write(`failed: ${r.file}\n${failureSummary(r.output).join('\n')}\n`);
 if (files.length === 0) process.stdout.write('no test files matched\n');
-process.stdout.write(`${passed} passed, ${failed} failed\n`);
+process.stdout.write(`${passed} passed, ${failed} failed, ${skipped} skipped\n`);
 process.exitCode = failed > 0 || files.length === 0 ? 1 : 0;

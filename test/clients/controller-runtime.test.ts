@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { useCluster } from '../support/cluster/index.ts';
 import { freePort } from '../support/free-port.ts';
-import { GO, goBuild, goEnv } from '../support/go.ts';
+import { GO, goBuild, goEnv, gofmt } from '../support/go.ts';
 import { Proc, drainguard, tempDir } from '../support/proc.ts';
 
 const EXAMPLE = goBuild('clients/go/ctrl', './example', join(tempDir(), 'ctrl-example'));
@@ -58,7 +58,7 @@ test.after.each(async () => {
 });
 
 test('gofmt, go vet and go test -race: the package against a drain protocol peer', () => {
-  assert.equal(execFileSync(join(GO, '../gofmt'), ['-l', '.'], { cwd: 'clients/go/ctrl', encoding: 'utf8' }), '', 'gofmt -l lists nothing');
+  assert.equal(execFileSync(gofmt(), ['-l', '.'], { cwd: 'clients/go/ctrl', encoding: 'utf8' }), '', 'gofmt -l lists nothing');
   execFileSync(GO, ['vet', './...'], { cwd: 'clients/go/ctrl', env: goEnv() });
   const out = execFileSync(GO, ['test', '-race', '-count=1', './...'], { cwd: 'clients/go/ctrl', env: goEnv(), encoding: 'utf8' });
   assert.match(out, /^ok\s+drainguard\.dev\/client\/ctrl\s/m);

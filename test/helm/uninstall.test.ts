@@ -23,7 +23,7 @@ const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const FIN = 'operator.example.io/cleanup';
 const HOLDER = 'drainguard.dev/holder-';
 const HELM_TIMEOUT_MS = 150_000;
-/** ConfigMaps the controller-manager publishes in every namespace (the second: OpenShift's fork, see ../shared/kube/README.md). */
+/** ConfigMaps the controller-manager publishes in every namespace (the second: OpenShift's fork of the controller-manager). */
 const PUBLISHED = ['kube-root-ca.crt', 'openshift-service-ca.crt'];
 
 const isDrainguard = (path: string | undefined) => path !== undefined && /(^|\/)drainguard$/.test(path);

@@ -23,7 +23,7 @@ import { onlyOwnRefusals } from '../guard/cluster.ts';
 const GROUP = 'operator.uninstall.example.io';
 const RBAC = 'rbac.authorization.k8s.io/v1';
 const CR_OPERATOR_IMAGE = 'example.com/cr-operator';
-/** ConfigMaps the controller-manager publishes in every namespace (the second one: OpenShift's fork, see ../shared/kube). */
+/** ConfigMaps the controller-manager publishes in every namespace (the second one: OpenShift's fork of the controller-manager). */
 const PUBLISHED = ['kube-root-ca.crt', 'openshift-service-ca.crt'];
 const CR_OPERATOR = join(import.meta.dirname, 'fixtures/cr-operator.ts');
 

@@ -1,26 +1,18 @@
-// Where the control plane's binaries come from: $KUBEBUILDER_ASSETS (envtest's
-// convention: a directory with kube-apiserver, kube-controller-manager and
-// optionally etcd), else unpacked once from ../shared/kube/*.xz into the
-// git-ignored .cache/kube/, checked against SHA256SUMS. etcd: the assets
-// directory, else PATH.
+// Where the real control plane's binaries come from: $KUBEBUILDER_ASSETS, the
+// envtest convention (`setup-envtest use 1.32.x -p path` fills it with etcd and
+// kube-apiserver; kube-controller-manager comes from the Kubernetes server
+// release). kube-apiserver and kube-controller-manager must be there; etcd is
+// taken from there, else from PATH (Debian: etcd-server). Nothing is downloaded.
 
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
-
-export const KUBE_VERSION = 'v1.32.6';
-const REPO = resolve(import.meta.dirname, '../../..');
-const SHARED = resolve(REPO, '../shared/kube');
-const CACHE = join(REPO, '.cache/kube', KUBE_VERSION);
 
 export interface Binaries {
   readonly etcd: string;
   readonly apiserver: string;
   readonly controllerManager: string;
 }
-
-const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
 
 function executable(path: string): boolean {
   try {
@@ -35,48 +27,25 @@ function onPath(name: string): string | undefined {
   return (process.env.PATH ?? '').split(delimiter).map((d) => join(d, name)).find(executable);
 }
 
-/** The sums SHA256SUMS gives, by file name. */
-function sums(): Map<string, string> {
-  const text = readFileSync(join(SHARED, 'SHA256SUMS'), 'utf8');
-  return new Map(text.trim().split('\n').map((l) => l.split(/\s+/)).map(([sum, name]) => [name!, sum!]));
-}
-
-/** Unpacks one binary into the cache unless a verified copy is there; a copy that fails the check is replaced. */
-function unpacked(name: string, expected: Map<string, string>): string {
-  const target = join(CACHE, name);
-  const want = expected.get(name);
-  if (!want) throw new Error(`${join(SHARED, 'SHA256SUMS')} has no sum for ${name}`);
-  if (existsSync(target) && sha256(readFileSync(target)) === want) return target;
-  const xz = join(SHARED, `${name}.xz`);
-  if (!existsSync(xz)) throw new Error(`no ${name}: set KUBEBUILDER_ASSETS to a directory holding it, or provide ${xz} (see test/support/cluster/README.md)`);
-  const packed = readFileSync(xz);
-  if (sha256(packed) !== expected.get(`${name}.xz`)) throw new Error(`${xz} does not match SHA256SUMS`);
-  const data = execFileSync('xz', ['-dc', xz], { maxBuffer: 512 * 1024 * 1024 });
-  if (sha256(data) !== want) throw new Error(`${name} unpacked from ${xz} does not match SHA256SUMS`);
-  mkdirSync(CACHE, { recursive: true });
-  // Written aside and renamed: two runs unpacking at once never see half a file.
-  const partial = `${target}.${process.pid}.partial`;
-  writeFileSync(partial, data);
-  chmodSync(partial, 0o755);
-  renameSync(partial, target);
-  return target;
+/** The binaries, or why the real control plane cannot be started here. */
+export function locateBinaries(env: NodeJS.ProcessEnv = process.env): Binaries | { missing: string } {
+  const assets = env.KUBEBUILDER_ASSETS;
+  if (!assets) return { missing: 'KUBEBUILDER_ASSETS is not set' };
+  const [apiserver, controllerManager] = ['kube-apiserver', 'kube-controller-manager'].map((n) => join(assets, n));
+  const absent = [apiserver!, controllerManager!].filter((b) => !executable(b));
+  if (absent.length > 0) return { missing: `KUBEBUILDER_ASSETS=${assets} has no executable ${absent.join(', ')}` };
+  const etcd = [join(assets, 'etcd')].find(executable) ?? onPath('etcd');
+  if (!etcd) return { missing: `no etcd in KUBEBUILDER_ASSETS=${assets} nor on PATH (Debian: apt-get install etcd-server)` };
+  return { etcd, apiserver: apiserver!, controllerManager: controllerManager! };
 }
 
 export function findBinaries(env: NodeJS.ProcessEnv = process.env): Binaries {
-  const assets = env.KUBEBUILDER_ASSETS;
-  const etcd = (assets && [join(assets, 'etcd')].find(executable)) || onPath('etcd');
-  if (!etcd) throw new Error('no etcd: install it (Debian: apt-get install etcd-server) or put it in $KUBEBUILDER_ASSETS');
-  if (assets) {
-    const [apiserver, controllerManager] = ['kube-apiserver', 'kube-controller-manager'].map((n) => join(assets, n));
-    for (const b of [apiserver!, controllerManager!]) if (!executable(b)) throw new Error(`KUBEBUILDER_ASSETS=${assets} has no executable ${b}`);
-    return { etcd, apiserver: apiserver!, controllerManager: controllerManager! };
-  }
-  const expected = sums();
-  return { etcd, apiserver: unpacked('kube-apiserver', expected), controllerManager: unpacked('kube-controller-manager', expected) };
+  const found = locateBinaries(env);
+  if ('missing' in found) throw new Error(`no real control plane: ${found.missing} (see test/support/cluster/README.md)`);
+  return found;
 }
 
-// `node test/support/cluster/binaries.ts`: unpack into the cache now (.ci/run does, once).
-if (import.meta.main) {
-  const found = findBinaries();
-  for (const [what, path] of Object.entries(found)) process.stdout.write(`${what}: ${path}\n`);
+/** `kube-apiserver --version`'s answer, e.g. `Kubernetes v1.32.6`. */
+export function apiserverVersion(binaries: Binaries): string {
+  return execFileSync(binaries.apiserver, ['--version'], { encoding: 'utf8' }).trim();
 }

@@ -1,5 +1,6 @@
 // etcd, kube-apiserver and kube-controller-manager as real processes on free
-// loopback ports, with a fresh PKI, flags as ../shared/kube/README.md says.
+// loopback ports, with a fresh PKI, flags as the measured facts of running a
+// control plane say (README.md beside this file).
 // Each runs under `setpriv --pdeathsig SIGKILL`, in a process group of its
 // own: whatever happens to the process that started them, they die with it.
 

@@ -1,0 +1,44 @@
+// What this machine lets the tests check: whether a real control plane can be
+// started (test/support/cluster/binaries.ts). test/run.ts decides once per run
+// and hands the answer to every file in TEST_CLUSTER_TIER; a file started some
+// other way decides for itself. A test that needs the real thing is registered
+// through realOnly(): without it, it is skipped, and uvu counts it as skipped.
+//
+// `node test/support/tier.ts` prints the tier (.ci/run does, before the tests).
+
+import type { Test } from 'uvu';
+import { apiserverVersion, locateBinaries } from './cluster/binaries.ts';
+
+export const TIER_VARIABLE = 'TEST_CLUSTER_TIER';
+
+export type ClusterTier =
+  | { readonly kind: 'real'; readonly description: string }
+  | { readonly kind: 'none'; readonly description: string };
+
+function detect(): ClusterTier {
+  const found = locateBinaries();
+  if ('missing' in found) return { kind: 'none', description: `no control plane: ${found.missing}` };
+  return { kind: 'real', description: `real control plane: ${apiserverVersion(found)} from KUBEBUILDER_ASSETS=${process.env.KUBEBUILDER_ASSETS}` };
+}
+
+let tier: ClusterTier | undefined;
+
+/** The run's tier: as the runner found it, else found now. */
+export function clusterTier(): ClusterTier {
+  if (tier) return tier;
+  const given = process.env[TIER_VARIABLE];
+  tier = given ? (JSON.parse(given) as ClusterTier) : detect();
+  return tier;
+}
+
+/** Registers `fn` as test `name` on the real control plane; elsewhere skips it, saying why. */
+export function realOnly(test: Test, name: string, reason: string, fn: () => Promise<void>): void {
+  if (clusterTier().kind === 'real') {
+    test(name, fn);
+    return;
+  }
+  test.skip(name, fn);
+  process.stdout.write(`skip: ${JSON.stringify(name)}: needs the real control plane: ${reason}\n`);
+}
+
+if (import.meta.main) process.stdout.write(`${clusterTier().description}\n`);
