@@ -5,7 +5,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { until, within } from './wait.ts';
@@ -58,8 +58,11 @@ export class Proc {
   readonly exited: Promise<Exit>;
   #exit?: Exit;
   readonly #events = new EventEmitter();
+  /** Runs as unshare --pid --fork: the pids drainguard logs are those of the PID namespace of its child. */
+  readonly #ownPidNamespace: boolean;
 
-  constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; detached?: boolean } = {}) {
+  constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; detached?: boolean; ownPidNamespace?: boolean } = {}) {
+    this.#ownPidNamespace = options.ownPidNamespace ?? false;
     this.child = spawn(file, args, {
       // TMPDIR: the runner gives each test file a temporary directory of its own, and removes it.
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(process.env.TMPDIR && { TMPDIR: process.env.TMPDIR }), ...env },
@@ -137,9 +140,20 @@ export class Proc {
   /**
    * SIGKILL to drainguard and to the process group of the operator it started
    * (in a session of its own, it outlives a SIGKILLed drainguard): the cleanup
-   * of a test that failed half-way.
+   * of a test that failed half-way. In a PID namespace of its own, its PID 1
+   * instead, which takes the whole namespace along.
    */
   killAll(): void {
+    if (this.#ownPidNamespace) {
+      for (const pid of this.#exit ? [] : [...childrenOf(this.pid), this.pid]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      }
+      return;
+    }
     const started = this.logs().find((l) => l.msg === 'operator started');
     for (const pid of [this.#exit ? undefined : this.pid, typeof started?.pid === 'number' ? -started.pid : undefined]) {
       if (pid === undefined) continue;
@@ -169,6 +183,15 @@ export class Proc {
       ms,
       what,
     );
+  }
+}
+
+/** The children of a process, from /proc; none when it is gone. */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    return [];
   }
 }
 
