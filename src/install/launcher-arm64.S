@@ -6,6 +6,9 @@
 #   DIR/lib/ld-linux-aarch64.so.1 --inhibit-cache --library-path DIR/lib
 #       --argv0 DIR/drainguard DIR/lib/drainguard ARGS...
 #
+# As PID 1 (or a child subreaper) it stays, as the reaper of orphans, and
+# runs drainguard as its only child, as launcher.S does (become_init).
+#
 # DIR is the directory of this file: from /proc/self/exe, or from argv[0]
 # when /proc is not mounted and argv[0] names a path.
 #
@@ -17,11 +20,27 @@
 	.set	SLOT, PATH_MAX + 64		// DIR plus the longest suffix below
 	.set	FRAME, PATH_MAX + 3*SLOT
 	.set	AT_FDCWD, -100
+	.set	SYS_ioctl, 29
 	.set	SYS_readlinkat, 78
 	.set	SYS_write, 64
 	.set	SYS_exit_group, 94
+	.set	SYS_kill, 129
+	.set	SYS_rt_sigprocmask, 135
+	.set	SYS_rt_sigtimedwait, 137
+	.set	SYS_setpgid, 154
+	.set	SYS_prctl, 167
+	.set	SYS_getpid, 172
+	.set	SYS_clone, 220
 	.set	SYS_execve, 221
+	.set	SYS_wait4, 260
 	.set	EXIT_CANNOT_RUN, 127
+	.set	PR_GET_CHILD_SUBREAPER, 37
+	.set	SIG_SETMASK, 2
+	.set	SIGCHLD, 17
+	.set	WNOHANG, 1
+	.set	TIOCSPGRP, 0x5410
+	// The signals passed on to drainguard, a bit per signal number (launcher.S says which and why).
+	.set	FORWARDED, 0xfffffffe & ~(1<<4 | 1<<7 | 1<<8 | 1<<9 | 1<<11 | 1<<13 | 1<<17 | 1<<19)
 
 	.text
 ehdr:						// Elf64_Ehdr
@@ -134,6 +153,7 @@ find_slash:					// x23: index of the last '/', the length of DIR
 	b	1b
 2:	str	xzr, [x12]
 
+	bl	become_init			// returns in drainguard's process
 	mov	x0, x24
 	mov	x1, sp
 	mov	x2, x21
@@ -169,6 +189,108 @@ no_path:
 fail:
 	mov	x0, #EXIT_CANNOT_RUN
 	mov	x8, #SYS_exit_group
+	svc	#0
+
+// become_init: as PID 1, or a child subreaper, forks; the parent is the init
+// and never returns (launcher.S says what it does), the child (or this
+// process, when fork fails) returns to exec drainguard.
+become_init:
+	mov	x8, #SYS_getpid
+	svc	#0
+	cmp	x0, #1
+	b.eq	1f
+	sub	sp, sp, #16
+	str	xzr, [sp]
+	mov	x0, #PR_GET_CHILD_SUBREAPER
+	mov	x1, sp
+	mov	x8, #SYS_prctl
+	svc	#0
+	ldr	w9, [sp]
+	add	sp, sp, #16
+	cbnz	x0, 9f				// an error (an old kernel) or not a subreaper: exec in place
+	cbz	w9, 9f
+1:	sub	sp, sp, #(16 + 128)		// [sp]: every signal, [sp + 8]: the mask before, [sp + 16]: siginfo, status
+	mov	x9, #-1
+	str	x9, [sp]
+	mov	x0, #SIG_SETMASK		// blocked from before the fork: the init takes its signals with sigtimedwait
+	mov	x1, sp
+	add	x2, sp, #8
+	mov	x3, #8
+	mov	x8, #SYS_rt_sigprocmask
+	svc	#0
+	mov	x0, #SIGCHLD			// clone(SIGCHLD, 0, 0, 0, 0): fork
+	mov	x1, #0
+	mov	x2, #0
+	mov	x3, #0
+	mov	x4, #0
+	mov	x8, #SYS_clone
+	svc	#0
+	cmp	x0, #0
+	b.gt	init
+	b.lt	2f
+	// drainguard's process: in a process group of its own, the terminal's foreground
+	// (if there is one), so a terminal's signals reach it once, not through the init too.
+	mov	x0, #0
+	mov	x1, #0
+	mov	x8, #SYS_setpgid
+	svc	#0
+	mov	x8, #SYS_getpid
+	svc	#0
+	str	w0, [sp, #16]
+	mov	x0, #0
+	mov	x1, #TIOCSPGRP
+	add	x2, sp, #16
+	mov	x8, #SYS_ioctl
+	svc	#0
+2:	mov	x0, #SIG_SETMASK		// the signals as they were
+	add	x1, sp, #8
+	mov	x2, #0
+	mov	x3, #8
+	mov	x8, #SYS_rt_sigprocmask
+	svc	#0
+	add	sp, sp, #(16 + 128)
+9:	ret
+
+init:						// x0: drainguard's pid
+	mov	x19, x0
+	mov	x20, #(FORWARDED & 0xffff)
+	movk	x20, #(FORWARDED >> 16), lsl #16
+next_signal:
+	mov	x0, sp
+	add	x1, sp, #16
+	mov	x2, #0				// no timeout
+	mov	x3, #8
+	mov	x8, #SYS_rt_sigtimedwait
+	svc	#0
+	cmp	x0, #0
+	b.le	next_signal
+	cmp	x0, #SIGCHLD
+	b.eq	reap
+	lsr	x9, x20, x0			// signal 64 (SIGRTMAX) shifts by 0: bit 0, clear
+	tbz	x9, #0, next_signal
+	mov	x1, x0
+	mov	x0, x19
+	mov	x8, #SYS_kill
+	svc	#0
+	b	next_signal
+reap:
+	mov	x0, #-1
+	add	x1, sp, #16
+	mov	x2, #WNOHANG
+	mov	x3, #0
+	mov	x8, #SYS_wait4
+	svc	#0
+	cmp	x0, #0
+	b.le	next_signal			// none (left) that exited
+	cmp	x0, x19
+	b.ne	reap
+	ldr	w0, [sp, #16]			// drainguard's wait status
+	ands	w1, w0, #0x7f			// the signal that ended it, or 0
+	b.eq	1f
+	add	w0, w1, #128
+	b	2f
+1:	ubfx	w0, w0, #8, #8
+2:	mov	x8, #SYS_exit_group
 	svc	#0
 
 // join: copies DIR (x22, x23 bytes) to x0, then the NUL-terminated suffix at x1.

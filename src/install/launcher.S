@@ -7,6 +7,12 @@
 #       --argv0 DIR/drainguard DIR/lib/drainguard ARGS...
 #
 # so signals, the process id and the exit status are drainguard's own.
+#
+# Except as PID 1 (or a child subreaper), where every orphan of the container
+# comes to this process and Node.js cannot wait for a process it did not
+# start: there it stays, as the init that reaps them, runs drainguard as its
+# child, passes signals on to it and exits with its status (become_init).
+#
 # DIR is the directory of this file: from /proc/self/exe, or from argv[0]
 # when /proc is not mounted and argv[0] names a path. The ELF header is
 # written out by hand so the output is this file's bytes and nothing else.
@@ -19,10 +25,30 @@
 	.set	PATH_MAX, 4096
 	.set	SLOT, PATH_MAX + 64		# DIR plus the longest suffix below
 	.set	SYS_write, 1
+	.set	SYS_rt_sigprocmask, 14
+	.set	SYS_ioctl, 16
+	.set	SYS_getpid, 39
+	.set	SYS_fork, 57
 	.set	SYS_execve, 59
+	.set	SYS_wait4, 61
+	.set	SYS_kill, 62
 	.set	SYS_readlink, 89
+	.set	SYS_setpgid, 109
+	.set	SYS_rt_sigtimedwait, 128
+	.set	SYS_prctl, 157
 	.set	SYS_exit_group, 231
 	.set	EXIT_CANNOT_RUN, 127
+	.set	PR_GET_CHILD_SUBREAPER, 37
+	.set	SIG_SETMASK, 2
+	.set	SIGCHLD, 17
+	.set	WNOHANG, 1
+	.set	TIOCSPGRP, 0x5410
+	# The signals the init passes on to drainguard, a bit per signal number:
+	# 1-31 but SIGILL, SIGBUS, SIGFPE, SIGKILL, SIGSEGV, SIGPIPE, SIGCHLD and
+	# SIGSTOP, the ones drainguard does not catch. The kernel drops a signal
+	# that PID 1 has no handler for; drainguard as the init's child would die
+	# of those, and of real-time signals.
+	.set	FORWARDED, 0xfffffffe & ~(1<<4 | 1<<7 | 1<<8 | 1<<9 | 1<<11 | 1<<13 | 1<<17 | 1<<19)
 
 	.text
 ehdr:						# Elf64_Ehdr
@@ -129,6 +155,7 @@ find_slash:					# r15: index of the last '/', the length of DIR
 	rep movsq				# ARGS
 	mov	qword ptr [rdi], 0
 
+	call	become_init			# returns in drainguard's process
 	mov	eax, SYS_execve
 	lea	rdi, [rbx + PATH_MAX]
 	mov	rsi, rsp
@@ -166,6 +193,107 @@ no_path:
 fail:
 	mov	edi, EXIT_CANNOT_RUN
 	mov	eax, SYS_exit_group
+	syscall
+
+# become_init: as PID 1, or a child subreaper, forks; the parent never returns
+# from here, the child (or this process, when fork fails) returns to exec
+# drainguard. The parent is the init: it passes the signals it is sent on to
+# drainguard, reaps every child that exits, and when drainguard is the one,
+# exits with drainguard's status (128+N for signal N, as it cannot die of one
+# as PID 1). It never waits for the operator, which is drainguard's child,
+# not its own: libuv, in drainguard, waits for that one.
+become_init:
+	mov	eax, SYS_getpid
+	syscall
+	cmp	eax, 1
+	je	1f
+	push	0
+	mov	eax, SYS_prctl
+	mov	edi, PR_GET_CHILD_SUBREAPER
+	mov	rsi, rsp
+	syscall
+	pop	rcx
+	test	eax, eax			# an error (an old kernel) or not a subreaper: exec in place
+	jnz	9f
+	test	ecx, ecx
+	jz	9f
+1:	sub	rsp, 16 + 128			# [rsp]: every signal, [rsp + 8]: the mask before, [rsp + 16]: siginfo, status
+	mov	qword ptr [rsp], -1
+	mov	eax, SYS_rt_sigprocmask		# blocked from before the fork: the init takes its signals with sigtimedwait
+	mov	edi, SIG_SETMASK
+	mov	rsi, rsp
+	lea	rdx, [rsp + 8]
+	mov	r10d, 8
+	syscall
+	mov	eax, SYS_fork
+	syscall
+	test	rax, rax
+	jg	init
+	jl	2f
+	# drainguard's process: in a process group of its own, the terminal's foreground
+	# (if there is one), so a terminal's signals reach it once, not through the init too.
+	mov	eax, SYS_setpgid
+	xor	edi, edi
+	xor	esi, esi
+	syscall
+	mov	eax, SYS_getpid
+	syscall
+	mov	[rsp + 16], eax
+	mov	eax, SYS_ioctl
+	xor	edi, edi
+	mov	esi, TIOCSPGRP
+	lea	rdx, [rsp + 16]
+	syscall
+2:	mov	eax, SYS_rt_sigprocmask		# the signals as they were
+	mov	edi, SIG_SETMASK
+	lea	rsi, [rsp + 8]
+	xor	edx, edx
+	mov	r10d, 8
+	syscall
+	add	rsp, 16 + 128
+9:	ret
+
+init:						# rax: drainguard's pid
+	mov	r12, rax
+next_signal:
+	mov	eax, SYS_rt_sigtimedwait
+	mov	rdi, rsp
+	lea	rsi, [rsp + 16]
+	xor	edx, edx			# no timeout
+	mov	r10d, 8
+	syscall
+	test	rax, rax
+	jle	next_signal
+	cmp	eax, SIGCHLD
+	je	reap
+	mov	rcx, FORWARDED
+	bt	rcx, rax			# bit 64 (SIGRTMAX) is bit 0: clear
+	jnc	next_signal
+	mov	esi, eax
+	mov	edi, r12d
+	mov	eax, SYS_kill
+	syscall
+	jmp	next_signal
+reap:
+	mov	eax, SYS_wait4
+	mov	rdi, -1
+	lea	rsi, [rsp + 16]
+	mov	edx, WNOHANG
+	xor	r10d, r10d
+	syscall
+	test	rax, rax
+	jle	next_signal			# none (left) that exited
+	cmp	rax, r12
+	jne	reap
+	mov	edi, [rsp + 16]			# drainguard's wait status
+	mov	eax, edi
+	and	eax, 0x7f			# the signal that ended it, or 0
+	jz	1f
+	lea	edi, [rax + 128]
+	jmp	2f
+1:	shr	edi, 8
+	and	edi, 0xff
+2:	mov	eax, SYS_exit_group
 	syscall
 
 # join: copies DIR (rbx, r15 bytes) to rdi, then the NUL-terminated suffix at rsi.

@@ -17,6 +17,7 @@ import { type Child, type ChildExit, SpawnError, startChild } from './child.ts';
 import { Drain, type DrainOptions } from './drain.ts';
 import type { GuardHandle, Phase, SupervisorObserver } from './observer.ts';
 import { Deadlines, Termination } from './shutdown.ts';
+import { warnIfNoReaper } from './reaper.ts';
 import { FORWARDED, JOB_CONTROL, TERMINATING, catchSignals } from './signals.ts';
 import { keepWarm } from './warm.ts';
 
@@ -88,6 +89,7 @@ export class WrapSupervisor {
   /** Runs `command` under supervision; resolves with the status drainguard should exit with. */
   async run([file, ...args]: readonly string[]): Promise<number> {
     if (file === undefined) throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard run' needs a command: drainguard run [OPTIONS] -- COMMAND [ARGS...]");
+    warnIfNoReaper(this.#log);
     // Signals first: a SIGTERM between making the private directory and catching it would leave the directory.
     const uncatch = catchSignals((sig) => this.#onSignal(sig));
     let ownPath: ReturnType<typeof privateSocket> | undefined;
