@@ -1,16 +1,19 @@
 // The linux/arm64 executable (dist/drainguard-linux-arm64), run by qemu-user:
 // its version, a full drain of an arm64 operator, and `install` into a root
 // that holds nothing but what it wrote and the operator, run there through
-// the arm64 launcher. Each arm64 start costs about a second under emulation,
-// so the cases are few.
+// the arm64 launcher, also as PID 1, where it reaps orphans. Each arm64 start
+// costs about a second under emulation, so the cases are few.
 
-import { copyFileSync, mkdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { LAUNCHER_IMAGES } from '../../src/install/launcher-image.ts';
+import { emulated } from '../../scripts/emulation.ts';
 import { Proc, drainguard, tempDir } from '../support/proc.ts';
-import { listTree } from '../install/support/chroot.ts';
+import { BUSYBOX, listTree } from '../install/support/chroot.ts';
+import { nsInit } from '../install/support/pod-root.ts';
+import { OPERATOR, PidNamespace, leaveOrphans } from '../reap/support/orphans.ts';
 import { AARCH64, EXE_ARM64, arm64, buildGoExample, elfMachine } from './support/arm64.ts';
 
 const START_MS = 60_000;
@@ -100,6 +103,30 @@ test('install into a bare root, then a full drain through the installed arm64 la
     assert.equal(ids(p, 'done').sort(), ids(p, 'start').sort());
     assert.is(p.logs().find((l) => l.msg === 'drain ended')?.outcome, 'drained', p.stderr.join('\n'));
     assert.is(p.logs().find((l) => l.msg === 'operator started')?.socket, '/run/drainguard/drain.sock');
+  } finally {
+    p.killAll();
+  }
+});
+
+test('as PID 1 of a PID namespace the installed arm64 launcher reaps every orphan, and the operator\'s code is the exit status', async () => {
+  const root = tempDir();
+  const install = arm64([EXE_ARM64, 'install', join(root, 'drainguard')]);
+  assert.is((await install.exit(START_MS * 2)).code, 0, install.stderr.join('\n'));
+  for (const dir of ['bin', 'dev', 'proc', 'run/drainguard']) mkdirSync(join(root, dir), { recursive: true });
+  copyFileSync(BUSYBOX, join(root, 'bin/busybox'));
+  writeFileSync(join(root, 'dev/null'), '');
+  // /proc of the new PID namespace, and /dev/null for busybox sh's background jobs.
+  const setup = `mount --bind /dev/null ${root}/dev/null && exec chroot ${root} /bin/busybox sh -c '/bin/busybox mount -t proc proc /proc && exec "$@"' sh "$@"`;
+  const [file, ...args] = emulated('arm64', ['unshare', '--pid', '--fork', '/bin/sh', '-c', setup, 'sh', '/drainguard/drainguard', 'run', '--', ...OPERATOR]);
+  const p = new Proc(file, args, { DRAINGUARD_SOCKET: '/run/drainguard/drain.sock' }, { ownPidNamespace: true });
+  try {
+    await p.line('ready', START_MS);
+    const init = nsInit(p);
+    const { zombies } = await leaveOrphans(p, new PidNamespace(init), 1, init);
+    assert.equal(zombies, [], `zombies left: ${JSON.stringify(zombies)}`);
+    process.kill(init, 'SIGTERM');
+    assert.equal(await p.exit(START_MS), { code: 7, signal: null }, p.stderr.join('\n'));
+    assert.ok(p.stdout.includes('signal TERM'));
   } finally {
     p.killAll();
   }
