@@ -1,5 +1,5 @@
 import { createLogger } from '../log/logger.ts';
-import { requestDrain } from '../protocol/control-client.ts';
+import { askForDrain } from '../protocol/control-client.ts';
 import { type PrestopConfig, resolvePrestopConfig } from '../config/commands.ts';
 import type { CommandDef } from './command.ts';
 
@@ -18,7 +18,7 @@ when the sidecar cannot be reached, refuses, or does not answer within 5s.`,
   async run({ socket, drainTimeoutMs, logLevel, logFormat }, io) {
     const logger = createLogger({ level: logLevel, format: logFormat, stream: io.stderr });
     const started = Date.now();
-    const result = await requestDrain({ socket, timeoutMs: drainTimeoutMs });
+    const result = await askForDrain({ socket, timeoutMs: drainTimeoutMs });
     const waitedMs = Date.now() - started;
     if (!result.ok) {
       logger.error(result.message, { code: result.code, socket, waitedMs });

@@ -64,18 +64,6 @@ export async function openPodApi(pod: PodIdentity, operatorContainers: readonly 
   };
 }
 
-/**
- * Hands `use` the Pod's terminationGracePeriodSeconds once the API tells it
- * (the supervisor's Deadlines decide what it changes). A failure to read it is
- * logged and leaves the configured one in force.
- */
-export function readPodGracePeriod(api: PodApi, logger: Logger, use: (ms: number) => void): void {
-  api.readGracePeriodMs?.().then(
-    (ms) => ms !== undefined && use(ms),
-    (err: unknown) => logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { error: err }),
-  );
-}
-
 // ---- the operator container's state
 
 export const POLL_INTERVAL_MS = 500;

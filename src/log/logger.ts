@@ -16,13 +16,6 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
   /** A logger that adds these fields to every line. */
   with(fields: LogFields): Logger;
-  /**
-   * Runs `act` and writes the lines logged meanwhile (by this logger and every
-   * one made from it with `with`) only once it returns, in order, each with the
-   * time it was logged at: what `act` must do at once (a write to a client, a
-   * signal) waits for no formatting and no write to stderr.
-   */
-  hold<T>(act: () => T): T;
 }
 
 export interface LoggerOptions {
@@ -39,32 +32,13 @@ export function createLogger({ level = 'info', format, stream = process.stderr, 
   // Logging is best effort: a stderr nobody reads any more (EPIPE) must not bring the supervisor down.
   if (stream instanceof EventEmitter && stream.listenerCount('error') === 0) stream.on('error', () => {});
   const line = (time: Date, lvl: LogLevel, msg: string, all: LogFields): string => {
-    const iso = isoTime(time);
+    const iso = time.toISOString();
     return fmt === 'json' ? `${JSON.stringify({ time: iso, level: lvl, msg, ...serialisable(all) })}\n` : textLine(iso, lvl, msg, all);
-  };
-  // The lines logged inside hold(), formatted only when it ends and written in one piece: one
-  // write wakes whoever reads stderr once, not once per line, while the operator is acting.
-  let held: [time: Date, lvl: LogLevel, msg: string, bound: LogFields, fields: LogFields | undefined][] = [];
-  let holding = 0;
-  const hold = <T>(act: () => T): T => {
-    holding++;
-    try {
-      return act();
-    } finally {
-      if (--holding === 0 && held.length > 0) {
-        const lines = held;
-        held = [];
-        let text = '';
-        for (const [time, lvl, msg, bound, fields] of lines) text += line(time, lvl, msg, { ...bound, ...fields });
-        stream.write(text);
-      }
-    }
   };
   const make = (bound: LogFields): Logger => {
     const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
       if (RANK[lvl] < min) return;
-      if (holding > 0) held.push([now(), lvl, msg, bound, fields]);
-      else stream.write(line(now(), lvl, msg, { ...bound, ...fields }));
+      stream.write(line(now(), lvl, msg, { ...bound, ...fields }));
     };
     return {
       debug: (m, f) => emit('debug', m, f),
@@ -72,22 +46,10 @@ export function createLogger({ level = 'info', format, stream = process.stderr, 
       warn: (m, f) => emit('warn', m, f),
       error: (m, f) => emit('error', m, f),
       with: (fields) => make({ ...bound, ...fields }),
-      hold,
     };
   };
   return make({ component: 'drainguard' });
 }
-
-/**
- * Date#toISOString, built from the UTC fields: V8's own loads the time zone
- * (about 0.2 ms) on its first call, and the first call is the first line.
- */
-function isoTime(time: Date): string {
-  const ms = time.getUTCMilliseconds();
-  return `${time.getUTCFullYear()}-${pad2(time.getUTCMonth() + 1)}-${pad2(time.getUTCDate())}T${pad2(time.getUTCHours())}:${pad2(time.getUTCMinutes())}:${pad2(time.getUTCSeconds())}.${ms < 100 ? (ms < 10 ? '00' : '0') : ''}${ms}Z`;
-}
-
-const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`);
 
 function serialisable(fields: LogFields): LogFields {
   const out: LogFields = {};
@@ -105,4 +67,4 @@ function textLine(time: string, level: LogLevel, msg: string, fields: LogFields)
 }
 
 /** A logger that writes nothing, for library callers that pass none. */
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, with: () => silentLogger, hold: (act) => act() };
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, with: () => silentLogger };

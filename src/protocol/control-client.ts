@@ -31,7 +31,7 @@ export type PrestopResult =
   /** The supervisor could not be reached, refused, or went away: the message says which and what to check. */
   | { readonly ok: false; readonly code: FailureCode; readonly message: string };
 
-export function requestDrain({ socket: path, timeoutMs, source = `prestop pid ${process.pid}`, now = Date.now }: PrestopRequestOptions): Promise<PrestopResult> {
+export function askForDrain({ socket: path, timeoutMs, source = `prestop pid ${process.pid}`, now = Date.now }: PrestopRequestOptions): Promise<PrestopResult> {
   const start = now();
   const hardDeadline = timeoutMs === undefined ? Infinity : start + timeoutMs;
   const connectUntil = Math.min(hardDeadline, start + CONNECT_RETRY_MS);

@@ -34,12 +34,6 @@ export interface DrainServerOptions {
   readonly onEvent?: (event: ServerEvent) => void;
   /** Accepts drain requests on control connections; without it they get an `error`. */
   readonly onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
-  /**
-   * Called the instant the `drained` that ends a drain waiting on its clients
-   * (ServerDrain.whenDone) arrives, before it is counted, logged or reported:
-   * what must follow at once (wrap mode's stop signal) waits for none of that.
-   */
-  readonly onLastDrained?: () => void;
 }
 
 interface Client extends ClientInfo {
@@ -87,7 +81,6 @@ export class DrainServer {
   readonly #now: () => number;
   readonly #onEvent: (event: ServerEvent) => void;
   readonly #onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
-  readonly #onLastDrained: () => void;
   readonly #clients = new Map<number, Client>();
   readonly #controls = new Set<Client>();
   #server?: Server;
@@ -96,13 +89,12 @@ export class DrainServer {
   #undrained = 0;
   #drain?: Drain;
 
-  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest, onLastDrained = () => {} }: DrainServerOptions) {
+  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest }: DrainServerOptions) {
     this.path = path;
     this.#logger = logger;
     this.#now = now;
     this.#onEvent = onEvent;
     this.#onDrainRequest = onDrainRequest;
-    this.#onLastDrained = onLastDrained;
   }
 
   /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */
@@ -145,7 +137,6 @@ export class DrainServer {
    */
   drain(deadline: number): ServerDrain {
     if (this.#drain) return this.#drain.handle;
-    // The writes first, the state after: this runs in the termination signal's own turn.
     const now = this.#now();
     const line = drainLine(deadline, now);
     let told = 0;
@@ -186,7 +177,6 @@ export class DrainServer {
     const client: Client = { id: this.#nextId++, socket, greeted: false, drained: false, inflight: 0 };
     this.#clients.set(client.id, client);
     const splitter = new LineSplitter();
-    // Held: a `drained` may end the drain, and the stop signal goes out before the log lines.
     const read = (chunk: Buffer) => {
       try {
         splitter.push(chunk, (line) => {
@@ -197,9 +187,9 @@ export class DrainServer {
         this.#reject(client, describe(err));
       }
     };
-    socket.on('data', (chunk: Buffer) => this.#logger.hold(() => read(chunk)));
+    socket.on('data', read);
     socket.on('error', () => socket.destroy());
-    socket.on('close', () => this.#logger.hold(() => this.#gone(client)));
+    socket.on('close', () => this.#gone(client));
   }
 
   /** A connection closed: a client that had not said drained may have been the last one the drain waited for. */
@@ -248,7 +238,6 @@ export class DrainServer {
         return;
       case 'drained': {
         if (client.drained) return;
-        if (this.#undrained === 1 && this.#drain?.onDone && !this.#drain.over) this.#onLastDrained();
         client.drained = true;
         this.#undrained--;
         const afterMs = this.#drain ? this.#now() - this.#drain.startedAt : 0;
@@ -320,9 +309,8 @@ export class DrainServer {
   }
 }
 
-/** Built by hand rather than with JSON.stringify: it is made in the termination signal's own turn. */
 function drainLine(deadline: number, now: number): string {
-  return `{"type":"drain","deadline":"${new Date(deadline).toISOString()}","remainingMs":${Math.max(0, Math.round(deadline - now))}}\n`;
+  return encode({ type: 'drain', deadline: new Date(deadline).toISOString(), remainingMs: Math.max(0, Math.round(deadline - now)) });
 }
 
 function publicInfo(c: Client): ClientInfo {

@@ -33,10 +33,10 @@ export interface DrainOptions {
   readonly now: () => number;
   /** Called right after the clients were told and the request announced, before the drain's own lines. */
   readonly onStart: (source: DrainSource) => void;
-  /** Called the moment the drain ends, in the same turn as what ended it (wrap mode sends the stop signal from here). */
+  /** Called the moment the drain ends. */
   readonly onEnd: (result: DrainResult) => void;
-  /** Ends the drain early (wrap mode: the operator exited by itself). */
-  readonly childExited?: Promise<unknown>;
+  /** Ends the drain early (wrap mode: the operator exited). */
+  readonly operatorGone?: Promise<unknown>;
   /**
    * For an operator that speaks no protocol (no client said hello): resolves
    * once its metrics say no reconcile runs, or with 'deadline' at `deadline`.
@@ -58,31 +58,28 @@ export class Drain {
   }
 
   /**
-   * Starts the drain, or joins the one under way. The clients are told before
-   * anything else is done, and the drain's end (onEnd: the stop signal) comes
-   * in the same turn as what ended it; log lines are held until the turn is over.
-   * `announce` logs what asked for the drain: once the clients are told, before
-   * the drain's own lines.
+   * Starts the drain, or joins the one under way. `announce` logs what asked
+   * for the drain: once the clients are told, before the drain's own lines.
    */
   request(source: DrainSource, announce?: () => void): DrainTicket {
     if (this.#ticket) {
       announce?.();
       return { ...this.#ticket, joined: true };
     }
-    return this.#options.logger.hold(() => this.#start(source, announce));
+    return this.#start(source, announce);
   }
 
   /** Ends a drain under way at once (a second termination signal). */
   cutShort(): void {
-    this.#options.logger.hold(() => this.#end('cut-short'));
+    this.#end('cut-short');
   }
 
   #start(source: DrainSource, announce: (() => void) | undefined): DrainTicket {
-    const { server, logger, now, onStart, onEnd, childExited } = this.#options;
+    const { server, logger, now, onStart, onEnd, operatorGone } = this.#options;
     const timeoutMs = this.#options.timeoutMs();
     const startedAt = now();
     const deadline = startedAt + timeoutMs;
-    // The clients first, and the deadline is timed from the moment announced to them; the rest is drainguard's own.
+    // The clients first, and the deadline is timed from the moment announced to them.
     const serverDrain = server.drain(deadline);
     const clients = serverDrain.told;
     announce?.();
@@ -108,7 +105,7 @@ export class Drain {
       onEnd(result);
       resolve(result);
     };
-    const timer = setTimeout(() => logger.hold(() => this.#end('deadline')), Math.max(0, deadline - now()));
+    const timer = setTimeout(() => this.#end('deadline'), Math.max(0, deadline - now()));
     onStart(source);
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     if (timeoutMs === 0 && clients > 0) {
@@ -121,7 +118,7 @@ export class Drain {
         () => {},
       );
     }
-    void childExited?.then(() => this.#end('child-exited'));
+    void operatorGone?.then(() => this.#end('child-exited'));
     this.#ticket = { startedAt, deadline, clients, joined: false, ended };
     // Last: with no client to wait for, the drain ends here and now.
     if (!idle) serverDrain.whenDone((t) => this.#end(outcomeOf(t)));

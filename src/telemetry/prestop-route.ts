@@ -13,12 +13,12 @@ export const PRESTOP_PATH = '/prestop';
 
 export interface PrestopRouteOptions {
   readonly token: string;
-  readonly requestDrain: () => DrainTicket;
+  readonly startDrain: () => DrainTicket;
   readonly logger: Logger;
   readonly refused?: (reason: PrestopRefusal) => void;
 }
 
-export function prestopRoute({ token, requestDrain, logger, refused }: PrestopRouteOptions) {
+export function prestopRoute({ token, startDrain, logger, refused }: PrestopRouteOptions) {
   const check = tokenCheck(token);
   const header = TOKEN_HEADER.toLowerCase();
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -35,7 +35,7 @@ export function prestopRoute({ token, requestDrain, logger, refused }: PrestopRo
       logger.warn('preStop request with a wrong token refused', { peer });
       return reply(res, 403, { error: 'wrong token' });
     }
-    const ticket = requestDrain();
+    const ticket = startDrain();
     const ended = await ticket.ended;
     reply(res, 200, { outcome: ended.outcome, durationMs: ended.durationMs, joined: ticket.joined });
   };

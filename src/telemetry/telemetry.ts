@@ -16,7 +16,7 @@ export interface TelemetryOptions {
   readonly logger: Logger;
   readonly guard?: GuardReportSource;
   /** Sidecar mode with a token: the httpGet preStop route. */
-  readonly prestop?: { readonly token: string; readonly requestDrain: () => DrainTicket };
+  readonly prestop?: { readonly token: string; readonly startDrain: () => DrainTicket };
 }
 
 export interface Telemetry {

@@ -7,12 +7,11 @@ import { DrainServer, type ServerEvent } from '../../src/protocol/server.ts';
 import { tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 
-function server(path = join(tempDir(), 'drain.sock'), onLastDrained?: () => void) {
+function server(path = join(tempDir(), 'drain.sock')) {
   const events: ServerEvent[] = [];
   const listeners = new Set<() => void>();
   const s = new DrainServer({
     path,
-    onLastDrained,
     onEvent: (e) => {
       events.push(e);
       for (const l of [...listeners]) l();
@@ -121,43 +120,6 @@ test('reportInflight refuses nonsense', () => {
   const c = new DrainClient({ env: {} });
   assert.throws(() => c.reportInflight(-1), /non-negative integer/);
   assert.throws(() => c.reportInflight(1.5), /non-negative integer/);
-});
-
-test('onLastDrained: at the drained that ends a drain waiting on its clients, before that drained is counted', async () => {
-  const seen: { drainedCounted: number; done: boolean }[] = [];
-  let done = false;
-  const { s, path, event } = server(undefined, () => seen.push({ drainedCounted: s.clients().filter((c) => c.drained).length, done }));
-  await s.listen();
-  const first = new DrainClient({ socketPath: path, autoDrained: false });
-  const second = new DrainClient({ socketPath: path, autoDrained: false });
-  await Promise.all([first.ready(), second.ready()]);
-  const drain = s.drain(Date.now() + 10_000);
-  const tally = new Promise((r) => drain.whenDone((t) => ((done = true), r(t))));
-  await Promise.all([aborted(first.draining), aborted(second.draining)]);
-  first.drained();
-  await event('drained');
-  assert.equal(seen, [], 'not at a drained that leaves a client to wait for');
-  second.drained();
-  assert.equal(await within(5000, 'drain', tally), { acknowledged: 2, disconnected: 0 });
-  assert.equal(seen, [{ drainedCounted: 1, done: false }], 'once, before the last drained was counted and the drain ended');
-  first.close();
-  second.close();
-  await s.close();
-});
-
-test('onLastDrained: not for a drain that does not wait on its clients (no whenDone: the idle-metrics wait)', async () => {
-  let calls = 0;
-  const { s, path, event } = server(undefined, () => calls++);
-  await s.listen();
-  s.drain(Date.now() + 10_000);
-  const late = new DrainClient({ socketPath: path, autoDrained: false });
-  await late.ready();
-  await aborted(late.draining);
-  late.drained();
-  await event('drained');
-  assert.is(calls, 0);
-  late.close();
-  await s.close();
 });
 
 test.run();

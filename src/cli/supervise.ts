@@ -1,0 +1,108 @@
+// The composition root of the supervising commands, `run` and `sidecar`: the
+// logger, the pod's API (Events, its grace period), the guard and the HTTP
+// listener are built first and handed to the stop procedure, which asks them
+// for what it needs; observers only report.
+//
+// In wrap mode nothing of Kubernetes is loaded before the operator has
+// started (it must not wait for the client): the guard and the pod's API are
+// opened when the procedure reaches `running`. A sidecar has no operator to
+// keep waiting and needs the API from the start (DRAINGUARD_OPERATOR_CONTAINER).
+
+import { lateGuard } from '../guard/late.ts';
+import type { PodApi } from '../kube/pod.ts';
+import { type Logger, createLogger } from '../log/logger.ts';
+import type { SupervisorConfig } from '../supervisor/config.ts';
+import { type GuardHandle, combineObservers } from '../supervisor/observer.ts';
+import { SidecarMode } from '../supervisor/sidecar.ts';
+import { holdTerminationSignals } from '../supervisor/signals.ts';
+import { type Mode, StopProcedure } from '../supervisor/stop-procedure.ts';
+import { WrapMode } from '../supervisor/wrap.ts';
+import { type DrainEventObserver, drainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
+import type { CliIO } from './command.ts';
+
+/** What the stop procedure gets of the pod's API. */
+interface PodLink {
+  /** Events on the pod; undefined outside a pod. */
+  readonly events?: DrainEventObserver;
+  /** Opens the API if it is not yet, and reads the Pod's grace period (ms; undefined when it cannot be read). */
+  gracePeriod(): Promise<number | undefined>;
+}
+
+/** `drainguard run -- COMMAND` */
+export function supervise(config: SupervisorConfig, io: CliIO, command: readonly string[]): Promise<number> {
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
+  const mode = new WrapMode(command, io.env);
+  const pod = laterPodLink(config, io.env, logger);
+  // The Kubernetes client is loaded once the operator started (lateGuard's start()).
+  const guard = config.guard.length > 0 ? lateGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => pod.events?.guardReleaseFailed(objects, fix) }) : undefined;
+  return superviseWith(config, logger, mode, pod, guard);
+}
+
+/** `drainguard sidecar` */
+export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Promise<number> {
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
+  const guard =
+    config.guard.length > 0
+      ? await (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => pod.events?.guardReleaseFailed(objects, fix) })
+      : undefined;
+  const { openPodApi } = await import('../kube/pod.ts');
+  const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
+  const pod: PodLink = { events: api.recordEvent && drainEventObserver(api.recordEvent, logger), gracePeriod: () => readGracePeriod(api, logger) };
+  return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard);
+}
+
+async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: GuardHandle | undefined): Promise<number> {
+  // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
+  const telemetry =
+    config.httpAddr &&
+    (await (await import('../telemetry/telemetry.ts')).startTelemetry({
+      addr: config.httpAddr,
+      logger,
+      guard: guard && (() => guard.report()),
+      prestop: config.prestopToken === undefined || !mode.takesDrainRequests ? undefined : { token: config.prestopToken, startDrain: () => procedure.startDrain('http') },
+    }));
+  const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
+  const procedure: StopProcedure = new StopProcedure(config, mode, {
+    logger,
+    guard,
+    untilIdle,
+    observer: combineObservers(telemetry?.observer, pod.events),
+    onServer: telemetry?.attach,
+    flushEvents: async (deadline) => pod.events?.flush(deadline),
+    podGracePeriod: () => pod.gracePeriod(),
+  });
+  try {
+    return await procedure.run();
+  } finally {
+    holdTerminationSignals();
+    await telemetry?.close();
+  }
+}
+
+/** The pod's API of wrap mode, opened at the first question (once the operator has started); Events wait for it. */
+function laterPodLink(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: Logger): PodLink {
+  // In a pod (DRAINGUARD_POD_NAME set): Events on it, once its API is open.
+  const events = config.pod.name !== undefined ? laterPodEvents(logger) : undefined;
+  let opened: Promise<PodApi> | undefined;
+  const open = () =>
+    (opened ??= import('../kube/pod.ts').then(async ({ openPodApi }) => {
+      const api = await openPodApi(config.pod, [], env, logger).catch((err: unknown): PodApi => {
+        logger.warn('cannot reach the Kubernetes API about this pod: no Events on it, and the grace period stays as configured', { error: err });
+        return {};
+      });
+      events?.connect(api.recordEvent);
+      return api;
+    }));
+  // Outside a pod there is nothing to ask, and the Kubernetes client is never loaded.
+  return { events, gracePeriod: async () => (events ? readGracePeriod(await open(), logger) : undefined) };
+}
+
+/** The Pod's terminationGracePeriodSeconds; a failure to read it is logged and leaves the configured one in force. */
+async function readGracePeriod(api: PodApi, logger: Logger): Promise<number | undefined> {
+  try {
+    return await api.readGracePeriodMs?.();
+  } catch (err) {
+    logger.warn('could not read the grace period from the Pod: going by DRAINGUARD_GRACE_PERIOD', { error: err });
+    return undefined;
+  }
+}

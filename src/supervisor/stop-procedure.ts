@@ -1,0 +1,296 @@
+// The stop, the same in both modes and in one fixed order, as
+// controller-runtime's engageStopProcedure has it. A mode (wrap.ts,
+// sidecar.ts) supplies only how its operator is started, how it is stopped
+// and how drainguard learns that it is gone.
+//
+//   starting   the drain socket listens; the mode starts its operator
+//   running    the operator works; the guard is held
+//   draining   the first SIGTERM or SIGINT (or a preStop request): the clients are told
+//   stopping   the drain is over: the mode stops the operator and waits until it is gone
+//   releasing  Events, then the guard, by the release deadline
+//   exited     the socket closed and removed
+//
+// A second SIGTERM or SIGINT cuts the drain (and a sidecar's wait) short;
+// later ones change nothing.
+
+import { tmpdir } from 'node:os';
+import { dirname } from 'node:path';
+import { ConfigError } from '../config/errors.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
+import { DrainServer, type ServerEvent } from '../protocol/server.ts';
+import { claimSocketPath, privateSocketPath } from '../protocol/socket-path.ts';
+import type { ChildExit } from './child.ts';
+import type { SupervisorConfig } from './config.ts';
+import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
+import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
+import { Deadlines, Termination } from './shutdown.ts';
+import { TERMINATING } from './signals.ts';
+
+/** What the stop procedure hands a mode. */
+export interface ModeContext {
+  readonly config: SupervisorConfig;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly deadlines: Deadlines;
+  readonly termination: Termination;
+  readonly server: DrainServer;
+}
+
+/** How a mode's operator is started, stopped and known to be gone. */
+export interface Mode {
+  /** Signals besides SIGTERM and SIGINT that the mode catches, and what it does with each. */
+  readonly otherSignals: readonly NodeJS.Signals[];
+  onOtherSignal(signal: NodeJS.Signals): void;
+  /** Whether the socket takes drain requests (`drainguard prestop`); elsewhere they are refused. */
+  readonly takesDrainRequests: boolean;
+  /** Each hello, drained, disconnect and rejection of a client. */
+  onClientEvent?(event: ServerEvent): void;
+  /**
+   * The exit status when a termination signal came before the start: the
+   * operator is then not started. Undefined: drain and stop as usual, only
+   * without the guard.
+   */
+  readonly statusIfCalledOff?: number;
+  /** Hands the mode what it works with, once the socket's server is made (before it listens). */
+  attach(context: ModeContext): void;
+  /** Starts the operator (or, in sidecar mode, is ready for it): the socket listens by now. */
+  start(): Promise<void>;
+  /** Resolves once the operator has exited, with its status; never, where it is not drainguard's child. */
+  readonly exited: Promise<ChildExit>;
+  /** Fields for the first termination signal's log line, such as the clients connected. */
+  terminationFields?(): Record<string, unknown>;
+  /** The drain is over: stops the operator and resolves with the exit status once it is gone, or no longer waited for. */
+  stop(drain: DrainTicket, result: DrainResult): Promise<number>;
+  /** The very end, after the release. */
+  onReleased?(): void;
+}
+
+export interface StopProcedureOptions {
+  readonly logger?: Logger;
+  readonly now?: () => number;
+  readonly guard?: GuardHandle;
+  readonly observer?: SupervisorObserver;
+  /** Waits for the Events still on their way, until the moment given (epoch ms). */
+  readonly flushEvents?: (deadline: number) => Promise<void>;
+  /** Asked once the operator runs: the Pod's terminationGracePeriodSeconds, in ms, when the API tells it. */
+  readonly podGracePeriod?: () => Promise<number | undefined>;
+  /** DRAINGUARD_IDLE_METRICS: the drain's wait when no client said hello. */
+  readonly untilIdle?: DrainOptions['untilIdle'];
+  /** Called once the socket listens, with its server (the HTTP listener counts its clients). */
+  readonly onServer?: (server: DrainServer) => void;
+}
+
+/**
+ * Signals reach JavaScript through the event loop, not at once: a SIGTERM the
+ * kernel has already delivered is handled only after a turn of the loop.
+ * Two turns make sure one that came before the operator is started is seen.
+ */
+function signalsHandled(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+}
+
+export class StopProcedure {
+  readonly #config: SupervisorConfig;
+  readonly #mode: Mode;
+  readonly #options: StopProcedureOptions;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #deadlines: Deadlines;
+  readonly #termination: Termination;
+  #phase: Phase = 'starting';
+  #server?: DrainServer;
+  #drain?: Drain;
+
+  constructor(config: SupervisorConfig, mode: Mode, options: StopProcedureOptions = {}) {
+    this.#config = config;
+    this.#mode = mode;
+    this.#options = options;
+    this.#log = options.logger ?? silentLogger;
+    this.#now = options.now ?? Date.now;
+    this.#deadlines = new Deadlines(config, this.#log);
+    this.#termination = new Termination(this.#now);
+    // A configured socket (always, in sidecar mode) is known now, so a preStop request that comes before run() has a drain to start.
+    if (config.socket !== undefined) this.#serve(config.socket);
+  }
+
+  /** Starts the drain, or joins the one under way: the termination signal, or a preStop request. */
+  startDrain(source: DrainSource, announce?: () => void): DrainTicket {
+    const ticket = this.#drain!.request(source, announce);
+    // The first request is reported as the drain starts (Drain's onStart); a joining one here.
+    if (ticket.joined) this.#options.observer?.drainRequested?.(source);
+    return ticket;
+  }
+
+  /** Runs the mode's operator from start to exit; resolves with the status drainguard exits with. */
+  async run(): Promise<number> {
+    const mode = this.#mode;
+    // Signals first: a SIGTERM between making the socket's private directory and catching it would leave the directory.
+    const onSignal = (sig: NodeJS.Signals) => (TERMINATING.includes(sig) ? this.#onTermination(sig) : mode.onOtherSignal(sig));
+    const caught = [...TERMINATING, ...mode.otherSignals];
+    for (const sig of caught) process.on(sig, onSignal);
+    let ownDirectory: (() => void) | undefined;
+    try {
+      if (!this.#server) {
+        const own = privateSocket();
+        ownDirectory = own.cleanup;
+        this.#serve(own.path);
+      }
+      try {
+        return await this.#supervise(this.#server!);
+      } finally {
+        // Whoever asked for the drain hears how it ended before the socket closes.
+        const drain = this.#drain!.started;
+        if (drain) {
+          this.#drain!.cutShort();
+          await drain.ended;
+          await new Promise(setImmediate);
+        }
+        await this.#server!.close();
+      }
+    } finally {
+      ownDirectory?.();
+      // Only now: a late SIGTERM must not end drainguard before its socket (and directory) is gone.
+      for (const sig of caught) process.off(sig, onSignal);
+      this.#setPhase('exited');
+    }
+  }
+
+  /** The drain socket's server at `path` (it listens once run), and the drain on it. */
+  #serve(path: string): void {
+    const mode = this.#mode;
+    const server = new DrainServer({
+      path,
+      logger: this.#log,
+      now: this.#now,
+      onEvent: (event) => mode.onClientEvent?.(event),
+      onDrainRequest: mode.takesDrainRequests ? (request, channel) => this.#answerDrainRequest(request.source, channel) : undefined,
+    });
+    const drain = new Drain({
+      server,
+      timeoutMs: () => this.#deadlines.drainTimeoutMs(),
+      logger: this.#log,
+      now: this.#now,
+      operatorGone: mode.exited,
+      untilIdle: this.#options.untilIdle,
+      onStart: (source) => {
+        this.#options.observer?.drainRequested?.(source);
+        this.#setPhase('draining');
+      },
+      onEnd: (r) => this.#options.observer?.drainEnded?.(r.outcome, r.durationMs),
+    });
+    void this.#termination.cutShort.then(() => drain.cutShort());
+    this.#server = server;
+    this.#drain = drain;
+    mode.attach({ config: this.#config, log: this.#log, now: this.#now, deadlines: this.#deadlines, termination: this.#termination, server });
+  }
+
+  async #supervise(server: DrainServer): Promise<number> {
+    const mode = this.#mode;
+    if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource ?? 'DRAINGUARD_SOCKET');
+    await this.#listen(server);
+    this.#options.onServer?.(server);
+    await signalsHandled();
+    const calledOff = this.#termination.count > 0;
+    if (calledOff && mode.statusIfCalledOff !== undefined) {
+      this.#log.info('terminated before the operator was started; not starting it');
+      return mode.statusIfCalledOff;
+    }
+    if (!calledOff) {
+      await mode.start();
+      this.#setPhase('running');
+      this.#options.guard?.start();
+      void this.#options.podGracePeriod?.().then((ms) => ms !== undefined && this.#deadlines.adoptPodGracePeriod(ms));
+    }
+    const byItself = await Promise.race([mode.exited, this.#termination.requested.then(() => undefined)]);
+    if (byItself !== undefined) {
+      this.#log.info('operator exited by itself', { status: byItself.status, code: byItself.code, signal: byItself.signal });
+      await this.#release();
+      return byItself.status;
+    }
+    // Started by the signal handler, unless the signal came while the operator was being started.
+    const ticket = this.#drain!.started ?? this.startDrain('signal');
+    const result = await ticket.ended;
+    this.#setPhase('stopping');
+    const status = await mode.stop(ticket, result);
+    if (calledOff) await this.#flushEvents();
+    else await this.#release();
+    mode.onReleased?.();
+    return status;
+  }
+
+  /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
+  async #release(): Promise<void> {
+    this.#setPhase('releasing');
+    await this.#flushEvents();
+    const guard = this.#options.guard;
+    if (!guard) return;
+    const deadline = this.#deadlines.releaseDeadline(this.#terminatedAt());
+    this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
+    await guard.release(deadline);
+    // A GuardReleaseFailed Event, within what is left of the deadline.
+    await this.#flushEvents();
+  }
+
+  #flushEvents(): Promise<void> {
+    return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline(this.#now(), this.#terminatedAt())) ?? Promise.resolve();
+  }
+
+  /** When the pod's termination began, as the kubelet counts it; now, for an operator that exited by itself. */
+  #terminatedAt(): number {
+    const signalAt = this.#termination.at;
+    if (signalAt === undefined) return this.#now();
+    return this.#deadlines.terminationStart(signalAt, this.#drain?.started?.startedAt);
+  }
+
+  async #listen(server: DrainServer): Promise<void> {
+    try {
+      await server.listen();
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      const fix = e.code === 'EACCES' ? `this user may not create files in ${dirname(server.path)}; choose a writable directory (an emptyDir volume in a pod) or make it writable` : 'choose another path';
+      throw new ConfigError('DG_SOCKET_LISTEN', `${this.#config.socketSource ?? 'DRAINGUARD_SOCKET'}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`, { cause: err });
+    }
+  }
+
+  #answerDrainRequest(by: string | undefined, channel: ControlChannel): void {
+    const ticket = this.startDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
+    answerDrainRequest(channel, ticket, this.#now());
+  }
+
+  #onTermination(sig: NodeJS.Signals): void {
+    const mode = this.#mode;
+    const step = this.#termination.signal();
+    if (step === 'drain') {
+      const grace = this.#deadlines.gracePeriod;
+      const announce = () => this.#log.info('termination requested', { signal: sig, ...mode.terminationFields?.(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+      // Before the operator runs there is nothing to drain yet: the start is called off, or the drain begins once it runs.
+      if (this.#phase === 'starting' && mode.statusIfCalledOff !== undefined) announce();
+      else this.startDrain('signal', announce);
+    } else if (step === 'cut-short' && this.#phase === 'draining') {
+      this.#log.info('second termination signal: cutting the drain short', { signal: sig });
+    } else {
+      this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
+    }
+  }
+
+  #setPhase(phase: Phase): void {
+    if (this.#phase === phase) return;
+    this.#phase = phase;
+    this.#options.observer?.phase?.(phase);
+  }
+}
+
+/** The default socket: in a fresh private directory under TMPDIR. */
+function privateSocket(): { path: string; cleanup: () => void } {
+  try {
+    return privateSocketPath();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new ConfigError(
+      'DG_SOCKET_LISTEN',
+      `cannot make a private directory for the drain socket in ${tmpdir()}: ${e.code ?? e.message}; set TMPDIR to a writable directory, or DRAINGUARD_SOCKET to a socket path`,
+      { cause: err },
+    );
+  }
+}
