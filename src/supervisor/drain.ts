@@ -6,6 +6,7 @@
 // operator exits. A drain is for good: the operator stops taking work.
 
 import type { Logger } from '../log/logger.ts';
+import type { Clock } from './clock.ts';
 import type { DrainServer, DrainTally } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource } from './observer.ts';
 
@@ -30,7 +31,7 @@ export interface DrainOptions {
   /** Read when the drain starts: the Pod's grace period may change it until then. */
   readonly timeoutMs: () => number;
   readonly logger: Logger;
-  readonly now: () => number;
+  readonly clock: Clock;
   /** Called right after the clients were told and the request announced, before the drain's own lines. */
   readonly onStart: (source: DrainSource) => void;
   /** Called the moment the drain ends. */
@@ -75,7 +76,8 @@ export class Drain {
   }
 
   #start(source: DrainSource, announce: (() => void) | undefined): DrainTicket {
-    const { server, logger, now, onStart, onEnd, operatorGone } = this.#options;
+    const { server, logger, clock, onStart, onEnd, operatorGone } = this.#options;
+    const now = () => clock.now();
     const timeoutMs = this.#options.timeoutMs();
     const startedAt = now();
     const deadline = startedAt + timeoutMs;
@@ -95,7 +97,7 @@ export class Drain {
     this.#end = (outcome) => {
       if (over) return;
       over = true;
-      clearTimeout(timer);
+      cancelDeadline();
       stopIdle?.abort();
       const result = { outcome, durationMs: now() - startedAt };
       (outcome === 'deadline' ? logger.warn : logger.info)('drain ended', {
@@ -105,7 +107,7 @@ export class Drain {
       onEnd(result);
       resolve(result);
     };
-    const timer = setTimeout(() => this.#end('deadline'), Math.max(0, deadline - now()));
+    const cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
     onStart(source);
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     if (timeoutMs === 0 && clients > 0) {

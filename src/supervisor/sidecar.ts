@@ -66,12 +66,13 @@ export class SidecarMode implements Mode {
 
   /** Waits until the operator has stopped, the wait deadline, or a second signal says stop waiting. */
   async stop(drain: DrainTicket): Promise<number> {
-    const { log, now, deadlines, termination } = this.#context!;
+    const { log, clock, deadlines, termination } = this.#context!;
+    const now = () => clock.now();
     const signalAt = termination.at!;
     const waitDeadline = deadlines.operatorWaitDeadline(deadlines.terminationStart(signalAt, drain.startedAt), now());
     const stop = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'deadline'>((r) => (timer = setTimeout(() => r('deadline'), waitDeadline - now())));
+    let cancelDeadline = () => {};
+    const deadline = new Promise<'deadline'>((r) => (cancelDeadline = clock.after(waitDeadline - now(), () => r('deadline'))));
     const cutShort = termination.cutShort.then(() => 'cut-short' as const);
     const gone = this.#operatorGone(stop.signal).then(() => 'stopped' as const);
     try {
@@ -84,15 +85,15 @@ export class SidecarMode implements Mode {
       else if (how === 'deadline') log.warn('the operator has not stopped and the grace period is running out: releasing anyway', { clients: this.#operators() });
       else if (how === 'cut-short') log.info('second termination signal: releasing now', { clients: this.#operators() });
     } finally {
-      clearTimeout(timer);
+      cancelDeadline();
       stop.abort();
     }
     return 0;
   }
 
   onReleased(): void {
-    const { log, now, termination } = this.#context!;
-    log.info('sidecar stopped', { afterSignalMs: now() - termination.at! });
+    const { log, clock, termination } = this.#context!;
+    log.info('sidecar stopped', { afterSignalMs: clock.now() - termination.at! });
   }
 
   /** Resolves once no operator client is connected and, where the API hook is given, the operator container has terminated. */

@@ -21,6 +21,7 @@ import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts'
 import { DrainServer, type ServerEvent } from '../protocol/server.ts';
 import { claimSocketPath, privateSocketPath } from '../protocol/socket-path.ts';
 import type { ChildExit } from './child.ts';
+import { type Clock, systemClock } from './clock.ts';
 import type { SupervisorConfig } from './config.ts';
 import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
@@ -31,7 +32,7 @@ import { TERMINATING } from './signals.ts';
 export interface ModeContext {
   readonly config: SupervisorConfig;
   readonly log: Logger;
-  readonly now: () => number;
+  readonly clock: Clock;
   readonly deadlines: Deadlines;
   readonly termination: Termination;
   readonly server: DrainServer;
@@ -68,7 +69,7 @@ export interface Mode {
 
 export interface StopProcedureOptions {
   readonly logger?: Logger;
-  readonly now?: () => number;
+  readonly clock?: Clock;
   readonly guard?: GuardHandle;
   readonly observer?: SupervisorObserver;
   /** Waits for the Events still on their way, until the moment given (epoch ms). */
@@ -95,7 +96,7 @@ export class StopProcedure {
   readonly #mode: Mode;
   readonly #options: StopProcedureOptions;
   readonly #log: Logger;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #deadlines: Deadlines;
   readonly #termination: Termination;
   #phase: Phase = 'starting';
@@ -107,9 +108,9 @@ export class StopProcedure {
     this.#mode = mode;
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.#deadlines = new Deadlines(config, this.#log);
-    this.#termination = new Termination(this.#now);
+    this.#termination = new Termination(() => this.#clock.now());
     // A configured socket (always, in sidecar mode) is known now, so a preStop request that comes before run() has a drain to start.
     if (config.socket !== undefined) this.#serve(config.socket);
   }
@@ -162,7 +163,7 @@ export class StopProcedure {
     const server = new DrainServer({
       path,
       logger: this.#log,
-      now: this.#now,
+      now: () => this.#clock.now(),
       onEvent: (event) => mode.onClientEvent?.(event),
       onDrainRequest: mode.takesDrainRequests ? (request, channel) => this.#answerDrainRequest(request.source, channel) : undefined,
     });
@@ -170,7 +171,7 @@ export class StopProcedure {
       server,
       timeoutMs: () => this.#deadlines.drainTimeoutMs(),
       logger: this.#log,
-      now: this.#now,
+      clock: this.#clock,
       operatorGone: mode.exited,
       untilIdle: this.#options.untilIdle,
       onStart: (source) => {
@@ -182,7 +183,7 @@ export class StopProcedure {
     void this.#termination.cutShort.then(() => drain.cutShort());
     this.#server = server;
     this.#drain = drain;
-    mode.attach({ config: this.#config, log: this.#log, now: this.#now, deadlines: this.#deadlines, termination: this.#termination, server });
+    mode.attach({ config: this.#config, log: this.#log, clock: this.#clock, deadlines: this.#deadlines, termination: this.#termination, server });
   }
 
   async #supervise(server: DrainServer): Promise<number> {
@@ -233,13 +234,13 @@ export class StopProcedure {
   }
 
   #flushEvents(): Promise<void> {
-    return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline(this.#now(), this.#terminatedAt())) ?? Promise.resolve();
+    return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline(this.#clock.now(), this.#terminatedAt())) ?? Promise.resolve();
   }
 
   /** When the pod's termination began, as the kubelet counts it; now, for an operator that exited by itself. */
   #terminatedAt(): number {
     const signalAt = this.#termination.at;
-    if (signalAt === undefined) return this.#now();
+    if (signalAt === undefined) return this.#clock.now();
     return this.#deadlines.terminationStart(signalAt, this.#drain?.started?.startedAt);
   }
 
@@ -255,7 +256,7 @@ export class StopProcedure {
 
   #answerDrainRequest(by: string | undefined, channel: ControlChannel): void {
     const ticket = this.startDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
-    answerDrainRequest(channel, ticket, this.#now());
+    answerDrainRequest(channel, ticket, this.#clock.now());
   }
 
   #onTermination(sig: NodeJS.Signals): void {

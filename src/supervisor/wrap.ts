@@ -56,18 +56,18 @@ export class WrapMode implements Mode {
 
   /** The stop signal, unless the operator is gone already; SIGKILL at the kill time. Resolves with its status once it exited. */
   async stop(drain: DrainTicket, result: DrainResult): Promise<number> {
-    const { config, log, now, deadlines } = this.#context!;
+    const { config, log, clock, deadlines } = this.#context!;
     const child = this.#child!;
     if (result.outcome !== 'child-exited') {
-      const stopAt = now();
+      const stopAt = clock.now();
       if (child.signal(config.stopSignal)) log.info('stop signal sent', { signal: config.stopSignal, target: config.signalTarget, pid: child.pid });
-      const killer = setTimeout(() => {
+      const cancelKill = clock.after(deadlines.killTime(stopAt) - clock.now(), () => {
         if (child.signal('SIGKILL')) log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: deadlines.stopTimeoutMs });
-      }, deadlines.killTime(stopAt) - now());
-      void child.exited.then(() => clearTimeout(killer));
+      });
+      void child.exited.then(cancelKill);
     }
     const exit = await child.exited;
-    log.info('operator exited', { status: exit.status, code: exit.code, signal: exit.signal, afterDrainStartMs: now() - drain.startedAt });
+    log.info('operator exited', { status: exit.status, code: exit.code, signal: exit.signal, afterDrainStartMs: clock.now() - drain.startedAt });
     return exit.status;
   }
 

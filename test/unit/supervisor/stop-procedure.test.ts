@@ -1,0 +1,214 @@
+// The stop procedure with a mode the test plays and a clock it moves: the
+// phases in their one order, what each termination signal means, and every
+// deadline handed to the mode, the guard and the Events, for Kubebuilder's
+// scaffold (terminationGracePeriodSeconds 10, stop timeout 5s). The signals
+// are real ones, sent to this process.
+import { existsSync, watch } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseArgs } from '../../../src/config/load.ts';
+import { DrainClient } from '../../../src/protocol/client.ts';
+import type { DrainServer } from '../../../src/protocol/server.ts';
+import type { ChildExit } from '../../../src/supervisor/child.ts';
+import { resolveSupervisorConfig } from '../../../src/supervisor/config.ts';
+import type { DrainResult, DrainTicket } from '../../../src/supervisor/drain.ts';
+import type { GuardHandle, Phase } from '../../../src/supervisor/observer.ts';
+import { SidecarMode } from '../../../src/supervisor/sidecar.ts';
+import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from '../../../src/supervisor/stop-procedure.ts';
+import { WrapMode } from '../../../src/supervisor/wrap.ts';
+import { tempDir } from '../../support/proc.ts';
+import { until as waitUntil, within } from '../../support/wait.ts';
+import { FakeClock, settle } from '../support/fake-clock.ts';
+
+const SCAFFOLD = ['--grace-period=10s', '--stop-timeout=5s'];
+
+/** A mode whose operator is the test's: it records what the procedure asked of it. */
+class PlayedMode implements Mode {
+  readonly otherSignals: NodeJS.Signals[] = [];
+  readonly takesDrainRequests = false;
+  readonly statusIfCalledOff = 143;
+  readonly calls: string[] = [];
+  readonly exited: Promise<ChildExit>;
+  exit!: (exit: ChildExit) => void;
+  context?: ModeContext;
+  stopped?: { drain: DrainTicket; result: DrainResult; at: number };
+  constructor() {
+    this.exited = new Promise((r) => (this.exit = r));
+  }
+  onOtherSignal(): void {}
+  attach(context: ModeContext): void {
+    this.context = context;
+  }
+  async start(): Promise<void> {
+    this.calls.push('start');
+  }
+  async stop(drain: DrainTicket, result: DrainResult): Promise<number> {
+    this.calls.push(`stop ${result.outcome}`);
+    this.stopped = { drain, result, at: this.context!.clock.now() };
+    return 0;
+  }
+}
+
+function guardOf(clock: FakeClock) {
+  const calls: string[] = [];
+  const guard: GuardHandle = {
+    start: () => void calls.push('guard start'),
+    release: async (deadline) => void calls.push(`guard release by +${deadline - clock.now()}`),
+    report: () => ({ set: true, objectsHeld: 0, errors: 0 }),
+  };
+  return { guard, calls };
+}
+
+function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[] } = {}) {
+  const clock = new FakeClock();
+  const phases: Phase[] = [];
+  const flushes: number[] = [];
+  const { guard, calls } = guardOf(clock);
+  let server: DrainServer | undefined;
+  let listening!: () => void;
+  const listens = new Promise<void>((r) => (listening = r));
+  const p = new StopProcedure(resolveSupervisorConfig(parseArgs(options.command ?? 'run', [...(options.flags ?? SCAFFOLD), ...flags], {})), mode, {
+    clock,
+    guard,
+    observer: { phase: (phase) => phases.push(phase) },
+    flushEvents: async (deadline) => void flushes.push(deadline - clock.now()),
+    ...options,
+    onServer: (s) => {
+      server = s;
+      options.onServer?.(s);
+      listening();
+    },
+  });
+  const running = p.run();
+  return { p, clock, phases, flushes, guardCalls: calls, running, listens, server: () => server! };
+}
+
+const sigterm = () => process.kill(process.pid, 'SIGTERM');
+const until = async (check: () => boolean, what: string) => {
+  for (let i = 0; i < 500 && !check(); i++) await settle();
+  assert.ok(check(), what);
+};
+
+test('a SIGTERM with no client: drain, stop, release, exit, in that order; the release by the end of the grace period', async () => {
+  const mode = new PlayedMode();
+  const s = procedure(mode, []);
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  assert.equal(s.guardCalls, ['guard start']);
+  sigterm();
+  assert.is(await within(5000, 'exit', s.running), 0);
+  assert.equal(s.phases, ['running', 'draining', 'stopping', 'releasing', 'exited']);
+  assert.equal(mode.calls, ['start', 'stop no-client']);
+  // Nothing took time on the clock: the release has the grace period less its margin, Events a second each.
+  assert.equal(s.guardCalls, ['guard start', 'guard release by +9500']);
+  assert.equal(s.flushes, [1000, 1000]);
+});
+
+test('a client that never drains: the stop comes at the drain deadline (grace - stop timeout - 2s), the release by the grace period', async () => {
+  const mode = new PlayedMode();
+  const s = procedure(mode, []);
+  await s.listens;
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  sigterm();
+  await until(() => s.phases.includes('draining'), 'draining');
+  await s.clock.advance(2999);
+  assert.equal(mode.calls, ['start'], 'not stopped a millisecond early');
+  await s.clock.advance(1);
+  await until(() => mode.calls.length === 2, 'stopped');
+  assert.equal(mode.calls, ['start', 'stop deadline']);
+  assert.is(mode.stopped!.result.durationMs, 3000);
+  await within(5000, 'exit', s.running);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +6500', 'what is left of 9.5 s after a 3 s drain');
+  client.close();
+});
+
+test("the Pod's grace period, asked once the operator runs, replaces the default one and sets the drain deadline", async () => {
+  const mode = new PlayedMode();
+  let asked = 0;
+  const s = procedure(mode, [], { flags: ['--stop-timeout=5s'], podGracePeriod: async () => (asked++, 12_000) });
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  await settle();
+  assert.is(asked, 1);
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  sigterm();
+  await until(() => s.phases.includes('draining'), 'draining');
+  assert.is(mode.context!.deadlines.drainTimeoutMs(), 5000, "the Pod's 12 s - 5 s - 2 s, not the default 30 s's 23 s");
+  await s.clock.advance(5000);
+  await within(5000, 'exit', s.running);
+  assert.is(mode.stopped!.result.outcome, 'deadline');
+  assert.is(mode.stopped!.result.durationMs, 5000);
+  client.close();
+});
+
+test('a second SIGTERM cuts the drain short; a third changes nothing', async () => {
+  const mode = new PlayedMode();
+  const s = procedure(mode, []);
+  await s.listens;
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  sigterm();
+  await until(() => s.phases.includes('draining'), 'draining');
+  sigterm();
+  sigterm();
+  await within(5000, 'exit', s.running);
+  assert.equal(mode.calls, ['start', 'stop cut-short']);
+  client.close();
+});
+
+test('the operator exiting by itself: released at once, its status is the exit status, no drain', async () => {
+  const mode = new PlayedMode();
+  const s = procedure(mode, []);
+  await until(() => s.phases.includes('running'), 'running');
+  await s.clock.advance(60_000);
+  mode.exit({ status: 3, code: 3 });
+  assert.is(await within(5000, 'exit', s.running), 3);
+  assert.equal(s.phases, ['running', 'releasing', 'exited']);
+  assert.equal(mode.calls, ['start']);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +9500', 'a full grace period: the kubelet has not started counting');
+});
+
+test('a SIGTERM before the start calls it off: the mode is never started, nothing is held or released', async () => {
+  const mode = new PlayedMode();
+  const s = procedure(mode, [], { onServer: () => sigterm() });
+  assert.is(await within(5000, 'exit', s.running), 143);
+  assert.equal(mode.calls, []);
+  assert.equal(s.guardCalls, []);
+  assert.equal(s.phases, ['exited']);
+});
+
+test('wrap mode: an operator that ignores the stop signal is killed at the kill time, stop timeout after the stop signal', async () => {
+  const dir = tempDir();
+  const mode = new WrapMode(['sh', '-c', 'trap "" TERM; : > "$DIR/trapped"; exec sleep 30'], { PATH: process.env.PATH, DIR: dir });
+  const s = procedure(mode, ['--signal-target=child']);
+  await waitUntil((check) => ((w) => () => w.close())(watch(dir, check)), () => existsSync(join(dir, 'trapped')) || undefined, 5000, 'the operator ignoring SIGTERM');
+  const stopAt = s.clock.now();
+  sigterm();
+  await until(() => s.phases.includes('stopping'), 'stopping');
+  assert.is(s.clock.nextAt, stopAt + 5000, 'the one timer left is the SIGKILL, at the stop timeout');
+  await s.clock.advance(5000);
+  assert.is(await within(5000, 'exit', s.running), 128 + 9, 'SIGKILLed');
+});
+
+test('sidecar mode: an operator that stays connected is waited for until the wait deadline, which leaves the release its time', async () => {
+  const path = join(tempDir(), 'drain.sock');
+  const mode = new SidecarMode();
+  const s = procedure(mode, [`--socket=${path}`], { command: 'sidecar' });
+  await s.listens;
+  const client = new DrainClient({ socketPath: path });
+  await within(5000, 'client', client.ready());
+  sigterm();
+  await until(() => s.phases.includes('stopping'), 'stopping: the client said drained by itself');
+  // The wait deadline: the release deadline (9.5 s) less min(2 s, grace / 4).
+  await s.clock.advance(7499);
+  assert.ok(!s.phases.includes('releasing'), 'still waiting for the operator');
+  await s.clock.advance(1);
+  assert.is(await within(5000, 'exit', s.running), 0);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +2000');
+  client.close();
+});
+
+test.run();
