@@ -6,6 +6,8 @@
 // a log line, the protocol's `error` message) the code comes first:
 //   drainguard run: DG_CONFIG_DURATION: DRAINGUARD_STOP_TIMEOUT: expected ...
 
+import { GUARD_FORMS } from './config/guard-kinds.ts';
+
 export interface ErrorSpec {
   /** The exit status when it ends a command; undefined for errors that end no command (the protocol's). */
   readonly exit?: 1 | 2;
@@ -25,7 +27,7 @@ export const ERRORS = {
   DG_CONFIG_CHOICE: { exit: 2, meaning: 'an option that takes one of a few words got another', fix: 'use one of the words the message lists' },
   DG_CONFIG_VALUE: { exit: 2, meaning: 'an option value is not of the form it needs (a namespace, container names, a label selector, a Deployment, a path)', fix: 'give a value of the form the message names' },
   DG_CONFIG_TIMEOUTS: { exit: 2, meaning: 'the drain timeout and the stop timeout do not fit in the grace period', fix: 'shorten the drain or stop timeout, or raise terminationGracePeriodSeconds with DRAINGUARD_GRACE_PERIOD' },
-  DG_CONFIG_GUARD_LIST: { exit: 2, meaning: 'DRAINGUARD_GUARD (--guard) names an object in a form drainguard does not know', fix: 'use clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME or serviceaccount/NAMESPACE/NAME, comma-separated' },
+  DG_CONFIG_GUARD_LIST: { exit: 2, meaning: 'DRAINGUARD_GUARD (--guard) names an object in a form drainguard does not know', fix: `use ${GUARD_FORMS}, comma-separated` },
   DG_CONFIG_POD_IDENTITY: { exit: 2, meaning: "DRAINGUARD_POD_NAME, _NAMESPACE or _UID is not a valid pod name, namespace or UID", fix: 'set them from the downward API (fieldRef metadata.name, metadata.namespace, metadata.uid)' },
   DG_CONFIG_POD_MISSING: { exit: 2, meaning: 'the guard or DRAINGUARD_OPERATOR_CONTAINER needs to know its pod, and DRAINGUARD_POD_* are not set', fix: 'set DRAINGUARD_POD_NAME, DRAINGUARD_POD_NAMESPACE and DRAINGUARD_POD_UID from the downward API' },
   DG_CONFIG_PRESTOP_TOKEN: { exit: 2, meaning: 'the preStop token is given twice, its file cannot be read, or it is shorter than 16 characters or holds spaces', fix: 'give DRAINGUARD_PRESTOP_TOKEN or DRAINGUARD_PRESTOP_TOKEN_FILE, a random string of 16 characters or more' },

@@ -1,6 +1,8 @@
+import { RESOURCES } from '../kube/objects.ts';
+import { GUARD_FORMS, type GuardKind, guardForm, isGuardKind } from './guard-kinds.ts';
 import { invalid } from './errors.ts';
 
-export type GuardKind = 'clusterrole' | 'clusterrolebinding' | 'role' | 'rolebinding' | 'serviceaccount';
+export type { GuardKind } from './guard-kinds.ts';
 
 export interface GuardTarget {
   readonly kind: GuardKind;
@@ -8,19 +10,10 @@ export interface GuardTarget {
   readonly name: string;
 }
 
-const NAMESPACED: Record<GuardKind, boolean> = {
-  clusterrole: false,
-  clusterrolebinding: false,
-  role: true,
-  rolebinding: true,
-  serviceaccount: true,
-};
-
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 // RBAC object names are path segments (they may hold ':', as in system:controller:x).
 const PATH_SEGMENT = /^[^/,\s%]+$/;
-const EXPECTED =
-  'comma-separated clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME or serviceaccount/NAMESPACE/NAME';
+const EXPECTED = `comma-separated ${GUARD_FORMS}`;
 
 export function parseGuardList(raw: string, source: string): GuardTarget[] {
   const targets: GuardTarget[] = [];
@@ -28,10 +21,10 @@ export function parseGuardList(raw: string, source: string): GuardTarget[] {
   for (const item of raw.split(',').map((s) => s.trim())) {
     if (item === '') continue;
     const parts = item.split('/');
-    const kind = parts[0]!.toLowerCase() as GuardKind;
-    if (!(kind in NAMESPACED)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${EXPECTED} (unknown kind ${JSON.stringify(parts[0])})`, item);
-    const namespaced = NAMESPACED[kind];
-    const form = namespaced ? `${kind}/NAMESPACE/NAME` : `${kind}/NAME`;
+    const kind = parts[0]!.toLowerCase();
+    if (!isGuardKind(kind)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${EXPECTED} (unknown kind ${JSON.stringify(parts[0])})`, item);
+    const namespaced = RESOURCES[kind].namespaced;
+    const form = guardForm(kind);
     if (parts.length !== (namespaced ? 3 : 2)) throw invalid('DG_CONFIG_GUARD_LIST', source, form, item);
     const name = parts[parts.length - 1]!;
     if (!PATH_SEGMENT.test(name) || name === '.' || name === '..') throw invalid('DG_CONFIG_GUARD_LIST', source, `${form} where NAME is the object's name (not empty, no '/', ',', '%' or spaces)`, item);

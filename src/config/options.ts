@@ -3,6 +3,7 @@
 
 import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
+import { GUARD_FORMS } from './guard-kinds.ts';
 import { parseSignal } from './signals.ts';
 
 export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check';
@@ -199,7 +200,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS,
-    description: 'objects whose deletion is held back while this pod lives: comma-separated clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME, serviceaccount/NAMESPACE/NAME',
+    description: `objects whose deletion is held back while this pod lives: comma-separated ${GUARD_FORMS}`,
     defaultText: 'empty: no guard',
   },
   {

@@ -9,7 +9,8 @@ import { isNotFound } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/objects.ts';
 import { type HolderIndex, listHolders } from './holders.ts';
 import { type HeldBy, holdersOf } from './sweep.ts';
-import { GUARD_KINDS, holderOf, refOf } from './names.ts';
+import { GUARD_KINDS } from '../config/guard-kinds.ts';
+import { holderOf, refOf } from './names.ts';
 import { RESOURCES } from '../kube/objects.ts';
 
 export interface InspectedObject {

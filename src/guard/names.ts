@@ -1,6 +1,6 @@
 // The names the guard writes, fixed by the spec, and the objects it guards.
 
-import type { GuardKind, GuardTarget } from '../config/guard-list.ts';
+import type { GuardTarget } from '../config/guard-list.ts';
 import { type ObjectRef, RESOURCES } from '../kube/objects.ts';
 
 export const FINALIZER_PREFIX = 'drainguard.dev/holder-';
@@ -19,5 +19,3 @@ export const holderOf = (finalizer: string): string | undefined =>
 export function refOf(target: GuardTarget): ObjectRef {
   return { ...RESOURCES[target.kind], namespace: target.namespace, name: target.name };
 }
-
-export const GUARD_KINDS: readonly GuardKind[] = ['clusterrole', 'role', 'clusterrolebinding', 'rolebinding', 'serviceaccount'];
