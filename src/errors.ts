@@ -86,6 +86,15 @@ export class DrainguardError extends Error {
   }
 }
 
+/** A usage or configuration error: drainguard exits 2 before anything is started. */
+export class ConfigError extends DrainguardError {
+  override name = 'ConfigError';
+  declare readonly code: UsageErrorCode;
+  constructor(code: UsageErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+  }
+}
+
 export const isCoded = (err: unknown): err is Error & { code: ErrorCode } => {
   const code = (err as { code?: unknown } | undefined)?.code;
   return err instanceof Error && typeof code === 'string' && Object.hasOwn(ERRORS, code);

@@ -6,7 +6,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 import type { Manifest } from './finding.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;

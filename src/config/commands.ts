@@ -5,7 +5,7 @@
 
 import { statSync } from 'node:fs';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
-import { ConfigError } from './errors.ts';
+import { ConfigError } from '../errors.ts';
 import { type GuardTarget, parseGuardList } from './guard-list.ts';
 import { type ParsedArgs, setting } from './load.ts';
 import type { OptionValues } from './options.ts';

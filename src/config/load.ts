@@ -6,7 +6,7 @@
 // unless argv is first scanned as here), lets a flag given twice win silently,
 // and reports unknown options in its own words without the name as a field.
 
-import { ConfigError } from './errors.ts';
+import { ConfigError } from '../errors.ts';
 import { type Command, EVERY_OPTION, type OptionSpec, type OptionValues, OPTIONS, defaultValue, envName } from './options.ts';
 
 export interface ParsedArgs {

@@ -2,7 +2,7 @@
 // as a value or as a file (a mounted Secret).
 
 import { readFileSync } from 'node:fs';
-import { ConfigError } from './errors.ts';
+import { ConfigError } from '../errors.ts';
 
 /** Short tokens can be guessed; 16 characters of a random string are enough. */
 export const MIN_TOKEN_LENGTH = 16;

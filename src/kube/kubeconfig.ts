@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 
 /** The kubeconfig in force cannot be used: what is missing or malformed, and where. */
 export class KubeconfigError extends ConfigError {

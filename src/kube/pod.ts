@@ -2,7 +2,7 @@
 // period, Events on it, and whether the operator container has terminated.
 // The kube layer is loaded only when the pod is known by name.
 
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 import { DrainguardError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { KubeClient } from './client.ts';

@@ -1,7 +1,7 @@
 // Naming resources as kubectl does: TYPE[.VERSION][.GROUP][/NAME], where TYPE is
 // a plural, a singular, a kind or a short name, resolved through discovery.
 
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { ResourceRef } from '../kube/objects.ts';
 

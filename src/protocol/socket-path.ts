@@ -4,7 +4,7 @@ import { lstatSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 
 /** A fresh directory only this user can enter, holding the socket; removed by the returned cleanup. */
 export function privateSocketPath(): { path: string; cleanup: () => void } {

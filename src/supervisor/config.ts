@@ -4,7 +4,7 @@
 import type { PodIdentity } from '../kube/pod.ts';
 import { checkFit, defaultDrainTimeout } from './shutdown.ts';
 import { resolvePrestopToken } from '../config/prestop-token.ts';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
 import { type ParsedArgs, setting } from '../config/load.ts';
 import type { LogFormat, LogLevel } from '../log/logger.ts';

@@ -15,7 +15,7 @@
 
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
 import { DrainServer, type ServerEvent } from '../protocol/server.ts';

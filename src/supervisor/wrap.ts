@@ -3,7 +3,7 @@
 // over (SIGKILL after the stop timeout), and exits with its status. The stop
 // itself is stop-procedure.ts's.
 
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { SupervisorConfig } from './config.ts';
 import { type Child, type ChildExit, SpawnError, startChild } from './child.ts';

@@ -3,7 +3,7 @@
 
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 
 export interface HttpAddr {
   readonly host: string;

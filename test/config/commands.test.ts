@@ -14,7 +14,7 @@ import {
   resolveReleaseConfig,
   resolveStatusConfig,
 } from '../../src/config/commands.ts';
-import { ConfigError } from '../../src/config/errors.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { parseArgs } from '../../src/config/load.ts';
 import { CHECK_OPTIONS, type Command, EVERY_OPTION, OPTIONS, type OptionSpec, PREDELETE_OPTIONS, RELEASE_OPTIONS, STATUS_OPTIONS, defaultShown } from '../../src/config/options.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
