@@ -39,6 +39,7 @@ export class WrapMode implements Mode {
 
   async start(): Promise<void> {
     const { config, log, server } = this.#context!;
+    warnIfNoReaper(log);
     const [file, ...args] = this.#command as [string, ...string[]];
     try {
       this.#child = await startChild(file, args, {
