@@ -1,4 +1,10 @@
 // The executable's entry: the only place that exits the process.
+//
+// It exits by leaving the event loop empty, not with process.exit(): that joins
+// V8's helper thread while the isolate lives, and a concurrent Maglev compile
+// that is waiting there for a garbage collection then waits for good
+// (nodejs/node#54918): drainguard hung after its operator had exited. An empty
+// loop disposes the isolate first, which releases such a compile.
 import { main } from '../src/cli/main.ts';
 import { stderrWriter } from '../src/log/stderr.ts';
 
@@ -19,10 +25,15 @@ process.on('uncaughtException', (err) => {
   process.exit(1);
 });
 
-main(process.argv.slice(2), io).then(
-  (status) => process.exit(status),
-  (err: unknown) => {
-    io.stderr.write(`drainguard: ${(err as Error)?.stack ?? String(err)}\n`);
-    process.exit(1);
-  },
-);
+/** Whatever still holds the loop then (a leak) is not waited for long. */
+const LINGER_MS = 500;
+
+function leave(status: number): void {
+  process.exitCode = status;
+  setTimeout(() => process.exit(status), LINGER_MS).unref();
+}
+
+main(process.argv.slice(2), io).then(leave, (err: unknown) => {
+  io.stderr.write(`drainguard: ${(err as Error)?.stack ?? String(err)}\n`);
+  leave(1);
+});
