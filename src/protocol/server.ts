@@ -83,6 +83,8 @@ export class DrainServer {
   readonly #onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
   readonly #clients = new Map<number, Client>();
   readonly #controls = new Set<Client>();
+  /** Rejected connections, half-closed until the peer closes (or a timeout): cut at close(), so that none holds up drainguard's exit. */
+  readonly #rejected = new Set<Socket>();
   #server?: Server;
   #nextId = 1;
   /** Greeted clients that have not said drained: the drain waits for this to reach 0. */
@@ -159,6 +161,7 @@ export class DrainServer {
     const server = this.#server;
     this.#server = undefined;
     for (const client of this.#clients.values()) client.socket.destroy();
+    for (const socket of this.#rejected) socket.destroy();
     // A requester may still be reading its last answer: end gently, then cut.
     for (const control of this.#controls) {
       control.socket.end();
@@ -298,6 +301,8 @@ export class DrainServer {
     client.socket.removeAllListeners('data');
     // A peer that never reads must not keep the half-closed socket alive.
     client.socket.setTimeout(1000, () => client.socket.destroy());
+    this.#rejected.add(client.socket);
+    client.socket.once('close', () => this.#rejected.delete(client.socket));
   }
 
   #checkDrained(): void {

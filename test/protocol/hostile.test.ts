@@ -74,6 +74,22 @@ async function flushed(clients: RawClient[]): Promise<void> {
   await Promise.all(clients.map((c) => new Promise<void>((r) => (c.socket.writableLength === 0 ? r() : c.socket.once('drain', () => r())))));
 }
 
+test('a rejected peer that keeps its half of the connection open does not hold up the exit', async () => {
+  const socket = join(tempDir(), 'drain.sock');
+  const p = drainguard(['run', '--socket', socket, '--', NODE, fixture('operator.ts')]);
+  await p.line('ready');
+  const c = await new RawClient(socket).connected();
+  c.socket.allowHalfOpen = true; // it reads the error and the end, and never closes
+  c.send('not json\n');
+  await c.message('error');
+  const rejected = Date.now();
+  p.kill('SIGTERM');
+  assert.equal((await p.exit()).code, 0);
+  // Without the cut at close, drainguard went only at the rejected socket's own timeout, 1 s after the rejection.
+  assert.ok(Date.now() - rejected < 800, `exited ${Date.now() - rejected} ms after the rejection`);
+  c.socket.destroy();
+});
+
 test('a client that says hello during the drain gets drain right after welcome and is waited for', async () => {
   const socket = join(tempDir(), 'drain.sock');
   const p = drainguard(['run', '--socket', socket, '--', NODE, fixture('operator.ts')], { FIXTURE_ACK: 'never' });
