@@ -24,6 +24,10 @@ async function manager(flags: string[], secure = false): Promise<{ p: Proc; url:
   const p = new Proc(EXAMPLE, ['-no-drainguard', '-namespace', ns, '-metrics-bind-address', addr, ...(secure ? ['-metrics-secure'] : []), ...flags], { KUBECONFIG: cluster.adminKubeconfig });
   running.push(p);
   await p.line('ready', 30_000);
+  // "ready" is the caches synced; the metrics server listens in a goroutine of its own, which
+  // controller-runtime does not wait for (its HTTP servers have no readiness check): on a busy
+  // machine the first scrape after "ready" could be refused. It logs this line once it listens.
+  await p.stderrLine(/Serving metrics server/, 30_000);
   return { p, url: `${secure ? 'https' : 'http'}://${addr}/metrics` };
 }
 

@@ -120,6 +120,12 @@ export class Proc {
     return this.#until(() => this.stdout.find(test), ms, `stdout line ${match}`);
   }
 
+  /** Waits for a stderr line (exact or matching): the log of a program that is not drainguard. */
+  stderrLine(match: string | RegExp, ms = 10_000): Promise<string> {
+    const test = (l: string) => (typeof match === 'string' ? l === match : match.test(l));
+    return this.#until(() => this.stderr.find(test), ms, `stderr line ${match}`);
+  }
+
   /** Waits for a drainguard log line with this message. */
   log(msg: string, ms = 10_000): Promise<LogLine> {
     return this.#until(() => this.logs().find((l) => l.msg === msg), ms, `log "${msg}"`);
