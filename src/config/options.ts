@@ -228,7 +228,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'idleMetrics', flag: 'idle-metrics', value: 'URL', parse: metricsUrl, commands: SUPERVISING,
-    description: "for an operator that speaks no drain protocol (no client said hello): its controller-runtime metrics URL; the drain then lasts until a scrape (every 50ms) shows controller_runtime_active_workers summing to 0, or the deadline. Best effort: intake is not stopped. https sends the pod's ServiceAccount token and accepts a self-signed certificate on loopback only",
+    description: "for an operator that speaks no drain protocol (no client said hello): its controller-runtime metrics URL; the drain then lasts until a scrape (every 50ms) shows controller_runtime_active_workers summing to 0, or the deadline. A failed scrape (refused, no answer within 1s, not 200, unreadable) is warned at once, once per distinct error, and drain ended counts them. Best effort: intake is not stopped. https sends the pod's ServiceAccount token and accepts a self-signed certificate on loopback only",
     defaultText: 'off: with no client the drain ends at once',
   },
   {

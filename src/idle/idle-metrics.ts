@@ -29,9 +29,13 @@ export interface IdleOptions {
   readonly insecureSkipVerify?: boolean;
   /** Pause between the end of one scrape and the next. */
   readonly intervalMs: number;
+  /** A scrape with no answer by then fails and the next one is made (default: none, up to the deadline). */
+  readonly scrapeTimeoutMs?: number;
   /** When to give up (epoch ms). */
   readonly deadline: number;
   readonly signal?: AbortSignal;
+  /** Called at each failed scrape (not at one the deadline or the signal cut short), numbered from 1. */
+  readonly onFailure?: (error: string, scrape: number) => void;
   readonly fetch?: Fetch;
   readonly now?: () => number;
 }
@@ -40,40 +44,49 @@ export interface IdleResult {
   readonly outcome: 'idle' | 'deadline' | 'aborted';
   /** Scrapes made, successful or not. */
   readonly scrapes: number;
+  /** Scrapes that failed (one the deadline cut short is not counted: the wait ran out, not the endpoint). */
+  readonly failed: number;
   /** Active workers at the last successful scrape (undefined: none succeeded). */
   readonly lastActive?: number;
-  /** Why the last scrape failed, when it did. */
+  /** Why the last failed scrape failed; else, when the deadline cut a scrape short, that it did. */
   readonly lastError?: string;
 }
 
 /** Resolves at the first scrape where the active workers sum to 0, at the deadline, or when aborted. */
 export async function waitForIdle(options: IdleOptions): Promise<IdleResult> {
-  const { intervalMs, deadline, signal, fetch = defaultFetch, now = Date.now } = options;
+  const { intervalMs, scrapeTimeoutMs, deadline, signal, onFailure, fetch = defaultFetch, now = Date.now } = options;
   const url = new URL(options.url);
   const headers: Record<string, string> = { accept: 'text/plain' };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   let scrapes = 0;
+  let failed = 0;
   let lastActive: number | undefined;
   let lastError: string | undefined;
-  const result = (outcome: IdleResult['outcome']): IdleResult => ({ outcome, scrapes, lastActive, lastError });
+  const result = (outcome: IdleResult['outcome']): IdleResult => ({ outcome, scrapes, failed, lastActive, lastError });
 
   for (;;) {
     if (signal?.aborted) return result('aborted');
     const left = deadline - now();
     if (left <= 0) return result('deadline');
-    const attempt = AbortSignal.any([AbortSignal.timeout(left), ...(signal ? [signal] : [])]);
+    const cutAtDeadline = AbortSignal.timeout(left);
+    const giveUp = scrapeTimeoutMs !== undefined && scrapeTimeoutMs < left ? AbortSignal.timeout(scrapeTimeoutMs) : undefined;
+    const attempt = AbortSignal.any([cutAtDeadline, ...(giveUp ? [giveUp] : []), ...(signal ? [signal] : [])]);
     scrapes++;
     try {
       const res = await fetch(url, { headers, ca: options.ca, insecureSkipVerify: options.insecureSkipVerify, signal: attempt });
       if (res.status !== 200) throw new DrainguardError('DG_IDLE_METRICS', `HTTP ${res.status}`);
       lastActive = activeWorkers(res.body);
-      lastError = undefined;
       if (lastActive === 0) return result('idle');
     } catch (err) {
       if (signal?.aborted) return result('aborted');
-      // A scrape cut short by the deadline says less than the one before it.
-      if (attempt.aborted) lastError ??= 'no answer before the deadline';
-      else lastError = err instanceof Error ? err.message : String(err);
+      if (cutAtDeadline.aborted) {
+        // A scrape cut short by the deadline says less than the one before it.
+        lastError ??= 'no answer before the deadline';
+      } else {
+        failed++;
+        lastError = giveUp?.aborted ? `no answer within ${scrapeTimeoutMs} ms` : err instanceof Error ? err.message : String(err);
+        onFailure?.(lastError, scrapes);
+      }
     }
     await pause(Math.min(intervalMs, Math.max(0, deadline - now())), signal);
   }

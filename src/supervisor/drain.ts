@@ -5,7 +5,7 @@
 // announced to them, when cut short by a second signal, or (wrap mode) when the
 // operator exits. A drain is for good: the operator stops taking work.
 
-import type { Logger } from '../log/logger.ts';
+import type { LogFields, Logger } from '../log/logger.ts';
 import type { Clock } from './clock.ts';
 import type { DrainServer, DrainTally } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource } from './observer.ts';
@@ -38,11 +38,15 @@ export interface DrainOptions {
   readonly onEnd: (result: DrainResult) => void;
   /** Ends the drain early (wrap mode: the operator exited). */
   readonly operatorGone?: Promise<unknown>;
-  /**
-   * For an operator that speaks no protocol (no client said hello): resolves
-   * once its metrics say no reconcile runs, or with 'deadline' at `deadline`.
-   */
-  readonly untilIdle?: (deadline: number, signal: AbortSignal) => Promise<'idle' | 'deadline' | 'aborted'>;
+  /** For an operator that speaks no protocol (no client said hello). */
+  readonly untilIdle?: IdleWait;
+}
+
+export interface IdleWait {
+  /** Resolves once the operator's metrics say no reconcile runs, or with 'deadline' at `deadline`. */
+  wait(deadline: number, signal: AbortSignal): Promise<'idle' | 'deadline' | 'aborted'>;
+  /** How the wait went so far, for the `drain ended` line. */
+  summary(): LogFields;
 }
 
 export class Drain {
@@ -103,6 +107,7 @@ export class Drain {
       (outcome === 'deadline' ? logger.warn : logger.info)('drain ended', {
         ...result,
         ...(outcome === 'deadline' && { waitingFor: server.clients().filter((c) => c.greeted && !c.drained).map((c) => c.name ?? c.id) }),
+        ...idle?.summary(),
       });
       onEnd(result);
       resolve(result);
@@ -115,7 +120,7 @@ export class Drain {
     }
     if (idle) {
       stopIdle = new AbortController();
-      void idle(deadline, stopIdle.signal).then(
+      void idle.wait(deadline, stopIdle.signal).then(
         (r) => r === 'idle' && this.#end('idle'),
         () => {},
       );

@@ -2,7 +2,9 @@
 // example operator run with -no-drainguard) and its own metrics endpoint,
 // plain http on loopback and controller-runtime's secure metrics (https,
 // bearer token checked by the real API server's TokenReview and
-// SubjectAccessReview).
+// SubjectAccessReview). Also the contract that holds the stand-in of
+// wait-for-idle.test.ts and scrape-failures.test.ts (metrics-stand-in.ts) to
+// the real endpoint.
 import { connect } from 'node:tls';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -12,6 +14,7 @@ import { useCluster } from '../support/cluster/index.ts';
 import { freePort } from '../support/free-port.ts';
 import { goBuild } from '../support/go.ts';
 import { Proc, tempDir } from '../support/proc.ts';
+import { CONTENT_TYPE, MetricsStandIn } from './metrics-stand-in.ts';
 
 const EXAMPLE = goBuild('clients/go/ctrl', './example', join(tempDir(), 'ctrl-example'));
 const cluster = await useCluster();
@@ -49,10 +52,28 @@ test('the real endpoint exposes controller_runtime_active_workers, and activeWor
   assert.equal(activeWorkers(text), 0);
 });
 
+test('the stand-in (metrics-stand-in.ts) serves controller_runtime_active_workers as the real manager does', async () => {
+  const { url } = await manager([]);
+  const standIn = await new MetricsStandIn([{ active: 0 }]).listen();
+  try {
+    const scrape = async (u: string) => {
+      const res = await fetch(u, { headers: { accept: 'text/plain' } });
+      const series = (await res.text()).split('\n').filter((l) => l.includes('controller_runtime_active_workers'));
+      return { status: res.status, type: res.headers.get('content-type')!.split(';').slice(0, 2).join(';'), series };
+    };
+    const real = await scrape(url);
+    assert.ok(real.series.length >= 3, real.series.join('\n'));
+    assert.equal(await scrape(standIn.url), real);
+    assert.is(real.type, CONTENT_TYPE.split(';').slice(0, 2).join(';'));
+  } finally {
+    await standIn.close();
+  }
+});
+
 test('idle manager: idle at the first scrape', async () => {
   const { url } = await manager([]);
   const r = await waitForIdle({ url, intervalMs: 20, deadline: soon(5_000) });
-  assert.equal(r, { outcome: 'idle', scrapes: 1, lastActive: 0, lastError: undefined });
+  assert.equal(r, { outcome: 'idle', scrapes: 1, failed: 0, lastActive: 0, lastError: undefined });
 });
 
 test('busy manager: idle at the first scrape after the reconcile returned, not before', async () => {

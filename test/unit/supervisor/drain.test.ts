@@ -106,11 +106,13 @@ test('the operator exiting ends the drain: child-exited', async () => {
 });
 
 test('no client and idle metrics: the drain waits for idle, or for its deadline', async () => {
-  const idle = await setup({ untilIdle: async () => 'idle' });
+  const idle = await setup({ untilIdle: { wait: async () => 'idle', summary: () => ({}) } });
   assert.is((await idle.drain.request('signal').ended).outcome, 'idle');
   await idle.close();
   let deadlineSeen: number | undefined;
-  const busy = await setup({ untilIdle: (deadline, signal) => ((deadlineSeen = deadline), new Promise((r) => signal.addEventListener('abort', () => r('aborted')))) });
+  const busy = await setup({
+    untilIdle: { wait: (deadline, signal) => ((deadlineSeen = deadline), new Promise((r) => signal.addEventListener('abort', () => r('aborted')))), summary: () => ({}) },
+  });
   const ticket = busy.drain.request('signal');
   assert.is(deadlineSeen, ticket.deadline);
   await busy.clock.advance(3000);
