@@ -6,6 +6,7 @@ import { parseDuration } from '../config/duration.ts';
 import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
 import { type Finding, type Manifest, objectId } from './finding.ts';
 import { type Container, type Placement, type PodSpec, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
+import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
 import { GRACE_MARGIN_MS, defaultDrainTimeout } from '../supervisor/shutdown.ts';
 
@@ -125,6 +126,8 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
         `add to container ${operator.name}: lifecycle: {preStop: {exec: {command: [/drainguard/drainguard, prestop]}}}, with the install volume mounted at /drainguard`);
     }
   }
+
+  for (const f of checkIdleMetrics(w.placement)) add(f.code, f.severity, f.message, f.fix);
 
   // The pod's identity and the guard.
   const raw = settingOf(supervisor, 'guard') ?? '';

@@ -10,6 +10,7 @@ export interface Container {
   readonly args?: readonly string[];
   readonly env?: readonly { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   readonly volumeMounts?: readonly { name: string; mountPath: string; readOnly?: boolean }[];
+  readonly ports?: readonly { name?: string; containerPort: number; protocol?: string }[];
   readonly securityContext?: { runAsUser?: number; readOnlyRootFilesystem?: boolean };
   readonly lifecycle?: { preStop?: { exec?: { command?: readonly string[] }; httpGet?: { path?: string } } };
   readonly restartPolicy?: string;
@@ -78,6 +79,28 @@ export function envOf(c: Container, fields: Record<string, string>): Record<stri
     else out[e.name] = (e.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => out[name] ?? whole);
   }
   return out;
+}
+
+/** The operator's own command line: after `--` of `drainguard run`, or its container's. */
+export function operatorArgv({ mode, supervisor, operator }: Placement): string[] {
+  if (mode !== 'wrap') return operator ? argv(operator) : [];
+  const words = argv(supervisor);
+  const end = words.indexOf('--');
+  return end === -1 ? [] : words.slice(end + 1);
+}
+
+/** The value of a Go flag (-NAME V, -NAME=V, and the same with --), as Go's flag package reads it; the last one wins. */
+export function goFlagOf(words: readonly string[], name: string): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!;
+    if (w === '--') break;
+    const bare = w.replace(/^--?/, '');
+    if (bare === w) continue;
+    if (bare === name) value = words[i + 1];
+    else if (bare.startsWith(`${name}=`)) value = bare.slice(name.length + 1);
+  }
+  return value;
 }
 
 /** The value of --FLAG=V or --FLAG V in the container's arguments. */

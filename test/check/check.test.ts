@@ -156,6 +156,41 @@ test('pod-identity-missing and guard-invalid: a literal pod UID, a malformed gua
   onlyFinding(checkObjects(malformed), 'guard-invalid', 'comma-separated clusterrole/NAME');
 });
 
+test('idle-metrics-not-metrics-port: DRAINGUARD_IDLE_METRICS off the port the operator serves its metrics on', () => {
+  const setUrl = (objects: KubeObject[], name: string, value: string) => container(objects, name).env.push({ name: 'DRAINGUARD_IDLE_METRICS', value });
+  // Wrap mode: the operator's flags follow `drainguard run --`; kubebuilder's secure metrics on :8443.
+  const wrap = copy('wrap');
+  container(wrap, 'manager').args.push('--metrics-bind-address=:8443');
+  setUrl(wrap, 'manager', 'http://127.0.0.1:8080/metrics');
+  onlyFinding(checkObjects(wrap), 'idle-metrics-not-metrics-port', 'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8443/metrics in container manager');
+  container(wrap, 'manager').env.at(-1).value = 'https://127.0.0.1:8443/metrics';
+  assert.equal(checkObjects(wrap).status, 0);
+  // No port in the URL is port 80.
+  container(wrap, 'manager').env.at(-1).value = 'http://localhost/metrics';
+  assert.match(checkObjects(wrap).findings[0]!.message, /scrapes port 80 .*on port 8443/);
+  // A sidecar, the operator's metrics off (Go's single-dash flag, value apart).
+  const off = copy('sidecar');
+  container(off, 'manager').args = [...(container(off, 'manager').args ?? []), '-metrics-bind-address', '0'];
+  setUrl(off, 'drainguard', 'http://127.0.0.1:8080/metrics');
+  onlyFinding(checkObjects(off), 'idle-metrics-not-metrics-port', 'or remove DRAINGUARD_IDLE_METRICS');
+  // No flag: the container's port named for metrics.
+  const ported = copy('native-sidecar');
+  container(ported, 'manager').ports = [{ name: 'metrics', containerPort: 8080 }, { name: 'webhook', containerPort: 9443 }];
+  setUrl(ported, 'drainguard', 'http://127.0.0.1:9443/metrics');
+  onlyFinding(checkObjects(ported), 'idle-metrics-not-metrics-port', 'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8080/metrics in container drainguard');
+  container(ported, 'drainguard').env.at(-1).value = 'http://127.0.0.1:8080/metrics';
+  assert.equal(checkObjects(ported).status, 0);
+});
+
+test('idle-metrics-not-this-pod: a host other than the pod itself', () => {
+  const objects = copy('wrap');
+  container(objects, 'manager').env.push({ name: 'DRAINGUARD_IDLE_METRICS', value: 'http://wrong:8080/metrics' });
+  onlyFinding(checkObjects(objects), 'idle-metrics-not-this-pod', 'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8080/metrics in container manager', 'warning');
+  // The pod's own IP, from the downward API.
+  container(objects, 'manager').env.splice(-1, 1, { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }, { name: 'DRAINGUARD_IDLE_METRICS', value: 'http://$(POD_IP):8080/metrics' });
+  assert.equal(checkObjects(objects).status, 0, JSON.stringify(checkObjects(objects).findings));
+});
+
 test('text output: each finding with its fix, and a summary', () => {
   const objects = copy('sidecar');
   delete container(objects, 'manager').lifecycle;

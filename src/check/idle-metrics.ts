@@ -1,0 +1,72 @@
+// DRAINGUARD_IDLE_METRICS against what the pod says of the operator's metrics:
+// its controller-runtime flags (--metrics-bind-address, kubebuilder's name; the
+// older --metrics-addr) or, without them, its container ports named for
+// metrics. A URL that misses them has every scrape fail, and the drain waits
+// out its whole timeout.
+
+import { type Placement, operatorArgv, goFlagOf, settingOf } from './pod.ts';
+
+export interface IdleMetricsFinding {
+  readonly code: 'idle-metrics-not-metrics-port' | 'idle-metrics-not-this-pod';
+  readonly severity: 'error' | 'warning';
+  readonly message: string;
+  readonly fix: string;
+}
+
+/** envOf's stand-in for the downward API's pod IP: the pod itself. */
+const POD_IP = '<status.podIP>';
+const isLoopback = (host: string) => host === 'localhost' || host === '[::1]' || host === '0.0.0.0' || host.startsWith('127.');
+
+export function checkIdleMetrics(placement: Placement): IdleMetricsFinding[] {
+  const raw = settingOf(placement.supervisor, 'idle-metrics');
+  if (raw === undefined) return [];
+  let url: URL;
+  try {
+    url = new URL(raw.trim().replace(POD_IP, '127.0.0.1'));
+  } catch {
+    return []; // drainguard itself refuses it at start, naming the value
+  }
+  const where = `container ${placement.supervisor.name}`;
+  const out: IdleMetricsFinding[] = [];
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  const suggest = (p: number | string) => `${url.protocol}//127.0.0.1:${p}${url.pathname}`;
+
+  const words = operatorArgv(placement);
+  const flag = ['metrics-bind-address', 'metrics-addr'].find((f) => goFlagOf(words, f) !== undefined);
+  const bind = flag && goFlagOf(words, flag)!;
+  if (flag && bind === '0') {
+    out.push({
+      code: 'idle-metrics-not-metrics-port', severity: 'error',
+      message: `DRAINGUARD_IDLE_METRICS is ${raw}, but the operator runs with --${flag}=0: its metrics are off, every scrape fails and the drain waits out its whole timeout`,
+      fix: `serve the operator's metrics (--${flag}=127.0.0.1:8080) and point DRAINGUARD_IDLE_METRICS in ${where} at them, or remove DRAINGUARD_IDLE_METRICS`,
+    });
+  } else if (flag && bind !== undefined) {
+    const served = Number(bind.slice(bind.lastIndexOf(':') + 1));
+    if (Number.isInteger(served) && served !== port) {
+      out.push({
+        code: 'idle-metrics-not-metrics-port', severity: 'error',
+        message: `DRAINGUARD_IDLE_METRICS scrapes port ${port} (${raw}), but the operator serves its metrics on port ${served} (--${flag}=${bind}): every scrape fails and the drain waits out its whole timeout`,
+        fix: `set DRAINGUARD_IDLE_METRICS=${suggest(served)} in ${where}`,
+      });
+    }
+  } else {
+    const named = (placement.operator?.ports ?? []).filter((p) => /metrics/i.test(p.name ?? ''));
+    if (named.length > 0 && !named.some((p) => p.containerPort === port)) {
+      const list = named.map((p) => `${p.name} ${p.containerPort}`).join(', ');
+      out.push({
+        code: 'idle-metrics-not-metrics-port', severity: 'error',
+        message: `DRAINGUARD_IDLE_METRICS scrapes port ${port} (${raw}), but container ${placement.operator!.name} declares its metrics on ${list}: every scrape fails and the drain waits out its whole timeout`,
+        fix: `set DRAINGUARD_IDLE_METRICS=${suggest(named[0]!.containerPort)} in ${where}`,
+      });
+    }
+  }
+
+  if (!isLoopback(url.hostname) && !raw.includes(POD_IP)) {
+    out.push({
+      code: 'idle-metrics-not-this-pod', severity: 'warning',
+      message: `DRAINGUARD_IDLE_METRICS scrapes ${url.hostname}, not this pod: a Service or another host answers for some other operator (or none), not the one drainguard stops`,
+      fix: `set DRAINGUARD_IDLE_METRICS=${suggest(port)} in ${where}: the containers of a pod share its loopback`,
+    });
+  }
+  return out;
+}
