@@ -51,7 +51,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function kubeconfig(path: string, url: string, ca: string, cert: string, key: string): string {
+/** A kubeconfig for `url` with a client certificate; also the stand-in's (test/support/apiserver). */
+export function writeKubeconfig(path: string, url: string, ca: string, cert: string, key: string): string {
   writeFileSync(
     path,
     `apiVersion: v1
@@ -177,8 +178,8 @@ export async function startControlPlane(): Promise<ControlPlane> {
   const pki = makePki(join(dir, 'pki'));
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const url = `https://127.0.0.1:${apiPort}`;
-  const adminKubeconfig = kubeconfig(join(dir, 'admin.kubeconfig'), url, pki.caCert, pki.adminCert, pki.adminKey);
-  const cmKubeconfig = kubeconfig(join(dir, 'controller-manager.kubeconfig'), url, pki.caCert, pki.controllerManagerCert, pki.controllerManagerKey);
+  const adminKubeconfig = writeKubeconfig(join(dir, 'admin.kubeconfig'), url, pki.caCert, pki.adminCert, pki.adminKey);
+  const cmKubeconfig = writeKubeconfig(join(dir, 'controller-manager.kubeconfig'), url, pki.caCert, pki.controllerManagerCert, pki.controllerManagerKey);
   const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
   let stopping = false;
 
