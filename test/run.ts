@@ -4,12 +4,12 @@
 //
 // What the machine lets the tests check is decided once, before the first file,
 // and printed: the control plane (test/support/tier.ts: real when
-// KUBEBUILDER_ASSETS has its binaries) and clients/go/ctrl's Go modules
-// (test/support/go.ts). A file that needs what is not there is not run: it is
-// counted as one skip, with the reason. When a file needs the control plane,
-// one is started for the whole run and stopped at its end, also when the run
-// is interrupted (test/support/cluster/). A skipped test is never a pass, and
-// a test that throws is never a skip.
+// KUBEBUILDER_ASSETS has its binaries, else the stand-in) and
+// clients/go/ctrl's Go modules (test/support/go.ts). A file that needs what is
+// not there is not run: it is counted as one skip, with the reason. When a
+// file needs the control plane, one is started for the whole run and stopped
+// at its end, also when the run is interrupted (test/support/cluster/). A
+// skipped test is never a pass, and a test that throws is never a skip.
 //
 // Each file gets a TMPDIR of its own, removed after it. What was left there
 // (beyond the test's own directories, which it removes itself), processes
@@ -94,7 +94,6 @@ if (files.some(needsCtrl)) process.stdout.write(`clients/go/ctrl: ${ctrlMissing 
 
 /** Why `file` cannot run here, or undefined. */
 function unmet(file: string): string | undefined {
-  if (tier?.kind === 'none' && needsCluster(file)) return tier.description;
   if (ctrlMissing && needsCtrl(file)) return ctrlMissing;
   return undefined;
 }

@@ -1,8 +1,10 @@
-// What this machine lets the tests check: whether a real control plane can be
-// started (test/support/cluster/binaries.ts). test/run.ts decides once per run
-// and hands the answer to every file in TEST_CLUSTER_TIER; a file started some
-// other way decides for itself. A test that needs the real thing is registered
-// through realOnly(): without it, it is skipped, and uvu counts it as skipped.
+// What this machine lets the tests check: the real control plane when one can
+// be started (test/support/cluster/binaries.ts), else the stand-in
+// (test/support/apiserver), which its contract suite holds to the real one.
+// test/run.ts decides once per run and hands the answer to every file in
+// TEST_CLUSTER_TIER; a file started some other way decides for itself. A test
+// the stand-in cannot honestly serve is registered through realOnly(): on the
+// stand-in it is skipped, with its reason, and uvu counts it as skipped.
 //
 // `node test/support/tier.ts` prints the tier (.ci/run does, before the tests).
 
@@ -13,11 +15,11 @@ export const TIER_VARIABLE = 'TEST_CLUSTER_TIER';
 
 export type ClusterTier =
   | { readonly kind: 'real'; readonly description: string }
-  | { readonly kind: 'none'; readonly description: string };
+  | { readonly kind: 'stand-in'; readonly description: string };
 
 function detect(): ClusterTier {
   const found = locateBinaries();
-  if ('missing' in found) return { kind: 'none', description: `no control plane: ${found.missing}` };
+  if ('missing' in found) return { kind: 'stand-in', description: `stand-in control plane (test/support/apiserver, held to the real one by its contract suite): no real one here, ${found.missing}` };
   return { kind: 'real', description: `real control plane: ${apiserverVersion(found)} from KUBEBUILDER_ASSETS=${process.env.KUBEBUILDER_ASSETS}` };
 }
 
@@ -31,7 +33,7 @@ export function clusterTier(): ClusterTier {
   return tier;
 }
 
-/** Registers `fn` as test `name` on the real control plane; elsewhere skips it, saying why. */
+/** Registers `fn` as test `name` on the real control plane; on the stand-in skips it, saying why. */
 export function realOnly(test: Test, name: string, reason: string, fn: () => Promise<void>): void {
   if (clusterTier().kind === 'real') {
     test(name, fn);

@@ -97,14 +97,15 @@ export class Authenticator {
  * name, if `may` allows each of them (the `impersonate` verb).
  */
 export function impersonate(req: IncomingMessage, user: UserInfo, may: (a: Attributes) => boolean): UserInfo {
-  const h = req.headers;
-  const asUser = h['impersonate-user'] as string | undefined;
-  const groups = ([] as string[]).concat((h['impersonate-group'] as string | string[] | undefined) ?? []);
-  const uid = h['impersonate-uid'] as string | undefined;
+  // Each header line is one value (Go's net/http); node joins repeated ones with ", " unless asked for them apart.
+  const h = req.headersDistinct;
+  const asUser = h['impersonate-user']?.[0];
+  const groups = h['impersonate-group'] ?? [];
+  const uid = h['impersonate-uid']?.[0];
   const extra: Record<string, string[]> = {};
-  for (const [name, value] of Object.entries(h)) {
-    if (!name.startsWith('impersonate-extra-')) continue;
-    extra[decodeURIComponent(name.slice('impersonate-extra-'.length))] = ([] as string[]).concat(value as string | string[]).flatMap((v) => v.split(',').map((x) => x.trim()));
+  for (const [name, values] of Object.entries(h)) {
+    if (!name.startsWith('impersonate-extra-') || !values) continue;
+    extra[decodeURIComponent(name.slice('impersonate-extra-'.length))] = values;
   }
   if (asUser === undefined) {
     if (groups.length > 0 || uid !== undefined || Object.keys(extra).length > 0) throw new ApiError(500, 'requested [' + [...groups.map((g) => `{Group ${g}}`)].join(' ') + '] without impersonating a user');

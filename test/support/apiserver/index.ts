@@ -65,6 +65,7 @@ export async function startStandIn(): Promise<ControlPlane> {
   };
   process.once('exit', onExit);
   return {
+    tier: 'stand-in',
     url,
     dir,
     caFile: pki.caCert,

@@ -1,21 +1,27 @@
 // An informer's view of the store: what kube-apiserver's authorizer and
-// authenticators read. It sees each change a little after it was made
-// (kubernetes-facts.md: a deleted role grants for about 0.1-0.2 s more).
+// authenticators read. It sees the changes in order, each a little after it
+// was made: a deletion after `deleteLagMs` (kubernetes-facts.md: a deleted role
+// or binding grants for about 0.1-0.2 s more, calls were refused 55-75 ms after
+// Helm's DELETE), other changes after a few milliseconds.
 
 import type { Change, KubeObject, Store } from './store.ts';
+
+/** How long a watch event takes to reach an informer on loopback. */
+const WATCH_DELIVERY_MS = 5;
 
 const keyOf = (namespace: string | undefined, name: string) => `${namespace ?? ''}\u0000${name}`;
 
 export class InformerView {
   readonly #objects = new Map<string, Map<string, KubeObject>>();
-  readonly #lagMs: number;
-  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #deleteLagMs: number;
+  readonly #queue: { change: Change; due: number }[] = [];
+  #timer?: NodeJS.Timeout;
   readonly #onChange: (c: Change) => void;
   readonly #store: Store;
 
-  constructor(store: Store, storages: readonly string[], lagMs: number) {
+  constructor(store: Store, storages: readonly string[], deleteLagMs: number) {
     this.#store = store;
-    this.#lagMs = lagMs;
+    this.#deleteLagMs = deleteLagMs;
     for (const s of storages) {
       const m = new Map<string, KubeObject>();
       for (const o of store.list(s)) m.set(keyOf(o.metadata.namespace, o.metadata.name), o);
@@ -23,14 +29,22 @@ export class InformerView {
     }
     this.#onChange = (c) => {
       if (!this.#objects.has(c.storage)) return;
-      if (this.#lagMs <= 0) return this.#apply(c);
-      const timer = setTimeout(() => {
-        this.#timers.delete(timer);
-        this.#apply(c);
-      }, this.#lagMs);
-      this.#timers.add(timer);
+      const lag = c.type === 'DELETED' ? this.#deleteLagMs : Math.min(this.#deleteLagMs, WATCH_DELIVERY_MS);
+      const last = this.#queue.at(-1)?.due ?? 0;
+      this.#queue.push({ change: c, due: Math.max(last, performance.now() + lag) });
+      this.#schedule();
     };
     store.on('change', this.#onChange);
+  }
+
+  #schedule(): void {
+    if (this.#timer || this.#queue.length === 0) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      const now = performance.now();
+      while (this.#queue.length > 0 && this.#queue[0]!.due <= now) this.#apply(this.#queue.shift()!.change);
+      this.#schedule();
+    }, Math.max(0, this.#queue[0]!.due - performance.now()));
   }
 
   #apply(c: Change): void {
@@ -56,6 +70,6 @@ export class InformerView {
 
   close(): void {
     this.#store.off('change', this.#onChange);
-    for (const t of this.#timers) clearTimeout(t);
+    clearTimeout(this.#timer);
   }
 }

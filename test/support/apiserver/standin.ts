@@ -18,8 +18,8 @@ import { TokenIssuer } from './tokens.ts';
 
 export interface StandInOptions {
   readonly pki: Pki;
-  /** How long the authorizer and the token authenticator lag behind a change (default 100 ms; kubernetes-facts.md). */
-  readonly informerLagMs?: number;
+  /** How long the authorizer and the token authenticator go on seeing a deleted object (default 100 ms; kubernetes-facts.md). */
+  readonly deleteLagMs?: number;
 }
 
 const RBAC_STORAGES = ['rbac.authorization.k8s.io/clusterroles', 'rbac.authorization.k8s.io/clusterrolebindings', 'rbac.authorization.k8s.io/roles', 'rbac.authorization.k8s.io/rolebindings'];
@@ -36,7 +36,7 @@ export class StandIn {
 
   constructor(options: StandInOptions) {
     const { pki } = options;
-    this.#view = new InformerView(this.store, [...RBAC_STORAGES, '/serviceaccounts', '/pods', '/secrets', '/nodes'], options.informerLagMs ?? 100);
+    this.#view = new InformerView(this.store, [...RBAC_STORAGES, '/serviceaccounts', '/pods', '/secrets', '/nodes'], options.deleteLagMs ?? 100);
     const view = this.#view;
     const rbac: RbacView = {
       clusterRoles: () => view.list(RBAC_STORAGES[0]!),

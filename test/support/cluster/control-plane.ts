@@ -15,6 +15,8 @@ import { makePki } from './pki.ts';
 
 /** What a test process needs to reach a control plane (the runner hands it over as a JSON file). */
 export interface ControlPlaneState {
+  /** Which control plane: the real binaries, or the stand-in (test/support/apiserver). */
+  readonly tier: 'real' | 'stand-in';
   readonly url: string;
   readonly dir: string;
   readonly caFile: string;
@@ -245,6 +247,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
   }
 
   return {
+    tier: 'real',
     url,
     dir,
     caFile: pki.caCert,
@@ -275,6 +278,6 @@ export async function startControlPlane(): Promise<ControlPlane> {
 
 /** The part of a control plane a test process in another process gets. */
 export function stateOf(cp: ControlPlane): ControlPlaneState {
-  const { url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey } = cp;
-  return { url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey };
+  const { tier, url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey } = cp;
+  return { tier, url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey };
 }

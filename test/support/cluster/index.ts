@@ -1,4 +1,5 @@
-// The real control plane for a test file; see README.md beside this file.
+// The control plane for a test file, real or the stand-in (test/support/tier.ts);
+// see README.md beside this file.
 //
 //   const cluster = await useCluster();          // the run's shared control plane
 //   const ns = await cluster.namespace('guard'); // fresh, deleted (and waited for) at the end of the file
@@ -13,7 +14,8 @@ import { join } from 'node:path';
 import { onFileEnd } from '../file-end.ts';
 import { within } from '../wait.ts';
 import { Api } from './api.ts';
-import { type ControlPlane, type ControlPlaneState, startControlPlane } from './control-plane.ts';
+import type { ControlPlane, ControlPlaneState } from './control-plane.ts';
+import { startTierControlPlane } from './start.ts';
 
 export { Api, ApiCallError } from './api.ts';
 export type { ApiResponse, WatchEvent } from './api.ts';
@@ -46,6 +48,8 @@ export interface Namespace {
 }
 
 export class TestCluster {
+  /** Which control plane this is: the real binaries, or the stand-in. */
+  readonly tier: 'real' | 'stand-in';
   readonly url: string;
   readonly caFile: string;
   readonly ca: string;
@@ -61,6 +65,7 @@ export class TestCluster {
 
   constructor(state: ControlPlaneState, options: { cleanUp?: boolean } = {}) {
     this.state = state;
+    this.tier = state.tier;
     this.url = state.url;
     this.caFile = state.caFile;
     this.ca = readFileSync(state.caFile, 'utf8');
@@ -230,7 +235,7 @@ export function useCluster(): Promise<TestCluster> {
  * server or stop the controller-manager; stopped at the end of the file.
  */
 export async function privateCluster(): Promise<{ cluster: TestCluster; controlPlane: ControlPlane }> {
-  const controlPlane = await startControlPlane();
+  const controlPlane = await startTierControlPlane();
   onFileEnd(() => controlPlane.stop());
   return { cluster: new TestCluster(controlPlane, { cleanUp: false }), controlPlane };
 }
