@@ -1,27 +1,26 @@
 // An informer's view of the store: what kube-apiserver's authorizer and
-// authenticators read. It sees the changes in order, each a little after it
-// was made: a deletion after `deleteLagMs` (kubernetes-facts.md: a deleted role
-// or binding grants for about 0.1-0.2 s more, calls were refused 55-75 ms after
-// Helm's DELETE), other changes after a few milliseconds.
+// authenticators read. It sees the changes in order, each `lagMs` after it was
+// made (a watch event's way to an informer): a deleted role or binding grants,
+// and a deleted pod's token is accepted, for that long after the delete.
+// kubernetes-facts.md saw the permission gone within 0.1-0.2 s, calls refused
+// 55-75 ms after Helm's DELETE, on a loaded machine where each request took
+// tens of milliseconds: the lag is a few requests long, not a fixed time.
 
 import type { Change, KubeObject, Store } from './store.ts';
-
-/** How long a watch event takes to reach an informer on loopback. */
-const WATCH_DELIVERY_MS = 5;
 
 const keyOf = (namespace: string | undefined, name: string) => `${namespace ?? ''}\u0000${name}`;
 
 export class InformerView {
   readonly #objects = new Map<string, Map<string, KubeObject>>();
-  readonly #deleteLagMs: number;
+  readonly #lagMs: number;
   readonly #queue: { change: Change; due: number }[] = [];
   #timer?: NodeJS.Timeout;
   readonly #onChange: (c: Change) => void;
   readonly #store: Store;
 
-  constructor(store: Store, storages: readonly string[], deleteLagMs: number) {
+  constructor(store: Store, storages: readonly string[], lagMs: number) {
     this.#store = store;
-    this.#deleteLagMs = deleteLagMs;
+    this.#lagMs = lagMs;
     for (const s of storages) {
       const m = new Map<string, KubeObject>();
       for (const o of store.list(s)) m.set(keyOf(o.metadata.namespace, o.metadata.name), o);
@@ -29,9 +28,8 @@ export class InformerView {
     }
     this.#onChange = (c) => {
       if (!this.#objects.has(c.storage)) return;
-      const lag = c.type === 'DELETED' ? this.#deleteLagMs : Math.min(this.#deleteLagMs, WATCH_DELIVERY_MS);
       const last = this.#queue.at(-1)?.due ?? 0;
-      this.#queue.push({ change: c, due: Math.max(last, performance.now() + lag) });
+      this.#queue.push({ change: c, due: Math.max(last, performance.now() + this.#lagMs) });
       this.#schedule();
     };
     store.on('change', this.#onChange);

@@ -5,6 +5,7 @@
 // watch, the subresources (status, binding, eviction, token, finalize) and
 // the reviews (SelfSubjectReview, SelfSubjectAccessReview, TokenReview, ...).
 
+import { createWriteStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
@@ -14,6 +15,7 @@ import { ApiError, badRequest, conflict, forbidden, methodNotAllowed, notFound, 
 import { discovery, openApi } from './discovery.ts';
 import type { InformerView } from './informer.ts';
 import { APPLY_PATCH } from './patch.ts';
+import { decodeProtobuf, isProtobuf } from './protobuf.ts';
 import { type Attributes, type RbacView, type UserInfo, authorize, isSuperuser, rulesFor } from './rbac.ts';
 import type { DeleteOptions, Registry } from './registry.ts';
 import { type ResourceType, apiVersionOf } from './resources.ts';
@@ -104,6 +106,8 @@ export class ApiServer {
   readonly #authn: Authenticator;
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
+  /** STANDIN_REQUEST_LOG=FILE: one line per request, for looking into what a client sent. */
+  readonly #log = process.env.STANDIN_REQUEST_LOG ? createWriteStream(process.env.STANDIN_REQUEST_LOG, { flags: 'a' }) : undefined;
   #port = 0;
 
   constructor(options: ServerOptions) {
@@ -141,6 +145,10 @@ export class ApiServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.#log) {
+      const t0 = performance.now();
+      res.on('close', () => this.#log!.write(`${new Date().toISOString()} ${req.method} ${req.url} ${req.headers['content-type'] ?? '-'} ${req.headers['user-agent'] ?? '-'} ${res.statusCode} ${(performance.now() - t0).toFixed(1)}ms\n`));
+    }
     try {
       const url = new URL(req.url ?? '/', 'https://127.0.0.1');
       const info = requestInfo(req.method ?? 'GET', url);
@@ -169,6 +177,7 @@ export class ApiServer {
 
   #decode(raw: Buffer, contentType: string): unknown {
     if (raw.length === 0) return undefined;
+    if (isProtobuf(contentType)) return decodeProtobuf(raw);
     const text = raw.toString('utf8');
     if (contentType === APPLY_PATCH || contentType === 'application/yaml') {
       try {
@@ -177,7 +186,6 @@ export class ApiServer {
         throw badRequest(`error converting YAML to JSON: ${(err as Error).message}`);
       }
     }
-    if (contentType.includes('protobuf')) throw new ApiError(415, `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
     try {
       return JSON.parse(text);
     } catch (err) {

@@ -18,11 +18,13 @@ import { TokenIssuer } from './tokens.ts';
 
 export interface StandInOptions {
   readonly pki: Pki;
-  /** How long the authorizer and the token authenticator go on seeing a deleted object (default 100 ms; kubernetes-facts.md). */
-  readonly deleteLagMs?: number;
+  /** How long the authorizer and the token authenticator lag behind the store (informer.ts). */
+  readonly informerLagMs?: number;
 }
 
 const RBAC_STORAGES = ['rbac.authorization.k8s.io/clusterroles', 'rbac.authorization.k8s.io/clusterrolebindings', 'rbac.authorization.k8s.io/roles', 'rbac.authorization.k8s.io/rolebindings'];
+/** A watch event's way to an informer: a few requests' time on this server. */
+const INFORMER_LAG_MS = 5;
 const SYSTEM = { user: { name: 'system:apiserver', groups: ['system:masters'] } };
 
 export class StandIn {
@@ -36,7 +38,7 @@ export class StandIn {
 
   constructor(options: StandInOptions) {
     const { pki } = options;
-    this.#view = new InformerView(this.store, [...RBAC_STORAGES, '/serviceaccounts', '/pods', '/secrets', '/nodes'], options.deleteLagMs ?? 100);
+    this.#view = new InformerView(this.store, [...RBAC_STORAGES, '/serviceaccounts', '/pods', '/secrets', '/nodes'], options.informerLagMs ?? INFORMER_LAG_MS);
     const view = this.#view;
     const rbac: RbacView = {
       clusterRoles: () => view.list(RBAC_STORAGES[0]!),
