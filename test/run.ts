@@ -36,7 +36,7 @@ const filters = process.argv.slice(2);
 function find(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const path = join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'fixtures' || e.name === 'support' ? [] : find(path);
+    if (e.isDirectory()) return e.name === 'fixtures' ? [] : find(path);
     return e.name.endsWith('.test.ts') ? [path] : [];
   });
 }

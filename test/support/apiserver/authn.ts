@@ -16,7 +16,7 @@ export const DELETION_LEEWAY_MS = 60_000;
 /** kube-apiserver caches a successful token check this long (--token-auth-cache-ttl... the authenticator's successTTL). */
 export const TOKEN_CACHE_MS = 10_000;
 
-export const UNAUTHORIZED = () => new ApiError(401, 'Unauthorized', { details: {} });
+export const UNAUTHORIZED = () => new ApiError(401, 'Unauthorized');
 
 export const ANONYMOUS: UserInfo = { name: 'system:anonymous', groups: ['system:unauthenticated'] };
 

@@ -6,7 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import { notFoundPath } from './errors.ts';
-import { type ResourceType, type ResourceTypes, apiVersionOf } from './resources.ts';
+import type { ResourceType, ResourceTypes } from './resources.ts';
 
 export const KUBE_VERSION = { major: '1', minor: '32', gitVersion: 'v1.32.6', gitCommit: 'stand-in', gitTreeState: 'clean', buildDate: '2025-06-17T00:00:00Z', goVersion: 'go1.23.10', compiler: 'gc', platform: 'linux/amd64' };
 
@@ -107,5 +107,3 @@ function gvDocument(types: ResourceTypes, group: string, version: string): unkno
   }
   return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.32.6' }, paths, components: { schemas: {} } };
 }
-
-export const apiVersionPath = (t: ResourceType) => `/${t.group ? 'apis' : 'api'}/${apiVersionOf(t)}`;

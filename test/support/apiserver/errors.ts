@@ -4,7 +4,7 @@
 export interface StatusCause {
   readonly reason: string;
   readonly message: string;
-  readonly field: string;
+  readonly field?: string;
 }
 
 export interface StatusDetails {
@@ -61,7 +61,8 @@ export interface Subject {
 /** "clusterroles.rbac.authorization.k8s.io", "pods": how the API server names a resource in messages. */
 export const qualified = (resource: string, group: string): string => (group ? `${resource}.${group}` : resource);
 
-const details = (s: Subject): StatusDetails => ({ ...(s.name !== undefined && { name: s.name }), group: s.group, kind: s.resource });
+// Empty fields are left out, as Go's omitempty does.
+const details = (s: Subject): StatusDetails => ({ ...(s.name && { name: s.name }), ...(s.group && { group: s.group }), kind: s.resource });
 
 export const notFound = (s: Subject): ApiError => new ApiError(404, `${qualified(s.resource, s.group)} "${s.name}" not found`, { details: details(s) });
 
@@ -93,6 +94,6 @@ export function invalid(kind: string, group: string, name: string, errors: reado
   const text = errors.map((e) => `${e.field}: ${e.message}`);
   const joined = text.length === 1 ? text[0] : `[${text.join(', ')}]`;
   return new ApiError(422, `${qualified(kind, group)} "${name}" is invalid: ${joined}`, {
-    details: { name, group, kind, causes: errors.map((e) => ({ reason: e.reason ?? 'FieldValueInvalid', message: e.message, field: e.field })) },
+    details: { ...(name && { name }), ...(group && { group }), kind, causes: errors.map((e) => ({ reason: e.reason ?? 'FieldValueInvalid', message: e.message, field: e.field })) },
   });
 }

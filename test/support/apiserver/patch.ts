@@ -134,7 +134,7 @@ interface Op {
 // kube-apiserver answers a JSON patch it cannot apply with a generic 422 whose cause
 // carries evanphx/json-patch's message (apimachinery NewGenericServerResponse).
 const patchError = (message: string) =>
-  new ApiError(422, 'the server rejected our request due to an error in our request', { details: { group: '', kind: '', name: '', causes: [{ reason: 'UnexpectedServerResponse', message, field: '' }] } });
+  new ApiError(422, 'the server rejected our request due to an error in our request', { details: { causes: [{ reason: 'UnexpectedServerResponse', message }] } });
 
 function pointer(path: unknown): string[] {
   if (typeof path !== 'string') throw patchError('missing path');

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { applyPatch as serverSideApply } from './apply.ts';
 import { crdWrite, pruneCustomResource } from './crd.ts';
-import { ApiError, MODIFIED, alreadyExists, badRequest, conflict, forbidden, invalid, notFound, qualified } from './errors.ts';
+import { ApiError, MODIFIED, alreadyExists, badRequest, conflict, forbidden, invalid, notFound } from './errors.ts';
 import { fromEventsV1, toEventsV1 } from './events.ts';
 import { APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, jsonPatch, mergePatch, strategicMergePatch, unsupportedPatch } from './patch.ts';
 import type { RbacView, UserInfo } from './rbac.ts';
@@ -88,7 +88,7 @@ export class Registry {
 
   list(type: ResourceType, namespace: string | undefined, query: ListQuery = {}): { items: KubeObject[]; resourceVersion: string } {
     const byLabel = labelSelector(query.labelSelector);
-    const byField = fieldSelector(query.fieldSelector, type, query.labelSelector ?? '');
+    const byField = fieldSelector(query.fieldSelector, type);
     const items = this.store.list(type.storage, type.namespaced ? namespace : undefined).map((o) => this.served(type, o)).filter((o) => byLabel(o) && byField(o));
     return { items, resourceVersion: String(this.store.rv) };
   }
@@ -122,7 +122,7 @@ export class Registry {
     meta.uid = randomUUID();
     meta.creationTimestamp = timestamp(this.#now());
     if (type.generation) meta.generation = 1;
-    if (Array.isArray(meta.finalizers) && meta.finalizers.length === 0) delete meta.finalizers;
+    dropEmpty(meta);
     // Status is the controllers' to write: a create sets none for types with a status subresource.
     if (type.subresources.status && !type.crd) delete obj.status;
     if (type.crd) {
@@ -217,9 +217,7 @@ export class Registry {
       if (isCrd(type)) crdWrite(obj, stored);
     }
     if (!type.crd) normalizeTimes(obj, type.kind);
-    if (Array.isArray(obj.metadata.finalizers) && obj.metadata.finalizers.length === 0) delete obj.metadata.finalizers;
-    if (obj.metadata.labels && Object.keys(obj.metadata.labels).length === 0) delete obj.metadata.labels;
-    if (obj.metadata.annotations && Object.keys(obj.metadata.annotations).length === 0) delete obj.metadata.annotations;
+    dropEmpty(obj.metadata);
     obj.apiVersion = stored.apiVersion;
     obj.kind = stored.kind;
     if (type.crd) obj.apiVersion = apiVersionOf(type);
@@ -284,10 +282,12 @@ export class Registry {
     const ns = type.namespaced ? namespace : undefined;
     const stored = this.store.get(type.storage, ns, name);
     if (!stored) throw notFound(subjectOf(type, name));
+    // rest.BeforeDelete checks the preconditions first, naming the kind.
     const pre = options.preconditions ?? {};
-    if (pre.uid && pre.uid !== stored.metadata.uid) throw conflict(subjectOf(type, name), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${stored.metadata.uid}`);
+    const byKind = { resource: type.kind, group: type.group, name };
+    if (pre.uid && pre.uid !== stored.metadata.uid) throw conflict(byKind, `the UID in the precondition (${pre.uid}) does not match the UID in record (${stored.metadata.uid}). The object might have been deleted and then recreated`);
     if (pre.resourceVersion && pre.resourceVersion !== stored.metadata.resourceVersion) {
-      throw conflict(subjectOf(type, name), `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${stored.metadata.resourceVersion}`);
+      throw conflict(byKind, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${stored.metadata.resourceVersion}). The object might have been modified`);
     }
     if (isNamespace(type) && IMMORTAL.has(name)) throw forbidden(subjectOf(type, name), 'this namespace may not be deleted');
     const now = this.#now();
@@ -396,8 +396,14 @@ export class Registry {
   }
 }
 
+/** Empty lists and maps of metadata are left out, as Go's omitempty does. */
+function dropEmpty(meta: Record<string, any>): void {
+  for (const f of ['finalizers', 'ownerReferences', 'managedFields']) if (Array.isArray(meta[f]) && meta[f].length === 0) delete meta[f];
+  for (const f of ['labels', 'annotations']) if (meta[f] && typeof meta[f] === 'object' && Object.keys(meta[f]).length === 0) delete meta[f];
+}
+
 function successStatus(type: ResourceType, name: string, uid: string): KubeObject {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, group: type.group, kind: type.resource, uid } } as unknown as KubeObject;
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, ...(type.group && { group: type.group }), kind: type.resource, uid } } as unknown as KubeObject;
 }
 
 /** The CRD's Terminating condition on its first delete (apiextensions customresourcedefinition/etcd.go). */
@@ -410,4 +416,3 @@ function crdTerminating(crd: KubeObject, now: number): void {
   ];
 }
 
-export { qualified };

@@ -66,16 +66,15 @@ const fieldValue = (obj: KubeObject, path: string): string => {
   return actual === undefined || actual === null ? '' : String(actual);
 };
 
-/** A field selector; an unsupported field is a 400 worded as kube-apiserver's list handler words it. */
-export function fieldSelector(text: string | undefined, type: ResourceType, labels = ''): Selector {
+/** A field selector; an unsupported field is a 400 naming it (kubectl adds "Unable to find ..." itself). */
+export function fieldSelector(text: string | undefined, type: ResourceType): Selector {
   if (!text) return () => true;
-  const gvr = `${type.group}/${type.version}, Resource=${type.resource}`;
   const supported = ['metadata.name', 'metadata.namespace', ...(FIELDS[type.storage] ?? [])];
   const reqs = splitTopLevel(text).map((part) => {
     const m = /^([^=!\s]+)\s*(==|=|!=)\s*(.*)$/.exec(part);
     if (!m) throw new ApiError(400, `invalid selector: '${text}'; can't understand '${part}'`);
     const [, path, op, value] = m;
-    if (!supported.includes(path!)) throw new ApiError(400, `Unable to find "${gvr}" that match label selector "${labels}", field selector "${text}": field label not supported: ${path}`);
+    if (!supported.includes(path!)) throw new ApiError(400, `field label not supported: ${path}`);
     return (obj: KubeObject) => (op === '!=' ? fieldValue(obj, path!) !== value : fieldValue(obj, path!) === value);
   });
   return (obj) => reqs.every((r) => r(obj));

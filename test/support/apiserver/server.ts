@@ -11,15 +11,14 @@ import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { Authenticator, impersonate } from './authn.ts';
-import { ApiError, badRequest, conflict, forbidden, methodNotAllowed, notFound, notFoundPath, qualified } from './errors.ts';
+import { ApiError, badRequest, conflict, forbidden, invalid, methodNotAllowed, notFound, notFoundPath } from './errors.ts';
 import { discovery, openApi } from './discovery.ts';
 import type { InformerView } from './informer.ts';
 import { APPLY_PATCH } from './patch.ts';
 import { decodeProtobuf, isProtobuf } from './protobuf.ts';
 import { type Attributes, type RbacView, type UserInfo, authorize, isSuperuser, rulesFor } from './rbac.ts';
 import type { DeleteOptions, Registry } from './registry.ts';
-import { type ResourceType, apiVersionOf } from './resources.ts';
-import type { KubeObject } from './store.ts';
+import { type ResourceType, apiVersionOf, groupOf, versionOf } from './resources.ts';
 import { timestamp } from './strategies.ts';
 import { ISSUER, type TokenIssuer } from './tokens.ts';
 import { serveWatch } from './watch.ts';
@@ -162,7 +161,7 @@ export class ApiServer {
       const contentType = req.headers['content-type']?.split(';')[0]?.trim() ?? '';
       const body = this.#decode(raw, contentType);
       if (info.query.dryRun) throw badRequest('dryRun is not supported by this API server (the stand-in); leave it out');
-      await this.#resource(req, res, info, user, body, contentType);
+      await this.#resource(res, info, user, body, contentType);
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError(500, `Internal error occurred: ${(err as Error)?.stack ?? err}`);
       if (!res.headersSent) json(res, e.code, e.toStatus());
@@ -215,7 +214,7 @@ export class ApiServer {
     json(res, 200, body);
   }
 
-  async #resource(req: IncomingMessage, res: ServerResponse, info: RequestInfo, user: UserInfo, body: unknown, contentType: string): Promise<void> {
+  async #resource(res: ServerResponse, info: RequestInfo, user: UserInfo, body: unknown, contentType: string): Promise<void> {
     const registry = this.#options.registry;
     const type = info.resource === undefined ? undefined : registry.types.find(info.group, info.version, info.resource);
     if (!type || (info.namespace !== undefined && !type.namespaced && info.resource !== 'namespaces')) throw notFoundPath();
@@ -226,7 +225,7 @@ export class ApiServer {
     if (type.virtual) return json(res, 201, this.#review(type, info, user, body));
     const caller = { user, fieldManager: info.query.fieldManager, force: info.query.force === 'true' };
     const name = type.resource === 'namespaces' && info.name === undefined && info.namespace !== undefined ? info.namespace : info.name;
-    if (sub === 'binding') return json(res, 201, this.#bind(type, namespace!, name!, body, caller));
+    if (sub === 'binding') return json(res, 201, this.#bind(type, namespace!, name!, body));
     if (sub === 'eviction') return json(res, 201, this.#evict(type, namespace!, name!, body, caller));
     if (sub === 'token') return json(res, 201, this.#tokenRequest(namespace!, name!, body));
     switch (info.verb) {
@@ -264,13 +263,12 @@ export class ApiServer {
       case 'deletecollection':
         return json(res, 200, registry.deleteCollection(type, namespace, deleteOptions(body, info.query), info.query, caller));
       default:
-        void req;
         throw methodNotAllowed();
     }
   }
 
   /** pods/binding: the scheduler's (or kubelet's) assignment of a pod to a node. */
-  #bind(type: ResourceType, namespace: string, name: string, body: any, caller: { user: UserInfo }): unknown {
+  #bind(type: ResourceType, namespace: string, name: string, body: any): unknown {
     const registry = this.#options.registry;
     const pod = registry.get(type, namespace, name);
     const node = body?.target?.name;
@@ -284,7 +282,6 @@ export class ApiServer {
     const conditions = (stored.status?.conditions ?? []).filter((c: any) => c.type !== 'PodScheduled');
     stored.status = { ...stored.status, conditions: [...conditions, { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: timestamp(registry.now()) }] };
     registry.store.update(type.storage, stored);
-    void caller;
     return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 };
   }
 
@@ -311,18 +308,21 @@ export class ApiServer {
     this.#admitNamespaced(namespace, name);
     const spec = body?.spec ?? {};
     const expirationSeconds = spec.expirationSeconds ?? 3600;
-    if (expirationSeconds < 600) throw new ApiError(422, `TokenRequest.authentication.k8s.io "${name}" is invalid: spec.expirationSeconds: Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`);
-    if (expirationSeconds > 2 ** 32) throw new ApiError(422, `TokenRequest.authentication.k8s.io "${name}" is invalid: spec.expirationSeconds: Invalid value: ${expirationSeconds}: may not specify a duration larger than 2^32 seconds`);
+    // The TokenRequest's own name (usually none) is what the message names (ValidateTokenRequest).
+    const own = body?.metadata?.name ?? '';
+    if (expirationSeconds < 600) throw invalid('TokenRequest', 'authentication.k8s.io', own, [{ field: 'spec.expirationSeconds', message: `Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes` }]);
+    if (expirationSeconds > 2 ** 32) throw invalid('TokenRequest', 'authentication.k8s.io', own, [{ field: 'spec.expirationSeconds', message: `Invalid value: ${expirationSeconds}: may not specify a duration larger than 2^32 seconds` }]);
     const ref = spec.boundObjectRef;
     let pod: { name: string; uid: string } | undefined;
     let secret: { name: string; uid: string } | undefined;
     let node: { name: string; uid: string } | undefined;
     if (ref) {
-      const storage = ({ Pod: '/pods', Secret: '/secrets', Node: '/nodes' } as Record<string, string>)[ref.kind];
-      if (!storage || ref.apiVersion !== 'v1') throw badRequest(`cannot bind token for object of type ${ref.apiVersion ?? ''}, Kind=${ref.kind}`);
+      const storage = ref.apiVersion === 'v1' ? ({ Pod: '/pods', Secret: '/secrets', Node: '/nodes' } as Record<string, string>)[ref.kind] : undefined;
+      if (!storage) throw badRequest(`cannot bind token to object of type ${groupOf(ref.apiVersion ?? '')}/${versionOf(ref.apiVersion ?? '')}, Kind=${ref.kind}`);
       const o = registry.store.get(storage, ref.kind === 'Node' ? undefined : namespace, ref.name);
       if (!o) throw notFound({ resource: storage.slice(1), group: '', name: ref.name });
-      if (ref.uid && ref.uid !== o.metadata.uid) throw conflict({ resource: storage.slice(1), group: '', name: ref.name }, `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`);
+      if (ref.kind === 'Pod' && o.spec?.serviceAccountName !== name) throw badRequest(`cannot bind token for serviceaccount "${name}" to pod running with different serviceaccount name.`);
+      if (ref.uid && ref.uid !== o.metadata.uid) throw conflict({ resource: ref.kind, group: '', name: ref.name }, `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`);
       const bound = { name: o.metadata.name, uid: o.metadata.uid };
       if (ref.kind === 'Pod') {
         pod = bound;
@@ -375,7 +375,7 @@ export class ApiServer {
         const a: Attributes = r
           ? { verb: r.verb ?? '', apiGroup: r.group ?? '', resource: r.resource ?? '', subresource: r.subresource || undefined, namespace: type.resource === 'localsubjectaccessreviews' ? info.namespace : r.namespace || undefined, name: r.name || undefined, path: '' }
           : { verb: n?.verb ?? '', path: n?.path ?? '' };
-        const allowed = this.#allowedFor(who, a);
+        const allowed = authorize(this.#options.rbac, who, a);
         return { ...base, spec, status: { allowed, ...(allowed && !isSuperuser(who) && { reason: 'RBAC: allowed' }) } };
       }
       case 'selfsubjectrulesreviews': {
@@ -389,10 +389,6 @@ export class ApiServer {
     }
   }
 
-  #allowedFor(user: UserInfo, a: Attributes): boolean {
-    // A wildcard review ("*" verb, group and resource) asks about everything: only a superuser or a rule of stars has it.
-    return authorize(this.#options.rbac, user, a);
-  }
 }
 
 function deleteOptions(body: any, query: Record<string, string>): DeleteOptions {
@@ -406,5 +402,3 @@ function deleteOptions(body: any, query: Record<string, string>): DeleteOptions 
   return { propagationPolicy: policy, gracePeriodSeconds: grace, orphanDependents: orphan, preconditions: b.preconditions };
 }
 
-export { qualified };
-export type { KubeObject };

@@ -26,7 +26,7 @@ export interface WatchQuery {
 /** Streams the watch on `res` until the client goes, `timeoutSeconds` pass, or the server stops (the response is destroyed). */
 export function serveWatch(registry: Registry, type: ResourceType, namespace: string | undefined, query: WatchQuery, res: ServerResponse): void {
   const byLabel = labelSelector(query.labelSelector);
-  const byField = fieldSelector(query.fieldSelector, type, query.labelSelector ?? '');
+  const byField = fieldSelector(query.fieldSelector, type);
   const matches: Selector = (o) => (namespace === undefined || o.metadata.namespace === namespace) && byLabel(o) && byField(o);
   const bookmarks = query.allowWatchBookmarks === 'true' || query.allowWatchBookmarks === '1';
   const initial = query.sendInitialEvents === 'true';
