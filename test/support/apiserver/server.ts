@@ -105,6 +105,7 @@ export class ApiServer {
   readonly #authn: Authenticator;
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
+  readonly #inFlight = new WeakMap<Socket, ServerResponse>();
   /** STANDIN_REQUEST_LOG=FILE: one line per request, for looking into what a client sent. */
   readonly #log = process.env.STANDIN_REQUEST_LOG ? createWriteStream(process.env.STANDIN_REQUEST_LOG, { flags: 'a' }) : undefined;
   #port = 0;
@@ -117,6 +118,14 @@ export class ApiServer {
     this.#server.on('connection', (s: Socket) => {
       this.#sockets.add(s);
       s.on('close', () => this.#sockets.delete(s));
+    });
+    // Bytes after a request that declared no body (a DELETE's DeleteOptions sent without
+    // Content-Length) are no request: as Go's server does, the request before them is answered
+    // as it came (with no body) and the connection is closed after it.
+    this.#server.on('clientError', (_err, socket) => {
+      const pending = this.#inFlight.get(socket as Socket);
+      if (pending) pending.once('finish', () => socket.end());
+      else if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     });
   }
 
@@ -144,6 +153,8 @@ export class ApiServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.#inFlight.set(req.socket, res);
+    res.once('finish', () => this.#inFlight.delete(req.socket));
     if (this.#log) {
       const t0 = performance.now();
       res.on('close', () => this.#log!.write(`${new Date().toISOString()} ${req.method} ${req.url} ${req.headers['content-type'] ?? '-'} ${req.headers['user-agent'] ?? '-'} ${res.statusCode} ${(performance.now() - t0).toFixed(1)}ms\n`));
