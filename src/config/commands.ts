@@ -35,6 +35,8 @@ export interface ReleaseConfig extends GuardQueryConfig {
   readonly all: boolean;
   /** undefined: one pass. */
   readonly waitMs?: number;
+  /** Deleted once no live holder is left. */
+  readonly remove: readonly GuardTarget[];
 }
 
 export interface StatusConfig extends GuardQueryConfig {
@@ -86,7 +88,8 @@ export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
   if (all && !setting(args, 'yes')) {
     throw new ConfigError('DG_CONFIG_CONFIRM', '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
   }
-  return Object.freeze({ ...query, all, waitMs: args.values.waitMs });
+  const remove = args.values.delete === undefined ? [] : parseGuardList(args.values.delete, args.sources.delete ?? '--delete');
+  return Object.freeze({ ...query, all, waitMs: args.values.waitMs, remove: Object.freeze(remove) });
 }
 
 export function resolveStatusConfig(args: ParsedArgs): StatusConfig {

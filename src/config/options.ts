@@ -38,6 +38,7 @@ export interface OptionValues {
   all: boolean;
   yes: boolean;
   waitMs: number;
+  delete: string;
   output: 'text' | 'json';
   idleMetrics: URL;
 }
@@ -348,6 +349,11 @@ export const RELEASE_OPTIONS: readonly OptionSpec[] = [
     key: 'waitMs', flag: 'wait', value: 'DURATION', parse: duration, commands: ['release'],
     description: 'keep going until no holder finalizer is left on the objects, removing each as its holder goes stale, for at most DURATION (a post-delete hook runs while the operator pods still drain); exit 1 if live holders remain then',
     defaultText: 'one pass',
+  },
+  {
+    key: 'delete', flag: 'delete', value: 'LIST', parse: nonEmpty, commands: ['release'], flagOnly: true,
+    description: "then delete these objects (the same form as --guard), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives",
+    defaultText: 'delete nothing',
   },
 ];
 
