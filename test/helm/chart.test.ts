@@ -118,16 +118,27 @@ for (const mode of MODES) {
     ]);
   });
 
-  test(`${mode}: the post-delete hook may get and patch the guarded objects and read Leases; it runs release --wait on the guard list`, () => {
+  test(`${mode}: drainguard's own RBAC is kept through the uninstall, and nothing else is`, () => {
+    const kept = objects.filter((o) => o.metadata.annotations?.['helm.sh/resource-policy'] === 'keep');
+    assert.equal(kept.map((o) => `${o.kind}/${o.metadata.name}`).sort(), objects.filter(isDrainguard).map((o) => `${o.kind}/${o.metadata.name}`).sort());
+    assert.is(kept.length, 4);
+  });
+
+  test(`${mode}: the post-delete hook may get and patch the guarded objects, read Leases and delete drainguard's own RBAC; it runs release --wait --delete`, () => {
     const hooks = objects.filter((o) => hookOf(o) === 'post-delete');
     const guard = guardOf(theDeployment(objects));
+    const own = objects.filter(isDrainguard).map((o) => `${o.kind.toLowerCase()}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`);
     assert.equal(grants(ofKind(hooks, 'ClusterRole').concat(ofKind(hooks, 'Role'))), [
       ...onGuard(guard, ['get', 'patch']),
+      ...onGuard(own.join(','), ['delete']),
       `${NS}|coordination.k8s.io|leases|get|*`,
       `${NS}|coordination.k8s.io|leases|list|*`,
     ].sort());
     const job = ofKind(hooks, 'Job')[0]!;
-    assert.equal(job.spec.template.spec.containers[0].args, ['release', `--pod-namespace=${NS}`, `--guard=${guard}`, '--wait=2m']);
+    const args = job.spec.template.spec.containers[0].args as string[];
+    assert.equal(args.slice(0, 4), ['release', `--pod-namespace=${NS}`, `--guard=${guard}`, '--wait=2m']);
+    assert.equal(args.slice(4, 5).map((a) => a.split('=')[0]), ['--delete']);
+    assert.equal(args[4]!.slice('--delete='.length).split(',').sort(), own.sort());
   });
 }
 

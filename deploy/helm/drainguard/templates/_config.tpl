@@ -20,9 +20,11 @@ Returns JSON (include "drainguard.config" . | fromJson).
 {{- range $roles }}{{ $guard = append $guard (printf "role/%s/%s" $ns .) }}{{ end -}}
 {{- range $roleBindings }}{{ $guard = append $guard (printf "rolebinding/%s/%s" $ns .) }}{{ end -}}
 {{- if $g.serviceAccount }}{{ $guard = append $guard (printf "serviceaccount/%s/%s" $ns $sa) }}{{ end -}}
-{{- if $g.self -}}
-{{- $guard = concat $guard (list (printf "clusterrole/%s" $self) (printf "clusterrolebinding/%s" $self) (printf "role/%s/%s" $ns $self) (printf "rolebinding/%s/%s" $ns $self)) -}}
-{{- end -}}
+{{- /* drainguard's own RBAC: a ClusterRole and binding when it guards cluster-scoped objects, a Role and binding always. */ -}}
+{{- $ownCluster := or $clusterRoles $clusterRoleBindings $g.self -}}
+{{- $own := list (printf "role/%s/%s" $ns $self) (printf "rolebinding/%s/%s" $ns $self) -}}
+{{- if $ownCluster }}{{ $own = concat (list (printf "clusterrole/%s" $self) (printf "clusterrolebinding/%s" $self)) $own }}{{ end -}}
+{{- if $g.self }}{{ $guard = concat $guard $own }}{{ end -}}
 {{- $grace := int $v.terminationGracePeriodSeconds -}}
 {{- $stop := 5 -}}
 {{- if not (kindIs "invalid" $v.stopTimeoutSeconds) }}{{ $stop = int $v.stopTimeoutSeconds }}{{ end -}}
@@ -32,7 +34,7 @@ Returns JSON (include "drainguard.config" . | fromJson).
 {{- dict
   "enabled" $v.enabled "mode" $v.mode "namespace" $ns "deployment" $deployment "serviceAccount" $sa
   "self" $self "guard" $guard "clusterRoles" $clusterRoles "clusterRoleBindings" $clusterRoleBindings
-  "roles" $roles "roleBindings" $roleBindings "guardServiceAccount" $g.serviceAccount "guardSelf" $g.self
+  "roles" $roles "roleBindings" $roleBindings "guardServiceAccount" $g.serviceAccount "guardSelf" $g.self "own" $own "ownCluster" (not (not $ownCluster))
   "grace" $grace "stop" $stop "drain" $drain "image" $image
   | toJson -}}
 {{- end -}}
@@ -101,4 +103,9 @@ in them render nothing (no recursion).
 
 {{- define "drainguard.labels" -}}
 app.kubernetes.io/name: drainguard
+{{- end -}}
+
+{{/* drainguard's own RBAC: not deleted by helm uninstall, but by the post-delete hook. */}}
+{{- define "drainguard.kept" -}}
+helm.sh/resource-policy: keep
 {{- end -}}

@@ -148,7 +148,9 @@ rules:
 {{/*
 post-delete: a Job runs `drainguard release --wait` on the guard list: the
 operator pods may still drain (each releases its own finalizers as it stops);
-it sweeps those of pods that died without releasing, so nothing stays stuck.
+it sweeps those of pods that died without releasing, so nothing stays stuck,
+and then deletes drainguard's own RBAC, which the uninstall kept until no
+holder was left (--delete).
 */}}
 {{- define "drainguard.postdeleteHook" -}}
 {{- $v := .Values.drainguard -}}
@@ -162,17 +164,24 @@ it sweeps those of pods that died without releasing, so nothing stays stuck.
 {{- $kind := first $parts -}}
 {{- $_ := set $names $kind (append (get $names $kind) (last $parts)) -}}
 {{- end -}}
-{{- $args := list "release" (printf "--pod-namespace=%s" $c.namespace) (printf "--guard=%s" (join "," $c.guard)) (printf "--wait=%s" $v.postdelete.wait) }}
+{{- $args := list "release" (printf "--pod-namespace=%s" $c.namespace) (printf "--guard=%s" (join "," $c.guard)) (printf "--wait=%s" $v.postdelete.wait) (printf "--delete=%s" (join "," $c.own)) }}
 {{ include "drainguard.hookServiceAccount" (dict "name" $name "namespace" $c.namespace "hook" "post-delete") }}
-{{- if or $names.clusterrole $names.clusterrolebinding }}
+{{- if or $names.clusterrole $names.clusterrolebinding $c.ownCluster }}
 ---
-# get and patch (finalizers only: no escalate or bind is needed) on exactly the guarded objects.
+# get and patch (finalizers only: no escalate or bind is needed) on exactly the guarded
+# objects; delete on drainguard's own ClusterRole and binding, which the uninstall keeps.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: {{ $role | quote }}
   {{- include "drainguard.hookObject" (dict "name" $name "hook" "post-delete" "weight" -10) | nindent 2 }}
 rules:
+  {{- if $c.ownCluster }}
+  - apiGroups: [rbac.authorization.k8s.io]
+    resources: [clusterroles, clusterrolebindings]
+    resourceNames: [{{ $c.self | quote }}]
+    verbs: [delete]
+  {{- end }}
   {{- with $names.clusterrole }}
   - apiGroups: [rbac.authorization.k8s.io]
     resources: [clusterroles]
@@ -189,7 +198,8 @@ rules:
 {{ include "drainguard.hookBinding" (dict "kind" "ClusterRole" "role" $role "name" $name "namespace" $c.namespace "hook" "post-delete") }}
 {{- end }}
 ---
-# The holders' Leases live in the release namespace; the guarded namespaced objects too.
+# The holders' Leases live in the release namespace; the guarded namespaced objects and
+# drainguard's own Role and binding too.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
@@ -200,6 +210,10 @@ rules:
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
     verbs: [get, list]
+  - apiGroups: [rbac.authorization.k8s.io]
+    resources: [roles, rolebindings]
+    resourceNames: [{{ $c.self | quote }}]
+    verbs: [delete]
   {{- with $names.serviceaccount }}
   - apiGroups: [""]
     resources: [serviceaccounts]

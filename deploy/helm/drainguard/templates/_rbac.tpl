@@ -2,7 +2,10 @@
 What drainguard itself may do, and nothing more: get and patch (for its
 finalizers) exactly the objects it guards, by resourceNames; its holder
 Leases, Events and its own Pod in the operator's namespace. Bound to the
-operator's ServiceAccount. Argument: the root context.
+operator's ServiceAccount. Kept through the uninstall (helm.sh/resource-policy:
+keep), so that no removal of the guard's release can take away the permission
+of another; the post-delete hook deletes it once no holder is left.
+Argument: the root context.
 */}}
 {{- define "drainguard.rbac" -}}
 {{- if and .Values.drainguard.enabled (not (include "drainguard.scanning" .)) -}}
@@ -11,13 +14,15 @@ operator's ServiceAccount. Argument: the root context.
 {{- $own := ternary (list $c.self) list $c.guardSelf -}}
 {{- $clusterRoles := concat $c.clusterRoles $own -}}
 {{- $clusterRoleBindings := concat $c.clusterRoleBindings $own -}}
-{{- if or $clusterRoles $clusterRoleBindings }}
+{{- if $c.ownCluster }}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: {{ $c.self | quote }}
   labels:
     {{- include "drainguard.labels" . | nindent 4 }}
+  annotations:
+    {{- include "drainguard.kept" . | nindent 4 }}
 rules:
   {{- if $clusterRoles }}
   - apiGroups: [rbac.authorization.k8s.io]
@@ -38,6 +43,8 @@ metadata:
   name: {{ $c.self | quote }}
   labels:
     {{- include "drainguard.labels" . | nindent 4 }}
+  annotations:
+    {{- include "drainguard.kept" . | nindent 4 }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ClusterRole
@@ -55,6 +62,8 @@ metadata:
   namespace: {{ $c.namespace }}
   labels:
     {{- include "drainguard.labels" . | nindent 4 }}
+  annotations:
+    {{- include "drainguard.kept" . | nindent 4 }}
 rules:
   {{- if $c.guardServiceAccount }}
   - apiGroups: [""]
@@ -93,6 +102,8 @@ metadata:
   namespace: {{ $c.namespace }}
   labels:
     {{- include "drainguard.labels" . | nindent 4 }}
+  annotations:
+    {{- include "drainguard.kept" . | nindent 4 }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: Role
