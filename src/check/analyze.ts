@@ -3,7 +3,7 @@
 // with its fix. A pure function of the parsed objects; nothing is read or sent.
 
 import { parseDuration } from '../config/duration.ts';
-import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
+import { type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
 import { type Finding, type Manifest, objectId } from './finding.ts';
 import { type Container, type Placement, type PodSpec, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
@@ -26,6 +26,10 @@ const KIND: Record<GuardTarget['kind'], { kind: string; group: string; resource:
   rolebinding: { kind: 'RoleBinding', group: 'rbac.authorization.k8s.io', resource: 'rolebindings' },
   serviceaccount: { kind: 'ServiceAccount', group: '', resource: 'serviceaccounts' },
 };
+
+/** Helm (and Argo CD) do not delete an object so annotated at an uninstall. */
+const KEEP_ANNOTATION = 'helm.sh/resource-policy';
+const kept = (o: Manifest): boolean => (o.metadata.annotations as Record<string, string> | undefined)?.[KEEP_ANNOTATION] === 'keep';
 
 /** What drainguard does in its own namespace besides the guarded objects. */
 const OWN_NEEDS = [
@@ -165,6 +169,22 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       add('guard-not-covered', 'error', `ServiceAccount ${w.namespace}/${sa} may not ${lacking.join(' or ')} ${entry}: drainguard cannot put its finalizer on it`,
         `add to a ${t.namespace ? `Role in ${t.namespace}` : 'ClusterRole'} bound to ServiceAccount ${w.namespace}/${sa}: {apiGroups: ["${k.group}"], resources: [${k.resource}], verbs: [get, patch], resourceNames: [${t.name}]}`);
     }
+  }
+  // The release: each removal must be authorised by RBAC that no earlier removal can take away,
+  // objects the uninstall keeps; and the token it is sent with must outlive it.
+  const firm = authorizerFor(objects.filter(kept), w.namespace, sa);
+  const patch = (t: GuardTarget) => ({ verb: 'patch', group: KIND[t.kind].group, resource: KIND[t.kind].resource, name: t.name, namespace: t.namespace });
+  const exposed = guard.filter((t) => can.allows(patch(t)) && !firm.allows(patch(t))).map(guardTargetKey);
+  if (exposed.length > 0) {
+    add('release-unauthorised', 'error',
+      `ServiceAccount ${w.namespace}/${sa} may patch ${exposed.join(', ')} only through roles and bindings the uninstall deletes: once the guard's release has taken the first of them away, the removals after it are refused (403) and keep this pod's finalizer`,
+      `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`);
+  }
+  const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && (o.metadata.namespace ?? w.namespace) === w.namespace);
+  if (account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
+    add('release-unauthorised', 'error',
+      `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
+      `add serviceaccount/${w.namespace}/${sa} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`);
   }
   const own = OWN_NEEDS.filter((n) => !can.allows({ ...n, namespace: w.namespace }));
   if (own.length > 0) {

@@ -118,6 +118,27 @@ test('guard-not-covered: the RBAC lacks a guarded name, or the Lease permissions
   assert.match(r.findings[0]!.message, /may not get pods in example-system/);
 });
 
+test("release-unauthorised: drainguard's own RBAC not kept through the uninstall, or its ServiceAccount neither guarded nor kept", () => {
+  const unkept = copy('wrap');
+  for (const o of unkept.filter((x) => x.metadata.name.startsWith('drainguard:'))) delete o.metadata.annotations;
+  const r = checkObjects(unkept);
+  onlyFinding(r, 'release-unauthorised', 'annotated helm.sh/resource-policy: keep, and delete those after the uninstall with drainguard release --wait 2m --delete');
+  assert.match(r.findings[0]!.message, /may patch clusterrole\/example-operator, clusterrolebinding\/example-operator, serviceaccount\/example-system\/example-operator, .* only through roles and bindings the uninstall deletes/);
+  // The layout before: drainguard's rights in the operator's own guarded ClusterRole, deleted with it.
+  const merged = copy('native-sidecar');
+  const operator = merged.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'example-operator')!;
+  const own = merged.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;
+  operator.rules.push(...own.rules);
+  own.rules = [];
+  onlyFinding(checkObjects(merged), 'release-unauthorised', 'drainguard release --wait 2m --delete');
+  const account = copy('sidecar');
+  const guard = container(account, 'drainguard').env.find((e: any) => e.name === 'DRAINGUARD_GUARD');
+  guard.value = guard.value.split(',').filter((t: string) => !t.startsWith('serviceaccount/')).join(',');
+  onlyFinding(checkObjects(account), 'release-unauthorised', 'add serviceaccount/example-system/example-operator to DRAINGUARD_GUARD');
+  account.find((o) => o.kind === 'ServiceAccount')!.metadata.annotations = { 'helm.sh/resource-policy': 'keep' };
+  assert.equal(checkObjects(account).status, 0);
+});
+
 test('guarded-object-missing: the guard names an object the manifests lack', () => {
   const objects = copy('sidecar').filter((o) => !(o.kind === 'ClusterRoleBinding' && o.metadata.name === 'example-operator'));
   onlyFinding(checkObjects(objects), 'guarded-object-missing', 'or remove clusterrolebinding/example-operator from it');
