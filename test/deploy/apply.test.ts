@@ -4,11 +4,12 @@
 // The operator's own roles are emptied, so drainguard works with what the
 // manifests grant it alone. Each mode: the Deployment becomes available, the
 // guard is set on all seven objects (a stale holder swept, the Lease renewed),
-// an uninstall (kubectl delete, background) leaves the objects terminating and
-// held until the pod has drained and stopped, and then nothing is left: no
-// finalizer, no Lease, no pod, and drainguard logged no warning or error but
-// those of the last release wave's race with the authorizer, when it happens,
-// which the release command it names then frees (test/guard/cluster.ts).
+// an uninstall as docs/guard.md gives it (kubectl delete, background, leaving
+// out drainguard's own RBAC by its label) leaves the operator's objects
+// terminating and held until the pod has drained and stopped; the pod releases
+// every one of them, and `drainguard release --wait --delete` then deletes
+// drainguard's own RBAC: nothing is left, no finalizer, no Lease, no pod, and
+// drainguard logged no warning or error.
 
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
@@ -16,10 +17,9 @@ import * as assert from 'uvu/assert';
 import type { WatchEvent } from '../support/kubelet/api.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
-import { type LogLine, type Proc, fixture } from '../support/proc.ts';
+import { type LogLine, type Proc, drainguard, fixture } from '../support/proc.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
 import { type KubeObject, example } from './support/manifests.ts';
-import { lastWaveRace } from '../guard/cluster.ts';
 
 const GUARDED = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 const STALE_HOLDER = 'drainguard.dev/holder-0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50';
@@ -87,27 +87,38 @@ async function scenario(mode: string, guardContainer: string): Promise<void> {
     const operator = mode === 'wrap' ? guard : await kubelet.process(pod.metadata.name, 'manager');
     await operator.line('work done 0', 20_000);
 
-    // The uninstall: everything but the Namespace, as kubectl deletes it (background).
-    // Watched from before the delete: the release can come within a few hundred ms.
+    // The uninstall: everything but the Namespace, as kubectl deletes it (background), leaving out
+    // drainguard's own RBAC by its label. Watched from before the delete: the release can come
+    // within a few hundred ms.
+    const own = guarded.filter((o) => o.metadata.labels?.['app.kubernetes.io/name'] === 'drainguard');
+    assert.is(own.length, 4);
     const watches = await Promise.all(guarded.map((o) => watchObject(pathOf(o))));
     const uninstall = objects.filter((o) => o.kind !== 'Namespace');
-    let raced = false;
     try {
-      cluster.kubectl(['delete', '--wait=false', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: uninstall }));
+      cluster.kubectl(['delete', '--wait=false', '-l', 'app.kubernetes.io/name!=drainguard', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: uninstall }));
       await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted by the kubelet');
-      // Released whole, unless the last wave lost the authorizer's race: then only as lastWaveRace accepts it.
-      const partial = guard.logs().find((l) => l.msg.startsWith('guard released in part'));
-      if (partial) await lastWaveRace({ adminKubeconfig: cluster.cluster.adminKubeconfig, serviceAccount: ex.name }, partial, mode, guard.stderr.join('\n'));
-      raced = partial !== undefined;
-      for (const o of guarded) await cluster.poll(pathOf(o), (_b, s) => s === 404, 15_000, `${o.kind}/${o.metadata.name} gone`);
+      const released = guard.logs().find((l) => l.msg === 'guard released');
+      assert.ok(released, `released whole, nothing refused:\n${guard.stderr.join('\n')}`);
+      for (const o of guarded.filter((x) => !own.includes(x))) await cluster.poll(pathOf(o), (_b, s) => s === 404, 15_000, `${o.kind}/${o.metadata.name} gone`);
+      for (const o of own) assert.is((await cluster.api.call('GET', pathOf(o))).status, 200, `${o.kind}/${o.metadata.name} kept`);
+      // Then drainguard's own RBAC, once no holder is left.
+      const keys = (list: KubeObject[]) => list.map((o) => `${o.kind.toLowerCase()}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`).join(',');
+      const after = drainguard(['release', '--guard', keys(guarded), '--wait', '30s', '--delete', keys(own)], { KUBECONFIG: cluster.cluster.adminKubeconfig });
+      assert.equal((await after.exit(40_000)).code, 0, after.stdout.join('\n'));
+      for (const o of own) await cluster.poll(pathOf(o), (_b, s) => s === 404, 15_000, `${o.kind}/${o.metadata.name} gone`);
     } finally {
       for (const w of watches) w.stop.abort();
     }
     for (const [i, o] of guarded.entries()) {
       const seen = watches[i]!.events;
       const held = seen.findIndex((e) => e.type === 'MODIFIED' && e.object.metadata.deletionTimestamp && e.object.metadata.finalizers?.includes(holder));
+      const released = seen.findIndex((e) => e.type === 'MODIFIED' && !e.object.metadata.finalizers?.includes(holder));
       const gone = seen.findIndex((e) => e.type === 'DELETED');
-      assert.ok(held !== -1 && gone > held, `${o.kind}/${o.metadata.name}: deleted, kept by the finalizer, then gone (${seen.map((e) => e.type)})`);
+      if (own.includes(o)) {
+        assert.ok(held === -1 && released !== -1 && gone > released, `${o.kind}/${o.metadata.name}: kept, released by the pod, then deleted (${seen.map((e) => e.type)})`);
+      } else {
+        assert.ok(held !== -1 && gone > held, `${o.kind}/${o.metadata.name}: deleted, kept by the finalizer, then gone (${seen.map((e) => e.type)})`);
+      }
     }
     await cluster.poll(lease, (_b, s) => s === 404, 15_000, 'the Lease gone');
     await cluster.poll(`/api/v1/namespaces/${ns}/pods`, (b) => b.items.length === 0, 15_000, 'no pod');
@@ -125,17 +136,8 @@ async function scenario(mode: string, guardContainer: string): Promise<void> {
       const events = (await cluster.api.must('GET', `/api/v1/namespaces/${ns}/events?fieldSelector=involvedObject.uid%3D${pod.metadata.uid}`)).items.map((e: any) => e.reason);
       for (const reason of ['DrainStarted', 'Drained']) assert.ok(events.includes(reason), `Event ${reason} on the pod: ${events}`);
     }
-    // Only the start-up advice about a guarded ServiceAccount's tokens (docs/guard.md) is expected; and
-    // after a race accepted above, its error line and the GuardReleaseFailed Event about it, refused
-    // for the same reason: the role that let drainguard write Events went in that wave (403), or its
-    // ServiceAccount, and with it the token (401).
-    const ofTheRace = (l: LogLine) =>
-      raced &&
-      (l.msg.startsWith('guard released in part') ||
-        (l.msg === 'could not record a Kubernetes Event' && l.reason === 'GuardReleaseFailed' && / (403 Forbidden|401 Unauthorized): /.test(String(l.error))));
-    const complaints = drainguardLogs(kubelet).filter(
-      (l) => (l.level === 'warn' || l.level === 'error') && !l.msg.startsWith('a guarded ServiceAccount keeps its object, not its tokens') && !ofTheRace(l),
-    );
+    // Only the start-up advice about a guarded ServiceAccount's tokens (docs/guard.md) is expected.
+    const complaints = drainguardLogs(kubelet).filter((l) => (l.level === 'warn' || l.level === 'error') && !l.msg.startsWith('a guarded ServiceAccount keeps its object, not its tokens'));
     const told = complaints.map((l) => `${l.container} ${l.level} "${l.msg}"${l.error ? ` (${String(l.error).slice(0, 300)})` : ''}`);
     assert.equal(told, [], `no other warning or error from drainguard: ${told.join('; ')}`);
     assert.equal(kubelet.errors, []);

@@ -1,9 +1,12 @@
 // An operator install on the real control plane (test/support/cluster), for
-// guard tests: its own namespace, ServiceAccount and RBAC (the five objects the
-// guard holds, granting by resourceNames), Pods bound to a Node, and
-// `drainguard run` as one of those Pods with a pod-bound token. With
-// `{ proxy: true }` drainguard reaches the API through the fault proxy
-// (test/support/faultproxy), which also records its requests.
+// guard tests, laid out as deploy/components/rbac and the library chart ship
+// it: its own namespace and ServiceAccount, the operator's ClusterRole and
+// binding (nothing of drainguard's in them), drainguard's own ClusterRole,
+// Role and bindings (granting by resourceNames, kept through the uninstall),
+// all seven guarded; Pods bound to a Node, and `drainguard run` as one of
+// those Pods with a pod-bound token. With `{ proxy: true }` drainguard reaches
+// the API through the fault proxy (test/support/faultproxy), which also
+// records its requests.
 //
 // There is no kubelet here (yet): where a Pod must finally go, the test plays
 // the kubelet's last step itself, a delete with grace 0 (finishPod). The
@@ -13,8 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { type TestCluster, resourcePath, useCluster } from '../support/cluster/index.ts';
 import { type FaultProxy, startFaultProxy } from '../support/faultproxy/index.ts';
-import * as assert from 'uvu/assert';
-import { type LogLine, NODE, type Proc, drainguard } from '../support/proc.ts';
+import { NODE, type Proc, drainguard } from '../support/proc.ts';
 
 export const RBAC_V1 = 'rbac.authorization.k8s.io/v1';
 export const OPERATOR = join(import.meta.dirname, 'fixtures', 'k8s-operator.ts');
@@ -36,8 +38,12 @@ export interface Install {
   readonly ns: string;
   /** The name of its ClusterRole and ClusterRoleBinding (unique: they are cluster-scoped). */
   readonly name: string;
-  /** DRAINGUARD_GUARD for the five objects. */
+  /** The name of drainguard's own ClusterRole, ClusterRoleBinding, Role and RoleBinding. */
+  readonly own: string;
+  /** DRAINGUARD_GUARD for the seven objects. */
   readonly guard: string;
+  /** drainguard's own four, as `release --delete` names them. */
+  readonly ownList: string;
   readonly objects: readonly GuardedObject[];
   readonly proxy?: FaultProxy;
   /** The admin's kubeconfig (client certificate). */
@@ -58,8 +64,14 @@ export interface Install {
   holders(): Promise<Record<string, string[]>>;
   /** The holder Lease of `pod`, if it exists. */
   lease(pod: Pod): Promise<any>;
-  /** `helm uninstall`: every object deleted with background propagation. */
-  uninstall(): Promise<void>;
+  /**
+   * `helm uninstall`: the operator's ClusterRole, binding and ServiceAccount deleted with background
+   * propagation, drainguard's own RBAC kept (helm.sh/resource-policy: keep); `{ own: true }` deletes
+   * that too, as an uninstall that ignores the annotation does.
+   */
+  uninstall(options?: { own?: boolean }): Promise<void>;
+  /** The post-delete hook as an admin: `drainguard release --guard ... --wait WAIT --delete OWN`. */
+  postDelete(wait?: string): Proc;
   /** The processes started by run(), SIGKILLed with their operators. */
   readonly procs: Proc[];
 }
@@ -70,17 +82,12 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
   const node = await cluster.node();
   const proxy = options.proxy ? await startFaultProxy(cluster) : undefined;
   await cluster.serviceAccount(ns, 'op');
-  // What the operator needs, plus what drainguard needs: get/patch on exactly the guarded objects.
+  // What the operator needs, and nothing of drainguard's.
   await cluster.create({
     apiVersion: RBAC_V1,
     kind: 'ClusterRole',
     metadata: { name },
-    rules: [
-      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [name], verbs: ['get', 'patch'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterrolebindings'], resourceNames: [name], verbs: ['get', 'patch'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list'] },
-    ],
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] }],
   });
   await cluster.create({
     apiVersion: RBAC_V1,
@@ -89,33 +96,57 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
     subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
   });
+  // drainguard's own, as deploy/components/rbac has it: get/patch on exactly the guarded objects.
+  const own = `drainguard:${ns}:op`;
+  const kept = { annotations: { 'helm.sh/resource-policy': 'keep' } };
+  await cluster.create({
+    apiVersion: RBAC_V1,
+    kind: 'ClusterRole',
+    metadata: { name: own, ...kept },
+    rules: [
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [name, own], verbs: ['get', 'patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterrolebindings'], resourceNames: [name, own], verbs: ['get', 'patch'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list'] },
+    ],
+  });
+  await cluster.create({
+    apiVersion: RBAC_V1,
+    kind: 'ClusterRoleBinding',
+    metadata: { name: own, ...kept },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: own },
+    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
+  });
   await cluster.create({
     apiVersion: RBAC_V1,
     kind: 'Role',
-    metadata: { name: 'op-leases', namespace: ns },
+    metadata: { name: own, namespace: ns, ...kept },
     rules: [
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
       { apiGroups: [''], resources: ['serviceaccounts'], resourceNames: ['op'], verbs: ['get', 'patch'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], resourceNames: ['op-leases'], verbs: ['get', 'patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], resourceNames: [own], verbs: ['get', 'patch'] },
     ],
   });
   await cluster.create({
     apiVersion: RBAC_V1,
     kind: 'RoleBinding',
-    metadata: { name: 'op-leases', namespace: ns },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'op-leases' },
+    metadata: { name: own, namespace: ns, ...kept },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: own },
     subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
   });
   const objects: GuardedObject[] = [
     { guard: `clusterrole/${name}`, path: resourcePath(RBAC_V1, 'clusterroles', undefined, name) },
     { guard: `clusterrolebinding/${name}`, path: resourcePath(RBAC_V1, 'clusterrolebindings', undefined, name) },
-    { guard: `role/${ns}/op-leases`, path: resourcePath(RBAC_V1, 'roles', ns, 'op-leases') },
-    { guard: `rolebinding/${ns}/op-leases`, path: resourcePath(RBAC_V1, 'rolebindings', ns, 'op-leases') },
     { guard: `serviceaccount/${ns}/op`, path: resourcePath('v1', 'serviceaccounts', ns, 'op') },
+    { guard: `clusterrole/${own}`, path: resourcePath(RBAC_V1, 'clusterroles', undefined, own) },
+    { guard: `clusterrolebinding/${own}`, path: resourcePath(RBAC_V1, 'clusterrolebindings', undefined, own) },
+    { guard: `role/${ns}/${own}`, path: resourcePath(RBAC_V1, 'roles', ns, own) },
+    { guard: `rolebinding/${ns}/${own}`, path: resourcePath(RBAC_V1, 'rolebindings', ns, own) },
   ];
+  const ownObjects = objects.slice(3);
   const guard = objects.map((o) => o.guard).join(',');
+  const ownList = ownObjects.map((o) => o.guard).join(',');
   const api = cluster.api;
   const procs: Proc[] = [];
 
@@ -123,7 +154,9 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
     cluster,
     ns,
     name,
+    own,
     guard,
+    ownList,
     objects,
     proxy,
     adminKubeconfig: cluster.adminKubeconfig,
@@ -174,9 +207,10 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
       return out;
     },
     lease: (pod) => api.get(resourcePath('coordination.k8s.io/v1', 'leases', ns, `drainguard-${pod.uid}`)),
-    async uninstall() {
-      for (const o of objects) await api.delete(o.path, { propagationPolicy: 'Background' });
+    async uninstall({ own: all = false } = {}) {
+      for (const o of objects) if (all || !ownObjects.includes(o)) await api.delete(o.path, { propagationPolicy: 'Background' });
     },
+    postDelete: (wait = '30s') => drainguard(['release', '--pod-namespace', ns, '--guard', guard, '--wait', wait, '--delete', ownList], { KUBECONFIG: cluster.adminKubeconfig }),
   };
 }
 
@@ -194,32 +228,4 @@ export async function withCluster(fn: (c: Install) => Promise<void>, options: { 
 }
 
 /** The guard finalizer of `pod`. */
-/**
- * The one partial release a test of an uninstall accepts: the last release wave lost the
- * authorizer's race (docs/guard.md, bench/release-race.ts). Every refusal is a 403 to the
- * operator's own ServiceAccount, and the release command of the error line, run as an admin
- * (the post-delete hook's place), frees everything; anything else fails.
- */
-export async function lastWaveRace(
-  { adminKubeconfig, serviceAccount = 'op' }: { adminKubeconfig: string; serviceAccount?: string },
-  partial: LogLine,
-  name: string,
-  stderr: string,
-): Promise<void> {
-  const failed = onlyOwnRefusals(partial, { serviceAccount }, `${name}: only the last wave's race is accepted\n${stderr}`);
-  const fix = String(partial.fix).split(' ');
-  assert.equal(fix.slice(0, 2), ['drainguard', 'release'], `${name}: the error line gives the release command`);
-  const release = drainguard(fix.slice(1), { KUBECONFIG: adminKubeconfig });
-  assert.equal((await release.exit()).code, 0, release.stderr.join('\n'));
-  console.log(`  ${name}: the last release wave lost the authorizer's race (${failed.length} refused); the release command freed it`);
-}
-
-/** The refusals of a partial release, asserted to be 403s to the operator's own ServiceAccount (in `namespace`, when given) and nothing else. */
-export function onlyOwnRefusals(partial: LogLine, { namespace, serviceAccount }: { namespace?: string; serviceAccount: string }, message: string): string[] {
-  const failed = partial.failed as string[];
-  const own = new RegExp(` 403 Forbidden: .*"system:serviceaccount:${namespace ?? '[^":]+'}:${serviceAccount}" cannot patch`);
-  assert.ok(failed.length > 0 && failed.every((f) => own.test(f)), message);
-  return failed;
-}
-
 export const finalizer = (pod: { uid: string }): string => `drainguard.dev/holder-${pod.uid}`;

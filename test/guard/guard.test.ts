@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { resourcePath } from '../support/cluster/index.ts';
 import type { ProxiedRequest } from '../support/faultproxy/index.ts';
 import { drainguard, killHard, tempDir } from '../support/proc.ts';
-import { type Install, type Pod, RBAC_V1, finalizer, lastWaveRace, withCluster } from './cluster.ts';
+import { type Install, type Pod, RBAC_V1, finalizer, withCluster } from './cluster.ts';
 
 const allHeldBy = async (c: Install, ...pods: { uid: string }[]) => {
   const want = JSON.stringify(pods.map(finalizer).sort());
@@ -19,34 +19,97 @@ const nothingHeld = async (c: Install) => Object.values(await c.holders()).every
 const waitHeld = (c: Install, pods: Pod[], what: string, ms = 10_000) => c.cluster.waitFor(() => allHeldBy(c, ...pods), ms, what);
 const guardWrite = (r: ProxiedRequest) => r.verb === 'patch' && r.resource !== 'leases';
 
-test('uninstall with background propagation: the operator keeps its API access until drained, then nothing is left', async () => {
-  await withCluster(async (c) => {
-    const pod = await c.pod('op-0');
-    const p = await c.run(pod, { FIXTURE_CLEANUP_CALLS: '5' });
-    await p.line('ready');
-    await waitHeld(c, [pod], 'finalizers on all five objects');
-    const l = await c.lease(pod);
-    assert.equal(l.metadata.labels, { 'app.kubernetes.io/managed-by': 'drainguard' });
-    assert.equal(l.metadata.ownerReferences, [{ apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: pod.uid }]);
+/** Removals of drainguard's finalizer (strategic merge patches by its ServiceAccount). */
+const removal = (c: Install) => (r: ProxiedRequest) => r.user === `system:serviceaccount:${c.ns}:op` && r.verb === 'patch' && r.contentType === 'application/strategic-merge-patch+json';
 
-    // helm uninstall: the Deployment's pod is deleted, then every object of the chart, kind by kind.
-    await c.deletePod('op-0');
-    await c.uninstall();
-    assert.equal((await c.remaining()).length, 5, 'all held, terminating');
-    p.kill('SIGTERM');
-    await p.line('drained');
-    assert.equal(p.stdout.filter((l) => l.startsWith('api ')), Array(5).fill('api 200'), "the operator's cleanup calls all succeed");
-    assert.equal((await p.exit()).code, 0);
-    // All five deleted by the release, unless its last wave lost the authorizer's race: then the post-delete hook's command frees the rest.
-    const partial = p.logs().find((x) => x.msg.startsWith('guard released in part'));
-    if (partial) await lastWaveRace({ adminKubeconfig: c.cluster.adminKubeconfig }, partial, 'uninstall', p.stderr.join('\n'));
-    else assert.equal((p.logs().find((x) => x.msg === 'guard released')!.deleted as string[]).length, 5, p.stderr.join('\n'));
-    await c.cluster.waitFor(async () => (await c.remaining()).length === 0, 5000, 'every object gone').catch(async () => assert.unreachable(`left: ${await c.remaining()}`));
-    assert.equal(await c.lease(pod), undefined, 'Lease deleted');
-    // The kubelet confirms (played here: no kubelet yet); the Pod goes and nothing was left behind.
-    await c.finishPod('op-0');
-    assert.equal(await c.cluster.api.get(resourcePath('v1', 'pods', c.ns, 'op-0')), undefined);
-  });
+/**
+ * Each removal reaches the API server a second after the one before, as on a busy machine one
+ * may: far past the authorizer's lag, so a removal that a role or binding gone with an earlier one
+ * authorised is refused, whatever the order within a wave.
+ */
+function stagger(c: Install, stepMs = 1000): void {
+  for (let k = 0; k < c.objects.length; k++) c.proxy!.rule({ match: removal(c), times: 1, delayMs: k * stepMs });
+}
+
+test("uninstall, drainguard's own RBAC kept: every removal authorised however late it comes, the ServiceAccount's last and alone; the post-delete hook deletes the rest", async () => {
+  await withCluster(
+    async (c) => {
+      const pod = await c.pod('op-0');
+      const p = await c.run(pod, { FIXTURE_CLEANUP_CALLS: '5' });
+      await p.line('ready');
+      await waitHeld(c, [pod], 'finalizers on all seven objects');
+      const l = await c.lease(pod);
+      assert.equal(l.metadata.labels, { 'app.kubernetes.io/managed-by': 'drainguard' });
+      assert.equal(l.metadata.ownerReferences, [{ apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: pod.uid }]);
+
+      // helm uninstall: the Deployment's pod is deleted, then the chart's objects, kind by kind; drainguard's own RBAC is kept.
+      await c.deletePod('op-0');
+      await c.uninstall();
+      assert.equal((await c.remaining()).length, 7, 'all held: three terminating, drainguard\'s own four kept');
+      stagger(c);
+      p.kill('SIGTERM');
+      await p.line('drained');
+      assert.equal(p.stdout.filter((l) => l.startsWith('api ')), Array(5).fill('api 200'), "the operator's cleanup calls all succeed");
+      assert.equal((await p.exit(40_000)).code, 0);
+      const released = p.logs().find((x) => x.msg === 'guard released');
+      assert.ok(released, `released whole, nothing refused:\n${p.stderr.join('\n')}`);
+      assert.equal([...(released.deleted as string[])].sort(), [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`].sort());
+      assert.equal([released.waves, released.lease], [2, 'left to the garbage collector']);
+      const complaints = p.logs().filter((x) => (x.level === 'warn' || x.level === 'error') && !x.msg.startsWith('a guarded ServiceAccount keeps its object'));
+      assert.equal(complaints.map((x) => x.msg), []);
+      // The ServiceAccount's removal was sent once every other one had been answered.
+      const removals = c.proxy!.requests.filter(removal(c));
+      assert.is(removals.length, 7);
+      const last = removals.find((r) => r.resource === 'serviceaccounts')!;
+      for (const r of removals.filter((x) => x !== last)) assert.ok(r.done && r.at + r.durationMs! <= last.at, `${r.resource}/${r.name} answered before the ServiceAccount's removal was sent`);
+      assert.ok(removals.every((r) => r.status === 200), removals.map((r) => `${r.resource} ${r.status}`).join(', '));
+      assert.equal((await c.remaining()).sort(), c.ownList.split(',').sort(), "drainguard's own RBAC is left, unheld");
+      assert.ok(await nothingHeld(c));
+      // The kubelet confirms (played here); the Pod goes, and the garbage collector takes the Lease with it.
+      await c.finishPod('op-0');
+      await c.cluster.waitFor(async () => (await c.lease(pod)) === undefined, 15_000, 'the Lease collected');
+      // The post-delete hook: no holder left, so drainguard's own RBAC goes.
+      const hook = c.postDelete();
+      assert.equal((await hook.exit(30_000)).code, 0, hook.stdout.join('\n'));
+      for (const o of c.ownList.split(',')) assert.ok(hook.stdout.includes(`${o}: deleted`), hook.stdout.join('\n'));
+      assert.equal(await c.remaining(), []);
+    },
+    { proxy: true },
+  );
+});
+
+test("control: the same uninstall deleting drainguard's own RBAC too: the plan says it cannot be ordered, and the late removals are refused", async () => {
+  await withCluster(
+    async (c) => {
+      const pod = await c.pod('op-0');
+      const p = await c.run(pod);
+      await p.line('ready');
+      await waitHeld(c, [pod], 'guard set');
+      await c.deletePod('op-0');
+      await c.uninstall({ own: true });
+      stagger(c);
+      p.kill('SIGTERM');
+      assert.equal((await p.exit(40_000)).code, 0);
+      const racing = p.logs().filter((l) => l.msg.startsWith('released together'));
+      assert.equal(racing.map((l) => [...(l.objects as string[])].sort()), [
+        [`clusterrole/${c.own}`, `clusterrolebinding/${c.own}`],
+        [`role/${c.ns}/${c.own}`, `rolebinding/${c.ns}/${c.own}`, `serviceaccount/${c.ns}/op`],
+      ].map((g) => g.sort()));
+      const partial = p.logs().find((l) => l.msg.startsWith('guard released in part'));
+      assert.ok(partial, p.stderr.join('\n'));
+      // The operator's pair went first, on drainguard's RBAC still there; a second later each cycle lost its second member.
+      const failed = partial.failed as string[];
+      assert.ok(failed.every((f) => / (403 Forbidden|401 Unauthorized): /.test(f)), failed.join('\n'));
+      assert.not.ok(failed.some((f) => f.startsWith(`clusterrole/${c.name}:`) || f.startsWith(`clusterrolebinding/${c.name}:`)), failed.join('\n'));
+      assert.ok(failed.some((f) => f.startsWith(`clusterrole/${c.own}:`) || f.startsWith(`clusterrolebinding/${c.own}:`)), failed.join('\n'));
+      // Stale once the pod is gone: the post-delete hook sweeps it.
+      await c.finishPod('op-0');
+      const hook = c.postDelete();
+      assert.equal((await hook.exit(40_000)).code, 0, hook.stdout.join('\n'));
+      assert.equal(await c.remaining(), []);
+    },
+    { proxy: true },
+  );
 });
 
 test("rolling update: old and new pod hold the same objects; the old one leaving keeps the new one's guard", async () => {
@@ -64,7 +127,7 @@ test("rolling update: old and new pod hold the same objects; the old one leaving
     pa.kill('SIGTERM');
     assert.equal((await pa.exit()).code, 0);
     assert.ok(await allHeldBy(c, b), JSON.stringify(await c.holders()));
-    assert.equal((await c.remaining()).length, 5, 'nothing deleted');
+    assert.equal((await c.remaining()).length, 7, 'nothing deleted');
     assert.equal(await c.lease(a), undefined);
     assert.ok(await c.lease(b));
     pb.kill('SIGTERM');
@@ -205,7 +268,7 @@ test('a guarded object that does not exist: a clear message, no crash, guarded o
     const pod = await c.pod('op-0');
     const missing = `${c.name}-not-there`;
     // drainguard may read and patch only what its role names: the chart names this one too.
-    const rolePath = resourcePath(RBAC_V1, 'clusterroles', undefined, c.name);
+    const rolePath = resourcePath(RBAC_V1, 'clusterroles', undefined, c.own);
     const role = await c.cluster.api.get(rolePath);
     role.rules.find((r: any) => r.resources?.includes('clusterroles')).resourceNames.push(missing);
     await c.cluster.api.patch(rolePath, { rules: role.rules });
@@ -265,11 +328,9 @@ test('only finalizers and the Lease are written: no escalation is ever needed', 
   );
 });
 
-test('a strict authorizer: what the pod could not release itself, the post-delete hook (release --wait) sweeps once the pod is gone', async () => {
-  // The real authorizer drops a deleted binding's permissions 0.1-0.2 s after it is gone, and drainguard
-  // sends its whole release at once, so on the real server it releases everything itself (see the report).
-  // Stand-in for an authorizer with no lag at all: from the SIGTERM on, the fault proxy lets the first
-  // finalizer removal on a role or binding through and refuses that ServiceAccount everything else.
+test('a release the API refuses: loud, and the post-delete hook sweeps it once the pod is gone, then deletes drainguard\'s own RBAC', async () => {
+  // Stand-in: from the SIGTERM on, the fault proxy lets the first removal through and refuses that
+  // ServiceAccount everything else (403), as an admission webhook or an RBAC change by hand might.
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0');
@@ -277,19 +338,17 @@ test('a strict authorizer: what the pod could not release itself, the post-delet
       await p.line('ready');
       await waitHeld(c, [pod], 'guard set');
       const user = `system:serviceaccount:${c.ns}:op`;
-      const rbac = ['clusterroles', 'clusterrolebindings', 'roles', 'rolebindings'];
       await c.deletePod('op-0');
       await c.uninstall();
-      // Helm runs the post-delete hook right away, while the operator pod still drains.
-      const hook = drainguard(['release', '--guard', c.guard, '--wait', '20s'], { KUBECONFIG: c.adminKubeconfig });
+      // Helm without --wait runs the post-delete hook right away, while the operator pod still drains.
+      const hook = c.postDelete('20s');
       await hook.line(`clusterrole/${c.name}: kept ${finalizer(pod)} (live holder ${c.ns}/drainguard-${pod.uid})`);
-      const first = c.proxy!.rule({ match: (r) => r.user === user && r.verb === 'patch' && rbac.includes(r.resource ?? ''), times: 1 });
-      c.proxy!.rule({ match: (r) => r.user === user, status: 403, message: 'forbidden: the binding is gone' });
+      const first = c.proxy!.rule({ match: removal(c), times: 1 });
+      c.proxy!.rule({ match: (r) => r.user === user, status: 403, message: 'forbidden: refused by the test' });
       p.kill('SIGTERM');
       assert.equal((await p.exit()).code, 0);
-      // Removing the first of its own roles took drainguard's rights at once: the rest stays, held.
       assert.ok((await c.remaining()).length > 0);
-      // Loud: an error line and a Warning Event on the pod, each naming the objects and the command that frees them.
+      // Loud: an error line naming the objects and the command that frees them.
       const failed = p.logs().find((l) => l.msg.startsWith('guard released in part'))!;
       assert.equal(failed.level, 'error');
       const left = Object.entries(await c.holders()).filter(([, h]) => h.length > 0).length;
@@ -300,8 +359,9 @@ test('a strict authorizer: what the pod could not release itself, the post-delet
       // The kubelet's last step (played here); the garbage collector then takes the Lease.
       await c.finishPod('op-0');
       assert.equal((await hook.exit(30_000)).code, 0, hook.stdout.join('\n'));
-      assert.equal(await c.remaining(), []);
       assert.ok(hook.stdout.some((l) => l.endsWith('(stale: Lease gone)')));
+      assert.ok(hook.stdout.includes(`clusterrole/${c.own}: deleted`), hook.stdout.join('\n'));
+      assert.equal(await c.remaining(), []);
     },
     { proxy: true },
   );
@@ -325,7 +385,7 @@ test('drainguard status: objects, holders live and stale, deleting; -o json', as
     // The holders are listed cluster-wide: on the shared control plane other files' are there too.
     const mine = report.holders.filter((h: any) => h.namespace === c.ns);
     assert.equal(mine.map((h: any) => h.pod), ['op-0']);
-    assert.equal(mine[0].guards.length, 5);
+    assert.equal(mine[0].guards.length, 7);
     // With no guard list, status shows every object with a holder finalizer: other files' too, on the shared control plane.
     const text = drainguard(['status'], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await text.exit()).code, 0);

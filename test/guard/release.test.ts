@@ -42,12 +42,38 @@ test('drainguard release removes stale holders (expired Lease) and keeps live on
     assert.match(refused.stderr.join('\n'), /add --yes to confirm/);
     const r = drainguard(['release', '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await r.exit()).code, 0, r.stderr.join('\n'));
-    assert.equal(r.stdout.filter((l) => l.includes(`removed ${finalizer(a)} (stale: Lease expired)`)).length, 5, r.stdout.join('\n'));
-    assert.equal(r.stdout.filter((l) => l.includes(`kept ${finalizer(b)}`)).length, 5);
+    assert.equal(r.stdout.filter((l) => l.includes(`removed ${finalizer(a)} (stale: Lease expired)`)).length, c.objects.length, r.stdout.join('\n'));
+    assert.equal(r.stdout.filter((l) => l.includes(`kept ${finalizer(b)}`)).length, c.objects.length);
     assert.ok(await allHeldBy(c, b));
     const all = drainguard(['release', '--all-objects', '--all', '--yes'], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await all.exit()).code, 0);
     assert.ok(await nothingHeld(c), JSON.stringify(await c.holders()));
+  }, { cluster });
+});
+
+test("--delete: nothing while a holder lives; once none is left, drainguard's own RBAC is deleted", async () => {
+  await withCluster(async (c) => {
+    const a = await c.pod('op-a');
+    const pa = await c.run(a);
+    await pa.line('ready');
+    await cluster.waitFor(() => allHeldBy(c, a), 10_000, 'a holds');
+    const early = c.postDelete('0s');
+    assert.equal((await early.exit()).code, 1, early.stdout.join('\n'));
+    assert.ok(early.stdout.includes(`not deleted: ${c.ownList.split(',').join(', ')} (live holders remain)`), early.stdout.join('\n'));
+    assert.equal((await c.remaining()).length, c.objects.length, 'nothing deleted');
+    // The holder dies without releasing; its pod goes and the garbage collector takes its Lease.
+    await killHard(pa);
+    await c.finishPod('op-a');
+    await cluster.waitFor(async () => (await c.lease(a)) === undefined, 15_000, "a's Lease collected");
+    const hook = c.postDelete('20s');
+    assert.equal((await hook.exit(30_000)).code, 0, hook.stdout.join('\n'));
+    // Swept first, then deleted: a stale finalizer would have kept them, terminating.
+    for (const o of c.ownList.split(',')) {
+      assert.ok(hook.stdout.includes(`${o}: removed ${finalizer(a)} (stale: Lease gone)`), hook.stdout.join('\n'));
+      assert.ok(hook.stdout.includes(`${o}: deleted`), hook.stdout.join('\n'));
+    }
+    assert.equal((await c.remaining()).sort(), c.objects.slice(0, 3).map((o) => o.guard).sort(), "only the operator's objects, never uninstalled here, are left");
+    assert.ok(await nothingHeld(c));
   }, { cluster });
 });
 

@@ -1,8 +1,10 @@
 // `helm uninstall` of an operator, step by step as Helm does it, on the real
 // API server and controller-manager with the kubelet stand-in running the
 // pods: the operator's Deployment, the pre-delete hook Job (predelete), the
-// guard and the drain (drainguard run), and the post-delete hook Job (release),
-// with the hooks' manifests from deploy/helm-hooks. Nothing may remain.
+// guard and the drain (drainguard run; drainguard's own RBAC kept through the
+// uninstall, as helm.sh/resource-policy: keep makes Helm do), and the
+// post-delete hook Job (release --delete), with the hooks' manifests from
+// deploy/helm-hooks. Nothing may remain.
 // The control case is the same uninstall without drainguard: the operator's
 // cleanup is refused once its ClusterRole and binding are gone, and its custom
 // resources stay stuck with their finalizers.
@@ -17,7 +19,6 @@ import { Kubelet, type Runner } from '../support/kubelet/index.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
 import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
 import type { Proc } from '../support/proc.ts';
-import { onlyOwnRefusals } from '../guard/cluster.ts';
 
 // A group of its own: test/helm/uninstall.test.ts installs the example chart's operator.example.io CRDs into the same cluster, and may run at the same time.
 const GROUP = 'operator.uninstall.example.io';
@@ -67,6 +68,9 @@ function crOperatorImage(env: NodeJS.ProcessEnv): Runner {
 interface Install {
   readonly ns: string;
   readonly name: string;
+  readonly guard: string;
+  /** drainguard's own RBAC, which the uninstall keeps. */
+  readonly ownPaths: readonly string[];
   readonly kubelet: Kubelet;
   /** The hooks' manifests with this install's namespace and names. */
   hook(file: string): any[];
@@ -83,7 +87,6 @@ async function install(withDrainguard: boolean, operatorEnv: NodeJS.ProcessEnv =
   const kubelet = await Kubelet.start({ cluster: c.access, namespaces: [ns], images: { [DRAINGUARD_IMAGE]: drainguardImage(), [CR_OPERATOR_IMAGE]: crOperatorImage(operatorEnv) } });
   for (const kind of ['APIServer', 'Installation']) await c.api.must('POST', `/apis/${GROUP}/v1/${kind.toLowerCase()}s`, { apiVersion: `${GROUP}/v1`, kind, metadata: { name: 'default', finalizers: [`${GROUP}/cleanup`] } });
   await c.cluster.serviceAccount(ns, name);
-  const guard = `clusterrole/${name},clusterrolebinding/${name},serviceaccount/${ns}/${name}`;
   await c.cluster.create({
     apiVersion: RBAC,
     kind: 'ClusterRole',
@@ -91,15 +94,37 @@ async function install(withDrainguard: boolean, operatorEnv: NodeJS.ProcessEnv =
     rules: [
       { apiGroups: [GROUP], resources: ['apiservers', 'installations'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'delete'] },
-      // drainguard's own: get/patch on the guarded objects, its Lease, its Pod, Events.
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings'], resourceNames: [name], verbs: ['get', 'patch'] },
+    ],
+  });
+  await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] });
+  // drainguard's own, as the hooks' comments ask for: get/patch on the guarded objects, its Lease, its
+  // Pod, Events; kept through the uninstall (helm.sh/resource-policy: keep) and guarded too.
+  const own = `drainguard:${ns}:${name}`;
+  const kept = { annotations: { 'helm.sh/resource-policy': 'keep' } };
+  const subjects = [{ kind: 'ServiceAccount', name, namespace: ns }];
+  await c.cluster.create({
+    apiVersion: RBAC,
+    kind: 'ClusterRole',
+    metadata: { name: own, ...kept },
+    rules: [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings'], resourceNames: [name, own], verbs: ['get', 'patch'] }],
+  });
+  await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name: own, ...kept }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: own }, subjects });
+  await c.cluster.create({
+    apiVersion: RBAC,
+    kind: 'Role',
+    metadata: { name: own, namespace: ns, ...kept },
+    rules: [
       { apiGroups: [''], resources: ['serviceaccounts'], resourceNames: [name], verbs: ['get', 'patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], resourceNames: [own], verbs: ['get', 'patch'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] },
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ],
   });
-  await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] });
+  await c.cluster.create({ apiVersion: RBAC, kind: 'RoleBinding', metadata: { name: own, namespace: ns, ...kept }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: own }, subjects });
+  const ownPaths = [`/apis/${RBAC}/clusterroles/${own}`, `/apis/${RBAC}/clusterrolebindings/${own}`, `/apis/${RBAC}/namespaces/${ns}/roles/${own}`, `/apis/${RBAC}/namespaces/${ns}/rolebindings/${own}`];
+  // The same list as the post-delete hook's --guard, with these names.
+  const guard = [`clusterrole/${name}`, `clusterrolebinding/${name}`, `serviceaccount/${ns}/${name}`, `clusterrole/${own}`, `clusterrolebinding/${own}`, `role/${ns}/${own}`, `rolebinding/${ns}/${own}`].join(',');
   const env = [
     ...['name', 'namespace', 'uid'].map((f) => ({ name: `DRAINGUARD_POD_${f.toUpperCase()}`, valueFrom: { fieldRef: { fieldPath: `metadata.${f}` } } })),
     { name: 'DRAINGUARD_GUARD', value: guard },
@@ -130,7 +155,7 @@ async function install(withDrainguard: boolean, operatorEnv: NodeJS.ProcessEnv =
   });
   const hook = (file: string) =>
     parseAllDocuments(readFileSync(`deploy/helm-hooks/${file}`, 'utf8').replaceAll('operator-system', ns).replaceAll('example-operator', name).replaceAll('operator.example.io', GROUP)).map((d) => d.toJS());
-  return { ns, name, kubelet, hook, at, timeline };
+  return { ns, name, guard, ownPaths, kubelet, hook, at, timeline };
 }
 
 const pathOf = (o: any, plural = `${o.kind.toLowerCase()}s`) => `${o.apiVersion.includes('/') ? `/apis/${o.apiVersion}` : `/api/${o.apiVersion}`}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${plural}/${o.metadata.name}`;
@@ -149,7 +174,7 @@ async function runHook(i: Install, file: string, label: string): Promise<Proc> {
   return proc;
 }
 
-/** Helm's uninstall of the release objects, kind by kind, background propagation, nothing waited for. */
+/** Helm's uninstall of the release objects, kind by kind, background propagation, nothing waited for; drainguard's own RBAC is kept. */
 async function helmDeletes(i: Install, customResources: boolean): Promise<void> {
   await c.api.must('DELETE', `/apis/apps/v1/namespaces/${i.ns}/deployments/${i.name}`, { propagationPolicy: 'Background' });
   i.at('Deployment deleted');
@@ -183,10 +208,10 @@ test('helm uninstall: pre-delete cleanup, the guard and the drain, post-delete s
   try {
     const { proc: operator, pod } = await operatorPod(i);
     const holder = `drainguard.dev/holder-${pod.metadata.uid}`;
-    for (const path of [`/apis/${RBAC}/clusterroles/${i.name}`, `/apis/${RBAC}/clusterrolebindings/${i.name}`, `/api/v1/namespaces/${i.ns}/serviceaccounts/${i.name}`]) {
+    for (const path of [`/apis/${RBAC}/clusterroles/${i.name}`, `/apis/${RBAC}/clusterrolebindings/${i.name}`, `/api/v1/namespaces/${i.ns}/serviceaccounts/${i.name}`, ...i.ownPaths]) {
       await c.poll(path, (b) => b.metadata?.finalizers?.includes(holder), 20_000, `the pod's finalizer on ${path}`);
     }
-    i.at('operator running, guard set on ClusterRole, ClusterRoleBinding, ServiceAccount');
+    i.at("operator running, guard set on ClusterRole, ClusterRoleBinding, ServiceAccount and drainguard's own RBAC");
 
     // 1. pre-delete hook: its RBAC first (by weight), then the Job, run by the kubelet.
     await runHook(i, 'predelete.yaml', 'pre-delete');
@@ -199,26 +224,22 @@ test('helm uninstall: pre-delete cleanup, the guard and the drain, post-delete s
     i.at(`operator drained: its last API call answered ${operator.stdout.find((l) => l.startsWith('delete state'))}`);
     assert.ok(operator.stdout.includes('delete state 200'), 'the operator still had its permissions while draining');
     await i.kubelet.event((e) => e.pod === pod.metadata.name && e.container === 'manager' && e.what === 'exited 0', 30_000, 'drainguard exited 0');
-    const partial = operator.logs().find((l) => l.msg.startsWith('guard released in part'));
-    if (partial) {
-      // The last release wave lost the authorizer's race (docs/guard.md): accepted only as refusals to the operator's
-      // own ServiceAccount, and only because the post-delete hook below must then sweep what it left.
-      const failed = onlyOwnRefusals(partial, { namespace: i.ns, serviceAccount: i.name }, operator.stderr.join('\n'));
-      i.at(`drainguard's last release wave lost the authorizer's race (${failed.length} refused) and it exited 0`);
-    } else {
-      const released = operator.logs().find((l) => l.msg === 'guard released');
-      assert.ok(released, operator.stderr.join('\n'));
-      i.at(`drainguard released its finalizers (${(released.deleted as string[]).length} objects went with them) and exited 0`);
-    }
+    // Every removal authorised: nothing of the release may be left to the post-delete hook.
+    const released = operator.logs().find((l) => l.msg === 'guard released');
+    assert.ok(released, operator.stderr.join('\n'));
+    assert.is((released.deleted as string[]).length, 3, 'the ClusterRole, ClusterRoleBinding and ServiceAccount went with the release');
+    i.at(`drainguard released its finalizers (${(released.deleted as string[]).length} objects went with them) in ${released.waves} waves and exited 0`);
     await c.poll(`/api/v1/namespaces/${i.ns}/pods/${pod.metadata.name}`, (_b, s) => s === 404, 30_000, 'the pod gone');
     await c.poll(`/apis/coordination.k8s.io/v1/namespaces/${i.ns}/leases`, (b) => b.items.length === 0, 15_000, 'the Lease garbage-collected');
     i.at('pod gone, its Lease garbage-collected');
 
-    // 3. post-delete hook: nothing left to sweep, or what the race left.
-    await runHook(i, 'postdelete.yaml', 'post-delete');
+    // 3. post-delete hook: nothing left to sweep; drainguard's own RBAC deleted now that no holder is left.
+    for (const path of i.ownPaths) assert.is((await c.api.call('GET', path)).status, 200, `${path} kept by the uninstall`);
+    const hook = await runHook(i, 'postdelete.yaml', 'post-delete');
+    assert.ok(hook.stdout.some((l) => l.startsWith('released 0 finalizer(s); 0 of live holders left; deleted 4 object(s)')), hook.stdout.join('\n'));
 
     const left: string[] = [];
-    for (const path of [`/apis/${RBAC}/clusterroles/${i.name}`, `/apis/${RBAC}/clusterrolebindings/${i.name}`, `/api/v1/namespaces/${i.ns}/serviceaccounts/${i.name}`]) {
+    for (const path of [`/apis/${RBAC}/clusterroles/${i.name}`, `/apis/${RBAC}/clusterrolebindings/${i.name}`, `/api/v1/namespaces/${i.ns}/serviceaccounts/${i.name}`, ...i.ownPaths]) {
       if ((await c.api.call('GET', path)).status !== 404) left.push(path);
     }
     for (const list of [`/api/v1/namespaces/${i.ns}/configmaps`, `/api/v1/namespaces/${i.ns}/pods`, `/apis/coordination.k8s.io/v1/namespaces/${i.ns}/leases`, `/apis/${GROUP}/v1/installations`, `/apis/${GROUP}/v1/apiservers`]) {
