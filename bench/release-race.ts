@@ -1,14 +1,17 @@
 // How often the last holder's release leaves a finalizer behind, on the real
 // control plane (test/support/cluster) with the CPU kept busy: the uninstall
 // of docs/guard.md "The release order", many times over. Each release: an
-// operator install (its own namespace, ServiceAccount, a ClusterRole and
-// binding, a Role and binding, all five guarded) and two holder pods, as in a
-// rolling update; the first leaves (its pod deleted, SIGTERM, released), then
-// the five objects are deleted as `helm uninstall` does and the second stops:
-// its copies of the objects are stale (the first one's finalizer went since).
-// Every object must then be gone with no finalizer of either pod left.
+// operator install as test/guard/cluster.ts lays it out (its own namespace and
+// ServiceAccount, the operator's ClusterRole and binding, drainguard's own
+// ClusterRole, Role and bindings, all seven guarded) and two holder pods, as in
+// a rolling update; the first leaves (its pod deleted, SIGTERM, released), then
+// the operator's objects are deleted as `helm uninstall` does (drainguard's own
+// RBAC kept; with --delete-own deleted too, as an uninstall that ignores
+// helm.sh/resource-policy: keep) and the second stops: its copies of the
+// objects are stale (the first one's finalizer went since). Every object the
+// uninstall deleted must then be gone, and no finalizer of either pod left.
 //
-//   node bench/release-race.ts [--releases N] [--concurrency N] [--busy N]
+//   node bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own]
 //
 // A private control plane is started (and stopped) for the run.
 
@@ -24,6 +27,7 @@ const { values } = parseArgs({
     releases: { type: 'string', default: '100' },
     concurrency: { type: 'string', default: '3' },
     busy: { type: 'string', default: '3' },
+    'delete-own': { type: 'boolean', default: false },
   },
 });
 const releases = Number(values.releases);
@@ -61,7 +65,7 @@ async function once(): Promise<Outcome> {
       await pa.exit(40_000);
       await c.finishPod(first.name);
       await c.deletePod(pod.name);
-      await c.uninstall();
+      await c.uninstall({ own: values['delete-own'] });
       p.kill('SIGTERM');
       await p.exit(40_000);
       const left = Object.entries(await c.holders())
@@ -97,7 +101,7 @@ try {
 const stuck = outcomes.filter((o) => o.left.length > 0);
 const times = outcomes.flatMap((o) => (o.releaseMs === undefined ? [] : [o.releaseMs]));
 process.stdout.write(
-  `${outcomes.length} releases in ${Math.round((Date.now() - t0) / 1000)} s, ${concurrency} at a time, ${busyLoops} busy loops: ` +
+  `${outcomes.length} releases in ${Math.round((Date.now() - t0) / 1000)} s, ${concurrency} at a time, ${busyLoops} busy loops${values['delete-own'] ? ", drainguard's own RBAC deleted too" : ''}: ` +
     `${stuck.length} left a finalizer; release p50 ${percentile(times, 50)} ms, p99 ${percentile(times, 99)} ms, max ${Math.max(...times)} ms\n`,
 );
 for (const s of stuck) process.stdout.write(`  left on ${s.left.join(', ')}: ${s.failed}\n`);
