@@ -13,13 +13,27 @@
 //
 //   node bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own]
 //
-// A private control plane is started (and stopped) for the run.
+// With --helm, each release is the example operator's chart instead
+// (deploy/helm/example-operator, native sidecar; its pods run by the kubelet
+// stand-in): helm install --wait, then helm uninstall [--wait] --timeout 60s,
+// with its pre-delete hook or without (--no-predelete), one at a time (the
+// chart's cluster-scoped names are fixed); what is counted is helm's exit
+// status, drainguard's partial releases, and what of the release is left.
+//
+//   node bench/release-race.ts --helm [--wait] [--no-predelete] [--releases N] [--busy N]
+//
+// A private control plane is started (and stopped) for the run (after npm run build).
 
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { finalizer, withCluster } from '../test/guard/cluster.ts';
+import { EXAMPLE, cleanupCharts, stageChart } from '../test/helm/support/charts.ts';
+import { GROUP, RBAC, holdersOf, images, releaseRbac, strip } from '../test/helm/support/example.ts';
 import { useCluster } from '../test/support/cluster/index.ts';
 import { runFileEndHooks } from '../test/support/file-end.ts';
+import { helmRun } from '../test/support/helm.ts';
+import { Kubelet } from '../test/support/kubelet/index.ts';
 import { percentile } from './lib/stats.ts';
 
 const { values } = parseArgs({
@@ -28,10 +42,13 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '3' },
     busy: { type: 'string', default: '3' },
     'delete-own': { type: 'boolean', default: false },
+    helm: { type: 'boolean', default: false },
+    wait: { type: 'boolean', default: false },
+    'no-predelete': { type: 'boolean', default: false },
   },
 });
 const releases = Number(values.releases);
-const concurrency = Number(values.concurrency);
+const concurrency = values.helm ? 1 : Number(values.concurrency);
 const busyLoops = Number(values.busy);
 
 const cluster = await useCluster();
@@ -48,6 +65,44 @@ interface Outcome {
   readonly left: string[];
   readonly releaseMs?: number;
   readonly failed?: string;
+  /** --helm: helm uninstall's exit status and time, and the custom resources it left. */
+  readonly helm?: { readonly code: number | null; readonly ms: number; readonly stuck: string[] };
+}
+
+const chart = values.helm ? stageChart(EXAMPLE) : '';
+const admin = ['--kubeconfig', cluster.adminKubeconfig];
+
+async function helmUninstall(): Promise<Outcome> {
+  const ns = await cluster.namespace('race-helm');
+  const access = { server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert, 'utf8'), key: readFileSync(cluster.state.adminKey, 'utf8') };
+  const kubelet = await Kubelet.start({ cluster: access, namespaces: [ns.name], images });
+  try {
+    const predelete = values['no-predelete'] ? ['--set', 'drainguard.predelete.enabled=false'] : [];
+    const installed = await helmRun(['install', 'ex', chart, '-n', ns.name, '--wait', '--timeout', '90s', ...predelete, ...admin], 150_000);
+    if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}`);
+    await cluster.waitFor(async () => holdersOf(await cluster.api.get(`${RBAC}/clusterrolebindings/example-operator`)).length > 0, 60_000, 'the guard set');
+    const t0 = Date.now();
+    const r = await helmRun(['uninstall', 'ex', '-n', ns.name, ...(values.wait ? ['--wait'] : []), '--timeout', '60s', ...admin], 150_000);
+    const ms = Date.now() - t0;
+    await cluster.waitFor(async () => (await cluster.api.list(`/api/v1/namespaces/${ns.name}/pods`)).length === 0, 60_000, 'the pods gone').catch(() => {});
+    const left = (await Promise.all(releaseRbac(ns.name).map(async (path) => ((await cluster.api.get(path)) ? path.split('/').slice(-2).join('/') : undefined)))).filter((x) => x !== undefined);
+    const stuck = (await Promise.all(['installations', 'apiservers'].map(async (p) => ((await cluster.api.get(`${GROUP}/${p}/default`)) ? p : undefined)))).filter((x) => x !== undefined);
+    const logs = kubelet.events.filter((e) => e.proc && e.container === 'drainguard').flatMap((e) => e.proc!.logs());
+    const released = logs.find((l) => l.msg === 'guard released' || l.msg.startsWith('guard released in part'));
+    const partial = logs.find((l) => l.msg.startsWith('guard released in part'));
+    return {
+      left,
+      releaseMs: released?.durationMs as number | undefined,
+      ...(partial && { failed: String(partial.failed) }),
+      ...(r.code !== 0 && !partial && { failed: `helm: ${r.stderr.trim().split('\n').pop()}` }),
+      helm: { code: r.code, ms, stuck },
+    };
+  } finally {
+    await helmRun(['uninstall', 'ex', '-n', ns.name, '--no-hooks', '--ignore-not-found', ...admin], 60_000);
+    await strip(cluster, ns.name);
+    await kubelet.stop();
+    await ns.delete();
+  }
 }
 
 async function once(): Promise<Outcome> {
@@ -90,7 +145,7 @@ try {
     Array.from({ length: concurrency }, async () => {
       while (next < releases) {
         next++;
-        outcomes.push(await once());
+        outcomes.push(await (values.helm ? helmUninstall() : once()));
         if (outcomes.length % 10 === 0) process.stdout.write(`  ${outcomes.length}/${releases}\n`);
       }
     }),
@@ -98,8 +153,25 @@ try {
 } finally {
   for (const b of busy) b.kill('SIGKILL');
 }
-const stuck = outcomes.filter((o) => o.left.length > 0);
+const stuck = outcomes.filter((o) => o.left.length > 0 || o.failed !== undefined);
 const times = outcomes.flatMap((o) => (o.releaseMs === undefined ? [] : [o.releaseMs]));
+if (values.helm) {
+  const how = `helm uninstall${values.wait ? ' --wait' : ''}, ${values['no-predelete'] ? 'no pre-delete hook' : 'pre-delete hook'}`;
+  const failed = outcomes.filter((o) => o.helm!.code !== 0);
+  const partial = outcomes.filter((o) => o.failed !== undefined && !o.failed.startsWith('helm: '));
+  const helmMs = outcomes.map((o) => o.helm!.ms);
+  process.stdout.write(
+    `${outcomes.length} x ${how}, ${busyLoops} busy loops, in ${Math.round((Date.now() - t0) / 1000)} s: helm exited non-zero ${failed.length} times; ` +
+      `drainguard released in part ${partial.length} times; the release's RBAC left ${outcomes.filter((o) => o.left.length > 0).length} times; ` +
+      `custom resources left ${outcomes.filter((o) => o.helm!.stuck.length > 0).length} times; uninstall p50 ${percentile(helmMs, 50)} ms, max ${Math.max(...helmMs)} ms\n`,
+  );
+  for (const o of outcomes.filter((x) => x.left.length > 0 || x.failed !== undefined || x.helm!.stuck.length > 0)) {
+    process.stdout.write(`  exit ${o.helm!.code}, left ${[...o.left, ...o.helm!.stuck].join(', ') || 'nothing'}: ${o.failed ?? ''}\n`);
+  }
+  cleanupCharts();
+  await runFileEndHooks();
+  process.exit(0);
+}
 process.stdout.write(
   `${outcomes.length} releases in ${Math.round((Date.now() - t0) / 1000)} s, ${concurrency} at a time, ${busyLoops} busy loops${values['delete-own'] ? ", drainguard's own RBAC deleted too" : ''}: ` +
     `${stuck.length} left a finalizer; release p50 ${percentile(times, 50)} ms, p99 ${percentile(times, 99)} ms, max ${Math.max(...times)} ms\n`,

@@ -7,50 +7,18 @@
 // custom resource stuck). And Kubebuilder's 10 s grace period.
 
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type TestCluster, useCluster } from '../support/cluster/index.ts';
-import { type ContainerRun, Kubelet } from '../support/kubelet/index.ts';
+import { Kubelet } from '../support/kubelet/index.ts';
 import { type HelmResult, helmRun } from '../support/helm.ts';
-import { NODE } from '../support/proc.ts';
 import { EXAMPLE, cleanupCharts, stageChart } from './support/charts.ts';
+import { GROUP, HOLDER, RBAC, holdersOf, images, releaseRbac, strip } from './support/example.ts';
 
-const OPERATOR = resolve('test/helm/fixtures/operator.ts');
-const EXE = resolve('dist/drainguard');
-const GROUP = '/apis/operator.example.io/v1';
-const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const FIN = 'operator.example.io/cleanup';
-const HOLDER = 'drainguard.dev/holder-';
 const HELM_TIMEOUT_MS = 150_000;
 /** ConfigMaps the controller-manager publishes in every namespace (the second: OpenShift's fork of the controller-manager). */
 const PUBLISHED = ['kube-root-ca.crt', 'openshift-service-ca.crt'];
-
-const isDrainguard = (path: string | undefined) => path !== undefined && /(^|\/)drainguard$/.test(path);
-
-/**
- * Images to processes. drainguard's image: the built executable (its entrypoint
- * is drainguard). The operator's: the fixture operator, behind the drainguard
- * that `install` copied into the pod when its command is /drainguard/drainguard
- * (wrap); its preStop hook runs that copy as it stands.
- */
-const images = {
-  'ghcr.io/drainguard/drainguard': (run: ContainerRun) => {
-    const args = run.container.command ? run.argv.slice(1) : [...run.argv];
-    // The stand-in maps the paths it sees in env and args; the sidecar's default
-    // socket, /run/drainguard/drain.sock, appears in neither, so it is named here.
-    const dir = args[0] === 'sidecar' && !run.env.DRAINGUARD_SOCKET ? run.hostPath('/run/drainguard') : undefined;
-    return { file: EXE, args, ...(dir && { env: { ...run.env, DRAINGUARD_SOCKET: `${dir}/drain.sock` } }) };
-  },
-  'example.com/example-operator': (run: ContainerRun) => {
-    if (run.hook) return undefined;
-    if (isDrainguard(run.container.command?.[0])) {
-      const sep = run.argv.indexOf('--');
-      return { file: run.argv[0]!, args: [...run.argv.slice(1, sep + 1), NODE, OPERATOR], probes: false };
-    }
-    return { file: NODE, args: [OPERATOR], probes: false };
-  },
-};
 
 let cluster: TestCluster;
 let chart: string;
@@ -106,7 +74,6 @@ async function observe<T>(promise: Promise<T>, check: () => Promise<string[]>): 
   return { result, seen };
 }
 
-const holdersOf = (o: any): string[] => (o?.metadata.finalizers ?? []).filter((f: string) => f.startsWith(HOLDER));
 
 /** What the observer reports about the release's objects. */
 function releaseState(ns: string) {
@@ -145,13 +112,7 @@ async function installed(ns: string, guarded: boolean): Promise<any> {
 
 /** Nothing of the release left: no RBAC (drainguard's own included: the post-delete hook deletes it), no finalizer, no Lease, no pod, no custom resource, no ConfigMap of the operator's. */
 async function nothingLeft(ns: string): Promise<void> {
-  for (const path of [
-    `${GROUP}/installations/default`, `${GROUP}/apiservers/default`,
-    `${RBAC}/clusterroles/example-operator`, `${RBAC}/clusterrolebindings/example-operator`,
-    `${RBAC}/clusterroles/drainguard:${ns}:example-operator`, `${RBAC}/clusterrolebindings/drainguard:${ns}:example-operator`,
-    `${RBAC}/namespaces/${ns}/roles/drainguard:${ns}:example-operator`, `${RBAC}/namespaces/${ns}/rolebindings/drainguard:${ns}:example-operator`,
-    `/api/v1/namespaces/${ns}/serviceaccounts/example-operator`,
-  ]) assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
+  for (const path of [`${GROUP}/installations/default`, `${GROUP}/apiservers/default`, ...releaseRbac(ns)]) assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
   assert.equal((await cluster.api.list(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`)).map((l: any) => l.metadata.name), [], 'no Lease');
   await cluster.waitFor(async () => (await cluster.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0, 30_000, 'no pod left');
   const configMaps = (await cluster.api.list(`/api/v1/namespaces/${ns}/configmaps`)).map((c: any) => c.metadata.name).filter((n: string) => !PUBLISHED.includes(n));
@@ -173,19 +134,7 @@ async function withKubelet(prefix: string, body: (ns: string, kubelet: Kubelet) 
   } finally {
     // A failed test may leave the release: take it away without hooks, and what holds it.
     await helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--ignore-not-found']);
-    for (const plural of ['installations', 'apiservers']) {
-      const path = `${GROUP}/${plural}/default`;
-      if (await cluster.api.get(path)) {
-        await cluster.api.patch(path, { metadata: { finalizers: null } });
-        await cluster.api.delete(path);
-        await cluster.waitFor(async () => !(await cluster.api.get(path)), 30_000, `${path} gone`);
-      }
-    }
-    for (const kind of ['clusterroles', 'clusterrolebindings']) {
-      for (const name of ['example-operator', `drainguard:${ns}:example-operator`]) {
-        if (await cluster.api.get(`${RBAC}/${kind}/${name}`)) await cluster.api.patch(`${RBAC}/${kind}/${name}`, { metadata: { finalizers: null } });
-      }
-    }
+    await strip(cluster, ns);
     await kubelet.stop();
   }
 }
