@@ -11,7 +11,12 @@
 // objects are stale (the first one's finalizer went since). Every object the
 // uninstall deleted must then be gone, and no finalizer of either pod left.
 //
-//   node bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own]
+//   node bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own] [--jitter MS]
+//
+// --jitter MS holds each of the last holder's finalizer removals at the fault
+// proxy for a random 0..MS ms before the API server gets it: the spread a busy
+// machine puts between requests sent together, which an in-process API server
+// (the stand-in) does not have of its own.
 //
 // With --helm, each release is the example operator's chart instead
 // (deploy/helm/example-operator, native sidecar; its pods run by the kubelet
@@ -31,6 +36,7 @@ import { finalizer, withCluster } from '../test/guard/cluster.ts';
 import { EXAMPLE, cleanupCharts, stageChart } from '../test/helm/support/charts.ts';
 import { GROUP, RBAC, holdersOf, images, releaseRbac, strip } from '../test/helm/support/example.ts';
 import { useCluster } from '../test/support/cluster/index.ts';
+import type { ProxiedRequest } from '../test/support/faultproxy/index.ts';
 import { runFileEndHooks } from '../test/support/file-end.ts';
 import { helmRun } from '../test/support/helm.ts';
 import { Kubelet } from '../test/support/kubelet/index.ts';
@@ -42,6 +48,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '3' },
     busy: { type: 'string', default: '3' },
     'delete-own': { type: 'boolean', default: false },
+    jitter: { type: 'string', default: '0' },
     helm: { type: 'boolean', default: false },
     wait: { type: 'boolean', default: false },
     'no-predelete': { type: 'boolean', default: false },
@@ -50,6 +57,7 @@ const { values } = parseArgs({
 const releases = Number(values.releases);
 const concurrency = values.helm ? 1 : Number(values.concurrency);
 const busyLoops = Number(values.busy);
+const jitterMs = Number(values.jitter);
 
 const cluster = await useCluster();
 if (cluster.tier !== 'real') {
@@ -121,6 +129,10 @@ async function once(): Promise<Outcome> {
       await c.finishPod(first.name);
       await c.deletePod(pod.name);
       await c.uninstall({ own: values['delete-own'] });
+      if (jitterMs > 0) {
+        const removal = (r: ProxiedRequest) => r.user === `system:serviceaccount:${c.ns}:op` && r.verb === 'patch' && r.contentType === 'application/strategic-merge-patch+json';
+        for (let k = 0; k < c.objects.length; k++) c.proxy!.rule({ match: removal, times: 1, delayMs: Math.round(Math.random() * jitterMs) });
+      }
       p.kill('SIGTERM');
       await p.exit(40_000);
       const left = Object.entries(await c.holders())
@@ -132,7 +144,7 @@ async function once(): Promise<Outcome> {
       // What a failed release left: removed as the post-delete hook would, so the namespace can go.
       for (const o of c.objects) await c.cluster.api.patch(o.path, { metadata: { finalizers: null } }).catch(() => {});
     },
-    { cluster },
+    { cluster, proxy: jitterMs > 0 },
   );
   return outcome;
 }
@@ -173,7 +185,7 @@ if (values.helm) {
   process.exit(0);
 }
 process.stdout.write(
-  `${outcomes.length} releases in ${Math.round((Date.now() - t0) / 1000)} s, ${concurrency} at a time, ${busyLoops} busy loops${values['delete-own'] ? ", drainguard's own RBAC deleted too" : ''}: ` +
+  `${outcomes.length} releases in ${Math.round((Date.now() - t0) / 1000)} s, ${concurrency} at a time, ${busyLoops} busy loops${jitterMs > 0 ? `, removals spread over 0-${jitterMs} ms` : ''}${values['delete-own'] ? ", drainguard's own RBAC deleted too" : ''}: ` +
     `${stuck.length} left a finalizer; release p50 ${percentile(times, 50)} ms, p99 ${percentile(times, 99)} ms, max ${Math.max(...times)} ms\n`,
 );
 for (const s of stuck) process.stdout.write(`  left on ${s.left.join(', ')}: ${s.failed}\n`);
