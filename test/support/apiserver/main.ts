@@ -5,8 +5,7 @@
 // start-controller-manager. It exits when its stdin closes.
 
 import { createInterface } from 'node:readline';
-import { join } from 'node:path';
-import type { Pki } from '../cluster/pki.ts';
+import { type Pki, pkiIn } from '../cluster/pki.ts';
 import { StandIn } from './standin.ts';
 
 const [dir, port] = process.argv.slice(2);
@@ -14,20 +13,7 @@ if (!dir) {
   process.stderr.write('usage: node main.ts PKI_DIR [PORT]\n');
   process.exit(2);
 }
-const p = (f: string) => join(dir, f);
-const pki: Pki = {
-  dir,
-  caCert: p('ca.crt'),
-  caKey: p('ca.key'),
-  servingCert: p('serving.crt'),
-  servingKey: p('serving.key'),
-  adminCert: p('admin.crt'),
-  adminKey: p('admin.key'),
-  controllerManagerCert: p('controller-manager.crt'),
-  controllerManagerKey: p('controller-manager.key'),
-  serviceAccountKey: p('sa.key'),
-  serviceAccountPub: p('sa.pub'),
-};
+const pki: Pki = pkiIn(dir);
 
 const standIn = new StandIn({ pki });
 await standIn.startApiServer(Number(port ?? 0));

@@ -42,6 +42,11 @@ export function makePki(dir: string): Pki {
   signed(dir, 'controller-manager', '/CN=system:kube-controller-manager', client);
   openssl(dir, ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'sa.key']);
   openssl(dir, ['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
+  return pkiIn(dir);
+}
+
+/** Where makePki puts each file of the PKI in `dir`. */
+export function pkiIn(dir: string): Pki {
   const p = (f: string) => join(dir, f);
   return {
     dir,
