@@ -22,9 +22,9 @@ import { buildFloorExecutable } from './lib/floor-exe.ts';
 import { EXE, NODE } from './lib/paths.ts';
 import { BenchProc } from './lib/proc.ts';
 import { MiB, median } from './lib/stats.ts';
-import { type Install, withCluster } from '../test/guard/cluster.ts';
-import { useCluster } from '../test/support/cluster/index.ts';
-import { runFileEndHooks } from '../test/support/file-end.ts';
+import { type Install, withCluster } from '../guard/cluster.ts';
+import { useCluster } from '../support/cluster/index.ts';
+import { runFileEndHooks } from '../support/file-end.ts';
 
 export type CacheState = 'written' | 'read';
 

@@ -1,7 +1,7 @@
 // CPU profiles of drainguard, for finding out where its time goes:
-//   node bench/profile.ts start            drainguard run -- /bin/true
-//   node bench/profile.ts drain            a drain: SIGTERM → drain → drained → stop signal → exit
-//   node bench/profile.ts fanout [N]       the same with N clients (default 1000)
+//   node test/bench/profile.ts start            drainguard run -- /bin/true
+//   node test/bench/profile.ts drain            a drain: SIGTERM → drain → drained → stop signal → exit
+//   node test/bench/profile.ts fanout [N]       the same with N clients (default 1000)
 // The bundle dist/drainguard.cjs runs on this Node.js with --cpu-prof (the
 // executable takes no Node.js flags); profiles go to a fresh directory and
 // the functions that took the most time, self and inclusive, are printed.
@@ -18,7 +18,7 @@ import { BenchProc } from './lib/proc.ts';
 const [scenario = 'drain', arg] = process.argv.slice(2);
 const RUNS = 8;
 const dir = mkdtempSync(join(tmpdir(), 'drainguard-profile-'));
-const flags = ['--import', join(ROOT, 'bench/lib/no-sigprof.ts'), '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '50'];
+const flags = ['--import', join(ROOT, 'test/bench/lib/no-sigprof.ts'), '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '50'];
 const bundle = process.env.BUNDLE ?? join(ROOT, 'dist/drainguard.cjs');
 
 for (let i = 0; i < RUNS; i++) {

@@ -4,12 +4,12 @@
 // deadline passed). Each iteration runs two copies of the bursty operator with
 // the same seed, stopped at the same moment, one per strategy.
 //
-//   node bench/idle-metrics.ts [--iterations 40] [--seed 1] [--deadline 3000] [--interval 50]
+//   node test/bench/idle-metrics.ts [--iterations 40] [--seed 1] [--deadline 3000] [--interval 50]
 //     [--workers 2] [--reconcile 200-1500] [--burst-every 2000-6000] [--burst-size 1-4]
 //     [--stop-after 1000-8000]
 
 import { parseArgs } from 'node:util';
-import { waitForIdle } from '../src/idle/idle-metrics.ts';
+import { waitForIdle } from '../../src/idle/idle-metrics.ts';
 import { nowMs, sleep } from './lib/clock.ts';
 import { NODE, fixture } from './lib/paths.ts';
 import { BenchProc, killEverything } from './lib/proc.ts';

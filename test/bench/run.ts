@@ -20,7 +20,7 @@ import { privateCopies, runMemory, runStart } from './startup.ts';
 const SECTIONS = ['size', 'start', 'memory', 'latency', 'fanout', 'shutdown'] as const;
 type Section = (typeof SECTIONS)[number];
 
-const HELP = `npm run bench [-- OPTIONS]    (or: node bench/run.ts OPTIONS after npm run build)
+const HELP = `npm run bench [-- OPTIONS]    (or: node test/bench/run.ts OPTIONS after npm run build)
 
   --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all)
   --full               larger samples: 200 shutdown iterations, 1000 latency runs,
