@@ -13,7 +13,7 @@ import { waitForIdle } from '../../src/idle/idle-metrics.ts';
 import { nowMs, sleep } from './lib/clock.ts';
 import { NODE, fixture } from './lib/paths.ts';
 import { BenchProc, killEverything } from './lib/proc.ts';
-import { between, random, seedOf } from './lib/random.ts';
+import { prng, seedOf } from '../support/random.ts';
 
 export interface IdleMetricsOptions {
   iterations: number;
@@ -77,8 +77,8 @@ function summary(stops: Stop[]): Summary {
 }
 
 export async function runIdleMetrics(opts: IdleMetricsOptions): Promise<IdleMetricsResult> {
-  const rnd = random(opts.seed);
-  const plan = Array.from({ length: opts.iterations }, (_, i) => ({ seed: seedOf(opts.seed, i), stopAfter: between(rnd, ...opts.stopAfter) }));
+  const rnd = prng(opts.seed);
+  const plan = Array.from({ length: opts.iterations }, (_, i) => ({ seed: seedOf(opts.seed, i), stopAfter: rnd.between(...opts.stopAfter) }));
   const bare: Stop[] = [];
   const waited: Stop[] = [];
   for (let i = 0; i < plan.length; i += opts.concurrency) {

@@ -10,7 +10,7 @@ import { loadavg } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { EXE, NODE, fixture } from './lib/paths.ts';
 import { BenchProc, reportedPid } from './lib/proc.ts';
-import { between, random, seedOf } from './lib/random.ts';
+import { prng, seedOf } from '../support/random.ts';
 import { percentile } from './lib/stats.ts';
 
 export interface LatencyOptions {
@@ -67,12 +67,12 @@ async function measure(o: LatencyOptions, progress: (done: number, total: number
   const bare: Hops = { drain: [], kill: [] };
   const compared: Hops = { drain: [], kill: [] };
   const errors: string[] = [];
-  const rnd = random(seedOf(o.seed, 0x1a7e));
+  const rnd = prng(seedOf(o.seed, 0x1a7e));
   // One at a time: a second run starting up would compete for the two cores. Each drainguard
   // run is followed by one through the executable compared (if any) and one through the bare
   // relay, after the same idle time.
   for (let i = 0; i < o.runs; i++) {
-    const settleMs = between(rnd, 20, 120);
+    const settleMs = rnd.between(20, 120);
     try {
       const [d, k] = await runOnce([EXE, 'run', '--'], settleMs);
       const other = o.compare === undefined ? undefined : await runOnce([o.compare, 'run', '--'], settleMs);

@@ -7,7 +7,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { nowMs } from './lib/clock.ts';
 import { EXE, NODE, fixture, onPath } from './lib/paths.ts';
 import { BenchProc, reportedPid } from './lib/proc.ts';
-import { between, random, seedOf } from './lib/random.ts';
+import { prng, seedOf } from '../support/random.ts';
 import { percentile } from './lib/stats.ts';
 
 export interface ShutdownOptions {
@@ -101,7 +101,7 @@ export async function runShutdown(o: ShutdownOptions, progress: (done: number, t
   const { list, absent } = strategies(o.sleepMs);
   const runs: RunResult[] = [];
   for (let iteration = 0; iteration < o.iterations; iteration++) {
-    const stopAfter = between(random(seedOf(o.seed, iteration, 0x5707)), o.stopAfterMs[0], o.stopAfterMs[1]);
+    const stopAfter = prng(seedOf(o.seed, iteration, 0x5707)).between(o.stopAfterMs[0], o.stopAfterMs[1]);
     const procs = list.map((strategy) => start(strategy, iteration, o));
     const ready = await Promise.all(procs.map((p) => p.ready.catch(() => undefined)));
     const batchReady = nowMs();

@@ -19,7 +19,8 @@ import { runWrapped } from '../../src/supervisor/wrap.ts';
 import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { countSockets, descriptors, memory, mib, processesWithEnv, unixSocketsUnder } from './support/procfs.ts';
-import { prng, sizes } from './support/sizes.ts';
+import { prng } from '../support/random.ts';
+import { sizes } from './support/sizes.ts';
 import { logOf, noWorkInterrupted } from './support/timeline.ts';
 
 setFlagsFromString('--expose-gc');
