@@ -8,7 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { EXE, NODE, fixture } from './lib/paths.ts';
 import { type Rss, rssOf, schedOf } from './lib/mem.ts';
 import { BenchProc, reportedPid } from './lib/proc.ts';
-import { MiB, percentile } from './lib/stats.ts';
+import { MiB, percentile } from '../support/stats.ts';
 
 export interface FanoutOptions {
   readonly sizes: readonly number[];

@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { EXE, NODE, fixture } from './lib/paths.ts';
 import { BenchProc, reportedPid } from './lib/proc.ts';
 import { prng, seedOf } from '../support/random.ts';
-import { percentile } from './lib/stats.ts';
+import { percentile } from '../support/stats.ts';
 
 export interface LatencyOptions {
   readonly runs: number;

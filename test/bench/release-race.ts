@@ -40,7 +40,7 @@ import type { ProxiedRequest } from '../support/faultproxy/index.ts';
 import { runFileEndHooks } from '../support/file-end.ts';
 import { helmRun } from '../support/helm.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
-import { percentile } from './lib/stats.ts';
+import { percentile } from '../support/stats.ts';
 
 const { values } = parseArgs({
   options: {

@@ -11,7 +11,7 @@ import { runFanout } from './fanout.ts';
 import { runLatency } from './latency.ts';
 import { EXE, NODE, ROOT } from './lib/paths.ts';
 import { killEverything } from './lib/proc.ts';
-import { round } from './lib/stats.ts';
+import { round } from '../support/stats.ts';
 import { type Results, evaluateGoals, printReport } from './report.ts';
 import { runShutdown } from './shutdown.ts';
 import { runSize } from './size.ts';

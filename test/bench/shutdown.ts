@@ -8,7 +8,7 @@ import { nowMs } from './lib/clock.ts';
 import { EXE, NODE, fixture, onPath } from './lib/paths.ts';
 import { BenchProc, reportedPid } from './lib/proc.ts';
 import { prng, seedOf } from '../support/random.ts';
-import { percentile } from './lib/stats.ts';
+import { percentile } from '../support/stats.ts';
 
 export interface ShutdownOptions {
   readonly iterations: number;

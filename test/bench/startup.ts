@@ -21,7 +21,7 @@ import { type Rss, dropFromPageCache, rssOf } from './lib/mem.ts';
 import { buildFloorExecutable } from './lib/floor-exe.ts';
 import { EXE, NODE } from './lib/paths.ts';
 import { BenchProc } from './lib/proc.ts';
-import { MiB, median } from './lib/stats.ts';
+import { MiB, median } from '../support/stats.ts';
 import { type Install, withCluster } from '../guard/cluster.ts';
 import { useCluster } from '../support/cluster/index.ts';
 import { runFileEndHooks } from '../support/file-end.ts';
