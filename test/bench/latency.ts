@@ -8,10 +8,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { EXE, NODE, fixture } from './lib/paths.ts';
-import { BenchProc, reportedPid } from './lib/proc.ts';
+import { nowMs } from '../support/clock.ts';
+import { Proc } from '../support/proc.ts';
 import { prng, seedOf } from '../support/random.ts';
 import { percentile } from '../support/stats.ts';
+import { event, reportedPid } from './lib/fixture-output.ts';
+import { EXE, NODE, fixture } from './lib/paths.ts';
 
 export interface LatencyOptions {
   readonly runs: number;
@@ -118,18 +120,19 @@ function figures({ drain, kill }: Hops): HopFigures {
 
 /** One stop of the operator fixture under `supervisor` (drainguard run, or the bare relay). */
 async function runOnce([file, ...args]: readonly string[], settleMs: number): Promise<[number, number]> {
-  const proc = new BenchProc(file!, [...args, NODE, fixture('operator.ts')], { BENCH_MODE: 'latency' }, { stderr: true });
+  const proc = new Proc(file!, [...args, NODE, fixture('operator.ts')], { BENCH_MODE: 'latency' }, { detached: true });
   try {
-    const [, , pid] = await proc.waitLine('ready', 30_000);
+    const [, , pid] = await event(proc, 'ready', 30_000);
     reportedPid(Number(pid));
     // Idle for a moment, as drainguard is when a pod is stopped.
     await delay(settleMs);
-    const sentAt = proc.signal('SIGTERM');
-    const [, drainAt, drainedAt] = await proc.waitLine('drain', 10_000);
-    const [, termAt] = await proc.waitLine('term', 10_000);
-    await proc.waitExit(10_000, 'latency run');
+    const sentAt = nowMs();
+    proc.kill('SIGTERM');
+    const [, drainAt, drainedAt] = await event(proc, 'drain', 10_000);
+    const [, termAt] = await event(proc, 'term', 10_000);
+    await proc.exit(10_000);
     return [Number(drainAt) - sentAt, Number(termAt) - Number(drainedAt)];
   } finally {
-    proc.kill();
+    proc.killAll();
   }
 }

@@ -12,8 +12,8 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Proc } from '../support/proc.ts';
 import { NODE, ROOT, fixture } from './lib/paths.ts';
-import { BenchProc } from './lib/proc.ts';
 
 const [scenario = 'drain', arg] = process.argv.slice(2);
 const RUNS = 8;
@@ -23,19 +23,19 @@ const bundle = process.env.BUNDLE ?? join(ROOT, 'dist/drainguard.cjs');
 
 for (let i = 0; i < RUNS; i++) {
   if (scenario === 'start') {
-    await new BenchProc(NODE, [...flags, bundle, 'run', '--', '/bin/true'], {}).waitExit(30_000, 'start');
+    await new Proc(NODE, [...flags, bundle, 'run', '--', '/bin/true'], {}, { detached: true }).exit(30_000);
     continue;
   }
   const n = scenario === 'fanout' ? Number(arg ?? 1000) : 0;
   const child = n > 0 ? [fixture('clients.ts')] : [fixture('operator.ts')];
   const env = n > 0 ? { BENCH_CLIENTS: String(n) } : { BENCH_MODE: 'latency' };
-  const p = new BenchProc(NODE, [...flags, bundle, 'run', '--', NODE, ...child], env);
+  const p = new Proc(NODE, [...flags, bundle, 'run', '--', NODE, ...child], env, { detached: true });
   let ready = 0;
   p.onLine((l) => l.startsWith('ready ') && (ready += n > 0 ? Number(l.split(' ')[1]) : 1));
   while (ready < Math.max(n, 1)) await delay(20);
   await delay(300);
-  p.signal('SIGTERM');
-  await p.waitExit(30_000, scenario);
+  p.kill('SIGTERM');
+  await p.exit(30_000);
 }
 
 // Only what happened after the last stretch of idleness of 100 ms or more: the
