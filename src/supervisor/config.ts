@@ -1,7 +1,7 @@
 // The resolved configuration of the supervising commands (run, sidecar):
 // every default filled in and every rule that spans settings checked up front.
 
-import type { PodIdentity } from '../kube/pod.ts';
+import type { PodRef } from '../kube/pod.ts';
 import { checkFit, defaultDrainTimeout } from './shutdown.ts';
 import { resolvePrestopToken } from '../config/prestop-token.ts';
 import { ConfigError } from '../errors.ts';
@@ -28,7 +28,7 @@ export interface SupervisorConfig {
   readonly guard: readonly GuardTarget[];
   /** How long the holder Lease stays valid without renewal. */
   readonly leaseDurationMs: number;
-  readonly pod: PodIdentity;
+  readonly pod: Partial<PodRef>;
   readonly httpAddr?: { readonly host: string; readonly port: number };
   /** Sidecar mode: the operator's containers, whose termination the API must report before the release. */
   readonly operatorContainers: readonly string[];
@@ -51,7 +51,7 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
   const drainTimeoutMs = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
 
   const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
-  const pod: PodIdentity = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
+  const pod: Partial<PodRef> = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
   if (guard.length > 0) {
     const missing = [
       ['DRAINGUARD_POD_NAME', pod.name],

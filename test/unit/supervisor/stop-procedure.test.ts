@@ -55,7 +55,6 @@ function guardOf(clock: FakeClock) {
   const guard: GuardHandle = {
     start: () => void calls.push('guard start'),
     release: async (deadline) => void calls.push(`guard release by +${deadline - clock.now()}`),
-    report: () => ({ set: true, objectsHeld: 0, errors: 0 }),
   };
   return { guard, calls };
 }
