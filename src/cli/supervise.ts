@@ -15,10 +15,10 @@ import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../supervisor/config.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { RELEASE_MARGIN_MS } from '../supervisor/shutdown.ts';
-import { SidecarMode } from '../supervisor/sidecar.ts';
+import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
 import { type Mode, StopProcedure } from '../supervisor/stop-procedure.ts';
-import { WrapMode } from '../supervisor/wrap.ts';
+import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, drainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
 
