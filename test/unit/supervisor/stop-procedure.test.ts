@@ -50,6 +50,15 @@ class PlayedMode implements Mode {
   }
 }
 
+/** A client that never says drained, connected; then SIGTERM, and the procedure draining. */
+async function drainingWithClient(s: ReturnType<typeof procedure>): Promise<DrainClient> {
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  sigterm();
+  await until(() => s.phases.includes('draining'), 'draining');
+  return client;
+}
+
 function guardOf(clock: FakeClock) {
   const calls: string[] = [];
   const guard: GuardHandle = {
@@ -108,10 +117,7 @@ test('a client that never drains: the stop comes at the drain deadline (grace - 
   const mode = new PlayedMode();
   const s = procedure(mode, []);
   await s.listens;
-  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
-  await within(5000, 'client', client.ready());
-  sigterm();
-  await until(() => s.phases.includes('draining'), 'draining');
+  const client = await drainingWithClient(s);
   await s.clock.advance(2999);
   assert.equal(mode.calls, ['start'], 'not stopped a millisecond early');
   await s.clock.advance(1);
@@ -131,10 +137,7 @@ test("the Pod's grace period, asked once the operator runs, replaces the default
   await until(() => s.phases.includes('running'), 'running');
   await settle();
   assert.is(asked, 1);
-  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
-  await within(5000, 'client', client.ready());
-  sigterm();
-  await until(() => s.phases.includes('draining'), 'draining');
+  const client = await drainingWithClient(s);
   assert.is(mode.context!.deadlines.drainTimeoutMs(), 5000, "the Pod's 12 s - 5 s - 2 s, not the default 30 s's 23 s");
   await s.clock.advance(5000);
   await within(5000, 'exit', s.running);
@@ -147,10 +150,7 @@ test('a second SIGTERM cuts the drain short; a third changes nothing', async () 
   const mode = new PlayedMode();
   const s = procedure(mode, []);
   await s.listens;
-  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
-  await within(5000, 'client', client.ready());
-  sigterm();
-  await until(() => s.phases.includes('draining'), 'draining');
+  const client = await drainingWithClient(s);
   sigterm();
   sigterm();
   await within(5000, 'exit', s.running);
