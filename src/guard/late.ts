@@ -4,13 +4,12 @@
 // starts, as far as it can be told without the client (kube/locate.ts).
 
 import { apiConfigError, locateApiConfig, precheckApiConfig } from '../kube/locate.ts';
-import type { Guard, GuardReport } from './guard.ts';
-import type { GuardSettings, OpenGuardOptions } from './open.ts';
+import type { GuardReport } from './guard.ts';
+import type { GuardSettings, GuardUse, OpenGuardOptions } from './open.ts';
 
-/** What a supervising command drives and reads of its guard. */
-export type GuardUse = Pick<Guard, 'start' | 'release' | 'report'>;
+export type { GuardUse } from './open.ts';
 
-const WHY = 'DRAINGUARD_GUARD is set, so drainguard';
+const WHY = 'DRAINGUARD_GUARD or DRAINGUARD_HOLD is set, so drainguard';
 const NOT_SET: GuardReport = { set: false, objectsHeld: 0, errors: 0 };
 
 /** Throws ConfigError when no Kubernetes API is configured; the guard itself opens at start(). */
