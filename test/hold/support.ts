@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { stringify } from 'yaml';
-import { CR_OPERATOR_IMAGE, crOperatorImage } from '../support/cr-operator.ts';
+import { CR_OPERATOR_IMAGE, crOperatorImage, stripCustomResources } from '../support/cr-operator.ts';
 import type { KubeletCluster } from '../support/kubelet/cluster.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { DRAINGUARD_IMAGE, drainguardImage } from '../support/kubelet/runners.ts';
@@ -163,4 +163,17 @@ export async function leftOf(c: KubeletCluster, s: OperatorSet, ms: number): Pro
     if (left.length === 0 || Date.now() > deadline) return left;
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** Whatever a failed test left of the set: finalizers stripped, objects deleted (the namespace goes at the end of the file). */
+export async function removeSet(c: KubeletCluster, s: OperatorSet): Promise<void> {
+  // Scaled to nothing first: the pods stop as in a rollout, each drainguard exits by itself.
+  await c.api.call('PATCH', `/apis/apps/v1/namespaces/${s.ns}/deployments/${s.name}`, { spec: { replicas: 0 } }, 'application/merge-patch+json');
+  await c.poll(`/api/v1/namespaces/${s.ns}/pods`, (b) => b.items?.length === 0, 30_000, 'the pods gone').catch(() => undefined);
+  await s.kubelet.stop();
+  for (const p of [`/apis/apps/v1/namespaces/${s.ns}/deployments/${s.name}`, `/apis/${RBAC}/clusterroles/${s.name}`, `/apis/${RBAC}/clusterrolebindings/${s.name}`, `/api/v1/namespaces/${s.ns}/serviceaccounts/${s.name}`]) {
+    await c.api.call('PATCH', p, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    await c.api.call('DELETE', p);
+  }
+  await stripCustomResources(c, s.group);
 }
