@@ -100,7 +100,7 @@ restartPolicy: Always
 command: [/drainguard/drainguard, sidecar]
 env:
   {{- include "drainguard.env" . | nindent 2 }}
-  {{- if ne $v.socket "/run/drainguard/drain.sock" }}
+  {{- if ne $v.socket $c.defaultSocket }}
   - name: DRAINGUARD_SOCKET
     value: {{ $v.socket | quote }}
   {{- end }}
