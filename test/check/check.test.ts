@@ -98,6 +98,12 @@ test("timeouts-refused: a drain timeout that fits the pod's grace period but not
   assert.equal(checkObjects(objects).status, 0);
 });
 
+test('the chart passes its grace period on once a timeout is set: helm template with a 40 s drain in 60 s is clean', () => {
+  const chart = stageChart(EXAMPLE);
+  const r = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.terminationGracePeriodSeconds': 60, 'drainguard.drainTimeoutSeconds': 40 } }));
+  assert.equal([r.status, r.findings], [0, []], r.stdout);
+});
+
 test('socket-not-shared: the operator mounts the socket volume elsewhere, or has no DRAINGUARD_SOCKET', () => {
   const elsewhere = copy('sidecar');
   container(elsewhere, 'manager').volumeMounts.find((m: any) => m.name === 'drainguard-socket').mountPath = '/var/run/drainguard';

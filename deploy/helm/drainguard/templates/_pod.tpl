@@ -35,6 +35,11 @@ seccompProfile:
       fieldPath: metadata.uid
 - name: DRAINGUARD_GUARD
   value: {{ join "," $c.guard | quote }}
+{{- if not (and (kindIs "invalid" $v.drainTimeoutSeconds) (kindIs "invalid" $v.stopTimeoutSeconds)) }}
+# drainguard holds its timeouts to its own grace period before it reads the Pod's.
+- name: DRAINGUARD_GRACE_PERIOD
+  value: {{ printf "%ds" (int $c.grace) | quote }}
+{{- end }}
 {{- if not (kindIs "invalid" $v.drainTimeoutSeconds) }}
 - name: DRAINGUARD_DRAIN_TIMEOUT
   value: {{ printf "%ds" (int $v.drainTimeoutSeconds) | quote }}
