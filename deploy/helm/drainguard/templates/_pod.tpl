@@ -65,7 +65,7 @@ seccompProfile:
   emptyDir:
     medium: Memory
     sizeLimit: 1Mi
-# What install writes: about 134 MB.
+# What install writes (its size: docs/deploy.md), with room to spare.
 - name: drainguard
   emptyDir:
     sizeLimit: 256Mi
