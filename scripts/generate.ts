@@ -3,6 +3,7 @@
 //   README.md                       the table of variables, from the options of every command
 //   docs/errors.md                  the table of error codes, from src/errors.ts
 //   deploy/rendered/*.yaml          kubectl kustomize deploy/examples/*
+//   deploy/helm/drainguard/templates/_defaults.tpl  the chart's defaults, from the options
 // `npm run generate` writes them; `npm run generate -- --check` only reports
 // the ones that differ (exit 1), as the drift test does.
 
@@ -10,6 +11,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LAUNCHER_MODULE, assembleLauncher, launcherModule } from './generate/launcher.ts';
+import { CHART_DEFAULTS, chartDefaults } from './generate/chart-defaults.ts';
 import { ERRORS_DOC, errorsDoc } from './generate/errors.ts';
 import { EXAMPLE_MODES, renderedExample, renderedPath } from './generate/rendered.ts';
 import { VARIABLES_DOC, withVariablesTable } from './generate/variables.ts';
@@ -29,6 +31,7 @@ export function generateAll(root = ROOT): Generated[] {
     { path: LAUNCHER_MODULE, content: launcherModule({ x64: assembleLauncher(root, 'x64'), arm64: assembleLauncher(root, 'arm64') }) },
     { path: VARIABLES_DOC, content: withVariablesTable(current(VARIABLES_DOC)) },
     { path: ERRORS_DOC, content: errorsDoc() },
+    { path: CHART_DEFAULTS, content: chartDefaults() },
     ...EXAMPLE_MODES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
   ];
 }

@@ -82,15 +82,25 @@ export interface GracePeriod {
   readonly from: string;
 }
 
-/** The drain timeout a grace period leaves: grace − stop timeout − margin. */
+/**
+ * The grace period a drain and a stop need for the guard to be released in it:
+ * drain + stop + margin ≤ grace is the rule the defaults are made to, that
+ * `drainguard check` and the chart hold manifests to.
+ */
+export function graceNeeded(drainTimeoutMs: number, stopTimeoutMs: number): number {
+  return drainTimeoutMs + stopTimeoutMs + GRACE_MARGIN_MS;
+}
+
+/** The drain timeout a grace period leaves by that rule: grace − stop timeout − margin. */
 export function defaultDrainTimeout(gracePeriodMs: number, stopTimeoutMs: number): number {
   return Math.max(0, gracePeriodMs - stopTimeoutMs - GRACE_MARGIN_MS);
 }
 
 /**
- * The rule that spans the settings, checked once they are known: the drain and
+ * The limit below that rule, checked once the settings are known: the drain and
  * the stop timeout must fit in the grace period, or the kubelet kills the
- * operator first. Returns what is wrong, or undefined.
+ * operator first (a drain given explicitly may eat the margin). Returns what is
+ * wrong, or undefined.
  */
 export function checkFit(
   settings: Omit<DeadlineSettings, 'gracePeriodSource' | 'drainTimeoutExplicit' | 'drainTimeoutMs'> & { readonly drainTimeoutMs?: number },

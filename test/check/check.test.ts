@@ -83,6 +83,27 @@ test('grace-period-too-short: an explicit drain timeout that does not fit, and a
   assert.equal(checkObjects(kubebuilder).status, 0);
 });
 
+test("timeouts-refused: a drain timeout that fits the pod's grace period but not drainguard's own, which it checks at start", () => {
+  const objects = copy('native-sidecar');
+  podOf(objects).terminationGracePeriodSeconds = 60;
+  const dg = container(objects, 'drainguard');
+  dg.env.push({ name: 'DRAINGUARD_DRAIN_TIMEOUT', value: '40s' });
+  onlyFinding(checkObjects(objects), 'timeouts-refused', 'set DRAINGUARD_GRACE_PERIOD=60s (the pod\'s terminationGracePeriodSeconds) in container drainguard');
+  // What the finding says: drainguard with that environment exits 2.
+  const env = Object.fromEntries(dg.env.filter((e: any) => e.value !== undefined && e.name !== 'DRAINGUARD_GUARD').map((e: any) => [e.name, e.value]));
+  const start = spawnSync(EXE, ['sidecar'], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8', timeout: 30_000 });
+  assert.equal(start.status, 2, start.stderr);
+  assert.match(start.stderr, /DG_CONFIG_TIMEOUTS: DRAINGUARD_DRAIN_TIMEOUT: the drain timeout \(40s\) plus the stop timeout \(5s\) must fit in the grace period \(30s\)/);
+  dg.env.push({ name: 'DRAINGUARD_GRACE_PERIOD', value: '60s' });
+  assert.equal(checkObjects(objects).status, 0);
+});
+
+test('the chart passes its grace period on once a timeout is set: helm template with a 40 s drain in 60 s is clean', () => {
+  const chart = stageChart(EXAMPLE);
+  const r = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.terminationGracePeriodSeconds': 60, 'drainguard.drainTimeoutSeconds': 40 } }));
+  assert.equal([r.status, r.findings], [0, []], r.stdout);
+});
+
 test('socket-not-shared: the operator mounts the socket volume elsewhere, or has no DRAINGUARD_SOCKET', () => {
   const elsewhere = copy('sidecar');
   container(elsewhere, 'manager').volumeMounts.find((m: any) => m.name === 'drainguard-socket').mountPath = '/var/run/drainguard';

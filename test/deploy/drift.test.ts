@@ -1,6 +1,7 @@
 // Every generated file in the repository is what scripts/generate.ts makes
 // now: the launcher's bytes from launcher.S, the table of variables from the
-// options, the error codes from src/errors.ts, the rendered examples from the kustomizations.
+// options, the error codes from src/errors.ts, the rendered examples from the kustomizations,
+// the library chart's defaults from the options.
 
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
@@ -9,9 +10,10 @@ import { ROOT, generateAll } from '../../scripts/generate.ts';
 
 const generated = generateAll();
 
-test('the generator makes the launcher, the table of variables, the table of error codes and each rendered example', () => {
+test("the generator makes the launcher, the table of variables, the table of error codes, each rendered example and the chart's defaults", () => {
   assert.equal(generated.map((g) => g.path).sort(), [
     'README.md',
+    'deploy/helm/drainguard/templates/_defaults.tpl',
     'deploy/rendered/native-sidecar.yaml',
     'deploy/rendered/sidecar.yaml',
     'deploy/rendered/wrap.yaml',

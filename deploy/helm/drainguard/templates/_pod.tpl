@@ -35,6 +35,11 @@ seccompProfile:
       fieldPath: metadata.uid
 - name: DRAINGUARD_GUARD
   value: {{ join "," $c.guard | quote }}
+{{- if not (and (kindIs "invalid" $v.drainTimeoutSeconds) (kindIs "invalid" $v.stopTimeoutSeconds)) }}
+# drainguard holds its timeouts to its own grace period before it reads the Pod's.
+- name: DRAINGUARD_GRACE_PERIOD
+  value: {{ printf "%ds" (int $c.grace) | quote }}
+{{- end }}
 {{- if not (kindIs "invalid" $v.drainTimeoutSeconds) }}
 - name: DRAINGUARD_DRAIN_TIMEOUT
   value: {{ printf "%ds" (int $v.drainTimeoutSeconds) | quote }}
@@ -60,7 +65,7 @@ seccompProfile:
   emptyDir:
     medium: Memory
     sizeLimit: 1Mi
-# What install writes: about 134 MB.
+# What install writes (its size: docs/deploy.md), with room to spare.
 - name: drainguard
   emptyDir:
     sizeLimit: 256Mi
@@ -100,7 +105,7 @@ restartPolicy: Always
 command: [/drainguard/drainguard, sidecar]
 env:
   {{- include "drainguard.env" . | nindent 2 }}
-  {{- if ne $v.socket "/run/drainguard/drain.sock" }}
+  {{- if ne $v.socket $c.defaultSocket }}
   - name: DRAINGUARD_SOCKET
     value: {{ $v.socket | quote }}
   {{- end }}
