@@ -9,7 +9,9 @@ import type { GuardSettings, GuardUse, OpenGuardOptions } from './open.ts';
 
 export type { GuardUse } from './open.ts';
 
-const WHY = 'DRAINGUARD_GUARD or DRAINGUARD_HOLD is set, so drainguard';
+/** Why the API is needed, for the message when it cannot be had: the guard's list, else the hold alone. */
+export const whyApi = (settings: GuardSettings): string => `${settings.targets.length > 0 ? 'DRAINGUARD_GUARD' : 'DRAINGUARD_HOLD'} is set, so drainguard`;
+
 const NOT_SET: GuardReport = { set: false, objectsHeld: 0, errors: 0 };
 
 /** Throws ConfigError when no Kubernetes API is configured; the guard itself opens at start(). */
@@ -17,7 +19,7 @@ export function lateGuard(settings: GuardSettings, options: OpenGuardOptions): G
   try {
     precheckApiConfig(locateApiConfig(options.env));
   } catch (err) {
-    throw apiConfigError(WHY, err);
+    throw apiConfigError(whyApi(settings), err);
   }
   let guard: GuardUse | undefined;
   let opened: Promise<GuardUse | undefined> | undefined;

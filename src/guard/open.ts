@@ -8,6 +8,7 @@ import { openClient } from '../kube/open.ts';
 import type { PodRef } from '../kube/pod.ts';
 import type { Logger } from '../log/logger.ts';
 import { Guard } from './guard.ts';
+import { whyApi } from './late.ts';
 
 /** What a guard is made of: the resolved configuration's part, and the release margin of the stop's deadlines. */
 export interface GuardSettings {
@@ -30,7 +31,7 @@ export interface OpenGuardOptions {
 
 /** The guard for `settings`; throws ConfigError when no Kubernetes API is configured. */
 export async function openGuard(settings: GuardSettings, { env, logger, onReleaseFailed, attach }: OpenGuardOptions): Promise<GuardUse> {
-  const client = await openClient(env, logger, 'DRAINGUARD_GUARD or DRAINGUARD_HOLD is set, so drainguard');
+  const client = await openClient(env, logger, whyApi(settings));
   const guard = new Guard({ ...settings, client, logger, onReleaseFailed });
   return attach ? attach(guard, client) : guard;
 }

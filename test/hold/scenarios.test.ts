@@ -4,10 +4,12 @@
 // settle), and a rolling update of two replicas (no hold finalizer left of the
 // old pods).
 
+import { execFile } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createCrds, deleteCrds } from '../support/cr-operator.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
+import { EXE } from '../support/proc.ts';
 import { kubectl, operatorPods, operatorSet, removeSet } from './support.ts';
 
 const GROUP = 'operator.holdways.example.io';
@@ -20,6 +22,13 @@ test.before(async () => {
   await createCrds(c, GROUP);
 });
 test.after(() => deleteCrds(c, GROUP));
+
+/** The built drainguard as the admin, without blocking the event loop. */
+function drainguard(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(EXE, args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: c.cluster.adminKubeconfig } }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+  });
+}
 
 const deploymentPath = (ns: string, name: string) => `/apis/apps/v1/namespaces/${ns}/deployments/${name}`;
 
@@ -49,18 +58,27 @@ test('foreground deletion cannot be held: warned about with the fix, an Event, r
 });
 
 test('the timeout: the hold lets go after DRAINGUARD_HOLD_TIMEOUT, naming what is still finalizing', async () => {
-  const s = await operatorSet(c, GROUP, { hold: HOLD, holdSettle: '1s', holdTimeout: '4s', finalizeAfterMs: 600_000 });
+  const s = await operatorSet(c, GROUP, { hold: HOLD, holdSettle: '1s', holdTimeout: '8s', finalizeAfterMs: 600_000 });
   try {
     assert.is((await kubectl(c, ['apply', '-f', '-'], s.manifest)).code, 0);
     const [{ proc: operator, pod }] = await operatorPods(c, s);
     await c.poll(deploymentPath(s.ns, s.name), (b) => b.metadata?.finalizers?.includes(holderOf(pod.metadata.uid)), 20_000, 'the hold set');
     assert.is((await kubectl(c, ['delete', '-f', '-', '--wait=false'], s.manifest)).code, 0);
     const seen = await operator.log('the Deployment is being deleted: holding the operator until the listed custom resources are finalized', 20_000);
+    // drainguard status shows the hold and what it waits for.
+    const status = await drainguard(['status', '--hold', HOLD, '--pod-namespace', s.ns, '-o', 'json']);
+    assert.is(status.code, 0, status.stderr);
+    const report = JSON.parse(status.stdout);
+    const held = report.objects.find((o: any) => o.object === `deployment/${s.ns}/${s.name}`);
+    assert.ok(held?.deleting && held.holders.some((h: any) => h.uid === pod.metadata.uid && h.live), status.stdout);
+    assert.equal(report.hold.waitingFor.map((f: any) => f.object).sort(), [`apiservers.${GROUP}/default`, `installations.${GROUP}/default`]);
+    const text = await drainguard(['status', '--hold', HOLD, '--pod-namespace', s.ns]);
+    assert.match(text.stdout, `a held Deployment being deleted waits for\n  installations.${GROUP}/default  ${GROUP}/cleanup`);
     await operator.line('drained', 30_000);
     const line = operator.logs().find((l) => String(l.msg).startsWith('hold released'));
     assert.ok(line, operator.stderr.join('\n'));
     assert.is(line.reason, 'timeout');
-    assert.ok(Date.parse(String(line.time)) - Date.parse(String(seen.time)) >= 4000, 'not before the timeout');
+    assert.ok(Date.parse(String(line.time)) - Date.parse(String(seen.time)) >= 8000, 'not before the timeout');
     assert.match(String(line.msg), `still finalizing: installations.${GROUP}/default (${GROUP}/cleanup), apiservers.${GROUP}/default (${GROUP}/cleanup)`);
     const event = (await c.api.must('GET', `/api/v1/namespaces/${s.ns}/events`)).items.find((e: any) => e.reason === 'HoldReleased');
     assert.ok(event?.message.includes('(reason timeout)'));
