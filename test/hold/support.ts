@@ -22,7 +22,8 @@ export interface OperatorSet {
   /** The whole manifest set, in the order of a typical operator.yaml + custom-resources.yaml. */
   readonly manifest: string;
   readonly kubelet: Kubelet;
-  at(what: string): void;
+  /** Onto the timeline, now or at `time` (a drainguard log line's). */
+  at(what: string, time?: unknown): void;
   readonly timeline: string[];
 }
 
@@ -45,7 +46,11 @@ export async function operatorSet(c: KubeletCluster, group: string, o: OperatorO
   const name = `op-${randomBytes(3).toString('hex')}`;
   const t0 = Date.now();
   const timeline: string[] = [];
-  const at = (what: string) => timeline.push(`${String(Date.now() - t0).padStart(6)} ms  ${what}`);
+  const at = (what: string, time?: unknown) => {
+    const when = typeof time === 'string' ? Date.parse(time) : Date.now();
+    timeline.push(`${String(when - t0).padStart(6)} ms  ${what}`);
+    timeline.sort((a, b) => parseInt(a) - parseInt(b));
+  };
   const kubelet = await Kubelet.start({
     cluster: c.access,
     namespaces: [ns],
