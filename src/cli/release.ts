@@ -9,7 +9,8 @@ export const releaseCommand: CommandDef<ReleaseConfig> = {
   usage: 'drainguard release [--guard LIST] [--all-objects] [--all --yes] [--wait DURATION] [--delete LIST]',
   description: `Removes the drainguard.dev/holder-* finalizers of stale holders (holder Lease gone
 or expired) from the objects in --guard (DRAINGUARD_GUARD), or from every object that carries
-one with --all-objects. Live holders keep theirs unless --all --yes is given. Only finalizers
+one with --all-objects; with --hold (DRAINGUARD_HOLD), also from the Deployments of the
+namespace that carry one (the hold's). Live holders keep theirs unless --all --yes is given. Only finalizers
 are written, and with --delete, once no live holder is left, the objects it names are deleted
 (drainguard's own RBAC, which the uninstall keeps until then). Exit status 0 when every stale
 finalizer was removed (and every --delete object deleted), 1 when some could not be (or, with
@@ -21,7 +22,10 @@ finalizer was removed (and every --delete object deleted), 1 when some could not
     const { openClient, defaultNamespace } = await import('../kube/open.ts');
     const { releaseStale } = await import('../guard/release-stale.ts');
     const client = await openClient(io.env, logger, 'drainguard release');
-    const release = { targets: v.targets, allObjects: v.allObjects, all: v.all, waitMs: v.waitMs, remove: v.remove, namespace: defaultNamespace(client, v.podNamespace) };
+    const namespace = defaultNamespace(client, v.podNamespace);
+    // The hold's Deployments: those of the namespace that carry a holder finalizer.
+    const held = v.hold.length > 0 && namespace !== undefined ? await (await import('../hold/status.ts')).heldDeployments(client, namespace) : [];
+    const release = { targets: [...v.targets, ...held], allObjects: v.allObjects, all: v.all, waitMs: v.waitMs, remove: v.remove, namespace };
     return releaseStale(client, release, (line) => io.stdout.write(`${line}\n`));
   },
 };

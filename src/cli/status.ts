@@ -5,12 +5,14 @@ import type { CommandDef } from './command.ts';
 
 export const statusCommand: CommandDef<StatusConfig> = {
   name: 'status',
-  summary: 'print the state of the guard: guarded objects, holders, staleness',
-  usage: 'drainguard status [--guard LIST] [--all-objects] [-o json]',
+  summary: 'print the state of the guard and the hold: guarded objects, holders, staleness, what the hold waits for',
+  usage: 'drainguard status [--guard LIST] [--hold KINDS] [--all-objects] [-o json]',
   description: `Prints the objects in --guard (DRAINGUARD_GUARD) and, with --all-objects or when no
 list is given, every object that carries a drainguard.dev/holder- finalizer: whether it exists
 or is being deleted, and its holders, live or stale (holder Lease gone or expired). Then the
-holder Leases themselves. Reads only.`,
+holder Leases themselves. With --hold (DRAINGUARD_HOLD), also the Deployments of the namespace
+that carry a holder finalizer (the hold), and what a hold waits for: the objects of those kinds
+that are being deleted and still carry a finalizer. Reads only.`,
   extra: STATUS_OPTIONS,
   resolve: resolveStatusConfig,
   async run(v, io) {
@@ -18,8 +20,12 @@ holder Leases themselves. Reads only.`,
     const { openClient, defaultNamespace } = await import('../kube/open.ts');
     const { statusReport, renderStatus } = await import('../guard/status-report.ts');
     const client = await openClient(io.env, logger, 'drainguard status');
-    const report = await statusReport(client, { targets: v.targets, allObjects: v.allObjects, namespace: defaultNamespace(client, v.podNamespace) });
-    io.stdout.write(v.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
+    const namespace = defaultNamespace(client, v.podNamespace);
+    const held = v.hold.length > 0 ? await import('../hold/status.ts') : undefined;
+    const deployments = held && namespace !== undefined ? await held.heldDeployments(client, namespace) : [];
+    const report = await statusReport(client, { targets: [...v.targets, ...deployments], allObjects: v.allObjects, namespace });
+    const hold = held && namespace !== undefined ? await held.holdStatus(client, v.hold, namespace) : undefined;
+    io.stdout.write(v.output === 'json' ? `${JSON.stringify(hold ? { ...report, hold } : report, null, 2)}\n` : renderStatus(report) + (hold ? held!.renderHoldStatus(hold) : ''));
     return 0;
   },
 };

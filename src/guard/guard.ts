@@ -6,6 +6,8 @@
 //   every tick renew the Lease, put back a finalizer someone removed, sweep
 //              stale holders' finalizers.
 //   release()  stop, then remove this pod's finalizers and the Lease, by the deadline.
+//   hold(), letGo()  one more object held from now on, and let go of early (the hold's
+//              Deployment, src/hold): swept, released and reported as the others.
 
 import type { GuardTarget } from '../config/guard-list.ts';
 import { DrainguardError } from '../errors.ts';
@@ -20,7 +22,7 @@ import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { listHolders } from './holders.ts';
 import { HolderLease } from './lease.ts';
 import { holdersOf, sweep, toSweep } from './sweep.ts';
-import { finalizerFor, holderOf, refOf } from './names.ts';
+import { type HeldTarget, finalizerFor, holderOf, refOf } from './names.ts';
 import { planRelease } from './release-order.ts';
 
 export interface GuardOptions {
@@ -53,6 +55,8 @@ export interface GuardReport {
   readonly objectsHeld: number;
   /** Failed Kubernetes API calls since start. */
   readonly errors: number;
+  /** The hold's part (src/hold), when it holds the Deployment through this guard. */
+  readonly hold?: { readonly held: boolean; readonly released: Readonly<Record<string, number>> };
 }
 
 export interface GuardStatus {
@@ -83,12 +87,14 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
 const releaseCommand = (objects: readonly string[]): string => `drainguard release --guard ${objects.join(',')}`;
 
 interface Tracked {
-  readonly target: GuardTarget;
+  readonly target: HeldTarget;
   state: ObjectState;
   object?: KubeObject;
   message?: string;
   /** Whether our finalizer may be on it (we added it, or we could not tell). */
   mayHold: boolean;
+  /** Let go of before the release (letGo): never held again. */
+  letGo?: boolean;
 }
 
 export class Guard {
@@ -103,6 +109,8 @@ export class Guard {
   readonly #onReleaseFailed?: (objects: readonly string[], fix: string) => void;
   readonly #objects: Tracked[];
   readonly #stop = new AbortController();
+  /** Cuts the wait between ticks short (an object to hold was added). */
+  #wake = new AbortController();
   #podChecked = false;
   /** The pod's ServiceAccount, from the Pod: whose permissions the release order keeps. */
   #serviceAccount?: string;
@@ -143,7 +151,7 @@ export class Guard {
       deleting: Boolean(o.object?.metadata.deletionTimestamp),
       ...(o.message !== undefined && { message: o.message }),
     }));
-    const set = this.#lease.held && this.#objects.every((o) => o.state === 'guarded' || o.state === 'missing');
+    const set = this.#lease.held && this.#objects.every((o) => o.letGo || o.state === 'guarded' || o.state === 'missing');
     return { set, lease: this.#lease.held ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
   }
 
@@ -191,7 +199,45 @@ export class Guard {
           });
         }
       }
-      await sleep(wait, signal);
+      await sleep(wait, AbortSignal.any([signal, this.#wake.signal]));
+      if (this.#wake.signal.aborted) this.#wake = new AbortController();
+    }
+  }
+
+  /** Holds `target` too from now on (at once, not at the next renewal); never throws. */
+  hold(target: HeldTarget): void {
+    const key = guardTargetKey(target);
+    if (this.#objects.some((o) => guardTargetKey(o.target) === key)) return;
+    this.#objects.push({ target, state: 'unknown', mayHold: true });
+    this.#wake.abort();
+  }
+
+  /** The state of a held object, as status() tells it; undefined when it is not held. */
+  stateOf(target: HeldTarget): ObjectState | undefined {
+    const key = guardTargetKey(target);
+    return this.#objects.find((o) => guardTargetKey(o.target) === key)?.state;
+  }
+
+  /**
+   * Removes this pod's finalizer from `target` now and never adds it again; resolves with
+   * the removal's outcome or its error (then the release tries once more). Never throws.
+   */
+  async letGo(target: HeldTarget, options: { deadline?: number } = {}): Promise<'removed' | 'missing' | Error> {
+    const key = guardTargetKey(target);
+    const o = this.#objects.find((x) => guardTargetKey(x.target) === key);
+    if (!o) return 'missing';
+    o.letGo = true;
+    try {
+      const result = await removeFinalizers(this.#client, refOf(o.target), [this.#finalizer], options);
+      o.mayHold = false;
+      if (result.state === 'missing') {
+        o.state = 'missing';
+        return 'missing';
+      }
+      o.object = result.object;
+      return 'removed';
+    } catch (err) {
+      return err as Error;
     }
   }
 
@@ -228,6 +274,7 @@ export class Guard {
   }
 
   async #holdObject(o: Tracked, signal: AbortSignal, foreign: Set<string>): Promise<void> {
+    if (o.letGo) return;
     const ref = refOf(o.target);
     const name = guardTargetKey(o.target);
     const before = o.state;

@@ -4,13 +4,14 @@
 // starts, as far as it can be told without the client (kube/locate.ts).
 
 import { apiConfigError, locateApiConfig, precheckApiConfig } from '../kube/locate.ts';
-import type { Guard, GuardReport } from './guard.ts';
-import type { GuardSettings, OpenGuardOptions } from './open.ts';
+import type { GuardReport } from './guard.ts';
+import type { GuardSettings, GuardUse, OpenGuardOptions } from './open.ts';
 
-/** What a supervising command drives and reads of its guard. */
-export type GuardUse = Pick<Guard, 'start' | 'release' | 'report'>;
+export type { GuardUse } from './open.ts';
 
-const WHY = 'DRAINGUARD_GUARD is set, so drainguard';
+/** Why the API is needed, for the message when it cannot be had: the guard's list, else the hold alone. */
+export const whyApi = (settings: GuardSettings): string => `${settings.targets.length > 0 ? 'DRAINGUARD_GUARD' : 'DRAINGUARD_HOLD'} is set, so drainguard`;
+
 const NOT_SET: GuardReport = { set: false, objectsHeld: 0, errors: 0 };
 
 /** Throws ConfigError when no Kubernetes API is configured; the guard itself opens at start(). */
@@ -18,7 +19,7 @@ export function lateGuard(settings: GuardSettings, options: OpenGuardOptions): G
   try {
     precheckApiConfig(locateApiConfig(options.env));
   } catch (err) {
-    throw apiConfigError(WHY, err);
+    throw apiConfigError(whyApi(settings), err);
   }
   let guard: GuardUse | undefined;
   let opened: Promise<GuardUse | undefined> | undefined;

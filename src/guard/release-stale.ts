@@ -8,11 +8,11 @@ import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { sleep } from '../kube/retry.ts';
 import { inspect } from './inspect.ts';
-import { refOf } from './names.ts';
+import { type HeldTarget, refOf } from './names.ts';
 import { sweep, toSweep, why } from './sweep.ts';
 
 export interface StaleRelease {
-  readonly targets: readonly GuardTarget[];
+  readonly targets: readonly HeldTarget[];
   readonly allObjects: boolean;
   /** Also the finalizers of live holders. */
   readonly all: boolean;

@@ -1,13 +1,13 @@
 // `drainguard status`: the guarded objects, their holders live or stale, and
 // the holder Leases, as a report (for -o json) and as the tables people read.
 
-import type { GuardTarget } from '../config/guard-list.ts';
+import type { HeldTarget } from './names.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { inspect } from './inspect.ts';
 import { GUARDS_ANNOTATION } from './names.ts';
 
 export interface StatusQuery {
-  readonly targets: readonly GuardTarget[];
+  readonly targets: readonly HeldTarget[];
   readonly allObjects: boolean;
   /** Where names without a namespace are looked for. */
   readonly namespace: string | undefined;

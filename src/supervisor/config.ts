@@ -6,6 +6,7 @@ import { checkFit, defaultDrainTimeout } from './shutdown.ts';
 import { resolvePrestopToken } from '../config/prestop-token.ts';
 import { ConfigError } from '../errors.ts';
 import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
+import type { HoldKind } from '../config/hold-list.ts';
 import { type ParsedArgs, setting } from '../config/load.ts';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
 
@@ -26,6 +27,10 @@ export interface SupervisorConfig {
   readonly stopTimeoutMs: number;
   readonly signalTarget: SignalTarget;
   readonly guard: readonly GuardTarget[];
+  /** The custom resource kinds the hold waits for; empty: no hold. */
+  readonly hold: readonly HoldKind[];
+  readonly holdTimeoutMs: number;
+  readonly holdSettleMs: number;
   /** How long the holder Lease stays valid without renewal. */
   readonly leaseDurationMs: number;
   readonly pod: Partial<PodRef>;
@@ -52,7 +57,10 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
 
   const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
   const pod: Partial<PodRef> = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
-  if (guard.length > 0) {
+  const hold = setting(args, 'hold')!;
+  // The guard and the hold both write the pod's holder finalizer and Lease.
+  const needsPod = guard.length > 0 ? src('guard', 'DRAINGUARD_GUARD') : hold.length > 0 ? src('hold', 'DRAINGUARD_HOLD') : undefined;
+  if (needsPod !== undefined) {
     const missing = [
       ['DRAINGUARD_POD_NAME', pod.name],
       ['DRAINGUARD_POD_NAMESPACE', pod.namespace],
@@ -63,7 +71,7 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
     if (missing.length > 0) {
       throw new ConfigError(
         'DG_CONFIG_POD_MISSING',
-        `${src('guard', 'DRAINGUARD_GUARD')} is set, so drainguard needs to know its pod: set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
+        `${needsPod} is set, so drainguard needs to know its pod: set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
       );
     }
   }
@@ -79,6 +87,9 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
     stopTimeoutMs,
     signalTarget: setting(args, 'signalTarget')!,
     guard: Object.freeze(guard),
+    hold,
+    holdTimeoutMs: setting(args, 'holdTimeoutMs')!,
+    holdSettleMs: setting(args, 'holdSettleMs')!,
     leaseDurationMs: setting(args, 'leaseDurationMs')!,
     operatorContainers: Object.freeze([...(v.operatorContainer ?? [])]),
     prestopToken: resolvePrestopToken(v, args.sources),
