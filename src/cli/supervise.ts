@@ -8,15 +8,17 @@
 // opened when the procedure reaches `running`. A sidecar has no operator to
 // keep waiting and needs the API from the start (DRAINGUARD_OPERATOR_CONTAINER).
 
-import { lateGuard } from '../guard/late.ts';
+import { type GuardUse, lateGuard } from '../guard/late.ts';
+import type { GuardSettings } from '../guard/open.ts';
 import type { PodApi } from '../kube/pod.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../supervisor/config.ts';
-import { type GuardHandle, combineObservers } from '../supervisor/observer.ts';
-import { SidecarMode } from '../supervisor/sidecar.ts';
+import { combineObservers } from '../supervisor/observer.ts';
+import { RELEASE_MARGIN_MS } from '../supervisor/shutdown.ts';
+import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
 import { type Mode, StopProcedure } from '../supervisor/stop-procedure.ts';
-import { WrapMode } from '../supervisor/wrap.ts';
+import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, drainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
 
@@ -34,7 +36,7 @@ export function supervise(config: SupervisorConfig, io: CliIO, command: readonly
   const mode = new WrapMode(command, io.env);
   const pod = laterPodLink(config, io.env, logger);
   // The Kubernetes client is loaded once the operator started (lateGuard's start()).
-  const guard = config.guard.length > 0 ? lateGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => pod.events?.guardReleaseFailed(objects, fix) }) : undefined;
+  const guard = config.guard.length > 0 ? lateGuard(guardSettings(config), { env: io.env, logger, onReleaseFailed: (objects, fix) => pod.events?.guardReleaseFailed(objects, fix) }) : undefined;
   return superviseWith(config, logger, mode, pod, guard);
 }
 
@@ -43,7 +45,7 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
   const guard =
     config.guard.length > 0
-      ? await (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => pod.events?.guardReleaseFailed(objects, fix) })
+      ? await (await import('../guard/open.ts')).openGuard(guardSettings(config), { env: io.env, logger, onReleaseFailed: (objects, fix) => pod.events?.guardReleaseFailed(objects, fix) })
       : undefined;
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
@@ -51,7 +53,7 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
   return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard);
 }
 
-async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: GuardHandle | undefined): Promise<number> {
+async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: GuardUse | undefined): Promise<number> {
   // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
   const telemetry =
     config.httpAddr &&
@@ -77,6 +79,12 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
     holdTerminationSignals();
     await telemetry?.close();
   }
+}
+
+/** The guard's part of the configuration (the pod's identity is checked complete when DRAINGUARD_GUARD is resolved). */
+function guardSettings(config: SupervisorConfig): GuardSettings {
+  const { name, namespace, uid } = config.pod;
+  return { targets: config.guard, pod: { name: name!, namespace: namespace!, uid: uid! }, leaseDurationMs: config.leaseDurationMs, releaseMarginMs: RELEASE_MARGIN_MS };
 }
 
 /** The pod's API of wrap mode, opened at the first question (once the operator has started); Events wait for it. */

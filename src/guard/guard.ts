@@ -13,22 +13,15 @@ import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
+import type { PodRef } from '../kube/pod.ts';
 import { backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { GuardHandle } from '../supervisor/observer.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { listHolders } from './holders.ts';
 import { HolderLease } from './lease.ts';
 import { holdersOf, sweep, toSweep } from './sweep.ts';
 import { finalizerFor, holderOf, refOf } from './names.ts';
 import { planRelease } from './release-order.ts';
-import { releaseDeadlineOfPod } from '../supervisor/shutdown.ts';
-
-export interface PodRef {
-  readonly name: string;
-  readonly namespace: string;
-  readonly uid: string;
-}
 
 export interface GuardOptions {
   readonly client: KubeClient;
@@ -36,6 +29,8 @@ export interface GuardOptions {
   readonly pod: PodRef;
   /** How long the Lease stays valid without renewal; it is renewed every third of it. */
   readonly leaseDurationMs: number;
+  /** How long before the kubelet's SIGKILL (the Pod's deletionTimestamp) the release must be over. */
+  readonly releaseMarginMs: number;
   readonly logger?: Logger;
   readonly now?: () => number;
   /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
@@ -50,9 +45,19 @@ export type ObjectState =
   | 'unguarded-deleting' // being deleted without our finalizer: it cannot be added any more
   | 'error'; // the last write or read failed (see message)
 
+/** What the guard reports, read at scrape time and by /readyz. */
+export interface GuardReport {
+  /** The Lease is held and every existing guarded object carries this pod's finalizer (readiness waits for it). */
+  readonly set: boolean;
+  /** Guarded objects that carry this pod's finalizer now. */
+  readonly objectsHeld: number;
+  /** Failed Kubernetes API calls since start. */
+  readonly errors: number;
+}
+
 export interface GuardStatus {
-  /** The Lease is held and every existing guarded object carries this pod's finalizer. */
-  readonly ready: boolean;
+  /** As GuardReport.set. */
+  readonly set: boolean;
   readonly lease: 'held' | 'not-held';
   readonly objects: readonly { readonly object: string; readonly state: ObjectState; readonly deleting: boolean; readonly message?: string }[];
   readonly lastError?: string;
@@ -86,12 +91,13 @@ interface Tracked {
   mayHold: boolean;
 }
 
-export class Guard implements GuardHandle {
+export class Guard {
   readonly #client: KubeClient;
   readonly #pod: PodRef;
   readonly #finalizer: string;
   readonly #lease: HolderLease;
   readonly #leaseDurationMs: number;
+  readonly #releaseMarginMs: number;
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #onReleaseFailed?: (objects: readonly string[], fix: string) => void;
@@ -111,6 +117,7 @@ export class Guard implements GuardHandle {
     this.#pod = options.pod;
     this.#finalizer = finalizerFor(options.pod.uid);
     this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs);
+    this.#releaseMarginMs = options.releaseMarginMs;
     this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
     this.#now = options.now ?? Date.now;
     this.#onReleaseFailed = options.onReleaseFailed;
@@ -136,13 +143,13 @@ export class Guard implements GuardHandle {
       deleting: Boolean(o.object?.metadata.deletionTimestamp),
       ...(o.message !== undefined && { message: o.message }),
     }));
-    const ready = this.#lease.held && this.#objects.every((o) => o.state === 'guarded' || o.state === 'missing');
-    return { ready, lease: this.#lease.held ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
+    const set = this.#lease.held && this.#objects.every((o) => o.state === 'guarded' || o.state === 'missing');
+    return { set, lease: this.#lease.held ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
   }
 
-  /** The figures readiness and metrics read (the HTTP listener's GuardStatus). */
-  report(): { set: boolean; objectsHeld: number; errors: number } {
-    return { set: this.status().ready, objectsHeld: this.#objects.filter((o) => o.state === 'guarded').length, errors: this.#errors };
+  /** The figures readiness and metrics read. */
+  report(): GuardReport {
+    return { set: this.status().set, objectsHeld: this.#objects.filter((o) => o.state === 'guarded').length, errors: this.#errors };
   }
 
   /** Sets the guard and keeps holding it in the background. Never throws, never waits. */
@@ -362,7 +369,7 @@ export class Guard implements GuardHandle {
       const ref = { ...RESOURCES.pod, namespace: this.#pod.namespace, name: this.#pod.name };
       const pod = await this.#client.get(ref, { signal, retry: false, deadline });
       const at = Date.parse(pod.metadata.deletionTimestamp ?? '');
-      return Number.isNaN(at) ? undefined : releaseDeadlineOfPod(at);
+      return Number.isNaN(at) ? undefined : at - this.#releaseMarginMs;
     } catch {
       return undefined;
     }

@@ -1,11 +1,20 @@
-// Builds the guard of a supervising command (run, sidecar) from its resolved
-// configuration. Imported lazily: without DRAINGUARD_GUARD, drainguard never
-// loads the Kubernetes client.
+// Builds the guard of a supervising command (run, sidecar) from its settings.
+// Imported lazily: without DRAINGUARD_GUARD, drainguard never loads the
+// Kubernetes client.
 
-import type { SupervisorConfig } from '../supervisor/config.ts';
+import type { GuardTarget } from '../config/guard-list.ts';
 import { openClient } from '../kube/open.ts';
+import type { PodRef } from '../kube/pod.ts';
 import type { Logger } from '../log/logger.ts';
 import { Guard } from './guard.ts';
+
+/** What a guard is made of: the resolved configuration's part, and the release margin of the stop's deadlines. */
+export interface GuardSettings {
+  readonly targets: readonly GuardTarget[];
+  readonly pod: PodRef;
+  readonly leaseDurationMs: number;
+  readonly releaseMarginMs: number;
+}
 
 export interface OpenGuardOptions {
   readonly env: NodeJS.ProcessEnv;
@@ -13,15 +22,7 @@ export interface OpenGuardOptions {
   readonly onReleaseFailed?: (objects: readonly string[], fix: string) => void;
 }
 
-/** The guard for `config.guard`; throws ConfigError when no Kubernetes API is configured. */
-export async function openGuard(config: SupervisorConfig, { env, logger, onReleaseFailed }: OpenGuardOptions): Promise<Guard> {
-  const { name, namespace, uid } = config.pod;
-  return new Guard({
-    client: await openClient(env, logger, 'DRAINGUARD_GUARD is set, so drainguard'),
-    targets: config.guard,
-    pod: { name: name!, namespace: namespace!, uid: uid! },
-    leaseDurationMs: config.leaseDurationMs,
-    logger,
-    onReleaseFailed,
-  });
+/** The guard for `settings`; throws ConfigError when no Kubernetes API is configured. */
+export async function openGuard(settings: GuardSettings, { env, logger, onReleaseFailed }: OpenGuardOptions): Promise<Guard> {
+  return new Guard({ ...settings, client: await openClient(env, logger, 'DRAINGUARD_GUARD is set, so drainguard'), logger, onReleaseFailed });
 }

@@ -16,7 +16,7 @@ export const GRACE_MARGIN_MS = 2000;
  * counts the grace period from when it saw the deletion, at or after the Pod's
  * deletionTimestamp minus the grace period, so both moments below are early, not late.
  */
-const RELEASE_MARGIN_MS = 500;
+export const RELEASE_MARGIN_MS = 500;
 /** Kept for the release itself out of the sidecar's wait for the operator. */
 const RELEASE_BUDGET_MS = 2000;
 /** How long Events still on their way may hold up the exit. */
@@ -80,11 +80,6 @@ export interface GracePeriod {
   readonly ms: number;
   /** 'pod', or the flag or variable it was configured with, or 'default'. */
   readonly from: string;
-}
-
-/** By when the release must be over, as the Pod's deletionTimestamp (epoch ms) says: the kubelet kills then. */
-export function releaseDeadlineOfPod(deletionTimestamp: number): number {
-  return deletionTimestamp - RELEASE_MARGIN_MS;
 }
 
 /**

@@ -3,7 +3,8 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ClientInfo } from '../protocol/server.ts';
-import type { DrainOutcome, DrainSource, GuardReportSource, SupervisorObserver } from '../supervisor/observer.ts';
+import type { DrainOutcome, DrainSource, SupervisorObserver } from '../supervisor/observer.ts';
+import type { GuardReport } from '../guard/guard.ts';
 
 const OUTCOMES: readonly DrainOutcome[] = ['drained', 'disconnected', 'deadline', 'no-client', 'idle', 'cut-short', 'child-exited'];
 const SOURCES: readonly DrainSource[] = ['signal', 'socket', 'http'];
@@ -13,7 +14,7 @@ const REFUSALS: readonly PrestopRefusal[] = ['missing-token', 'wrong-token'];
 export interface MetricsOptions {
   /** The operator clients connected now (read at scrape time). */
   readonly clients: () => readonly ClientInfo[];
-  readonly guard?: GuardReportSource;
+  readonly guard?: (() => GuardReport);
 }
 
 export interface Metrics {
