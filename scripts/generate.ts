@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { LAUNCHER_MODULE, assembleLauncher, launcherModule } from './generate/launcher.ts';
 import { CHART_DEFAULTS, chartDefaults } from './generate/chart-defaults.ts';
 import { ERRORS_DOC, errorsDoc } from './generate/errors.ts';
-import { EXAMPLE_MODES, renderedExample, renderedPath } from './generate/rendered.ts';
+import { RENDERED_EXAMPLES, renderedExample, renderedPath } from './generate/rendered.ts';
 import { VARIABLES_DOC, withVariablesTable } from './generate/variables.ts';
 
 export const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
@@ -32,7 +32,7 @@ export function generateAll(root = ROOT): Generated[] {
     { path: VARIABLES_DOC, content: withVariablesTable(current(VARIABLES_DOC)) },
     { path: ERRORS_DOC, content: errorsDoc() },
     { path: CHART_DEFAULTS, content: chartDefaults() },
-    ...EXAMPLE_MODES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
+    ...RENDERED_EXAMPLES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
   ];
 }
 

@@ -14,6 +14,7 @@ test("the generator makes the launcher, the table of variables, the table of err
   assert.equal(generated.map((g) => g.path).sort(), [
     'README.md',
     'deploy/helm/drainguard/templates/_defaults.tpl',
+    'deploy/rendered/hold.yaml',
     'deploy/rendered/native-sidecar.yaml',
     'deploy/rendered/sidecar.yaml',
     'deploy/rendered/wrap.yaml',
