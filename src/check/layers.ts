@@ -8,7 +8,7 @@ export type Layer = (typeof LAYERS)[number];
 
 export const LAYER_NAMES: Record<Layer, string> = { hook: 'pre-delete hook', hold: 'hold', guard: 'guard' };
 
-interface Way {
+export interface Way {
   readonly way: string;
   readonly covers: Readonly<Record<Layer, boolean>>;
   /** Why a layer does not cover it. */
@@ -63,7 +63,7 @@ export function formatLayers(rows: readonly LayersRow[]): string {
 }
 
 /** The README's table: what each layer covers when it is configured. */
-export function layersMarkdown(): string {
-  const rows = WAYS.map((w) => `| ${w.way} | ${LAYERS.map((l) => (w.covers[l] ? 'yes' : 'no')).join(' | ')} | ${w.covers.hook || w.covers.hold ? 'yes' : 'no'} | ${w.note ?? ''} |`);
-  return [`| uninstalled by | ${LAYERS.map((l) => LAYER_NAMES[l]).join(' | ')} | ${FINALIZED} | why not |`, '|---|---|---|---|---|---|', ...rows].join('\n');
+export function layersMarkdown(ways: readonly Way[] = WAYS): string {
+  const rows = ways.map((w) => `| ${w.way} | ${LAYERS.map((l) => (w.covers[l] ? 'yes' : 'no')).join(' | ')} | ${w.covers.hook || w.covers.hold ? 'yes' : 'no'} | ${w.note ?? ''} |`);
+  return [`| uninstalled by | ${LAYERS.map((l) => LAYER_NAMES[l]).join(' | ')} | ${FINALIZED} | notes |`, '|---|---|---|---|---|---|', ...rows].join('\n');
 }

@@ -30,6 +30,14 @@ for (const { path, content } of generated) {
   });
 }
 
+test("the README's table of layers is check's: a layer's coverage changed in src/check/layers.ts changes it", async () => {
+  const { WAYS, layersMarkdown } = await import('../../src/check/layers.ts');
+  const doc = generated.find((g) => g.path === 'README.md')!.content;
+  assert.ok(doc.includes(layersMarkdown()));
+  const argo = WAYS.find((w) => w.way === 'Argo CD prune')!;
+  assert.not.ok(doc.includes(layersMarkdown(WAYS.map((w) => (w === argo ? { ...w, covers: { ...w.covers, hold: true } } : w)))));
+});
+
 test("the README's table lists every option of every command by its variable", async () => {
   const { envName } = await import('../../src/config/options.ts');
   const { COMMANDS } = await import('../../src/cli/main.ts');
