@@ -287,6 +287,19 @@ test("hold-not-covered: the Role without the hold's rules, or the ClusterRole wi
   assert.match(r.findings[0]!.message, /list installations.operator.example.io cluster-wide, watch installations.operator.example.io cluster-wide, list apiservers/);
 });
 
+test('hold-not-covered goes by the CRD\'s scope: a namespaced kind may be listed through a Role in the operator\'s namespace', () => {
+  const objects = holdCopy();
+  for (const crd of objects.filter((o) => o.kind === 'CustomResourceDefinition')) crd.spec.scope = 'Namespaced';
+  const cr = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;
+  const rule = cr.rules.find((r: any) => r.apiGroups.includes('operator.example.io'));
+  cr.rules = cr.rules.filter((r: any) => r !== rule);
+  const r = checkObjects(objects);
+  assert.equal(r.findings.map((f) => f.code), ['hold-not-covered']);
+  assert.match(r.findings[0]!.message, /list installations.operator.example.io in example-hold/);
+  drainguardRole(objects).rules.push(rule);
+  assert.equal(checkObjects(objects).findings, []);
+});
+
 test('hold-kind-missing: a listed kind no CRD in the manifests defines (a warning: CRDs may be installed apart)', () => {
   const objects = holdCopy().filter((o) => !(o.kind === 'CustomResourceDefinition' && o.metadata.name === 'apiservers.operator.example.io'));
   onlyFinding(checkObjects(objects), 'hold-kind-missing', 'PLURAL.GROUP of the CRD', 'warning', HELD);
