@@ -4,9 +4,12 @@
 
 import { type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
 import { type Finding, type Manifest, objectId } from './finding.ts';
-import { type Container, type Placement, type PodSpec, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
+import { type Container, type Placement, type PodSpec, drainguardCommand, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
+import { checkHold } from './hold.ts';
+import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts';
+import { type Configured, type LayersRow, layersTable } from './layers.ts';
 import { type Command, EVERY_OPTION, type OptionValues, defaultValue } from '../config/options.ts';
 import { formatDuration, parseDuration } from '../config/duration.ts';
 import { GRACE_MARGIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../supervisor/shutdown.ts';
@@ -52,6 +55,34 @@ interface Workload {
   readonly pod: PodSpec;
   readonly placement: Placement;
 }
+
+/** Which of drainguard's layers the manifests configure, and what each covers. */
+export function layersOf(objects: readonly Manifest[]): LayersRow[] | undefined {
+  const placements = objects.flatMap((o) => {
+    const pod = podSpecOf(o);
+    const placement = pod && placementOf(pod);
+    return placement ? [{ object: o, placement }] : [];
+  });
+  if (placements.length === 0) return undefined;
+  const configured: Configured = {
+    hook: objects.some((o) => o.kind === 'Job' && isPreDeleteHook(o) && [...(o.spec?.template?.spec?.containers ?? [])].some((c: Container) => drainguardCommand(c) === 'predelete')),
+    hold: placements.some(({ object, placement }) => object.kind === 'Deployment' && holdOf(placement.supervisor).length > 0),
+    guard: placements.some(({ placement }) => (settingOf(placement.supervisor, 'guard') ?? '').trim() !== ''),
+  };
+  return layersTable(configured);
+}
+
+/** The hold's kinds, none when the list does not parse (a finding of its own). */
+function holdOf(c: Container): HoldKind[] {
+  try {
+    return parseHoldList(settingOf(c, 'hold') ?? '', 'DRAINGUARD_HOLD');
+  } catch {
+    return [];
+  }
+}
+
+const isPreDeleteHook = (o: Manifest): boolean =>
+  ((o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] ?? '').split(',').map((h) => h.trim()).includes('pre-delete');
 
 export function analyze(objects: readonly Manifest[]): Finding[] {
   const findings: Finding[] = [];
@@ -159,7 +190,13 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   } catch (err) {
     add('guard-invalid', 'error', (err as Error).message, 'write the list as comma-separated clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME, serviceaccount/NAMESPACE/NAME');
   }
-  if (guard.length === 0) return out;
+  let hold: HoldKind[] = [];
+  try {
+    hold = parseHoldList(settingOf(supervisor, 'hold') ?? '', `DRAINGUARD_HOLD in ${where}`);
+  } catch (err) {
+    add('hold-invalid', 'error', (err as Error).message, `write DRAINGUARD_HOLD as comma-separated ${HOLD_FORM}: each the name of a CRD`);
+  }
+  if (guard.length === 0 && hold.length === 0) return out;
   // A literal value would be the same in every pod: only the downward API (or a flag) names this one.
   const fields = ['name', 'namespace', 'uid'].filter((f) => {
     if (flagOf(supervisor, `pod-${f}`)) return false;
@@ -168,12 +205,15 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   });
   if (fields.length > 0) {
     add('pod-identity-missing', 'error',
-      `${where} guards objects but does not get ${fields.map((f) => `DRAINGUARD_POD_${f.toUpperCase()}`).join(', ')} from the downward API: it cannot name its finalizer and Lease`,
+      `${where} ${guard.length > 0 ? 'guards objects' : 'holds its Deployment'} but does not get ${fields.map((f) => `DRAINGUARD_POD_${f.toUpperCase()}`).join(', ')} from the downward API: it cannot name its finalizer and Lease`,
       `add to ${where}: ${fields.map((f) => `{name: DRAINGUARD_POD_${f.toUpperCase()}, valueFrom: {fieldRef: {fieldPath: metadata.${f}}}}`).join(', ')}`);
   }
 
   const sa = w.pod.serviceAccountName ?? 'default';
   const can = authorizerFor(objects, w.namespace, sa);
+  if (hold.length > 0) {
+    checkHold(hold, objects, { workloadKind: w.object.kind, deployment: w.object.metadata.name, namespace: w.namespace, serviceAccount: sa, where, can }, add);
+  }
   const present = new Set(objects.map((o) => objectId(o, o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding' ? undefined : (o.metadata.namespace ?? w.namespace))));
   for (const t of guard) {
     const k = KIND[t.kind];
@@ -199,7 +239,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`);
   }
   const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && (o.metadata.namespace ?? w.namespace) === w.namespace);
-  if (account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
+  if (guard.length > 0 && account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
     add('release-unauthorised', 'error',
       `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
       `add serviceaccount/${w.namespace}/${sa} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`);

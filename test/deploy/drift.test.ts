@@ -14,6 +14,7 @@ test("the generator makes the launcher, the table of variables, the table of err
   assert.equal(generated.map((g) => g.path).sort(), [
     'README.md',
     'deploy/helm/drainguard/templates/_defaults.tpl',
+    'deploy/rendered/hold.yaml',
     'deploy/rendered/native-sidecar.yaml',
     'deploy/rendered/sidecar.yaml',
     'deploy/rendered/wrap.yaml',
@@ -28,6 +29,14 @@ for (const { path, content } of generated) {
     assert.fixture(readFileSync(`${ROOT}/${path}`, 'utf8'), content);
   });
 }
+
+test("the README's table of layers is check's: a layer's coverage changed in src/check/layers.ts changes it", async () => {
+  const { WAYS, layersMarkdown } = await import('../../src/check/layers.ts');
+  const doc = generated.find((g) => g.path === 'README.md')!.content;
+  assert.ok(doc.includes(layersMarkdown()));
+  const argo = WAYS.find((w) => w.way === 'Argo CD prune')!;
+  assert.not.ok(doc.includes(layersMarkdown(WAYS.map((w) => (w === argo ? { ...w, covers: { ...w.covers, hold: true } } : w)))));
+});
 
 test("the README's table lists every option of every command by its variable", async () => {
   const { envName } = await import('../../src/config/options.ts');

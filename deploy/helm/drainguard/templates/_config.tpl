@@ -20,8 +20,10 @@ Returns JSON (include "drainguard.config" . | fromJson).
 {{- range $roles }}{{ $guard = append $guard (printf "role/%s/%s" $ns .) }}{{ end -}}
 {{- range $roleBindings }}{{ $guard = append $guard (printf "rolebinding/%s/%s" $ns .) }}{{ end -}}
 {{- if $g.serviceAccount }}{{ $guard = append $guard (printf "serviceaccount/%s/%s" $ns $sa) }}{{ end -}}
-{{- /* drainguard's own RBAC: a ClusterRole and binding when it guards cluster-scoped objects, a Role and binding always. */ -}}
-{{- $ownCluster := or $clusterRoles $clusterRoleBindings $g.self -}}
+{{- /* drainguard's own RBAC: a ClusterRole and binding when it guards cluster-scoped objects or holds, a Role and binding always. */ -}}
+{{- $hold := list -}}
+{{- with $v.hold }}{{ $hold = .kinds | default list }}{{ end -}}
+{{- $ownCluster := or $clusterRoles $clusterRoleBindings $g.self $hold -}}
 {{- $own := list (printf "role/%s/%s" $ns $self) (printf "rolebinding/%s/%s" $ns $self) -}}
 {{- if $ownCluster }}{{ $own = concat (list (printf "clusterrole/%s" $self) (printf "clusterrolebinding/%s" $self)) $own }}{{ end -}}
 {{- if $g.self }}{{ $guard = concat $guard $own }}{{ end -}}
@@ -38,7 +40,7 @@ Returns JSON (include "drainguard.config" . | fromJson).
   "enabled" $v.enabled "mode" $v.mode "namespace" $ns "deployment" $deployment "serviceAccount" $sa
   "self" $self "guard" $guard "clusterRoles" $clusterRoles "clusterRoleBindings" $clusterRoleBindings
   "roles" $roles "roleBindings" $roleBindings "guardServiceAccount" $g.serviceAccount "guardSelf" $g.self "own" $own "ownCluster" (not (not $ownCluster))
-  "grace" $grace "stop" $stop "drain" $drain "margin" $margin "defaultSocket" $d.socket "image" $image
+  "hold" $hold "grace" $grace "stop" $stop "drain" $drain "margin" $margin "defaultSocket" $d.socket "image" $image
   | toJson -}}
 {{- end -}}
 
