@@ -1,8 +1,10 @@
 // Regenerates every generated file in the repository:
 //   src/install/launcher-image.ts   from src/install/launcher.S and launcher-arm64.S (GNU as, objcopy)
-//   README.md                       the table of variables, from the options of every command
+//   README.md                       the table of variables, from the options of every command,
+//                                   and the layers of an uninstall, from src/check/layers.ts
 //   docs/errors.md                  the table of error codes, from src/errors.ts
 //   deploy/rendered/*.yaml          kubectl kustomize deploy/examples/*
+//   deploy/helm/drainguard/templates/_defaults.tpl  the chart's defaults, from the options
 // `npm run generate` writes them; `npm run generate -- --check` only reports
 // the ones that differ (exit 1), as the drift test does.
 
@@ -10,9 +12,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LAUNCHER_MODULE, assembleLauncher, launcherModule } from './generate/launcher.ts';
+import { CHART_DEFAULTS, chartDefaults } from './generate/chart-defaults.ts';
 import { ERRORS_DOC, errorsDoc } from './generate/errors.ts';
-import { EXAMPLE_MODES, renderedExample, renderedPath } from './generate/rendered.ts';
+import { RENDERED_EXAMPLES, renderedExample, renderedPath } from './generate/rendered.ts';
 import { VARIABLES_DOC, withVariablesTable } from './generate/variables.ts';
+import { withLayersTable } from './generate/layers.ts';
 
 export const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
 
@@ -27,9 +31,10 @@ const current = (path: string): string | undefined => (existsSync(join(ROOT, pat
 export function generateAll(root = ROOT): Generated[] {
   return [
     { path: LAUNCHER_MODULE, content: launcherModule({ x64: assembleLauncher(root, 'x64'), arm64: assembleLauncher(root, 'arm64') }) },
-    { path: VARIABLES_DOC, content: withVariablesTable(current(VARIABLES_DOC)) },
+    { path: VARIABLES_DOC, content: withLayersTable(withVariablesTable(current(VARIABLES_DOC))) },
     { path: ERRORS_DOC, content: errorsDoc() },
-    ...EXAMPLE_MODES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
+    { path: CHART_DEFAULTS, content: chartDefaults() },
+    ...RENDERED_EXAMPLES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
   ];
 }
 

@@ -19,7 +19,7 @@ const io = {
 };
 
 // A bug of drainguard's own: one line that says so, not Node's dump of the bundle's source line
-// (100 KB on one line of the pod's log). Exiting ends the operator with it (supervisor/child.ts).
+// (the whole bundle, one line, in the pod's log). Exiting ends the operator with it (supervisor/child.ts).
 process.on('uncaughtException', (err) => {
   io.stderr.write(`drainguard: internal error, please report it: ${err?.stack ?? String(err)}\n`);
   process.exit(1);

@@ -6,7 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 
 export const EXAMPLE_MODES = ['wrap', 'native-sidecar', 'sidecar'] as const;
-export type ExampleMode = (typeof EXAMPLE_MODES)[number];
+/** Every example rendered: one per mode, and the hold's (native sidecar with deploy/components/hold). */
+export const RENDERED_EXAMPLES = [...EXAMPLE_MODES, 'hold'] as const;
+export type ExampleMode = (typeof RENDERED_EXAMPLES)[number];
 
 export const renderedPath = (mode: ExampleMode): string => `deploy/rendered/${mode}.yaml`;
 

@@ -2,7 +2,7 @@
 // single executable application. The blob (the bundle and V8's code cache for
 // it) is made by that same runtime, under qemu-user for another architecture,
 // since V8 rejects a code cache made by another build. The runtime is stripped
-// (its 17 MiB of debug info and symbols) before the blob is injected: a binary
+// (its debug info and symbols) before the blob is injected: a binary
 // stripped after injection segfaults at start.
 //
 // Foreign executables are slow to make (the blob under emulation), so they are
@@ -100,9 +100,9 @@ function make({ target, runtime, bundle, lazy, training }: ExecutableOptions, st
  * V8 flags of the executable (not NODE_OPTIONS: the operator would inherit
  * them). One compiler and GC helper thread instead of one per core, and a
  * young generation of 2 MiB, fixed: drainguard idles and allocates little,
- * and its start (about 0.8 MiB) stays below the 80 % at which V8 schedules a
- * collection; with 1 MiB that collection cost every start 1–1.5 ms. These
- * leave V8's flag hash (so every code cache) as it is.
+ * and its start stays below the 80 % of it at which V8 schedules a
+ * collection, which a smaller one put into every start (docs/performance.md).
+ * These leave V8's flag hash (so every code cache) as it is.
  */
 const EXEC_ARGV = ['--v8-pool-size=1', '--min-semi-space-size=2', '--max-semi-space-size=2'];
 const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false, execArgv: EXEC_ARGV });

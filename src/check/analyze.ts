@@ -2,22 +2,32 @@
 // drainguard fail at the one moment it matters (the stop, the uninstall), each
 // with its fix. A pure function of the parsed objects; nothing is read or sent.
 
-import { parseDuration } from '../config/duration.ts';
 import { type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
 import { type Finding, type Manifest, objectId } from './finding.ts';
-import { type Container, type Placement, type PodSpec, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
+import { type Container, type Placement, type PodSpec, drainguardCommand, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
-import { GRACE_MARGIN_MS, defaultDrainTimeout } from '../supervisor/shutdown.ts';
+import { checkHold } from './hold.ts';
+import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts';
+import { type Configured, type LayersRow, layersTable } from './layers.ts';
+import { type Command, EVERY_OPTION, type OptionValues, defaultValue } from '../config/options.ts';
+import { formatDuration, parseDuration } from '../config/duration.ts';
+import { GRACE_MARGIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../supervisor/shutdown.ts';
 
 /** Architectures drainguard's executable and image are built for. */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;
 
-const DEFAULT_GRACE_S = 30;
-const DEFAULT_STOP_MS = 5000;
-const DEFAULT_SOCKET = '/run/drainguard/drain.sock';
+/** Kubernetes' default terminationGracePeriodSeconds. */
+const POD_DEFAULT_GRACE_S = 30;
+/** drainguard's default for option KEY in COMMAND, from the options table. */
+const optionDefault = <K extends keyof OptionValues>(key: K, command: Command): OptionValues[K] =>
+  defaultValue(EVERY_OPTION.find((o) => o.key === key)!, command) as OptionValues[K];
+/** The socket path the sidecars default to: where the components and the chart mount the shared volume. */
+const SHARED_SOCKET = optionDefault('socket', 'sidecar');
 /** A deleted ServiceAccount's tokens are refused 60 s after its deletionTimestamp, finalizer or not. */
 const SERVICE_ACCOUNT_TOKEN_MS = 60_000;
+/** The least drain a grace period must leave: less is no drain at all. */
+const MIN_DRAIN_MS = 1000;
 
 const KIND: Record<GuardTarget['kind'], { kind: string; group: string; resource: string }> = {
   clusterrole: { kind: 'ClusterRole', group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
@@ -45,6 +55,34 @@ interface Workload {
   readonly pod: PodSpec;
   readonly placement: Placement;
 }
+
+/** Which of drainguard's layers the manifests configure, and what each covers. */
+export function layersOf(objects: readonly Manifest[]): LayersRow[] | undefined {
+  const placements = objects.flatMap((o) => {
+    const pod = podSpecOf(o);
+    const placement = pod && placementOf(pod);
+    return placement ? [{ object: o, placement }] : [];
+  });
+  if (placements.length === 0) return undefined;
+  const configured: Configured = {
+    hook: objects.some((o) => o.kind === 'Job' && isPreDeleteHook(o) && [...(o.spec?.template?.spec?.containers ?? [])].some((c: Container) => drainguardCommand(c) === 'predelete')),
+    hold: placements.some(({ object, placement }) => object.kind === 'Deployment' && holdOf(placement.supervisor).length > 0),
+    guard: placements.some(({ placement }) => (settingOf(placement.supervisor, 'guard') ?? '').trim() !== ''),
+  };
+  return layersTable(configured);
+}
+
+/** The hold's kinds, none when the list does not parse (a finding of its own). */
+function holdOf(c: Container): HoldKind[] {
+  try {
+    return parseHoldList(settingOf(c, 'hold') ?? '', 'DRAINGUARD_HOLD');
+  } catch {
+    return [];
+  }
+}
+
+const isPreDeleteHook = (o: Manifest): boolean =>
+  ((o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] ?? '').split(',').map((h) => h.trim()).includes('pre-delete');
 
 export function analyze(objects: readonly Manifest[]): Finding[] {
   const findings: Finding[] = [];
@@ -77,19 +115,30 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   const where = `container ${supervisor.name}`;
 
   // The drain budget.
-  const graceS = w.pod.terminationGracePeriodSeconds ?? DEFAULT_GRACE_S;
-  const stopMs = durationSetting(supervisor, 'stop-timeout') ?? DEFAULT_STOP_MS;
+  const command: Command = mode === 'wrap' ? 'run' : 'sidecar';
+  const graceS = w.pod.terminationGracePeriodSeconds ?? POD_DEFAULT_GRACE_S;
+  const stopMs = durationSetting(supervisor, 'stop-timeout') ?? optionDefault('stopTimeoutMs', command);
   const drainSetting = durationSetting(supervisor, 'drain-timeout');
   const drainMs = drainSetting ?? defaultDrainTimeout(graceS * 1000, stopMs);
-  const needS = Math.ceil((drainMs + stopMs + GRACE_MARGIN_MS) / 1000);
+  const needS = Math.ceil(graceNeeded(drainMs, stopMs) / 1000);
+  // drainguard checks its timeouts against its own grace period before it reads the Pod's.
+  const configuredGraceMs = durationSetting(supervisor, 'grace-period') ?? optionDefault('gracePeriodMs', command);
+  const refused = checkFit({ gracePeriodMs: configuredGraceMs, stopTimeoutMs: stopMs, drainTimeoutMs: drainSetting }, { stop: `DRAINGUARD_STOP_TIMEOUT in ${where}`, drain: `DRAINGUARD_DRAIN_TIMEOUT in ${where}` });
+  if (refused !== undefined) {
+    add('timeouts-refused', 'error',
+      `drainguard exits at start (status 2), the pod never runs: ${refused}`,
+      configuredGraceMs < graceS * 1000
+        ? `set DRAINGUARD_GRACE_PERIOD=${graceS}s (the pod's terminationGracePeriodSeconds) in ${where}: without it drainguard holds its timeouts to ${formatDuration(configuredGraceMs)}`
+        : `lower the timeouts in ${where} to fit the grace period ${formatDuration(configuredGraceMs)}`);
+  }
   if (drainSetting !== undefined && needS > graceS) {
     add('grace-period-too-short', 'error',
       `terminationGracePeriodSeconds ${graceS} is shorter than the drain timeout ${drainMs / 1000}s + stop timeout ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin: the kubelet kills the pod before drainguard releases the guard`,
       `set spec.template.spec.terminationGracePeriodSeconds to at least ${needS}, or lower DRAINGUARD_DRAIN_TIMEOUT in ${where}`);
-  } else if (drainSetting === undefined && drainMs < 1000) {
+  } else if (drainSetting === undefined && drainMs < MIN_DRAIN_MS) {
     add('grace-period-too-short', 'error',
       `terminationGracePeriodSeconds ${graceS} leaves no time to drain after the stop timeout ${stopMs / 1000}s and the ${GRACE_MARGIN_MS / 1000}s margin`,
-      `set spec.template.spec.terminationGracePeriodSeconds to at least ${Math.ceil(stopMs / 1000) + 3}`);
+      `set spec.template.spec.terminationGracePeriodSeconds to at least ${Math.ceil(graceNeeded(MIN_DRAIN_MS, stopMs) / 1000)}`);
   }
 
   // The drain socket.
@@ -98,12 +147,12 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     if (supervisor.securityContext?.readOnlyRootFilesystem && (socket === undefined || !mountFor(supervisor, dirname(socket)))) {
       add('socket-not-on-volume', 'error',
         `the root filesystem of ${where} is read-only and the drain socket ${socket ?? '(default, under /tmp)'} is not on a volume: drainguard cannot listen`,
-        `mount an emptyDir (medium: Memory) at /run/drainguard in ${where} and set DRAINGUARD_SOCKET=${DEFAULT_SOCKET}`);
+        `mount an emptyDir (medium: Memory) at /run/drainguard in ${where} and set DRAINGUARD_SOCKET=${SHARED_SOCKET}`);
     }
   } else if (!operator) {
     add('operator-container-missing', 'error', `drainguard runs as a sidecar, but the pod has no other container to drain`, 'add the operator container, or run drainguard in wrap mode');
   } else {
-    const socket = settingOf(supervisor, 'socket') ?? DEFAULT_SOCKET;
+    const socket = settingOf(supervisor, 'socket') ?? SHARED_SOCKET;
     const theirs = envOf(operator, {}).DRAINGUARD_SOCKET;
     const here = mountFor(supervisor, dirname(socket));
     const there = theirs === undefined ? undefined : mountFor(operator, dirname(theirs));
@@ -141,7 +190,13 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   } catch (err) {
     add('guard-invalid', 'error', (err as Error).message, 'write the list as comma-separated clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME, serviceaccount/NAMESPACE/NAME');
   }
-  if (guard.length === 0) return out;
+  let hold: HoldKind[] = [];
+  try {
+    hold = parseHoldList(settingOf(supervisor, 'hold') ?? '', `DRAINGUARD_HOLD in ${where}`);
+  } catch (err) {
+    add('hold-invalid', 'error', (err as Error).message, `write DRAINGUARD_HOLD as comma-separated ${HOLD_FORM}: each the name of a CRD`);
+  }
+  if (guard.length === 0 && hold.length === 0) return out;
   // A literal value would be the same in every pod: only the downward API (or a flag) names this one.
   const fields = ['name', 'namespace', 'uid'].filter((f) => {
     if (flagOf(supervisor, `pod-${f}`)) return false;
@@ -150,12 +205,15 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   });
   if (fields.length > 0) {
     add('pod-identity-missing', 'error',
-      `${where} guards objects but does not get ${fields.map((f) => `DRAINGUARD_POD_${f.toUpperCase()}`).join(', ')} from the downward API: it cannot name its finalizer and Lease`,
+      `${where} ${guard.length > 0 ? 'guards objects' : 'holds its Deployment'} but does not get ${fields.map((f) => `DRAINGUARD_POD_${f.toUpperCase()}`).join(', ')} from the downward API: it cannot name its finalizer and Lease`,
       `add to ${where}: ${fields.map((f) => `{name: DRAINGUARD_POD_${f.toUpperCase()}, valueFrom: {fieldRef: {fieldPath: metadata.${f}}}}`).join(', ')}`);
   }
 
   const sa = w.pod.serviceAccountName ?? 'default';
   const can = authorizerFor(objects, w.namespace, sa);
+  if (hold.length > 0) {
+    checkHold(hold, objects, { workloadKind: w.object.kind, deployment: w.object.metadata.name, namespace: w.namespace, serviceAccount: sa, where, can }, add);
+  }
   const present = new Set(objects.map((o) => objectId(o, o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding' ? undefined : (o.metadata.namespace ?? w.namespace))));
   for (const t of guard) {
     const k = KIND[t.kind];
@@ -181,7 +239,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`);
   }
   const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && (o.metadata.namespace ?? w.namespace) === w.namespace);
-  if (account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
+  if (guard.length > 0 && account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
     add('release-unauthorised', 'error',
       `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
       `add serviceaccount/${w.namespace}/${sa} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`);
@@ -192,7 +250,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `add to a Role in ${w.namespace} bound to ServiceAccount ${w.namespace}/${sa}: leases (coordination.k8s.io) create, get, list, update, patch, delete; events create; pods get`);
   }
 
-  if (guard.some((t) => t.kind === 'serviceaccount') && drainMs + stopMs + GRACE_MARGIN_MS > SERVICE_ACCOUNT_TOKEN_MS) {
+  if (guard.some((t) => t.kind === 'serviceaccount') && graceNeeded(drainMs, stopMs) > SERVICE_ACCOUNT_TOKEN_MS) {
     add('serviceaccount-token-expires', 'warning',
       `the ServiceAccount is guarded, but drain ${drainMs / 1000}s + stop ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized`,
       `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - stopMs - GRACE_MARGIN_MS) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);

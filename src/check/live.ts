@@ -1,9 +1,13 @@
 // `drainguard check --deployment NAMESPACE/NAME`: the manifests a check needs,
-// read from the API instead of files: the Deployment, and every RBAC object and
-// ServiceAccount that may grant to it or be guarded by it.
+// read from the API instead of files: the Deployment, every RBAC object and
+// ServiceAccount that may grant to it or be guarded by it, and the CRDs of the
+// kinds it holds.
 
+import { parseHoldList } from '../config/hold-list.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { isStatus } from '../kube/errors.ts';
 import type { Manifest } from './finding.ts';
+import { placementOf, podSpecOf, settingOf } from './pod.ts';
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 
@@ -21,6 +25,29 @@ export async function liveManifests(client: KubeClient, namespace: string, name:
     ['v1', 'ServiceAccount', `/api/v1/namespaces/${namespace}/serviceaccounts`],
   ];
   const read = await Promise.all(lists.map(([, , path]) => client.request<List>('GET', path)));
+  const object: Manifest = { ...deployment, apiVersion: 'apps/v1', kind: 'Deployment' };
   // A list's items carry no apiVersion and kind.
-  return [{ ...deployment, apiVersion: 'apps/v1', kind: 'Deployment' }, ...read.flatMap((list, i) => list.items.map((o) => ({ ...o, apiVersion: lists[i]![0], kind: lists[i]![1] }) as Manifest))];
+  return [object, ...read.flatMap((list, i) => list.items.map((o) => ({ ...o, apiVersion: lists[i]![0], kind: lists[i]![1] }) as Manifest)), ...(await heldDefinitions(client, object))];
+}
+
+/** The CRDs of the kinds the Deployment's drainguard holds: those that exist (a missing one is a finding). */
+async function heldDefinitions(client: KubeClient, deployment: Manifest): Promise<Manifest[]> {
+  const pod = podSpecOf(deployment);
+  const supervisor = pod && placementOf(pod)?.supervisor;
+  let kinds: { plural: string; group: string }[] = [];
+  try {
+    kinds = supervisor ? parseHoldList(settingOf(supervisor, 'hold') ?? '', 'DRAINGUARD_HOLD') : [];
+  } catch {
+    // hold-invalid, found by the analysis.
+  }
+  const found = await Promise.all(kinds.map(async ({ plural, group }) => {
+    try {
+      const crd = await client.request<Omit<Manifest, 'apiVersion' | 'kind'>>('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${group}`);
+      return [{ ...crd, apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as Manifest];
+    } catch (err) {
+      if (isStatus(err, 404)) return [];
+      throw err;
+    }
+  }));
+  return found.flat();
 }

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import type { CheckConfig } from '../config/commands.ts';
 import { createLogger } from '../log/logger.ts';
-import { analyze } from './analyze.ts';
+import { analyze, layersOf } from './analyze.ts';
 import { readManifests } from './read.ts';
 import { formatJson, formatText } from './report.ts';
 
@@ -17,7 +17,8 @@ interface CheckIO {
 export async function runCheck({ output, deployment, paths }: CheckConfig, io: CheckIO): Promise<number> {
   const objects = deployment ? await live(deployment, io) : readManifests(paths, () => readFileSync(0, 'utf8'));
   const findings = analyze(objects);
-  io.stdout.write(output === 'json' ? formatJson(findings, objects.length) : formatText(findings, objects.length));
+  const layers = layersOf(objects);
+  io.stdout.write(output === 'json' ? formatJson(findings, objects.length, layers) : formatText(findings, objects.length, layers));
   return findings.length === 0 ? 0 : 1;
 }
 

@@ -8,15 +8,17 @@
 // opened when the procedure reaches `running`. A sidecar has no operator to
 // keep waiting and needs the API from the start (DRAINGUARD_OPERATOR_CONTAINER).
 
-import { lateGuard } from '../guard/late.ts';
+import { type GuardUse, lateGuard } from '../guard/late.ts';
+import type { GuardSettings, OpenGuardOptions } from '../guard/open.ts';
 import type { PodApi } from '../kube/pod.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../supervisor/config.ts';
-import { type GuardHandle, combineObservers } from '../supervisor/observer.ts';
-import { SidecarMode } from '../supervisor/sidecar.ts';
+import { combineObservers } from '../supervisor/observer.ts';
+import { RELEASE_MARGIN_MS } from '../supervisor/shutdown.ts';
+import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
 import { type Mode, StopProcedure } from '../supervisor/stop-procedure.ts';
-import { WrapMode } from '../supervisor/wrap.ts';
+import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, drainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
 
@@ -34,31 +36,29 @@ export function supervise(config: SupervisorConfig, io: CliIO, command: readonly
   const mode = new WrapMode(command, io.env);
   const pod = laterPodLink(config, io.env, logger);
   // The Kubernetes client is loaded once the operator started (lateGuard's start()).
-  const guard = config.guard.length > 0 ? lateGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => pod.events?.guardReleaseFailed(objects, fix) }) : undefined;
+  const guard = guarded(config) ? lateGuard(guardSettings(config), guardOptions(config, io.env, logger, () => pod.events)) : undefined;
   return superviseWith(config, logger, mode, pod, guard);
 }
 
 /** `drainguard sidecar` */
 export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Promise<number> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-  const guard =
-    config.guard.length > 0
-      ? await (await import('../guard/open.ts')).openGuard(config, { env: io.env, logger, onReleaseFailed: (objects, fix) => pod.events?.guardReleaseFailed(objects, fix) })
-      : undefined;
+  const guard = guarded(config) ? await (await import('../guard/open.ts')).openGuard(guardSettings(config), guardOptions(config, io.env, logger, () => pod.events)) : undefined;
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
   const pod: PodLink = { events: api.recordEvent && drainEventObserver(api.recordEvent, logger), gracePeriod: () => readGracePeriod(api, logger) };
   return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard);
 }
 
-async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: GuardHandle | undefined): Promise<number> {
+async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: GuardUse | undefined): Promise<number> {
   // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
   const telemetry =
     config.httpAddr &&
     (await (await import('../telemetry/telemetry.ts')).startTelemetry({
       addr: config.httpAddr,
       logger,
-      guard: guard && (() => guard.report()),
+      // With the hold, its series show from the start (before the guard of wrap mode is opened).
+      guard: guard && (config.hold.length > 0 ? () => ({ hold: { held: false, released: {} }, ...guard.report() }) : () => guard.report()),
       prestop: config.prestopToken === undefined || !mode.takesDrainRequests ? undefined : { token: config.prestopToken, startDrain: () => procedure.startDrain('http') },
     }));
   const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
@@ -77,6 +77,31 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
     holdTerminationSignals();
     await telemetry?.close();
   }
+}
+
+/** The guard holds the RBAC objects of DRAINGUARD_GUARD, and the hold's Deployment (with the Lease for it alone when the list is empty). */
+const guarded = (config: SupervisorConfig): boolean => config.guard.length > 0 || config.hold.length > 0;
+
+/** How the guard is opened: with the hold attached when DRAINGUARD_HOLD is set (loaded only then). */
+function guardOptions(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: Logger, events: () => DrainEventObserver | undefined): OpenGuardOptions {
+  const settings = guardSettings(config);
+  return {
+    env,
+    logger,
+    onReleaseFailed: (objects, fix) => events()?.guardReleaseFailed(objects, fix),
+    ...(config.hold.length > 0 && {
+      attach: async (g, client) =>
+        (await import('../hold/attach.ts')).withHold(g, client, { kinds: config.hold, pod: settings.pod, timeoutMs: config.holdTimeoutMs, settleMs: config.holdSettleMs }, logger, (reason, message) =>
+          events()?.holdReleased(reason, message),
+        ),
+    }),
+  };
+}
+
+/** The guard's part of the configuration (the pod's identity is checked complete when DRAINGUARD_GUARD is resolved). */
+function guardSettings(config: SupervisorConfig): GuardSettings {
+  const { name, namespace, uid } = config.pod;
+  return { targets: config.guard, pod: { name: name!, namespace: namespace!, uid: uid! }, leaseDurationMs: config.leaseDurationMs, releaseMarginMs: RELEASE_MARGIN_MS };
 }
 
 /** The pod's API of wrap mode, opened at the first question (once the operator has started); Events wait for it. */

@@ -6,6 +6,7 @@
 import { statSync } from 'node:fs';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
 import { ConfigError } from '../errors.ts';
+import type { HoldKind } from './hold-list.ts';
 import { type GuardTarget, parseGuardList } from './guard-list.ts';
 import { type ParsedArgs, setting } from './load.ts';
 import type { OptionValues } from './options.ts';
@@ -26,6 +27,8 @@ export interface PrestopConfig extends LogConfig {
 export interface GuardQueryConfig extends LogConfig {
   readonly targets: readonly GuardTarget[];
   readonly allObjects: boolean;
+  /** The hold's kinds: the Deployments in the namespace that carry holder finalizers are looked at too. */
+  readonly hold: readonly HoldKind[];
   /** Where holder Leases are looked for; undefined: the client's namespace rules (kube/open.ts). */
   readonly podNamespace?: string;
 }
@@ -76,13 +79,13 @@ export function resolvePrestopConfig(args: ParsedArgs): PrestopConfig {
 function guardQuery(args: ParsedArgs): GuardQueryConfig {
   const v = args.values;
   const targets = v.guard === undefined ? [] : parseGuardList(v.guard, args.sources.guard ?? 'DRAINGUARD_GUARD');
-  return { ...log(args), targets: Object.freeze(targets), allObjects: setting(args, 'allObjects')!, podNamespace: v.podNamespace };
+  return { ...log(args), targets: Object.freeze(targets), allObjects: setting(args, 'allObjects')!, hold: setting(args, 'hold')!, podNamespace: v.podNamespace };
 }
 
 export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
   const query = guardQuery(args);
-  if (query.targets.length === 0 && !query.allObjects) {
-    throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the objects to release: --guard LIST (DRAINGUARD_GUARD), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
+  if (query.targets.length === 0 && !query.allObjects && query.hold.length === 0) {
+    throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the objects to release: --guard LIST (DRAINGUARD_GUARD), --hold KINDS (DRAINGUARD_HOLD: the held Deployments of the namespace), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
   }
   const all = setting(args, 'all')!;
   if (all && !setting(args, 'yes')) {

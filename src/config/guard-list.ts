@@ -37,6 +37,6 @@ export function parseGuardList(raw: string, source: string): GuardTarget[] {
   return targets;
 }
 
-export function guardTargetKey(t: GuardTarget): string {
+export function guardTargetKey(t: { readonly kind: string; readonly namespace?: string; readonly name: string }): string {
   return t.namespace === undefined ? `${t.kind}/${t.name}` : `${t.kind}/${t.namespace}/${t.name}`;
 }

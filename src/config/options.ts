@@ -4,6 +4,7 @@
 import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
 import { GUARD_FORMS } from './guard-kinds.ts';
+import { HOLD_FORM, type HoldKind, parseHoldList } from './hold-list.ts';
 import { parseSignal } from './signals.ts';
 
 export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check';
@@ -17,6 +18,9 @@ export interface OptionValues {
   stopTimeoutMs: number;
   signalTarget: 'group' | 'child';
   guard: string;
+  hold: readonly HoldKind[];
+  holdTimeoutMs: number;
+  holdSettleMs: number;
   leaseDurationMs: number;
   podName: string;
   podNamespace: string;
@@ -203,6 +207,21 @@ export const OPTIONS: readonly OptionSpec[] = [
     key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS,
     description: `objects whose deletion is held back while this pod lives: comma-separated ${GUARD_FORMS}`,
     defaultText: 'empty: no guard',
+  },
+  {
+    key: 'hold', flag: 'hold', value: 'KINDS', parse: parseHoldList, commands: GUARD_USERS,
+    description: `custom resource kinds (comma-separated ${HOLD_FORM}) whose finalizers must run before this pod stops when its Deployment is deleted: the Deployment is held with the guard's finalizer until no object of these kinds that is being deleted carries a finalizer`,
+    default: [], format: (kinds: readonly HoldKind[]) => (kinds.length === 0 ? 'empty: no hold' : kinds.map((k) => `${k.plural}.${k.group}`).join(',')),
+  },
+  {
+    key: 'holdTimeoutMs', flag: 'hold-timeout', value: 'DURATION', parse: duration, commands: SUPERVISING,
+    description: "how long the hold keeps the Deployment once its deletion was seen, whatever is still being finalized",
+    default: 300_000, format: formatDuration,
+  },
+  {
+    key: 'holdSettleMs', flag: 'hold-settle', value: 'DURATION', parse: duration, commands: SUPERVISING,
+    description: "how long the Deployment is deleting before the hold looks for objects being finalized (kubectl delete -f, -k and Flux delete the Deployment before the custom resources listed after it)",
+    default: 5_000, format: formatDuration,
   },
   {
     key: 'leaseDurationMs', flag: 'lease-duration', value: 'DURATION', parse: duration, commands: SUPERVISING,

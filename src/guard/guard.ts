@@ -6,6 +6,8 @@
 //   every tick renew the Lease, put back a finalizer someone removed, sweep
 //              stale holders' finalizers.
 //   release()  stop, then remove this pod's finalizers and the Lease, by the deadline.
+//   hold(), letGo()  one more object held from now on, and let go of early (the hold's
+//              Deployment, src/hold): swept, released and reported as the others.
 
 import type { GuardTarget } from '../config/guard-list.ts';
 import { DrainguardError } from '../errors.ts';
@@ -13,22 +15,15 @@ import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
+import type { PodRef } from '../kube/pod.ts';
 import { backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import type { GuardHandle } from '../supervisor/observer.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { listHolders } from './holders.ts';
 import { HolderLease } from './lease.ts';
 import { holdersOf, sweep, toSweep } from './sweep.ts';
-import { finalizerFor, holderOf, refOf } from './names.ts';
+import { type HeldTarget, finalizerFor, holderOf, refOf } from './names.ts';
 import { planRelease } from './release-order.ts';
-import { releaseDeadlineOfPod } from '../supervisor/shutdown.ts';
-
-export interface PodRef {
-  readonly name: string;
-  readonly namespace: string;
-  readonly uid: string;
-}
 
 export interface GuardOptions {
   readonly client: KubeClient;
@@ -36,6 +31,8 @@ export interface GuardOptions {
   readonly pod: PodRef;
   /** How long the Lease stays valid without renewal; it is renewed every third of it. */
   readonly leaseDurationMs: number;
+  /** How long before the kubelet's SIGKILL (the Pod's deletionTimestamp) the release must be over. */
+  readonly releaseMarginMs: number;
   readonly logger?: Logger;
   readonly now?: () => number;
   /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
@@ -50,9 +47,21 @@ export type ObjectState =
   | 'unguarded-deleting' // being deleted without our finalizer: it cannot be added any more
   | 'error'; // the last write or read failed (see message)
 
+/** What the guard reports, read at scrape time and by /readyz. */
+export interface GuardReport {
+  /** The Lease is held and every existing guarded object carries this pod's finalizer (readiness waits for it). */
+  readonly set: boolean;
+  /** Guarded objects that carry this pod's finalizer now. */
+  readonly objectsHeld: number;
+  /** Failed Kubernetes API calls since start. */
+  readonly errors: number;
+  /** The hold's part (src/hold), when it holds the Deployment through this guard. */
+  readonly hold?: { readonly held: boolean; readonly released: Readonly<Record<string, number>> };
+}
+
 export interface GuardStatus {
-  /** The Lease is held and every existing guarded object carries this pod's finalizer. */
-  readonly ready: boolean;
+  /** As GuardReport.set. */
+  readonly set: boolean;
   readonly lease: 'held' | 'not-held';
   readonly objects: readonly { readonly object: string; readonly state: ObjectState; readonly deleting: boolean; readonly message?: string }[];
   readonly lastError?: string;
@@ -78,25 +87,30 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
 const releaseCommand = (objects: readonly string[]): string => `drainguard release --guard ${objects.join(',')}`;
 
 interface Tracked {
-  readonly target: GuardTarget;
+  readonly target: HeldTarget;
   state: ObjectState;
   object?: KubeObject;
   message?: string;
   /** Whether our finalizer may be on it (we added it, or we could not tell). */
   mayHold: boolean;
+  /** Let go of before the release (letGo): never held again. */
+  letGo?: boolean;
 }
 
-export class Guard implements GuardHandle {
+export class Guard {
   readonly #client: KubeClient;
   readonly #pod: PodRef;
   readonly #finalizer: string;
   readonly #lease: HolderLease;
   readonly #leaseDurationMs: number;
+  readonly #releaseMarginMs: number;
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #onReleaseFailed?: (objects: readonly string[], fix: string) => void;
   readonly #objects: Tracked[];
   readonly #stop = new AbortController();
+  /** Cuts the wait between ticks short (an object to hold was added). */
+  #wake = new AbortController();
   #podChecked = false;
   /** The pod's ServiceAccount, from the Pod: whose permissions the release order keeps. */
   #serviceAccount?: string;
@@ -111,6 +125,7 @@ export class Guard implements GuardHandle {
     this.#pod = options.pod;
     this.#finalizer = finalizerFor(options.pod.uid);
     this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs);
+    this.#releaseMarginMs = options.releaseMarginMs;
     this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
     this.#now = options.now ?? Date.now;
     this.#onReleaseFailed = options.onReleaseFailed;
@@ -136,13 +151,13 @@ export class Guard implements GuardHandle {
       deleting: Boolean(o.object?.metadata.deletionTimestamp),
       ...(o.message !== undefined && { message: o.message }),
     }));
-    const ready = this.#lease.held && this.#objects.every((o) => o.state === 'guarded' || o.state === 'missing');
-    return { ready, lease: this.#lease.held ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
+    const set = this.#lease.held && this.#objects.every((o) => o.letGo || o.state === 'guarded' || o.state === 'missing');
+    return { set, lease: this.#lease.held ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
   }
 
-  /** The figures readiness and metrics read (the HTTP listener's GuardStatus). */
-  report(): { set: boolean; objectsHeld: number; errors: number } {
-    return { set: this.status().ready, objectsHeld: this.#objects.filter((o) => o.state === 'guarded').length, errors: this.#errors };
+  /** The figures readiness and metrics read. */
+  report(): GuardReport {
+    return { set: this.status().set, objectsHeld: this.#objects.filter((o) => o.state === 'guarded').length, errors: this.#errors };
   }
 
   /** Sets the guard and keeps holding it in the background. Never throws, never waits. */
@@ -184,7 +199,45 @@ export class Guard implements GuardHandle {
           });
         }
       }
-      await sleep(wait, signal);
+      await sleep(wait, AbortSignal.any([signal, this.#wake.signal]));
+      if (this.#wake.signal.aborted) this.#wake = new AbortController();
+    }
+  }
+
+  /** Holds `target` too from now on (at once, not at the next renewal); never throws. */
+  hold(target: HeldTarget): void {
+    const key = guardTargetKey(target);
+    if (this.#objects.some((o) => guardTargetKey(o.target) === key)) return;
+    this.#objects.push({ target, state: 'unknown', mayHold: true });
+    this.#wake.abort();
+  }
+
+  /** The state of a held object, as status() tells it; undefined when it is not held. */
+  stateOf(target: HeldTarget): ObjectState | undefined {
+    const key = guardTargetKey(target);
+    return this.#objects.find((o) => guardTargetKey(o.target) === key)?.state;
+  }
+
+  /**
+   * Removes this pod's finalizer from `target` now and never adds it again; resolves with
+   * the removal's outcome or its error (then the release tries once more). Never throws.
+   */
+  async letGo(target: HeldTarget, options: { deadline?: number } = {}): Promise<'removed' | 'missing' | Error> {
+    const key = guardTargetKey(target);
+    const o = this.#objects.find((x) => guardTargetKey(x.target) === key);
+    if (!o) return 'missing';
+    o.letGo = true;
+    try {
+      const result = await removeFinalizers(this.#client, refOf(o.target), [this.#finalizer], options);
+      o.mayHold = false;
+      if (result.state === 'missing') {
+        o.state = 'missing';
+        return 'missing';
+      }
+      o.object = result.object;
+      return 'removed';
+    } catch (err) {
+      return err as Error;
     }
   }
 
@@ -221,6 +274,7 @@ export class Guard implements GuardHandle {
   }
 
   async #holdObject(o: Tracked, signal: AbortSignal, foreign: Set<string>): Promise<void> {
+    if (o.letGo) return;
     const ref = refOf(o.target);
     const name = guardTargetKey(o.target);
     const before = o.state;
@@ -362,7 +416,7 @@ export class Guard implements GuardHandle {
       const ref = { ...RESOURCES.pod, namespace: this.#pod.namespace, name: this.#pod.name };
       const pod = await this.#client.get(ref, { signal, retry: false, deadline });
       const at = Date.parse(pod.metadata.deletionTimestamp ?? '');
-      return Number.isNaN(at) ? undefined : releaseDeadlineOfPod(at);
+      return Number.isNaN(at) ? undefined : at - this.#releaseMarginMs;
     } catch {
       return undefined;
     }

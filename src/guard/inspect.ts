@@ -10,11 +10,11 @@ import type { KubeObject } from '../kube/objects.ts';
 import { type HolderIndex, listHolders } from './holders.ts';
 import { type HeldBy, holdersOf } from './sweep.ts';
 import { GUARD_KINDS } from '../config/guard-kinds.ts';
-import { holderOf, refOf } from './names.ts';
+import { type HeldTarget, holderOf, refOf } from './names.ts';
 import { RESOURCES } from '../kube/objects.ts';
 
 export interface InspectedObject {
-  readonly target: GuardTarget;
+  readonly target: HeldTarget;
   readonly key: string;
   /** undefined: the object does not exist. */
   readonly object?: KubeObject;
@@ -41,13 +41,13 @@ async function objectsWithHolders(client: KubeClient): Promise<{ target: GuardTa
 
 export async function inspect(
   client: KubeClient,
-  selection: { readonly targets?: readonly GuardTarget[]; readonly allObjects?: boolean },
+  selection: { readonly targets?: readonly HeldTarget[]; readonly allObjects?: boolean },
   fallbackNamespace: string | undefined,
   now: () => number = Date.now,
 ): Promise<Inspection> {
-  const found: { target: GuardTarget; object?: KubeObject }[] = [];
+  const found: { target: HeldTarget; object?: KubeObject }[] = [];
   const seen = new Set<string>();
-  const add = (entry: { target: GuardTarget; object?: KubeObject }) => {
+  const add = (entry: { target: HeldTarget; object?: KubeObject }) => {
     const key = guardTargetKey(entry.target);
     if (!seen.has(key)) found.push(entry);
     seen.add(key);

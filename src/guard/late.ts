@@ -3,26 +3,29 @@
 // makes a guard impossible is still a configuration error before the operator
 // starts, as far as it can be told without the client (kube/locate.ts).
 
-import type { SupervisorConfig } from '../supervisor/config.ts';
 import { apiConfigError, locateApiConfig, precheckApiConfig } from '../kube/locate.ts';
-import type { GuardHandle, GuardReport } from '../supervisor/observer.ts';
-import type { OpenGuardOptions } from './open.ts';
+import type { GuardReport } from './guard.ts';
+import type { GuardSettings, GuardUse, OpenGuardOptions } from './open.ts';
 
-const WHY = 'DRAINGUARD_GUARD is set, so drainguard';
+export type { GuardUse } from './open.ts';
+
+/** Why the API is needed, for the message when it cannot be had: the guard's list, else the hold alone. */
+export const whyApi = (settings: GuardSettings): string => `${settings.targets.length > 0 ? 'DRAINGUARD_GUARD' : 'DRAINGUARD_HOLD'} is set, so drainguard`;
+
 const NOT_SET: GuardReport = { set: false, objectsHeld: 0, errors: 0 };
 
 /** Throws ConfigError when no Kubernetes API is configured; the guard itself opens at start(). */
-export function lateGuard(config: SupervisorConfig, options: OpenGuardOptions): GuardHandle {
+export function lateGuard(settings: GuardSettings, options: OpenGuardOptions): GuardUse {
   try {
     precheckApiConfig(locateApiConfig(options.env));
   } catch (err) {
-    throw apiConfigError(WHY, err);
+    throw apiConfigError(whyApi(settings), err);
   }
-  let guard: GuardHandle | undefined;
-  let opened: Promise<GuardHandle | undefined> | undefined;
+  let guard: GuardUse | undefined;
+  let opened: Promise<GuardUse | undefined> | undefined;
   const open = () =>
     (opened ??= import('./open.ts')
-      .then(async ({ openGuard }) => (guard = await openGuard(config, options)))
+      .then(async ({ openGuard }) => (guard = await openGuard(settings, options)))
       .catch((err: unknown) => {
         options.logger.error('the guard cannot be set: its Kubernetes API configuration cannot be read', { error: err });
         return undefined;

@@ -7,12 +7,13 @@ import type { CallOptions, KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
 import { RESOURCES } from '../kube/objects.ts';
 import type { Logger } from '../log/logger.ts';
+import type { PodRef } from '../kube/pod.ts';
 import type { LeaseObject } from './holders.ts';
 import { GUARDS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, leaseNameFor } from './names.ts';
 
 export interface HolderLeaseOptions {
   readonly client: KubeClient;
-  readonly pod: { readonly name: string; readonly namespace: string; readonly uid: string };
+  readonly pod: PodRef;
   /** What this holder guards, for `drainguard status` (an annotation). */
   readonly guards: readonly string[];
   readonly durationMs: number;

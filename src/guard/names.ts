@@ -16,6 +16,9 @@ export const leaseNameFor = (podUid: string): string => `drainguard-${podUid}`;
 export const holderOf = (finalizer: string): string | undefined =>
   finalizer.startsWith(FINALIZER_PREFIX) && finalizer.length > FINALIZER_PREFIX.length ? finalizer.slice(FINALIZER_PREFIX.length) : undefined;
 
-export function refOf(target: GuardTarget): ObjectRef {
+/** What a guard holds: the guarded objects, and the hold's Deployment (src/hold). */
+export type HeldTarget = GuardTarget | { readonly kind: 'deployment'; readonly namespace: string; readonly name: string };
+
+export function refOf(target: HeldTarget): ObjectRef {
   return { ...RESOURCES[target.kind], namespace: target.namespace, name: target.name };
 }

@@ -16,12 +16,11 @@
 // stays beside them, have no such order: they go in one wave, all at once, and
 // the plan names them (racing).
 
-import type { GuardTarget } from '../config/guard-list.ts';
 import type { KubeObject } from '../kube/objects.ts';
-import { refOf } from './names.ts';
+import { type HeldTarget, refOf } from './names.ts';
 
 export interface Held {
-  readonly target: GuardTarget;
+  readonly target: HeldTarget;
   /** The last copy read: its rules, roleRef and subjects say what it grants. undefined: gone. */
   readonly object?: KubeObject;
   /** Removing this pod's finalizer may delete it: it is being deleted (or that could not be read). */
@@ -58,7 +57,7 @@ interface Subject {
 
 const covers = (list: readonly string[] | undefined, value: string) => (list ?? []).includes('*') || (list ?? []).includes(value);
 
-function rulesAllowPatch(rules: readonly Rule[], target: GuardTarget): boolean {
+function rulesAllowPatch(rules: readonly Rule[], target: HeldTarget): boolean {
   const ref = refOf(target);
   return rules.some(
     (r) =>

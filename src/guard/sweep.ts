@@ -2,12 +2,11 @@
 // from guarded objects, so that nothing stays stuck once a holder pod is gone.
 // Done by every running guard on each tick and by `drainguard release`.
 
-import type { GuardTarget } from '../config/guard-list.ts';
 import type { CallOptions, KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/objects.ts';
 import { type RemoveOutcome, removeFinalizers } from './finalizers.ts';
 import type { HolderIndex, HolderState } from './holders.ts';
-import { holderOf, refOf } from './names.ts';
+import { type HeldTarget, holderOf, refOf } from './names.ts';
 
 export interface HeldBy extends HolderState {
   readonly finalizer: string;
@@ -29,7 +28,7 @@ export function toSweep(held: readonly HeldBy[], { all = false, except }: { all?
 }
 
 /** Removes those finalizers from the object, in one request. */
-export function sweep(client: KubeClient, target: GuardTarget, remove: readonly HeldBy[], options: CallOptions = {}): Promise<RemoveOutcome> {
+export function sweep(client: KubeClient, target: HeldTarget, remove: readonly HeldBy[], options: CallOptions = {}): Promise<RemoveOutcome> {
   return removeFinalizers(client, refOf(target), remove.map((h) => h.finalizer), options);
 }
 

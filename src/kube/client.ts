@@ -45,6 +45,16 @@ export interface CallOptions {
   readonly retry?: boolean | Partial<RetryPolicy>;
   /** What the call is about, for messages (default: the path). */
   readonly what?: string;
+  /** This call's longest wait for its answer, instead of the client's (a watch's whole stream). */
+  readonly timeoutMs?: number;
+  /** A watch: the answer's body, chunk by chunk as it comes. */
+  readonly onData?: (chunk: string) => void;
+}
+
+/** One event of a watch. */
+export interface WatchEvent<T extends KubeObject = KubeObject> {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  readonly object: T;
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -98,6 +108,54 @@ export class KubeClient {
     return this.request('DELETE', objectPath(ref), { what: describe(ref), ...options });
   }
 
+  /**
+   * Watches the collection (narrowed by `query`: fieldSelector, resourceVersion, timeoutSeconds)
+   * and hands each event to `onEvent` as it comes; resolves when the server ends the stream
+   * (after timeoutSeconds), rejects as request() does. One attempt: the caller resumes.
+   */
+  async watch<T extends KubeObject = KubeObject>(r: ResourceRef, namespace: string | undefined, query: Record<string, string | undefined>, onEvent: (event: WatchEvent<T>) => void, options: CallOptions = {}): Promise<void> {
+    const what = `watch ${r.resource}${namespace ? ` in namespace ${namespace}` : ''}`;
+    const stop = new AbortController();
+    let failure: unknown;
+    let pending = '';
+    const onData = (chunk: string) => {
+      pending += chunk;
+      for (let nl = pending.indexOf('\n'); nl !== -1 && failure === undefined; nl = pending.indexOf('\n')) {
+        const line = pending.slice(0, nl).trim();
+        pending = pending.slice(nl + 1);
+        if (line === '') continue;
+        try {
+          const event = JSON.parse(line) as WatchEvent<T>;
+          // An error in the stream (410 Expired: the resourceVersion is too old) ends the watch as an error status.
+          if (event.type === 'ERROR') {
+            const status = event.object as unknown as { code?: number; reason?: string; message?: string };
+            throw new KubeApiError(`GET ${what}`, this.server, status.code ?? 500, status.reason, status.message ?? 'watch error');
+          }
+          onEvent(event);
+        } catch (err) {
+          failure = err;
+          stop.abort();
+        }
+      }
+    };
+    const seconds = Number(query.timeoutSeconds ?? 0);
+    try {
+      await this.request('GET', pathOf(r, namespace), {
+        what,
+        ...options,
+        signal: options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal,
+        query: { ...query, watch: 'true' },
+        retry: false,
+        // The server ends the stream after timeoutSeconds; a connection silent for long after that is dead.
+        timeoutMs: seconds > 0 ? seconds * 1000 + this.#timeoutMs : undefined,
+        onData,
+      });
+    } catch (err) {
+      if (failure === undefined) throw err;
+    }
+    if (failure !== undefined) throw failure;
+  }
+
   /** One API call with retries of transient failures (network, timeouts, 429, 5xx). */
   async request<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
     const policy: RetryPolicy =
@@ -125,7 +183,7 @@ export class KubeClient {
   async #attempt(method: string, path: string, options: CallOptions, call: string, attempt: number): Promise<unknown> {
     const remaining = options.deadline === undefined ? Infinity : options.deadline - this.#now();
     if (remaining <= 0) throw new KubeUnreachableError(call, this.server, 'no time left before the deadline', { timedOut: true });
-    const timeoutMs = Math.min(this.#timeoutMs, remaining);
+    const timeoutMs = Math.min(options.timeoutMs ?? this.#timeoutMs, remaining);
     const url = new URL(path, this.server.endsWith('/') ? this.server : `${this.server}/`);
     url.pathname = `${new URL(this.server).pathname.replace(/\/$/, '')}${path}`;
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
@@ -148,7 +206,7 @@ export class KubeClient {
     let text: string;
     let resHeaders: Record<string, string | string[] | undefined>;
     try {
-      ({ status, headers: resHeaders, text } = await this.#transport.send({ method, url, headers, body, signal, credential }));
+      ({ status, headers: resHeaders, text } = await this.#transport.send({ method, url, headers, body, signal, credential, onData: options.onData }));
     } catch (err) {
       record(status);
       if (timeout.aborted) throw new KubeUnreachableError(call, this.server, `no answer within ${timeoutMs} ms`, { cause: err, timedOut: true });

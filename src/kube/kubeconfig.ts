@@ -90,7 +90,7 @@ export async function readKubeconfig(files: readonly string[], source: string): 
 
 async function parseFile(file: string): Promise<Record<string, any>> {
   const text = readFileSync(file, 'utf8');
-  // Loaded only here: a pod's in-cluster configuration needs no YAML parser (about 4 MiB of heap).
+  // Loaded only here: a pod's in-cluster configuration needs no YAML parser, nor its heap.
   const { parse } = await import('yaml');
   let doc: unknown;
   try {

@@ -11,11 +11,11 @@ import type { PodEvent } from './event-recorder.ts';
 import { type KubeObject, RESOURCES } from './objects.ts';
 import { sleep } from './retry.ts';
 
-/** This pod, from the downward API. */
-export interface PodIdentity {
-  readonly name?: string;
-  readonly namespace?: string;
-  readonly uid?: string;
+/** A pod, by name and UID: this one as the downward API tells it (DRAINGUARD_POD_*), where every part may be unset outside a pod. */
+export interface PodRef {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
 }
 
 export interface PodApi {
@@ -30,7 +30,7 @@ export interface PodApi {
 /** How long reading the Pod's grace period may take in all. */
 const GRACE_READ_TIMEOUT_MS = 10_000;
 
-export async function openPodApi(pod: PodIdentity, operatorContainers: readonly string[], env: NodeJS.ProcessEnv, logger: Logger): Promise<PodApi> {
+export async function openPodApi(pod: Partial<PodRef>, operatorContainers: readonly string[], env: NodeJS.ProcessEnv, logger: Logger): Promise<PodApi> {
   const needed = operatorContainers.length > 0;
   if (pod.name === undefined || pod.namespace === undefined) {
     if (needed) throw new ConfigError('DG_CONFIG_POD_MISSING', 'DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)');

@@ -31,6 +31,8 @@ export interface HttpRequest {
   readonly body?: string;
   readonly signal: AbortSignal;
   readonly credential: Credential;
+  /** A watch: the body of a 2xx answer goes here chunk by chunk as it comes (text is then empty). */
+  readonly onData?: (chunk: string) => void;
 }
 
 export class Transport {
@@ -52,7 +54,10 @@ export class Transport {
     return new Promise((resolve, reject) => {
       const r = lib.request(req.url, { method: req.method, headers, agent, signal: req.signal }, (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        const status = res.statusCode ?? 0;
+        const onData = status >= 200 && status < 300 ? req.onData : undefined;
+        if (onData) res.setEncoding('utf8');
+        res.on('data', (c: Buffer | string) => (onData ? onData(c as string) : chunks.push(c as Buffer)));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
         res.on('error', reject);
       });

@@ -1,7 +1,7 @@
 // drainguard's stderr, written with write(2) on descriptor 2. Making
-// process.stderr costs about 1.3 ms of every start (a stream over a tty, file
-// or pipe handle); on Linux its writes to all three are synchronous anyway,
-// so lines come out in the same order, at the same moments.
+// process.stderr is a measurable part of every start (a stream over a tty,
+// file or pipe handle: docs/performance.md); on Linux its writes to all three
+// are synchronous anyway, so lines come out in the same order, at the same moments.
 
 import { writeSync } from 'node:fs';
 import { isatty } from 'node:tty';

@@ -54,7 +54,7 @@ export interface DrainTally {
 }
 
 /** A drain under way, as drain() returns it. */
-export interface ServerDrain {
+export interface SocketDrain {
   /** How many operator clients were told when it started. */
   readonly told: number;
   /**
@@ -65,10 +65,10 @@ export interface ServerDrain {
   whenDone(onDone: (tally: DrainTally) => void): void;
 }
 
-interface Drain {
+interface DrainUnderWay {
   readonly startedAt: number;
   readonly deadline: number;
-  readonly handle: ServerDrain;
+  readonly handle: SocketDrain;
   onDone?: (tally: DrainTally) => void;
   acknowledged: number;
   disconnected: number;
@@ -89,7 +89,7 @@ export class DrainServer {
   #nextId = 1;
   /** Greeted clients that have not said drained: the drain waits for this to reach 0. */
   #undrained = 0;
-  #drain?: Drain;
+  #drain?: DrainUnderWay;
 
   constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest }: DrainServerOptions) {
     this.path = path;
@@ -137,7 +137,7 @@ export class DrainServer {
    * drain is for good: a later call returns the one under way. The deadline is
    * announced; enforcing it is the caller's job.
    */
-  drain(deadline: number): ServerDrain {
+  drain(deadline: number): SocketDrain {
     if (this.#drain) return this.#drain.handle;
     const now = this.#now();
     const line = drainLine(deadline, now);
@@ -151,7 +151,7 @@ export class DrainServer {
       drain.onDone = onDone;
       this.#checkDrained();
     };
-    const drain: Drain = { startedAt: now, deadline, handle: { told, whenDone }, acknowledged: 0, disconnected: 0, over: false };
+    const drain: DrainUnderWay = { startedAt: now, deadline, handle: { told, whenDone }, acknowledged: 0, disconnected: 0, over: false };
     this.#drain = drain;
     return drain.handle;
   }

@@ -1,11 +1,12 @@
 // The resolved configuration of the supervising commands (run, sidecar):
 // every default filled in and every rule that spans settings checked up front.
 
-import type { PodIdentity } from '../kube/pod.ts';
+import type { PodRef } from '../kube/pod.ts';
 import { checkFit, defaultDrainTimeout } from './shutdown.ts';
 import { resolvePrestopToken } from '../config/prestop-token.ts';
 import { ConfigError } from '../errors.ts';
 import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
+import type { HoldKind } from '../config/hold-list.ts';
 import { type ParsedArgs, setting } from '../config/load.ts';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
 
@@ -26,9 +27,13 @@ export interface SupervisorConfig {
   readonly stopTimeoutMs: number;
   readonly signalTarget: SignalTarget;
   readonly guard: readonly GuardTarget[];
+  /** The custom resource kinds the hold waits for; empty: no hold. */
+  readonly hold: readonly HoldKind[];
+  readonly holdTimeoutMs: number;
+  readonly holdSettleMs: number;
   /** How long the holder Lease stays valid without renewal. */
   readonly leaseDurationMs: number;
-  readonly pod: PodIdentity;
+  readonly pod: Partial<PodRef>;
   readonly httpAddr?: { readonly host: string; readonly port: number };
   /** Sidecar mode: the operator's containers, whose termination the API must report before the release. */
   readonly operatorContainers: readonly string[];
@@ -51,8 +56,11 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
   const drainTimeoutMs = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
 
   const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
-  const pod: PodIdentity = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
-  if (guard.length > 0) {
+  const pod: Partial<PodRef> = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
+  const hold = setting(args, 'hold')!;
+  // The guard and the hold both write the pod's holder finalizer and Lease.
+  const needsPod = guard.length > 0 ? src('guard', 'DRAINGUARD_GUARD') : hold.length > 0 ? src('hold', 'DRAINGUARD_HOLD') : undefined;
+  if (needsPod !== undefined) {
     const missing = [
       ['DRAINGUARD_POD_NAME', pod.name],
       ['DRAINGUARD_POD_NAMESPACE', pod.namespace],
@@ -63,7 +71,7 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
     if (missing.length > 0) {
       throw new ConfigError(
         'DG_CONFIG_POD_MISSING',
-        `${src('guard', 'DRAINGUARD_GUARD')} is set, so drainguard needs to know its pod: set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
+        `${needsPod} is set, so drainguard needs to know its pod: set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
       );
     }
   }
@@ -79,6 +87,9 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
     stopTimeoutMs,
     signalTarget: setting(args, 'signalTarget')!,
     guard: Object.freeze(guard),
+    hold,
+    holdTimeoutMs: setting(args, 'holdTimeoutMs')!,
+    holdSettleMs: setting(args, 'holdSettleMs')!,
     leaseDurationMs: setting(args, 'leaseDurationMs')!,
     operatorContainers: Object.freeze([...(v.operatorContainer ?? [])]),
     prestopToken: resolvePrestopToken(v, args.sources),

@@ -18,23 +18,15 @@ export interface SupervisorObserver {
   drainEnded?(outcome: DrainOutcome, durationMs: number): void;
 }
 
-/** What the guard reports, read at scrape time and by /readyz. */
-export interface GuardReport {
-  /** True once every guarded object carries this pod's finalizer (readiness waits for it). */
-  readonly set: boolean;
-  /** Guarded objects that carry this pod's finalizer now. */
-  readonly objectsHeld: number;
-  /** Failed Kubernetes API calls since start. */
-  readonly errors: number;
-}
-
-/** The part of the guard a supervisor drives; the guard module provides it. */
+/**
+ * What the stop procedure drives of the guard (guard/guard.ts provides it; the
+ * composition root hands it in, so the supervisor never loads the guard).
+ */
 export interface GuardHandle {
   /** Sets the guard and keeps holding it in the background; never throws. */
   start(): void;
   /** Removes this pod's finalizers and its Lease, giving up at `deadline` (epoch ms); never throws. */
   release(deadline: number): Promise<void>;
-  report(): GuardReport;
 }
 
 /** One observer that passes every report on to each of `observers`; one that throws does not stop the others. */
@@ -55,5 +47,3 @@ export function combineObservers(...observers: readonly (SupervisorObserver | un
     drainEnded: (outcome, durationMs) => each((o) => o.drainEnded?.(outcome, durationMs)),
   };
 }
-
-export type GuardReportSource = () => GuardReport;

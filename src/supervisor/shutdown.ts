@@ -16,7 +16,7 @@ export const GRACE_MARGIN_MS = 2000;
  * counts the grace period from when it saw the deletion, at or after the Pod's
  * deletionTimestamp minus the grace period, so both moments below are early, not late.
  */
-const RELEASE_MARGIN_MS = 500;
+export const RELEASE_MARGIN_MS = 500;
 /** Kept for the release itself out of the sidecar's wait for the operator. */
 const RELEASE_BUDGET_MS = 2000;
 /** How long Events still on their way may hold up the exit. */
@@ -82,20 +82,25 @@ export interface GracePeriod {
   readonly from: string;
 }
 
-/** By when the release must be over, as the Pod's deletionTimestamp (epoch ms) says: the kubelet kills then. */
-export function releaseDeadlineOfPod(deletionTimestamp: number): number {
-  return deletionTimestamp - RELEASE_MARGIN_MS;
+/**
+ * The grace period a drain and a stop need for the guard to be released in it:
+ * drain + stop + margin ≤ grace is the rule the defaults are made to, that
+ * `drainguard check` and the chart hold manifests to.
+ */
+export function graceNeeded(drainTimeoutMs: number, stopTimeoutMs: number): number {
+  return drainTimeoutMs + stopTimeoutMs + GRACE_MARGIN_MS;
 }
 
-/** The drain timeout a grace period leaves: grace − stop timeout − margin. */
+/** The drain timeout a grace period leaves by that rule: grace − stop timeout − margin. */
 export function defaultDrainTimeout(gracePeriodMs: number, stopTimeoutMs: number): number {
   return Math.max(0, gracePeriodMs - stopTimeoutMs - GRACE_MARGIN_MS);
 }
 
 /**
- * The rule that spans the settings, checked once they are known: the drain and
+ * The limit below that rule, checked once the settings are known: the drain and
  * the stop timeout must fit in the grace period, or the kubelet kills the
- * operator first. Returns what is wrong, or undefined.
+ * operator first (a drain given explicitly may eat the margin). Returns what is
+ * wrong, or undefined.
  */
 export function checkFit(
   settings: Omit<DeadlineSettings, 'gracePeriodSource' | 'drainTimeoutExplicit' | 'drainTimeoutMs'> & { readonly drainTimeoutMs?: number },

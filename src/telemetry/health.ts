@@ -1,7 +1,8 @@
 // Readiness as lightship and terminus have it: ready while the supervisor runs
 // and the guard is set; not ready from the moment the drain starts, for good.
 
-import type { GuardReportSource, Phase, SupervisorObserver } from '../supervisor/observer.ts';
+import type { Phase, SupervisorObserver } from '../supervisor/observer.ts';
+import type { GuardReport } from '../guard/guard.ts';
 
 export interface Readiness {
   readonly ready: boolean;
@@ -11,9 +12,9 @@ export interface Readiness {
 
 export class Health implements SupervisorObserver {
   #phase: Phase = 'starting';
-  readonly #guard?: GuardReportSource;
+  readonly #guard?: (() => GuardReport);
 
-  constructor(guard?: GuardReportSource) {
+  constructor(guard?: (() => GuardReport)) {
     this.#guard = guard;
   }
 

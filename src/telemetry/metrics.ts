@@ -3,7 +3,8 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ClientInfo } from '../protocol/server.ts';
-import type { DrainOutcome, DrainSource, GuardReportSource, SupervisorObserver } from '../supervisor/observer.ts';
+import type { DrainOutcome, DrainSource, SupervisorObserver } from '../supervisor/observer.ts';
+import type { GuardReport } from '../guard/guard.ts';
 
 const OUTCOMES: readonly DrainOutcome[] = ['drained', 'disconnected', 'deadline', 'no-client', 'idle', 'cut-short', 'child-exited'];
 const SOURCES: readonly DrainSource[] = ['signal', 'socket', 'http'];
@@ -13,7 +14,7 @@ const REFUSALS: readonly PrestopRefusal[] = ['missing-token', 'wrong-token'];
 export interface MetricsOptions {
   /** The operator clients connected now (read at scrape time). */
   readonly clients: () => readonly ClientInfo[];
-  readonly guard?: GuardReportSource;
+  readonly guard?: (() => GuardReport);
 }
 
 export interface Metrics {
@@ -90,6 +91,31 @@ export function createMetrics({ clients, guard }: MetricsOptions): Metrics {
       errorsSeen = Math.max(errorsSeen, total);
     },
   });
+  // The hold's figures, only when it is on (its report is part of the guard's).
+  if (guard?.().hold) {
+    new Gauge({
+      name: 'drainguard_hold_held',
+      help: "1 while this pod's finalizer holds its Deployment (the hold), else 0.",
+      registers,
+      collect() {
+        this.set(guard().hold?.held ? 1 : 0);
+      },
+    });
+    const seen: Record<string, number> = {};
+    const released = new Counter({
+      name: 'drainguard_hold_released_total',
+      help: 'Early releases of the hold, by reason: finalized, timeout, foreground, orphan.',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        for (const [reason, total] of Object.entries(guard().hold?.released ?? {})) {
+          if (total > (seen[reason] ?? 0)) this.inc({ reason }, total - (seen[reason] ?? 0));
+          seen[reason] = Math.max(seen[reason] ?? 0, total);
+        }
+      },
+    });
+    for (const reason of ['finalized', 'timeout', 'foreground', 'orphan']) released.inc({ reason }, 0);
+  }
   // Every label value shows from the start, so a rate() sees the first increment.
   for (const outcome of OUTCOMES) drains.inc({ outcome }, 0);
   for (const source of SOURCES) requests.inc({ source }, 0);

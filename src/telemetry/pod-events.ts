@@ -29,6 +29,8 @@ export interface DrainEventObserver extends SupervisorObserver {
   flush(deadline: number): Promise<void>;
   /** The release left this pod's finalizer on `objects`; `fix` frees them. */
   guardReleaseFailed(objects: readonly string[], fix: string): void;
+  /** The hold let the Deployment go early; `reason` is finalized, timeout, foreground or orphan. */
+  holdReleased(reason: string, message: string): void;
 }
 
 /** An observer that records DrainStarted and Drained / DrainTimedOut / DrainCutShort with the duration. */
@@ -57,6 +59,10 @@ export function drainEventObserver(record: RecordPodEvent, logger: Logger = sile
     },
     guardReleaseFailed: (objects, fix) => {
       emit({ type: 'Warning', reason: 'GuardReleaseFailed', message: `${objects.join(', ')} keep this pod's finalizer; once the pod is gone, \`${fix}\` (or the post-delete hook) removes it` });
+    },
+    holdReleased: (reason, message) => {
+      // timeout and foreground: the custom resources may be left unfinalized.
+      emit({ type: reason === 'finalized' || reason === 'orphan' ? 'Normal' : 'Warning', reason: 'HoldReleased', message: `${message} (reason ${reason})` });
     },
     drainEnded: (outcome, durationMs) => {
       const e = ENDED[outcome];

@@ -4,7 +4,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';
 import { createMetrics } from './metrics.ts';
-import { type GuardReportSource, type SupervisorObserver, combineObservers } from '../supervisor/observer.ts';
+import { type SupervisorObserver, combineObservers } from '../supervisor/observer.ts';
+import type { GuardReport } from '../guard/guard.ts';
 import type { ClientInfo, DrainServer } from '../protocol/server.ts';
 import type { DrainTicket } from '../supervisor/drain.ts';
 import { Health } from './health.ts';
@@ -14,7 +15,7 @@ import { PRESTOP_PATH, prestopRoute } from './prestop-route.ts';
 export interface TelemetryOptions {
   readonly addr: HttpAddr;
   readonly logger: Logger;
-  readonly guard?: GuardReportSource;
+  readonly guard?: (() => GuardReport);
   /** Sidecar mode with a token: the httpGet preStop route. */
   readonly prestop?: { readonly token: string; readonly startDrain: () => DrainTicket };
 }

@@ -35,12 +35,12 @@ const podOf = (objects: KubeObject[]) => theDeployment(objects).spec.template.sp
 const container = (objects: KubeObject[], name: string) => [...podOf(objects).containers, ...(podOf(objects).initContainers ?? [])].find((c: any) => c.name === name);
 const DEPLOYMENT = 'Deployment/example-system/example-operator';
 
-/** Exactly one finding, CODE on the Deployment, whose fix contains FIX. */
-function onlyFinding(r: Result, code: string, fix: string, severity = 'error'): void {
+/** Exactly one finding, CODE on the Deployment (OBJECT), whose fix contains FIX. */
+function onlyFinding(r: Result, code: string, fix: string, severity = 'error', object = DEPLOYMENT): void {
   assert.equal(r.status, 1, r.stdout + r.stderr);
   assert.equal(r.findings.map((f) => f.code), [code]);
   const [f] = r.findings;
-  assert.equal([f!.severity, f!.object], [severity, DEPLOYMENT]);
+  assert.equal([f!.severity, f!.object], [severity, object]);
   assert.ok(f!.fix.includes(fix), `fix ${JSON.stringify(f!.fix)} should contain ${JSON.stringify(fix)}`);
   assert.ok(f!.message.length > 20);
 }
@@ -48,7 +48,9 @@ function onlyFinding(r: Result, code: string, fix: string, severity = 'error'): 
 test('the kustomize renders are clean: files, the directory, standard input', () => {
   for (const mode of MODES) {
     const r = check([`deploy/rendered/${mode}.yaml`]);
-    assert.equal([r.status, r.stdout], [0, 'checked 9 object(s): no findings\n']);
+    assert.equal([r.status, r.stdout.split('\n').at(-2)], [0, 'checked 9 object(s): no findings'], r.stdout);
+    // Before it, which layer covers which uninstall: the guard alone here.
+    assert.match(r.stdout, /^kubectl delete -f \/ -k, Flux prune +off +off +yes +no$/m);
   }
   assert.equal(check(['-o', 'json', 'deploy/rendered']).findings, []);
   assert.equal(check(['-o', 'json', 'deploy/rendered']).status, 0);
@@ -81,6 +83,27 @@ test('grace-period-too-short: an explicit drain timeout that does not fit, and a
   const kubebuilder = copy('wrap');
   podOf(kubebuilder).terminationGracePeriodSeconds = 10;
   assert.equal(checkObjects(kubebuilder).status, 0);
+});
+
+test("timeouts-refused: a drain timeout that fits the pod's grace period but not drainguard's own, which it checks at start", () => {
+  const objects = copy('native-sidecar');
+  podOf(objects).terminationGracePeriodSeconds = 60;
+  const dg = container(objects, 'drainguard');
+  dg.env.push({ name: 'DRAINGUARD_DRAIN_TIMEOUT', value: '40s' });
+  onlyFinding(checkObjects(objects), 'timeouts-refused', 'set DRAINGUARD_GRACE_PERIOD=60s (the pod\'s terminationGracePeriodSeconds) in container drainguard');
+  // What the finding says: drainguard with that environment exits 2.
+  const env = Object.fromEntries(dg.env.filter((e: any) => e.value !== undefined && e.name !== 'DRAINGUARD_GUARD').map((e: any) => [e.name, e.value]));
+  const start = spawnSync(EXE, ['sidecar'], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8', timeout: 30_000 });
+  assert.equal(start.status, 2, start.stderr);
+  assert.match(start.stderr, /DG_CONFIG_TIMEOUTS: DRAINGUARD_DRAIN_TIMEOUT: the drain timeout \(40s\) plus the stop timeout \(5s\) must fit in the grace period \(30s\)/);
+  dg.env.push({ name: 'DRAINGUARD_GRACE_PERIOD', value: '60s' });
+  assert.equal(checkObjects(objects).status, 0);
+});
+
+test('the chart passes its grace period on once a timeout is set: helm template with a 40 s drain in 60 s is clean', () => {
+  const chart = stageChart(EXAMPLE);
+  const r = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.terminationGracePeriodSeconds': 60, 'drainguard.drainTimeoutSeconds': 40 } }));
+  assert.equal([r.status, r.findings], [0, []], r.stdout);
 });
 
 test('socket-not-shared: the operator mounts the socket volume elsewhere, or has no DRAINGUARD_SOCKET', () => {
@@ -210,6 +233,102 @@ test('idle-metrics-not-this-pod: a host other than the pod itself', () => {
   // The pod's own IP, from the downward API.
   container(objects, 'manager').env.splice(-1, 1, { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }, { name: 'DRAINGUARD_IDLE_METRICS', value: 'http://$(POD_IP):8080/metrics' });
   assert.equal(checkObjects(objects).status, 0, JSON.stringify(checkObjects(objects).findings));
+});
+
+interface LayersRow { way: string; hook: string; hold: string; guard: string; finalized: boolean }
+const layersOf = (r: Result): Record<string, string> =>
+  Object.fromEntries((JSON.parse(r.stdout) as { layers: LayersRow[] }).layers.map((l) => [l.way, `${l.hook} ${l.hold} ${l.guard} ${l.finalized ? 'finalized' : 'stuck'}`]));
+
+test('layers: the hold example covers kubectl and Flux, not Argo CD (foreground) nor a namespace deletion; without the hold, only the guard', () => {
+  const held = check(['-o', 'json', 'deploy/rendered/hold.yaml']);
+  assert.equal([held.status, held.findings], [0, []], held.stdout);
+  assert.equal(layersOf(held), {
+    'helm uninstall': 'off yes yes finalized',
+    'helm uninstall --no-hooks': 'off yes yes finalized',
+    'kubectl delete -f / -k, Flux prune': 'off yes yes finalized',
+    'Argo CD prune': 'off no yes stuck',
+    'namespace deletion': 'off no yes stuck',
+  });
+  const plain = check(['-o', 'json', 'deploy/rendered/native-sidecar.yaml']);
+  assert.equal(Object.values(layersOf(plain)), Array(5).fill('off off yes stuck'));
+});
+
+test("layers: the example chart's pre-delete hook covers helm uninstall alone; with hold.kinds the hold covers the rest but Argo CD and the namespace", () => {
+  const chart = stageChart(EXAMPLE);
+  const hookOnly = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system' }));
+  assert.equal(hookOnly.findings, []);
+  assert.equal(layersOf(hookOnly)['helm uninstall'], 'yes off yes finalized');
+  assert.equal(layersOf(hookOnly)['helm uninstall --no-hooks'], 'no off yes stuck');
+  const both = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.hold.kinds': ['installations.operator.example.io', 'apiservers.operator.example.io'] } }));
+  assert.equal(both.findings, [], both.stdout);
+  assert.equal(layersOf(both), {
+    'helm uninstall': 'yes yes yes finalized',
+    'helm uninstall --no-hooks': 'no yes yes finalized',
+    'kubectl delete -f / -k, Flux prune': 'no yes yes finalized',
+    'Argo CD prune': 'no no yes stuck',
+    'namespace deletion': 'no no yes stuck',
+  });
+});
+
+const holdCopy = () => copy('hold');
+const HELD = 'Deployment/example-hold/example-operator';
+const drainguardRole = (objects: KubeObject[]) => objects.find((o) => o.kind === 'Role' && o.metadata.name.startsWith('drainguard:'))!;
+
+test("hold-not-covered: the Role without the hold's rules, or the ClusterRole without the kinds' group", () => {
+  const noRole = holdCopy();
+  drainguardRole(noRole).rules = drainguardRole(noRole).rules.filter((r: any) => !r.apiGroups.includes('apps'));
+  onlyFinding(checkObjects(noRole), 'hold-not-covered', '{apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, patch], resourceNames: [example-operator]}', 'error', HELD);
+  assert.match(checkObjects(noRole).findings[0]!.message, /may not get replicasets.apps in example-hold, get deployments.apps\/example-operator in example-hold/);
+  const noKinds = holdCopy();
+  const cr = noKinds.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;
+  cr.rules = cr.rules.filter((r: any) => !r.apiGroups.includes('operator.example.io'));
+  const r = checkObjects(noKinds);
+  assert.equal(r.findings.map((f) => f.code), ['hold-not-covered']);
+  assert.match(r.findings[0]!.message, /list installations.operator.example.io cluster-wide, list apiservers/);
+});
+
+test('hold-not-covered goes by the CRD\'s scope: a namespaced kind may be listed through a Role in the operator\'s namespace', () => {
+  const objects = holdCopy();
+  for (const crd of objects.filter((o) => o.kind === 'CustomResourceDefinition')) crd.spec.scope = 'Namespaced';
+  const cr = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;
+  const rule = cr.rules.find((r: any) => r.apiGroups.includes('operator.example.io'));
+  cr.rules = cr.rules.filter((r: any) => r !== rule);
+  const r = checkObjects(objects);
+  assert.equal(r.findings.map((f) => f.code), ['hold-not-covered']);
+  assert.match(r.findings[0]!.message, /list installations.operator.example.io in example-hold/);
+  drainguardRole(objects).rules.push(rule);
+  assert.equal(checkObjects(objects).findings, []);
+});
+
+test('hold-kind-missing: a listed kind no CRD in the manifests defines (a warning: CRDs may be installed apart)', () => {
+  const objects = holdCopy().filter((o) => !(o.kind === 'CustomResourceDefinition' && o.metadata.name === 'apiservers.operator.example.io'));
+  onlyFinding(checkObjects(objects), 'hold-kind-missing', 'PLURAL.GROUP of the CRD', 'warning', HELD);
+  assert.match(checkObjects(objects).findings[0]!.message, /the hold lists apiservers.operator.example.io/);
+});
+
+test('hold-needs-deployment, hold-invalid: the hold in a StatefulSet; an entry that is not PLURAL.GROUP', () => {
+  const stateful = holdCopy();
+  theDeployment(stateful).kind = 'StatefulSet';
+  const r = checkObjects(stateful);
+  assert.equal([r.status, r.findings.map((f) => `${f.code} ${f.object}`)], [1, ['hold-needs-deployment StatefulSet/example-hold/example-operator']]);
+  assert.match(r.findings[0]!.message, /runs in a StatefulSet, not a Deployment/);
+  const malformed = holdCopy();
+  container(malformed, 'drainguard').env.find((e: any) => e.name === 'DRAINGUARD_HOLD').value = 'installations.operator.example.io,Installation';
+  onlyFinding(checkObjects(malformed), 'hold-invalid', 'comma-separated PLURAL.GROUP', 'error', HELD);
+});
+
+test('the hold without the guard still needs the pod identity and the Lease and Events RBAC', () => {
+  const objects = holdCopy();
+  const dg = container(objects, 'drainguard');
+  dg.env.find((e: any) => e.name === 'DRAINGUARD_GUARD').value = '';
+  dg.env = dg.env.filter((e: any) => e.name !== 'DRAINGUARD_POD_UID');
+  onlyFinding(checkObjects(objects), 'pod-identity-missing', '{name: DRAINGUARD_POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}', 'error', HELD);
+  assert.match(checkObjects(objects).findings[0]!.message, /holds its Deployment but does not get DRAINGUARD_POD_UID/);
+  dg.env.push({ name: 'DRAINGUARD_POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } });
+  assert.equal(checkObjects(objects).findings, []);
+  // Leases taken from drainguard's Role and from the operator's ClusterRole (which grants them everywhere).
+  for (const role of objects.filter((o) => o.kind.endsWith('Role'))) role.rules = role.rules.filter((r: any) => !r.resources.includes('leases'));
+  onlyFinding(checkObjects(objects), 'guard-not-covered', 'leases (coordination.k8s.io) create, get, list, update, patch, delete', 'error', HELD);
 });
 
 test('text output: each finding with its fix, and a summary', () => {

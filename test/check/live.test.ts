@@ -42,4 +42,33 @@ test('a live Deployment: clean as created, then the finding once its RBAC lacks 
   assert.match(missing.stderr, /404|not found/i);
 });
 
+test("a live Deployment with the hold: the held kinds' CRDs are read from the API, so the hold example is clean; a kind without one is found", async () => {
+  const cluster = await useCluster();
+  const ns = (await cluster.namespace('check')).name;
+  const id = randomBytes(3).toString('hex');
+  const name = `eo-${id}`;
+  const text = JSON.stringify(rendered('hold').filter((o) => o.kind !== 'Namespace'))
+    .replaceAll('example-hold', ns)
+    .replaceAll('example-operator', name)
+    .replaceAll('operator.example.io', `op-${id}.example.io`);
+  for (const o of JSON.parse(text) as KubeObject[]) await cluster.create(o);
+  const check = () => spawnSync(EXE, ['check', '-o', 'json', '--deployment', `${ns}/${name}`], { encoding: 'utf8', timeout: 30_000, env: { KUBECONFIG: cluster.adminKubeconfig } });
+
+  const clean = check();
+  assert.equal([clean.status, JSON.parse(clean.stdout).findings], [0, []], clean.stdout + clean.stderr);
+  assert.equal(JSON.parse(clean.stdout).layers.find((l: { way: string }) => l.way === 'kubectl delete -f / -k, Flux prune').hold, 'yes');
+
+  const path = `/apis/apps/v1/namespaces/${ns}/deployments/${name}`;
+  const deployment = await cluster.api.get(path);
+  const spec = deployment.spec.template.spec;
+  const hold = spec.initContainers.find((c: { name: string }) => c.name === 'drainguard').env.find((e: { name: string }) => e.name === 'DRAINGUARD_HOLD');
+  hold.value += `,widgets.op-${id}.example.io`;
+  await cluster.api.patch(path, { spec: { template: { spec: { initContainers: spec.initContainers } } } });
+  const missing = check();
+  assert.equal(missing.status, 1, missing.stdout + missing.stderr);
+  const findings = JSON.parse(missing.stdout).findings as { code: string; message: string }[];
+  assert.equal(findings.map((f) => f.code), ['hold-kind-missing']);
+  assert.match(findings[0]!.message, `the hold lists widgets.op-${id}.example.io`);
+});
+
 test.run();

@@ -1,6 +1,7 @@
 // Every generated file in the repository is what scripts/generate.ts makes
 // now: the launcher's bytes from launcher.S, the table of variables from the
-// options, the error codes from src/errors.ts, the rendered examples from the kustomizations.
+// options, the error codes from src/errors.ts, the rendered examples from the kustomizations,
+// the library chart's defaults from the options.
 
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
@@ -9,9 +10,11 @@ import { ROOT, generateAll } from '../../scripts/generate.ts';
 
 const generated = generateAll();
 
-test('the generator makes the launcher, the table of variables, the table of error codes and each rendered example', () => {
+test("the generator makes the launcher, the table of variables, the table of error codes, each rendered example and the chart's defaults", () => {
   assert.equal(generated.map((g) => g.path).sort(), [
     'README.md',
+    'deploy/helm/drainguard/templates/_defaults.tpl',
+    'deploy/rendered/hold.yaml',
     'deploy/rendered/native-sidecar.yaml',
     'deploy/rendered/sidecar.yaml',
     'deploy/rendered/wrap.yaml',
@@ -26,6 +29,14 @@ for (const { path, content } of generated) {
     assert.fixture(readFileSync(`${ROOT}/${path}`, 'utf8'), content);
   });
 }
+
+test("the README's table of layers is check's: a layer's coverage changed in src/check/layers.ts changes it", async () => {
+  const { WAYS, layersMarkdown } = await import('../../src/check/layers.ts');
+  const doc = generated.find((g) => g.path === 'README.md')!.content;
+  assert.ok(doc.includes(layersMarkdown()));
+  const argo = WAYS.find((w) => w.way === 'Argo CD prune')!;
+  assert.not.ok(doc.includes(layersMarkdown(WAYS.map((w) => (w === argo ? { ...w, covers: { ...w.covers, hold: true } } : w)))));
+});
 
 test("the README's table lists every option of every command by its variable", async () => {
   const { envName } = await import('../../src/config/options.ts');

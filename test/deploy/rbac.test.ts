@@ -2,15 +2,21 @@
 // patch on exactly the objects it guards (by resourceNames), Leases
 // create/get/list/update/patch/delete (the guard renews its Lease with a patch
 // and lists the other holders), Events create and Pods get in its own namespace.
-// And the other way round: it can do all of that, so the guard can work.
+// And the other way round: it can do all of that, so the guard can work. With
+// the hold (deploy/examples/hold): get on ReplicaSets and get, list, watch,
+// patch on its Deployment by name, list and watch on the held kinds' group; and
+// every call the hold makes is allowed, as the API server's authorizer decides.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseGuardList } from '../../src/config/guard-list.ts';
+import { holdKindName, parseHoldList } from '../../src/config/hold-list.ts';
+import { authorizerFor } from '../../src/check/rbac.ts';
 import { type KubeObject, ofKind, render, rendered, theDeployment } from './support/manifests.ts';
 
 const MODES = ['wrap', 'native-sidecar', 'sidecar'] as const;
-const operator = render('deploy/examples/operator');
+/** The operator each example adds drainguard to: the hold's is in a namespace of its own. */
+const operatorOf = (example: string) => render(example === 'hold' ? 'deploy/examples/hold/operator' : 'deploy/examples/operator');
 const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 /** One permission: VERB on RESOURCE (GROUP) named NAME ('*' for any) in NAMESPACE ('' for cluster-wide). */
@@ -24,21 +30,25 @@ const GUARD_RESOURCES: Record<string, { group: string; resource: string }> = {
   serviceaccount: { group: '', resource: 'serviceaccounts' },
 };
 
-function guardValue(deployment: KubeObject): string {
+function envValue(deployment: KubeObject, name: string): string {
   const containers = [...deployment.spec.template.spec.containers, ...(deployment.spec.template.spec.initContainers ?? [])];
-  const values = containers.flatMap((c: any) => (c.env ?? []).filter((e: any) => e.name === 'DRAINGUARD_GUARD').map((e: any) => e.value as string));
-  assert.equal(values.length, 1, 'DRAINGUARD_GUARD is set on exactly one container');
+  const values = containers.flatMap((c: any) => (c.env ?? []).filter((e: any) => e.name === name).map((e: any) => e.value as string));
+  assert.equal(values.length, 1, `${name} is set on exactly one container`);
   return values[0]!;
 }
+const guardValue = (deployment: KubeObject): string => envValue(deployment, 'DRAINGUARD_GUARD');
 
-for (const mode of MODES) {
+for (const mode of [...MODES, 'hold']) {
   const objects = rendered(mode);
   const deployment = theDeployment(objects);
   const namespace = deployment.metadata.namespace!;
   const serviceAccount = deployment.spec.template.spec.serviceAccountName as string;
+  const operator = operatorOf(mode);
   const before = new Set(operator.map(key));
-  const added = objects.filter((o) => !before.has(key(o)));
+  // The hold example brings the operator's CRDs along.
+  const added = objects.filter((o) => !before.has(key(o)) && o.kind !== 'CustomResourceDefinition');
   const guard = parseGuardList(guardValue(deployment), 'DRAINGUARD_GUARD');
+  const hold = parseHoldList(envValue(deployment, 'DRAINGUARD_HOLD'), 'DRAINGUARD_HOLD');
 
   test(`${mode}: drainguard's RBAC grants nothing beyond its list`, () => {
     const roles = added.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
@@ -75,6 +85,11 @@ for (const mode of MODES) {
     for (const verb of ['create', 'get', 'list', 'update', 'patch', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
     allowed.add(grant(namespace, '', 'events', 'create', '*'));
     allowed.add(grant(namespace, '', 'pods', 'get', '*'));
+    if (hold.length > 0) {
+      allowed.add(grant(namespace, 'apps', 'replicasets', 'get', '*'));
+      for (const verb of ['get', 'list', 'watch', 'patch']) allowed.add(grant(namespace, 'apps', 'deployments', verb, deployment.metadata.name));
+      for (const group of new Set(hold.map((k) => k.group))) allowed.add(grant('', group, '*', 'list', '*'));
+    }
 
     assert.equal([...granted].filter((g) => !allowed.has(g)).sort(), [], 'granted beyond the list');
     assert.equal([...allowed].filter((g) => !granted.has(g)).sort(), [], 'needed but not granted');
@@ -87,5 +102,36 @@ for (const mode of MODES) {
     assert.equal(names, [...own, ...operatorRbac, `serviceaccount/${namespace}/${serviceAccount}`].sort());
   });
 }
+
+test('hold: the example holds its two kinds, and every call of the hold is allowed (an authorizer evaluating the rendered RBAC)', () => {
+  const objects = rendered('hold');
+  const deployment = theDeployment(objects);
+  const namespace = deployment.metadata.namespace!;
+  const name = deployment.metadata.name;
+  const hold = parseHoldList(envValue(deployment, 'DRAINGUARD_HOLD'), 'DRAINGUARD_HOLD');
+  assert.equal(hold.map(holdKindName), ['installations.operator.example.io', 'apiservers.operator.example.io']);
+  const can = authorizerFor(objects, namespace, deployment.spec.template.spec.serviceAccountName);
+  // From the pod to its Deployment (the ReplicaSet's name is any), the Deployment's watch by name and its finalizer, the listed kinds everywhere.
+  const calls = [
+    { verb: 'get', group: '', resource: 'pods', name: 'example-operator-5d9c7b6f4-x2x7k', namespace },
+    { verb: 'get', group: 'apps', resource: 'replicasets', name: 'example-operator-5d9c7b6f4', namespace },
+    ...['get', 'list', 'watch', 'patch'].map((verb) => ({ verb, group: 'apps', resource: 'deployments', name, namespace })),
+    ...hold.map((k) => ({ verb: 'list', group: k.group, resource: k.plural })),
+  ];
+  assert.equal(calls.filter((c) => !can.allows(c)), [], 'every call allowed');
+  // And nothing else of the kind: another Deployment, a delete, another group.
+  const refused = [
+    { verb: 'patch', group: 'apps', resource: 'deployments', name: 'another', namespace },
+    { verb: 'delete', group: 'apps', resource: 'deployments', name, namespace },
+    { verb: 'delete', group: 'operator.example.io', resource: 'installations', name: 'default' },
+    { verb: 'list', group: 'apps', resource: 'deployments', namespace },
+    { verb: 'list', group: 'example.com', resource: 'widgets' },
+  ];
+  assert.equal(refused.filter((c) => can.allows(c)), [], 'nothing beyond');
+});
+
+test('without the hold component DRAINGUARD_HOLD is empty: off', () => {
+  for (const mode of MODES) assert.is(envValue(theDeployment(rendered(mode)), 'DRAINGUARD_HOLD'), '');
+});
 
 test.run();

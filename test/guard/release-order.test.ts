@@ -63,7 +63,7 @@ function refusable(waves: readonly (readonly Obj[])[], others: readonly Obj[] = 
         if (!spec.subjects.some((s) => s.name === me.serviceAccount && s.namespace === me.namespace)) return false;
         const role = all.find((o) => present(o) && o.target.kind === RBAC_KINDS[spec.roleRef.kind] && o.target.name === spec.roleRef.name && (spec.roleRef.kind === 'ClusterRole' || o.target.namespace === b.target.namespace));
         const inScope = b.target.kind === 'clusterrolebinding' || r.target.namespace === b.target.namespace;
-        const resource = { clusterrole: 'clusterroles', clusterrolebinding: 'clusterrolebindings', role: 'roles', rolebinding: 'rolebindings', serviceaccount: 'serviceaccounts' }[r.target.kind];
+        const resource = { clusterrole: 'clusterroles', clusterrolebinding: 'clusterrolebindings', role: 'roles', rolebinding: 'rolebindings', serviceaccount: 'serviceaccounts', deployment: 'deployments' }[r.target.kind];
         return inScope && ((role?.object as { rules: ReturnType<typeof rule>[] } | undefined)?.rules ?? []).some((x) => x.resources.includes(resource) && x.resourceNames.includes(r.target.name));
       });
       if (!token || !allowed) refused.push(r.key);

@@ -142,6 +142,45 @@ for (const mode of MODES) {
   });
 }
 
+const envOf = (d: KubeObject): Record<string, string> => {
+  const pod = d.spec.template.spec;
+  const dg = [...pod.containers, ...(pod.initContainers ?? [])].find((c: any) => (c.env ?? []).some((e: any) => e.name === 'DRAINGUARD_GUARD'));
+  return Object.fromEntries((dg.env as { name: string; value?: string }[]).filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+};
+const HOLD = ['installations.operator.example.io', 'apiservers.operator.example.io'];
+
+for (const mode of MODES) {
+  test(`${mode}: hold.kinds renders DRAINGUARD_HOLD (and its timeout and settle when set) and the hold's RBAC, nothing more; helm lint --strict passes`, () => {
+    const set = { 'drainguard.mode': mode, 'drainguard.hold.kinds': HOLD, 'drainguard.hold.timeout': '10m', 'drainguard.hold.settle': '2s' };
+    const objects = template(example, { namespace: NS, set });
+    const deployment = theDeployment(objects);
+    const env = envOf(deployment);
+    assert.equal([env.DRAINGUARD_HOLD, env.DRAINGUARD_HOLD_TIMEOUT, env.DRAINGUARD_HOLD_SETTLE], [HOLD.join(','), '10m', '2s']);
+    assert.is(deployment.metadata.annotations?.['drainguard.dev/mode'], mode);
+    const without = grants(template(example, { namespace: NS, set: { 'drainguard.mode': mode } }).filter((o) => isDrainguard(o) && o.kind.endsWith('Role')));
+    const withHold = grants(objects.filter((o) => isDrainguard(o) && o.kind.endsWith('Role')));
+    assert.equal(withHold.filter((g) => !without.includes(g)), [
+      '|operator.example.io|apiservers|list|*',
+      '|operator.example.io|installations|list|*',
+      `${NS}|apps|deployments|get|example-operator`,
+      `${NS}|apps|deployments|list|example-operator`,
+      `${NS}|apps|deployments|patch|example-operator`,
+      `${NS}|apps|deployments|watch|example-operator`,
+      `${NS}|apps|replicasets|get|*`,
+    ].sort());
+    assert.equal(without.filter((g) => !withHold.includes(g)), [], 'the guard keeps every grant');
+    lint(example, { namespace: NS, set });
+  });
+}
+
+test('hold off by default: DRAINGUARD_HOLD empty, no timeout or settle (drainguard\'s defaults), no hold RBAC; a kind without its group fails the schema', () => {
+  const objects = template(example, { namespace: NS });
+  const env = envOf(theDeployment(objects));
+  assert.equal([env.DRAINGUARD_HOLD, env.DRAINGUARD_HOLD_TIMEOUT, env.DRAINGUARD_HOLD_SETTLE], ['', undefined, undefined]);
+  assert.not.match(JSON.stringify(objects.filter(isDrainguard)), /replicasets|deployments/);
+  assert.throws(() => template(example, { namespace: NS, set: { 'drainguard.hold.kinds': ['installations'] } }), /hold\.kinds|does not match pattern/);
+});
+
 test('drainguard switched off: the chart renders the operator as it was, and nothing of drainguard', () => {
   const on = template(example, { namespace: NS });
   const off = template(example, { namespace: NS, set: { 'drainguard.enabled': false } });

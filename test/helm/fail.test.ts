@@ -4,6 +4,8 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { EXAMPLE, cleanupCharts, stageChart, templateError } from './support/charts.ts';
 
 const NS = 'operator-system';
@@ -29,6 +31,16 @@ test('a grace period too short for drain + stop timeout + margin', () => {
   );
   // Kubebuilder's 10 s fits with the defaults: 3 s of drain.
   renders({ 'drainguard.terminationGracePeriodSeconds': 10 });
+});
+
+test("the rule's margin and the stop timeout come from the generated defaults (templates/_defaults.tpl), not from the chart's text", () => {
+  const other = stageChart(EXAMPLE);
+  writeFileSync(join(other, 'charts/drainguard/templates/_defaults.tpl'), '{{- define "drainguard.defaults" -}}{"stopTimeoutSeconds":9,"graceMarginSeconds":3,"socket":"/run/drainguard/drain.sock"}{{- end -}}');
+  assert.match(
+    templateError(other, { namespace: NS, set: { 'drainguard.terminationGracePeriodSeconds': 12 } }) ?? '(rendered)',
+    'drainguard: terminationGracePeriodSeconds 12 leaves no time to drain after stopTimeoutSeconds 9 and the 3 s margin: set terminationGracePeriodSeconds to at least 13',
+  );
+  renders({ 'drainguard.terminationGracePeriodSeconds': 12 });
 });
 
 test('a guard list naming an object the release does not contain', () => {

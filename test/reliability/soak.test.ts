@@ -15,7 +15,7 @@ import { parseArgs } from '../../src/config/load.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
 import { DrainServer, type ServerEvent } from '../../src/protocol/server.ts';
-import { runWrapped } from '../../src/supervisor/wrap.ts';
+import { runWrapped } from '../../src/supervisor/wrap-mode.ts';
 import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { countSockets, descriptors, memory, mib, processesWithEnv, unixSocketsUnder } from './support/procfs.ts';

@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
-import { runWrapped } from '../../src/supervisor/wrap.ts';
+import { runWrapped } from '../../src/supervisor/wrap-mode.ts';
 import { EXE, NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { alive, sessionOf } from './support/procfs.ts';

@@ -10,61 +10,31 @@
 // resources stay stuck with their finalizers.
 
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parse, parseAllDocuments } from 'yaml';
+import { parseAllDocuments } from 'yaml';
+import { CR_OPERATOR_IMAGE, createCrds, crOperatorImage, deleteCrds, stripCustomResources as strip } from '../support/cr-operator.ts';
 import { drainguardRbac } from '../support/drainguard-rbac.ts';
-import { Kubelet, type Runner } from '../support/kubelet/index.ts';
+import { Kubelet } from '../support/kubelet/index.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
-import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
+import { DRAINGUARD_IMAGE, drainguardImage } from '../support/kubelet/runners.ts';
 import type { Proc } from '../support/proc.ts';
 
 // A group of its own: test/helm/uninstall.test.ts installs the example chart's operator.example.io CRDs into the same cluster, and may run at the same time.
 const GROUP = 'operator.uninstall.example.io';
 const RBAC = 'rbac.authorization.k8s.io/v1';
-const CR_OPERATOR_IMAGE = 'example.com/cr-operator';
 /** ConfigMaps the controller-manager publishes in every namespace (the second one: OpenShift's fork of the controller-manager). */
 const PUBLISHED = ['kube-root-ca.crt', 'openshift-service-ca.crt'];
-const CR_OPERATOR = join(import.meta.dirname, 'fixtures/cr-operator.ts');
 
 let c: KubeletCluster;
 test.before(async () => {
   c = await kubeletCluster();
-  for (const [plural, kind] of [['apiservers', 'APIServer'], ['installations', 'Installation']] as const) {
-    await c.cluster.create({
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: `${plural}.${GROUP}` },
-      spec: { group: GROUP, scope: 'Cluster', names: { plural, singular: kind.toLowerCase(), kind }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }] },
-    });
-  }
-  for (const plural of ['apiservers', 'installations']) {
-    await c.cluster.waitFor(async () => (await c.api.call('GET', `/apis/${GROUP}/v1/${plural}`)).status === 200, 20_000, `the ${plural} CRD served`);
-  }
+  await createCrds(c, GROUP);
 });
 
 // The CRDs go at the end, and are waited for (a CRD keeps a finalizer of its own for a moment).
-test.after(async () => {
-  for (const plural of ['apiservers', 'installations']) {
-    await c.api.call('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${GROUP}`);
-    await c.poll(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${GROUP}`, (_b, s) => s === 404, 30_000, `the ${plural} CRD gone`);
-  }
-});
-
-/** The cr-operator fixture as the operator image's /manager; its API access from the pod's kubeconfig. */
-function crOperatorImage(env: NodeJS.ProcessEnv): Runner {
-  const inner = operatorImage(CR_OPERATOR, env);
-  return (run) => {
-    const launch = inner(run);
-    if (!launch) return launch;
-    const kubeconfig = parse(readFileSync(run.env.KUBECONFIG!, 'utf8'));
-    const ca = join(dirname(run.env.KUBECONFIG!), 'ca.crt');
-    writeFileSync(ca, Buffer.from(kubeconfig.clusters[0].cluster['certificate-authority-data'], 'base64'));
-    return { ...launch, env: { ...launch.env, FIXTURE_API: kubeconfig.clusters[0].cluster.server, FIXTURE_TOKEN: kubeconfig.users[0].user.token, FIXTURE_CA: ca, FIXTURE_NS: run.pod.metadata.namespace } };
-  };
-}
+test.after(() => deleteCrds(c, GROUP));
 
 interface Install {
   readonly ns: string;
@@ -177,12 +147,7 @@ async function operatorPod(i: Install): Promise<{ proc: Proc; pod: any }> {
   return { proc, pod: pods.items[0] };
 }
 
-async function stripCustomResources(): Promise<void> {
-  for (const plural of ['apiservers', 'installations']) {
-    await c.api.call('PATCH', `/apis/${GROUP}/v1/${plural}/default`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
-    await c.api.call('DELETE', `/apis/${GROUP}/v1/${plural}/default`);
-  }
-}
+const stripCustomResources = () => strip(c, GROUP);
 
 test('helm uninstall: pre-delete cleanup, the guard and the drain, post-delete sweep; nothing remains', async () => {
   const i = await install(true);

@@ -689,6 +689,82 @@ contract('authorizer lag: a terminating binding grants; a deleted one stops gran
   if (process.env.TEST_VERBOSE) console.log(`  last allowed ${lastAllowed} ms after the binding went`);
 });
 
+// ---- the hold (src/hold) -------------------------------------------------------------------
+// kubernetes-facts.md, "Holding an owner" (measured on v1.32.6): a Deployment deleted in the
+// background that carries a finalizer stays, its ReplicaSet and pods with it; foreground deletion
+// deletes the dependents first whatever finalizer the owner has; no finalizer may be added to an
+// object being deleted. Not measured there: the Deployment controller only syncs the status of a
+// deleting Deployment (pkg/controller/deployment/deployment_controller.go, syncDeployment:
+// `if d.DeletionTimestamp != nil { return dc.syncStatusOnly(ctx, d, rsList) }`).
+
+const webDeployment = (name: string, finalizers: string[]) => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name, finalizers },
+  spec: { replicas: 1, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+});
+
+contract('the hold: a Deployment held by a finalizer and deleted in the background keeps its ReplicaSet and pod, is only status-synced, takes no new finalizer', async (c) => {
+  const { name: ns } = await c.namespace('hold');
+  const path = `/apis/apps/v1/namespaces/${ns}/deployments/held`;
+  await c.api.create(`/apis/apps/v1/namespaces/${ns}/deployments`, webDeployment('held', ['example.com/hold']));
+  const rs = await c.waitFor(async () => (await c.api.list(`/apis/apps/v1/namespaces/${ns}/replicasets`))[0], 15_000, 'the ReplicaSet');
+  const pod = await c.waitFor(async () => (await c.api.list(`/api/v1/namespaces/${ns}/pods`))[0], 15_000, 'the pod');
+  await c.api.delete(path, { propagationPolicy: 'Background' });
+  const deleting = await c.api.get(path);
+  assert.ok(deleting.metadata.deletionTimestamp);
+  assert.equal(deleting.metadata.finalizers, ['example.com/hold'], 'background: no propagation finalizer');
+  // A scale-up of the deleting Deployment is not acted on: its ReplicaSet keeps 1 replica.
+  await c.api.patch(path, { spec: { replicas: 3 } });
+  const added = await raw(c, 'PATCH', path, { body: { metadata: { finalizers: ['example.com/hold', 'example.com/late'] } }, contentType: 'application/merge-patch+json' });
+  assert.equal(added.status, 422);
+  assert.match(added.body.message, 'Forbidden: no new finalizers can be added if the object is being deleted');
+  await sleep(2000);
+  const kept = await c.api.get(`/apis/apps/v1/namespaces/${ns}/replicasets/${rs.metadata.name}`);
+  assert.ok(kept && !kept.metadata.deletionTimestamp, 'the ReplicaSet is left alone');
+  assert.is(kept.spec.replicas, 1, 'the deleting Deployment is not scaled');
+  assert.ok((await c.api.get(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`))?.metadata.deletionTimestamp === undefined, 'the pod is left alone');
+  await c.api.patch(path, { metadata: { finalizers: null } });
+  await gone(c, path);
+  await gone(c, `/apis/apps/v1/namespaces/${ns}/replicasets/${rs.metadata.name}`);
+});
+
+contract('the hold: foreground deletion puts foregroundDeletion on the Deployment and deletes its ReplicaSet first, the finalizer notwithstanding', async (c) => {
+  const { name: ns } = await c.namespace('hold');
+  const path = `/apis/apps/v1/namespaces/${ns}/deployments/fore`;
+  await c.api.create(`/apis/apps/v1/namespaces/${ns}/deployments`, webDeployment('fore', ['example.com/hold']));
+  const rs = await c.waitFor(async () => (await c.api.list(`/apis/apps/v1/namespaces/${ns}/replicasets`))[0], 15_000, 'the ReplicaSet');
+  await c.api.delete(path, { propagationPolicy: 'Foreground' });
+  assert.equal([...(await c.api.get(path)).metadata.finalizers].sort(), ['example.com/hold', 'foregroundDeletion']);
+  await gone(c, `/apis/apps/v1/namespaces/${ns}/replicasets/${rs.metadata.name}`);
+  await c.waitFor(async () => !(await c.api.get(path)).metadata.finalizers.includes('foregroundDeletion'), 15_000, 'foregroundDeletion removed once the dependents are gone');
+  assert.equal((await c.api.get(path)).metadata.finalizers, ['example.com/hold'], 'the Deployment stays with its own finalizer');
+  await c.api.patch(path, { metadata: { finalizers: null } });
+  await gone(c, path);
+});
+
+contract('the hold: a watch by fieldSelector metadata.name sees that object alone, ends after timeoutSeconds, and is granted by resourceNames', async (c) => {
+  const { name: ns } = await c.namespace('hold');
+  const { token } = await subject(c, ns, [{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['mine'], verbs: ['get', 'list', 'watch'] }]);
+  await c.api.create(cmPath(ns), cm(ns, 'mine'));
+  await c.api.create(cmPath(ns), cm(ns, 'other'));
+  const list = await raw(c, 'GET', `${cmPath(ns)}?fieldSelector=metadata.name%3Dmine`, { token });
+  assert.equal([list.status, list.body.items.map((o: any) => o.metadata.name)], [200, ['mine']]);
+  assert.is((await raw(c, 'GET', cmPath(ns), { token })).status, 403, 'an unnarrowed list is not granted');
+  const started = Date.now();
+  const watch = raw(c, 'GET', `${cmPath(ns)}?watch=true&fieldSelector=metadata.name%3Dmine&resourceVersion=${list.body.metadata.resourceVersion}&timeoutSeconds=2`, { token });
+  await sleep(300);
+  await c.api.patch(cmPath(ns, 'other'), { data: { a: '1' } });
+  await c.api.patch(cmPath(ns, 'mine'), { data: { a: '1' } });
+  const ended = await watch;
+  const elapsed = Date.now() - started;
+  assert.is(ended.status, 200);
+  // One event alone parses as one object.
+  const events = typeof ended.body === 'string' ? ended.body.split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [ended.body];
+  assert.equal(events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.name]), [['MODIFIED', 'mine']]);
+  assert.ok(elapsed >= 1900 && elapsed < 10_000, `ended after timeoutSeconds (${elapsed} ms)`);
+});
+
 // ---- registration ---------------------------------------------------------------------------
 
 const shared = await useCluster();

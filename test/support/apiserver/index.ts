@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ControlPlane, writeKubeconfig } from '../cluster/control-plane.ts';
+import { type ControlPlane, controlPlaneState } from '../cluster/control-plane.ts';
 import { makePki } from '../cluster/pki.ts';
 
 const READY_MS = 30_000;
@@ -57,7 +57,6 @@ export async function startStandIn(): Promise<ControlPlane> {
     throw err;
   }
   const url = `https://127.0.0.1:${port}`;
-  const adminKubeconfig = writeKubeconfig(join(dir, 'admin.kubeconfig'), url, pki.caCert, pki.adminCert, pki.adminKey);
   const onExit = () => {
     try {
       process.kill(-child.pid!, 'SIGKILL');
@@ -65,16 +64,7 @@ export async function startStandIn(): Promise<ControlPlane> {
   };
   process.once('exit', onExit);
   return {
-    tier: 'stand-in',
-    url,
-    dir,
-    caFile: pki.caCert,
-    caKey: pki.caKey,
-    servingCert: pki.servingCert,
-    servingKey: pki.servingKey,
-    adminKubeconfig,
-    adminCert: pki.adminCert,
-    adminKey: pki.adminKey,
+    ...controlPlaneState('stand-in', url, dir, pki),
     startMs: Date.now() - t0,
     pids: () => (child.exitCode === null && child.pid ? [child.pid] : []),
     stopApiServer: () => command('stop-apiserver'),

@@ -72,6 +72,18 @@ function requestInfo(method: string, url: URL): RequestInfo {
   return { path, query, verb: verbs[method] ?? method.toLowerCase(), resourceRequest: true, group, version, namespace, resource, name, subresource };
 }
 
+/**
+ * A list or watch whose fieldSelector requires metadata.name=NAME is authorized as a request for
+ * that name, so RBAC resourceNames grant it (requestinfo.go sets RequestInfo.Name from it; the
+ * comment in handlers/get.go ListResource says so).
+ */
+function selectedName(info: RequestInfo): string | undefined {
+  if (info.verb !== 'list' && info.verb !== 'watch') return undefined;
+  const terms = (info.query.fieldSelector ?? '').split(',').filter(Boolean);
+  const names = terms.map((t) => /^metadata\.name==?(.+)$/.exec(t)?.[1]).filter((n): n is string => n !== undefined);
+  return names.length === 1 && !names[0]!.includes('/') ? names[0] : undefined;
+}
+
 const json = (res: ServerResponse, status: number, body: unknown): void => {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-cache, private' });
@@ -182,7 +194,7 @@ export class ApiServer {
 
   #attributes(info: RequestInfo): Attributes {
     if (!info.resourceRequest) return { verb: info.verb, path: info.path };
-    return { verb: info.verb, apiGroup: info.group, resource: info.resource, subresource: info.subresource, namespace: info.namespace, name: info.name, path: info.path };
+    return { verb: info.verb, apiGroup: info.group, resource: info.resource, subresource: info.subresource, namespace: info.namespace, name: info.name ?? selectedName(info), path: info.path };
   }
 
   #decode(raw: Buffer, contentType: string): unknown {

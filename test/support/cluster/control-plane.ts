@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findBinaries } from './binaries.ts';
-import { makePki } from './pki.ts';
+import { type Pki, makePki } from './pki.ts';
 
 /** What a test process needs to reach a control plane (the runner hands it over as a JSON file). */
 export interface ControlPlaneState {
@@ -180,7 +180,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
   const pki = makePki(join(dir, 'pki'));
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const url = `https://127.0.0.1:${apiPort}`;
-  const adminKubeconfig = writeKubeconfig(join(dir, 'admin.kubeconfig'), url, pki.caCert, pki.adminCert, pki.adminKey);
+  const state = controlPlaneState('real', url, dir, pki);
   const cmKubeconfig = writeKubeconfig(join(dir, 'controller-manager.kubeconfig'), url, pki.caCert, pki.controllerManagerCert, pki.controllerManagerKey);
   const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
   let stopping = false;
@@ -247,16 +247,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
   }
 
   return {
-    tier: 'real',
-    url,
-    dir,
-    caFile: pki.caCert,
-    caKey: pki.caKey,
-    servingCert: pki.servingCert,
-    servingKey: pki.servingKey,
-    adminKubeconfig,
-    adminCert: pki.adminCert,
-    adminKey: pki.adminKey,
+    ...state,
     startMs: Date.now() - t0,
     pids: () => daemons.map((d) => d.pid).filter((p): p is number => p !== undefined),
     stopApiServer: () => apiserver.stop(),
@@ -274,6 +265,12 @@ export async function startControlPlane(): Promise<ControlPlane> {
     },
     stop,
   };
+}
+
+/** The state of a control plane at `url` whose PKI is `pki`, with its admin kubeconfig written in `dir`. */
+export function controlPlaneState(tier: ControlPlaneState['tier'], url: string, dir: string, pki: Pki): ControlPlaneState {
+  const adminKubeconfig = writeKubeconfig(join(dir, 'admin.kubeconfig'), url, pki.caCert, pki.adminCert, pki.adminKey);
+  return { tier, url, dir, caFile: pki.caCert, caKey: pki.caKey, servingCert: pki.servingCert, servingKey: pki.servingKey, adminKubeconfig, adminCert: pki.adminCert, adminKey: pki.adminKey };
 }
 
 /** The part of a control plane a test process in another process gets. */

@@ -189,7 +189,7 @@ current-context: test
     for (const pod of await this.api.list(`/api/v1/namespaces/${name}/pods`)) {
       await this.api.delete(`/api/v1/namespaces/${name}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
     }
-    for (const [v, plural] of [['v1', 'serviceaccounts'], ['v1', 'configmaps'], ['rbac.authorization.k8s.io/v1', 'roles'], ['rbac.authorization.k8s.io/v1', 'rolebindings'], ['coordination.k8s.io/v1', 'leases']] as const) {
+    for (const [v, plural] of [['v1', 'serviceaccounts'], ['v1', 'configmaps'], ['rbac.authorization.k8s.io/v1', 'roles'], ['rbac.authorization.k8s.io/v1', 'rolebindings'], ['coordination.k8s.io/v1', 'leases'], ['apps/v1', 'deployments']] as const) {
       for (const o of await this.api.list(resourcePath(v, plural, name))) {
         if (o.metadata.finalizers?.length) await this.api.request('PATCH', resourcePath(v, plural, name, o.metadata.name), { metadata: { finalizers: null } }, 'application/merge-patch+json');
       }

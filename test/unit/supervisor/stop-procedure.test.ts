@@ -14,9 +14,9 @@ import type { ChildExit } from '../../../src/supervisor/child.ts';
 import { resolveSupervisorConfig } from '../../../src/supervisor/config.ts';
 import type { DrainResult, DrainTicket } from '../../../src/supervisor/drain.ts';
 import type { GuardHandle, Phase } from '../../../src/supervisor/observer.ts';
-import { SidecarMode } from '../../../src/supervisor/sidecar.ts';
+import { SidecarMode } from '../../../src/supervisor/sidecar-mode.ts';
 import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from '../../../src/supervisor/stop-procedure.ts';
-import { WrapMode } from '../../../src/supervisor/wrap.ts';
+import { WrapMode } from '../../../src/supervisor/wrap-mode.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { until as waitUntil, within } from '../../support/wait.ts';
 import { FakeClock, settle } from '../support/fake-clock.ts';
@@ -50,12 +50,20 @@ class PlayedMode implements Mode {
   }
 }
 
+/** A client that never says drained, connected; then SIGTERM, and the procedure draining. */
+async function drainingWithClient(s: ReturnType<typeof procedure>): Promise<DrainClient> {
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  sigterm();
+  await until(() => s.phases.includes('draining'), 'draining');
+  return client;
+}
+
 function guardOf(clock: FakeClock) {
   const calls: string[] = [];
   const guard: GuardHandle = {
     start: () => void calls.push('guard start'),
     release: async (deadline) => void calls.push(`guard release by +${deadline - clock.now()}`),
-    report: () => ({ set: true, objectsHeld: 0, errors: 0 }),
   };
   return { guard, calls };
 }
@@ -109,10 +117,7 @@ test('a client that never drains: the stop comes at the drain deadline (grace - 
   const mode = new PlayedMode();
   const s = procedure(mode, []);
   await s.listens;
-  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
-  await within(5000, 'client', client.ready());
-  sigterm();
-  await until(() => s.phases.includes('draining'), 'draining');
+  const client = await drainingWithClient(s);
   await s.clock.advance(2999);
   assert.equal(mode.calls, ['start'], 'not stopped a millisecond early');
   await s.clock.advance(1);
@@ -132,10 +137,7 @@ test("the Pod's grace period, asked once the operator runs, replaces the default
   await until(() => s.phases.includes('running'), 'running');
   await settle();
   assert.is(asked, 1);
-  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
-  await within(5000, 'client', client.ready());
-  sigterm();
-  await until(() => s.phases.includes('draining'), 'draining');
+  const client = await drainingWithClient(s);
   assert.is(mode.context!.deadlines.drainTimeoutMs(), 5000, "the Pod's 12 s - 5 s - 2 s, not the default 30 s's 23 s");
   await s.clock.advance(5000);
   await within(5000, 'exit', s.running);
@@ -148,10 +150,7 @@ test('a second SIGTERM cuts the drain short; a third changes nothing', async () 
   const mode = new PlayedMode();
   const s = procedure(mode, []);
   await s.listens;
-  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
-  await within(5000, 'client', client.ready());
-  sigterm();
-  await until(() => s.phases.includes('draining'), 'draining');
+  const client = await drainingWithClient(s);
   sigterm();
   sigterm();
   await within(5000, 'exit', s.running);

@@ -20,22 +20,27 @@ Returns JSON (include "drainguard.config" . | fromJson).
 {{- range $roles }}{{ $guard = append $guard (printf "role/%s/%s" $ns .) }}{{ end -}}
 {{- range $roleBindings }}{{ $guard = append $guard (printf "rolebinding/%s/%s" $ns .) }}{{ end -}}
 {{- if $g.serviceAccount }}{{ $guard = append $guard (printf "serviceaccount/%s/%s" $ns $sa) }}{{ end -}}
-{{- /* drainguard's own RBAC: a ClusterRole and binding when it guards cluster-scoped objects, a Role and binding always. */ -}}
-{{- $ownCluster := or $clusterRoles $clusterRoleBindings $g.self -}}
+{{- /* drainguard's own RBAC: a ClusterRole and binding when it guards cluster-scoped objects or holds, a Role and binding always. */ -}}
+{{- $hold := list -}}
+{{- with $v.hold }}{{ $hold = .kinds | default list }}{{ end -}}
+{{- $ownCluster := or $clusterRoles $clusterRoleBindings $g.self $hold -}}
 {{- $own := list (printf "role/%s/%s" $ns $self) (printf "rolebinding/%s/%s" $ns $self) -}}
 {{- if $ownCluster }}{{ $own = concat (list (printf "clusterrole/%s" $self) (printf "clusterrolebinding/%s" $self)) $own }}{{ end -}}
 {{- if $g.self }}{{ $guard = concat $guard $own }}{{ end -}}
+{{- $d := include "drainguard.defaults" . | fromJson -}}
 {{- $grace := int $v.terminationGracePeriodSeconds -}}
-{{- $stop := 5 -}}
+{{- $margin := int $d.graceMarginSeconds -}}
+{{- $stop := int $d.stopTimeoutSeconds -}}
 {{- if not (kindIs "invalid" $v.stopTimeoutSeconds) }}{{ $stop = int $v.stopTimeoutSeconds }}{{ end -}}
-{{- $drain := sub (sub $grace $stop) 2 | int -}}
+{{- /* drainguard's default drain: what the rule drain + stop + margin ≤ grace leaves. */ -}}
+{{- $drain := sub (sub $grace $stop) $margin | int -}}
 {{- if not (kindIs "invalid" $v.drainTimeoutSeconds) }}{{ $drain = int $v.drainTimeoutSeconds }}{{ end -}}
 {{- $image := printf "%s:%s" $v.image.repository $v.image.tag -}}
 {{- dict
   "enabled" $v.enabled "mode" $v.mode "namespace" $ns "deployment" $deployment "serviceAccount" $sa
   "self" $self "guard" $guard "clusterRoles" $clusterRoles "clusterRoleBindings" $clusterRoleBindings
   "roles" $roles "roleBindings" $roleBindings "guardServiceAccount" $g.serviceAccount "guardSelf" $g.self "own" $own "ownCluster" (not (not $ownCluster))
-  "grace" $grace "stop" $stop "drain" $drain "image" $image
+  "hold" $hold "grace" $grace "stop" $stop "drain" $drain "margin" $margin "defaultSocket" $d.socket "image" $image
   | toJson -}}
 {{- end -}}
 
@@ -46,12 +51,12 @@ fails the render with the setting to change. Argument: the root context.
 {{- define "drainguard.validate" -}}
 {{- $c := include "drainguard.config" . | fromJson -}}
 {{- $v := .Values.drainguard -}}
-{{- $grace := int $c.grace }}{{ $stop := int $c.stop }}{{ $drain := int $c.drain -}}
+{{- $grace := int $c.grace }}{{ $stop := int $c.stop }}{{ $drain := int $c.drain }}{{ $margin := int $c.margin -}}
 {{- if lt $drain 1 -}}
-{{- fail (printf "drainguard: terminationGracePeriodSeconds %d leaves no time to drain after stopTimeoutSeconds %d and the 2 s margin: set terminationGracePeriodSeconds to at least %d" $grace $stop (add $stop 3)) -}}
+{{- fail (printf "drainguard: terminationGracePeriodSeconds %d leaves no time to drain after stopTimeoutSeconds %d and the %d s margin: set terminationGracePeriodSeconds to at least %d" $grace $stop $margin (add $stop $margin 1)) -}}
 {{- end -}}
-{{- if gt (add $drain $stop 2) $grace -}}
-{{- fail (printf "drainguard: terminationGracePeriodSeconds %d is too short for drainTimeoutSeconds %d + stopTimeoutSeconds %d + 2 s margin: set it to at least %d, or shorten the drain" $grace $drain $stop (add $drain $stop 2)) -}}
+{{- if gt (add $drain $stop $margin) $grace -}}
+{{- fail (printf "drainguard: terminationGracePeriodSeconds %d is too short for drainTimeoutSeconds %d + stopTimeoutSeconds %d + %d s margin: set it to at least %d, or shorten the drain" $grace $drain $stop $margin (add $drain $stop $margin)) -}}
 {{- end -}}
 {{- if not (hasPrefix "/run/drainguard/" $v.socket) -}}
 {{- fail (printf "drainguard: socket %q is outside the shared volume mounted at /run/drainguard in both containers: use a path under /run/drainguard/" $v.socket) -}}

@@ -35,6 +35,23 @@ seccompProfile:
       fieldPath: metadata.uid
 - name: DRAINGUARD_GUARD
   value: {{ join "," $c.guard | quote }}
+- name: DRAINGUARD_HOLD
+  value: {{ join "," $c.hold | quote }}
+{{- with $v.hold }}
+{{- with .timeout }}
+- name: DRAINGUARD_HOLD_TIMEOUT
+  value: {{ . | quote }}
+{{- end }}
+{{- with .settle }}
+- name: DRAINGUARD_HOLD_SETTLE
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- if not (and (kindIs "invalid" $v.drainTimeoutSeconds) (kindIs "invalid" $v.stopTimeoutSeconds)) }}
+# drainguard holds its timeouts to its own grace period before it reads the Pod's.
+- name: DRAINGUARD_GRACE_PERIOD
+  value: {{ printf "%ds" (int $c.grace) | quote }}
+{{- end }}
 {{- if not (kindIs "invalid" $v.drainTimeoutSeconds) }}
 - name: DRAINGUARD_DRAIN_TIMEOUT
   value: {{ printf "%ds" (int $v.drainTimeoutSeconds) | quote }}
@@ -60,7 +77,7 @@ seccompProfile:
   emptyDir:
     medium: Memory
     sizeLimit: 1Mi
-# What install writes: about 134 MB.
+# What install writes (its size: docs/deploy.md), with room to spare.
 - name: drainguard
   emptyDir:
     sizeLimit: 256Mi
@@ -100,7 +117,7 @@ restartPolicy: Always
 command: [/drainguard/drainguard, sidecar]
 env:
   {{- include "drainguard.env" . | nindent 2 }}
-  {{- if ne $v.socket "/run/drainguard/drain.sock" }}
+  {{- if ne $v.socket $c.defaultSocket }}
   - name: DRAINGUARD_SOCKET
     value: {{ $v.socket | quote }}
   {{- end }}
@@ -209,6 +226,8 @@ with drainguard added, or unchanged when drainguard.enabled is false.
 {{- $v := $root.Values.drainguard -}}
 {{- if and $v.enabled (not (include "drainguard.scanning" $root)) -}}
 {{- include "drainguard.validate" $root -}}
+{{- /* Which container runs drainguard, as the kustomize components mark it. */ -}}
+{{- $_ := set $d.metadata "annotations" (merge (dict "drainguard.dev/mode" $v.mode) ($d.metadata.annotations | default dict)) -}}
 {{- $pod := $d.spec.template.spec -}}
 {{- $_ := set $pod "terminationGracePeriodSeconds" (int $v.terminationGracePeriodSeconds) -}}
 {{- $containers := list -}}

@@ -1,7 +1,8 @@
 {{/*
 What drainguard itself may do, and nothing more: get and patch (for its
 finalizers) exactly the objects it guards, by resourceNames; its holder
-Leases, Events and its own Pod in the operator's namespace. Bound to the
+Leases, Events and its own Pod in the operator's namespace; with the hold,
+its Deployment by name, ReplicaSets, and list on the held kinds. Bound to the
 operator's ServiceAccount. Kept through the uninstall (helm.sh/resource-policy:
 keep), so that no removal of the guard's release can take away the permission
 of another; the post-delete hook deletes it once no holder is left.
@@ -35,6 +36,13 @@ rules:
     resources: [clusterrolebindings]
     verbs: [get, patch]
     resourceNames: {{ toJson $clusterRoleBindings }}
+  {{- end }}
+  {{- /* The hold: the listed kinds wherever their objects are, to see which are being deleted and their finalizers. */}}
+  {{- range $c.hold }}
+  {{- $kind := splitn "." 2 . }}
+  - apiGroups: [{{ $kind._1 | quote }}]
+    resources: [{{ $kind._0 }}]
+    verbs: [list]
   {{- end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -94,6 +102,18 @@ rules:
   - apiGroups: [""]
     resources: [pods]
     verbs: [get]
+  {{- if $c.hold }}
+  # The hold: from the pod's ReplicaSet (its name changes with each rollout) to
+  # the Deployment, whose finalizer it holds; list and watch by name (the hold
+  # watches this one Deployment, fieldSelector metadata.name).
+  - apiGroups: [apps]
+    resources: [replicasets]
+    verbs: [get]
+  - apiGroups: [apps]
+    resources: [deployments]
+    verbs: [get, list, watch, patch]
+    resourceNames: [{{ $c.deployment }}]
+  {{- end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

@@ -1,5 +1,5 @@
 // Measures sidecar mode (not a test; the runner skips it):
-//   node test/sidecar/measure.ts [RUNS]
+//   node test/sidecar-mode/measure.ts [RUNS]
 // 1. idle RSS of `drainguard sidecar` (VmRSS from /proc, once it settled), as
 //    started by default, after a /metrics scrape, and with Events on (client-node loaded);
 // 2. time from the preStop call (spawning `drainguard prestop`) to the operator's

@@ -1,0 +1,73 @@
+// `drainguard status`: the guarded objects, their holders live or stale, and
+// the holder Leases, as a report (for -o json) and as the tables people read.
+
+import type { HeldTarget } from './names.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { inspect } from './inspect.ts';
+import { GUARDS_ANNOTATION } from './names.ts';
+
+export interface StatusQuery {
+  readonly targets: readonly HeldTarget[];
+  readonly allObjects: boolean;
+  /** Where names without a namespace are looked for. */
+  readonly namespace: string | undefined;
+}
+
+export type StatusReport = Awaited<ReturnType<typeof statusReport>>;
+
+/** Reads only. */
+export async function statusReport(client: KubeClient, query: StatusQuery, now = Date.now()) {
+  const { objects, holders } = await inspect(client, { targets: query.targets, allObjects: query.allObjects }, query.namespace, () => now);
+  const leases = holders.leases.map((l) => {
+    const uid = l.metadata.name.replace(/^drainguard-/, '');
+    return {
+      namespace: l.metadata.namespace as string,
+      name: l.metadata.name as string,
+      uid,
+      pod: l.spec?.holderIdentity as string | undefined,
+      live: holders.state(uid).live,
+      renewTime: l.spec?.renewTime as string | undefined,
+      leaseDurationSeconds: l.spec?.leaseDurationSeconds as number | undefined,
+      guards: (l.metadata.annotations?.[GUARDS_ANNOTATION] ?? '').split(',').filter(Boolean),
+    };
+  });
+  return {
+    server: client.server,
+    leaseScope: holders.scope,
+    objects: objects.map((o) => ({
+      object: o.key,
+      exists: o.object !== undefined,
+      deleting: Boolean(o.object?.metadata.deletionTimestamp),
+      ...(o.object?.metadata.deletionTimestamp && { deletionTimestamp: o.object.metadata.deletionTimestamp as string }),
+      holders: o.holders.map((h) => ({
+        uid: h.uid,
+        finalizer: h.finalizer,
+        live: h.live,
+        ...(h.staleBecause && { staleBecause: h.staleBecause }),
+        ...(h.lease && { lease: `${h.lease.metadata.namespace}/${h.lease.metadata.name}`, pod: h.lease.spec?.holderIdentity as string | undefined }),
+      })),
+    })),
+    holders: leases,
+  };
+}
+
+/** The report as two tables: the objects, then the holder Leases. */
+export function renderStatus(report: StatusReport): string {
+  const rows = report.objects.map((o) => [
+    o.object,
+    !o.exists ? 'not found' : o.deleting ? 'deleting' : 'present',
+    o.holders.length === 0 ? '-' : o.holders.map((h) => `${h.uid} ${h.live ? `live (pod ${h.pod})` : `stale (Lease ${h.staleBecause})`}`).join(', '),
+  ]);
+  const leases = report.holders;
+  const scope = report.leaseScope === 'cluster' ? 'all namespaces' : `namespace ${report.leaseScope}`;
+  return [
+    table([['OBJECT', 'STATE', 'HOLDERS'], ...rows]),
+    `\nholder Leases (${scope}):\n`,
+    leases.length === 0 ? '  none\n' : table([['LEASE', 'POD', 'STATE', 'RENEWED', 'GUARDS'], ...leases.map((l) => [`${l.namespace}/${l.name}`, l.pod ?? '-', l.live ? 'live' : 'stale (expired)', l.renewTime ?? '-', l.guards.join(',') || '-'])]),
+  ].join('');
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+}
