@@ -17,7 +17,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['sidecar/main.ts', 'test/**', 'bench/**', 'examples/**'],
+    files: ['sidecar/main.ts', 'test/**', 'examples/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

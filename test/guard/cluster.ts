@@ -2,8 +2,8 @@
 // guard tests, laid out as deploy/components/rbac and the library chart ship
 // it: its own namespace and ServiceAccount, the operator's ClusterRole and
 // binding (nothing of drainguard's in them), drainguard's own ClusterRole,
-// Role and bindings (granting by resourceNames, kept through the uninstall),
-// all seven guarded; Pods bound to a Node, and `drainguard run` as one of
+// Role and bindings as the component renders them (granting by resourceNames,
+// kept through the uninstall), all seven guarded; Pods bound to a Node, and `drainguard run` as one of
 // those Pods with a pod-bound token. With `{ proxy: true }` drainguard reaches
 // the API through the fault proxy (test/support/faultproxy), which also
 // records its requests.
@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { type TestCluster, resourcePath, useCluster } from '../support/cluster/index.ts';
+import { drainguardRbac } from '../support/drainguard-rbac.ts';
 import { type FaultProxy, startFaultProxy } from '../support/faultproxy/index.ts';
 import { NODE, type Proc, drainguard } from '../support/proc.ts';
 
@@ -96,45 +97,10 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
     subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
   });
-  // drainguard's own, as deploy/components/rbac has it: get/patch on exactly the guarded objects.
-  const own = `drainguard:${ns}:op`;
-  const kept = { annotations: { 'helm.sh/resource-policy': 'keep' } };
-  await cluster.create({
-    apiVersion: RBAC_V1,
-    kind: 'ClusterRole',
-    metadata: { name: own, ...kept },
-    rules: [
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [name, own], verbs: ['get', 'patch'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterrolebindings'], resourceNames: [name, own], verbs: ['get', 'patch'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list'] },
-    ],
-  });
-  await cluster.create({
-    apiVersion: RBAC_V1,
-    kind: 'ClusterRoleBinding',
-    metadata: { name: own, ...kept },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: own },
-    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
-  });
-  await cluster.create({
-    apiVersion: RBAC_V1,
-    kind: 'Role',
-    metadata: { name: own, namespace: ns, ...kept },
-    rules: [
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
-      { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
-      { apiGroups: [''], resources: ['serviceaccounts'], resourceNames: ['op'], verbs: ['get', 'patch'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], resourceNames: [own], verbs: ['get', 'patch'] },
-    ],
-  });
-  await cluster.create({
-    apiVersion: RBAC_V1,
-    kind: 'RoleBinding',
-    metadata: { name: own, namespace: ns, ...kept },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: own },
-    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
-  });
+  // drainguard's own, as deploy/components/rbac renders it: get/patch on exactly the guarded objects, kept through the uninstall.
+  const rbac = drainguardRbac({ namespace: ns, deployment: 'op', serviceAccount: 'op', clusterRole: name, clusterRoleBinding: name });
+  for (const object of rbac) await cluster.create(object);
+  const own = rbac[0]!.metadata.name;
   const objects: GuardedObject[] = [
     { guard: `clusterrole/${name}`, path: resourcePath(RBAC_V1, 'clusterroles', undefined, name) },
     { guard: `clusterrolebinding/${name}`, path: resourcePath(RBAC_V1, 'clusterrolebindings', undefined, name) },

@@ -13,7 +13,8 @@ import { EXE, NODE, Proc, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { MAX_LINE_BYTES, predict, transcript } from './support/frames.ts';
 import { alive, countSockets, descriptors, memory, mib, openFileLimit } from './support/procfs.ts';
-import { type Prng, prng, sizes } from './support/sizes.ts';
+import { type Prng, prng } from '../support/random.ts';
+import { sizes } from './support/sizes.ts';
 import { inOrder, logOf, noErrors, noWorkInterrupted } from './support/timeline.ts';
 
 const OPERATOR = fixture('reliability/operator.ts');

@@ -9,7 +9,8 @@ import * as assert from 'uvu/assert';
 import { LineSplitter, MAX_LINE_BYTES } from '../../src/protocol/messages.ts';
 import { transcript } from './support/frames.ts';
 import { mib } from './support/procfs.ts';
-import { prng, sizes } from './support/sizes.ts';
+import { prng } from '../support/random.ts';
+import { sizes } from './support/sizes.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

@@ -16,7 +16,8 @@ import * as assert from 'uvu/assert';
 import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { alive, memory, mib } from './support/procfs.ts';
-import { prng, sizes } from './support/sizes.ts';
+import { prng } from '../support/random.ts';
+import { sizes } from './support/sizes.ts';
 import { count, inOrder, logOf, messages, noErrors, noWorkInterrupted } from './support/timeline.ts';
 
 const OPERATOR = fixture('reliability/operator.ts');

@@ -19,7 +19,9 @@ import { runWrapped } from '../../src/supervisor/wrap-mode.ts';
 import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { countSockets, descriptors, memory, mib, processesWithEnv, unixSocketsUnder } from './support/procfs.ts';
-import { prng, sizes } from './support/sizes.ts';
+import { prng } from '../support/random.ts';
+import { median, percentile } from '../support/stats.ts';
+import { sizes } from './support/sizes.ts';
 import { logOf, noWorkInterrupted } from './support/timeline.ts';
 
 setFlagsFromString('--expose-gc');
@@ -89,10 +91,10 @@ test(`soak: ${sizes.soakCycles} start/drain/stop cycles of the executable leave 
   const fds = new Set(perCycle.map((c) => c.fds));
   const sockets = new Set(perCycle.map((c) => c.sockets));
   assert.ok(fds.size === 1 && sockets.size === 1, `descriptors per drainguard: ${[...fds]}, sockets: ${[...sockets]}`);
-  const rss = perCycle.map((c) => c.rssKiB).sort((a, b) => a - b);
-  const drains = perCycle.map((c) => c.drainMs).sort((a, b) => a - b);
+  const rss = perCycle.map((c) => c.rssKiB);
+  const drains = perCycle.map((c) => c.drainMs);
   console.log(
-    `  ${perCycle.length} cycles: drainguard held ${[...fds][0]} fds (${[...sockets][0]} sockets) each; RSS median ${mib(rss[rss.length >> 1]!)}, max ${mib(rss.at(-1)!)}; drain median ${drains[drains.length >> 1]} ms, max ${drains.at(-1)} ms`,
+    `  ${perCycle.length} cycles: drainguard held ${[...fds][0]} fds (${[...sockets][0]} sockets) each; RSS median ${mib(median(rss))}, max ${mib(percentile(rss, 100))}; drain median ${median(drains)} ms, max ${percentile(drains, 100)} ms`,
   );
 });
 

@@ -15,7 +15,8 @@ import { runWrapped } from '../../src/supervisor/wrap-mode.ts';
 import { EXE, NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { alive, sessionOf } from './support/procfs.ts';
-import { prng, sizes } from './support/sizes.ts';
+import { prng } from '../support/random.ts';
+import { sizes } from './support/sizes.ts';
 import { between, count, inOrder, logOf, messages, noErrors, noWorkInterrupted, signalCounts } from './support/timeline.ts';
 
 const OPERATOR = fixture('reliability/operator.ts');

@@ -11,6 +11,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { NODE, Proc, drainguard, tempDir } from '../support/proc.ts';
+import { median, percentile } from '../support/stats.ts';
 import { startSidecar } from './support.ts';
 
 const RUNS = Number(process.argv[2] ?? 100);
@@ -22,8 +23,6 @@ interface Rss {
   readonly rss: number;
   readonly anon: number;
 }
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
-const median = (xs: number[]) => pct(xs, 50);
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 
 // An operator that stamps the moment the drain message arrives, on the shared clock.
@@ -117,7 +116,7 @@ for (const [name, viaProcess] of [
 ] as const) {
   const xs: number[] = [];
   for (let i = 0; i < RUNS; i++) xs.push(await drainLatency(viaProcess));
-  out(`${name} (${RUNS} runs): p50 ${fmt(median(xs))}, p99 ${fmt(pct(xs, 99))}, min ${fmt(Math.min(...xs))}, max ${fmt(Math.max(...xs))}`);
+  out(`${name} (${RUNS} runs): p50 ${fmt(median(xs))}, p99 ${fmt(percentile(xs, 99))}, min ${fmt(Math.min(...xs))}, max ${fmt(Math.max(...xs))}`);
 }
 process.exit(0);
 

@@ -1,20 +1,20 @@
-// Real processes for tests: the built executable and fixtures, with their
-// output read line by line so tests wait on what they print, never on time.
-// Whatever a test file started and did not end (a failed test) is killed when
-// its process exits, and its temporary directories are removed, failing or not.
+// Real processes for tests and benchmarks: the built executable and fixtures,
+// with their output read line by line so that a test or a benchmark waits on
+// what they print, never on time. Whatever a test file or a benchmark started
+// and did not end (a failed test, an interrupted benchmark) is killed when its
+// process exits, and its temporary directories are removed, failing or not.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { nowMs } from './clock.ts';
 import { until, within } from './wait.ts';
 
 export const EXE = resolve('dist/drainguard');
 export const NODE = process.execPath;
 export const fixture = (name: string): string => resolve('test/fixtures', name);
-
-if (!existsSync(EXE)) throw new Error(`${EXE} is missing: run 'npm run build' first`);
 
 /** What this test file started and made: ended and removed when it exits (see `leftBehind`). */
 const running = new Set<Proc>();
@@ -57,12 +57,18 @@ export class Proc {
   readonly stderr: string[] = [];
   readonly exited: Promise<Exit>;
   #exit?: Exit;
+  #exitedAt?: number;
   readonly #events = new EventEmitter();
+  readonly #lineListeners: ((line: string) => void)[] = [];
+  readonly #detached: boolean;
   /** Runs as unshare --pid --fork: the pids drainguard logs are those of the PID namespace of its child. */
   readonly #ownPidNamespace: boolean;
 
   constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; detached?: boolean; ownPidNamespace?: boolean } = {}) {
+    // Checked here, not at import: a benchmark's --help and the unit tier load this file unbuilt.
+    if ((file === EXE || args.includes(EXE)) && !existsSync(EXE)) throw new Error(`${EXE} is missing: run 'npm run build' first`);
     this.#ownPidNamespace = options.ownPidNamespace ?? false;
+    this.#detached = options.detached ?? false;
     this.child = spawn(file, args, {
       // TMPDIR: the runner gives each test file a temporary directory of its own, and removes it.
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(process.env.TMPDIR && { TMPDIR: process.env.TMPDIR }), ...env },
@@ -81,10 +87,13 @@ export class Proc {
         const parts = (partial + chunk).split('\n');
         partial = parts.pop()!;
         lines.push(...parts);
+        if (lines === this.stdout) for (const line of parts) for (const listener of this.#lineListeners) listener(line);
         this.#events.emit('change');
       });
     }
     running.add(this);
+    // 'exit' comes before 'close' (which waits for the output to end): the moment a benchmark measures.
+    this.child.once('exit', () => (this.#exitedAt = nowMs()));
     this.exited = new Promise((resolve) => {
       this.child.on('close', (code, signal) => {
         running.delete(this);
@@ -97,6 +106,16 @@ export class Proc {
 
   get pid(): number {
     return this.child.pid!;
+  }
+
+  /** nowMs() (test/support/clock.ts) when the process was seen to exit; undefined while it runs. */
+  get exitedAt(): number | undefined {
+    return this.#exitedAt;
+  }
+
+  /** Calls `listener` with every stdout line from now on, as it arrives. */
+  onLine(listener: (line: string) => void): void {
+    this.#lineListeners.push(listener);
   }
 
   /** The JSON log lines drainguard wrote on stderr. */
@@ -146,8 +165,9 @@ export class Proc {
   /**
    * SIGKILL to drainguard and to the process group of the operator it started
    * (in a session of its own, it outlives a SIGKILLed drainguard): the cleanup
-   * of a test that failed half-way. In a PID namespace of its own, its PID 1
-   * instead, which takes the whole namespace along.
+   * of a test that failed half-way. Started detached, its whole process
+   * group. In a PID namespace of its own, its PID 1 instead, which takes the
+   * whole namespace along.
    */
   killAll(): void {
     if (this.#ownPidNamespace) {
@@ -161,7 +181,7 @@ export class Proc {
       return;
     }
     const started = this.logs().find((l) => l.msg === 'operator started');
-    for (const pid of [this.#exit ? undefined : this.pid, typeof started?.pid === 'number' ? -started.pid : undefined]) {
+    for (const pid of [this.#exit ? undefined : this.#detached ? -this.pid : this.pid, typeof started?.pid === 'number' ? -started.pid : undefined]) {
       if (pid === undefined) continue;
       try {
         process.kill(pid, 'SIGKILL');
@@ -201,7 +221,6 @@ export function childrenOf(pid: number): number[] {
   }
 }
 
-/** Starts `drainguard ARGS...` (the built executable). */
 /**
  * SIGKILL to drainguard, and to its operator, which it cannot take along; nor
  * can it remove its private socket directory, so the test does.
@@ -214,6 +233,7 @@ export async function killHard(p: Proc): Promise<void> {
   rmSync(dirname(started.socket as string), { recursive: true, force: true });
 }
 
+/** Starts `drainguard ARGS...` (the built executable). */
 export function drainguard(args: readonly string[], env: NodeJS.ProcessEnv = {}): Proc {
   return new Proc(EXE, args, env);
 }

@@ -15,6 +15,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseAllDocuments } from 'yaml';
 import { CR_OPERATOR_IMAGE, createCrds, crOperatorImage, deleteCrds, stripCustomResources as strip } from '../support/cr-operator.ts';
+import { drainguardRbac } from '../support/drainguard-rbac.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
 import { DRAINGUARD_IMAGE, drainguardImage } from '../support/kubelet/runners.ts';
@@ -67,31 +68,11 @@ async function install(withDrainguard: boolean, operatorEnv: NodeJS.ProcessEnv =
     ],
   });
   await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] });
-  // drainguard's own, as the hooks' comments ask for: get/patch on the guarded objects, its Lease, its
-  // Pod, Events; kept through the uninstall (helm.sh/resource-policy: keep) and guarded too.
-  const own = `drainguard:${ns}:${name}`;
-  const kept = { annotations: { 'helm.sh/resource-policy': 'keep' } };
-  const subjects = [{ kind: 'ServiceAccount', name, namespace: ns }];
-  await c.cluster.create({
-    apiVersion: RBAC,
-    kind: 'ClusterRole',
-    metadata: { name: own, ...kept },
-    rules: [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings'], resourceNames: [name, own], verbs: ['get', 'patch'] }],
-  });
-  await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name: own, ...kept }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: own }, subjects });
-  await c.cluster.create({
-    apiVersion: RBAC,
-    kind: 'Role',
-    metadata: { name: own, namespace: ns, ...kept },
-    rules: [
-      { apiGroups: [''], resources: ['serviceaccounts'], resourceNames: [name], verbs: ['get', 'patch'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], resourceNames: [own], verbs: ['get', 'patch'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] },
-      { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
-    ],
-  });
-  await c.cluster.create({ apiVersion: RBAC, kind: 'RoleBinding', metadata: { name: own, namespace: ns, ...kept }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: own }, subjects });
+  // drainguard's own, as deploy/components/rbac renders it (the hooks' comments ask for it): get/patch on the
+  // guarded objects, its Lease, its Pod, Events; kept through the uninstall (helm.sh/resource-policy: keep) and guarded too.
+  const rbac = drainguardRbac({ namespace: ns, deployment: name, serviceAccount: name, clusterRole: name, clusterRoleBinding: name });
+  for (const object of rbac) await c.cluster.create(object);
+  const own = rbac[0]!.metadata.name;
   const ownPaths = [`/apis/${RBAC}/clusterroles/${own}`, `/apis/${RBAC}/clusterrolebindings/${own}`, `/apis/${RBAC}/namespaces/${ns}/roles/${own}`, `/apis/${RBAC}/namespaces/${ns}/rolebindings/${own}`];
   // The same list as the post-delete hook's --guard, with these names.
   const guard = [`clusterrole/${name}`, `clusterrolebinding/${name}`, `serviceaccount/${ns}/${name}`, `clusterrole/${own}`, `clusterrolebinding/${own}`, `role/${ns}/${own}`, `rolebinding/${ns}/${own}`].join(',');

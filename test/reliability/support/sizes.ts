@@ -21,28 +21,3 @@ export const sizes = {
   /** Seed of the pseudo-random generator; printed so that a failure can be replayed. */
   seed: positive('FUZZ_SEED', Date.now() % 2 ** 31),
 };
-
-/** A small seeded generator (mulberry32): the same seed gives the same run. */
-export function prng(seed: number) {
-  let state = seed >>> 0;
-  const next = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number): number => Math.floor(next() * n);
-  return {
-    next,
-    int,
-    pick: <T>(items: readonly T[]): T => items[int(items.length)]!,
-    bytes: (n: number): Buffer => {
-      const b = Buffer.allocUnsafe(n);
-      for (let i = 0; i < n; i++) b[i] = int(256);
-      return b;
-    },
-  };
-}
-
-export type Prng = ReturnType<typeof prng>;

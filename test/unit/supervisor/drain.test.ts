@@ -7,7 +7,7 @@ import { DrainClient } from '../../../src/protocol/client.ts';
 import { DrainServer } from '../../../src/protocol/server.ts';
 import { Drain, type DrainOptions, type DrainResult } from '../../../src/supervisor/drain.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
-import { tempDir } from '../support/temp-dir.ts';
+import { tempDir } from '../../support/proc.ts';
 import { within } from '../../support/wait.ts';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 

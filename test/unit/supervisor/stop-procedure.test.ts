@@ -17,7 +17,7 @@ import type { GuardHandle, Phase } from '../../../src/supervisor/observer.ts';
 import { SidecarMode } from '../../../src/supervisor/sidecar-mode.ts';
 import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from '../../../src/supervisor/stop-procedure.ts';
 import { WrapMode } from '../../../src/supervisor/wrap-mode.ts';
-import { tempDir } from '../support/temp-dir.ts';
+import { tempDir } from '../../support/proc.ts';
 import { until as waitUntil, within } from '../../support/wait.ts';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 

@@ -7,11 +7,11 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { round } from '../support/stats.ts';
+import { killReported } from './lib/fixture-output.ts';
+import { EXE, NODE, ROOT } from './lib/paths.ts';
 import { runFanout } from './fanout.ts';
 import { runLatency } from './latency.ts';
-import { EXE, NODE, ROOT } from './lib/paths.ts';
-import { killEverything } from './lib/proc.ts';
-import { round } from './lib/stats.ts';
 import { type Results, evaluateGoals, printReport } from './report.ts';
 import { runShutdown } from './shutdown.ts';
 import { runSize } from './size.ts';
@@ -20,7 +20,7 @@ import { privateCopies, runMemory, runStart } from './startup.ts';
 const SECTIONS = ['size', 'start', 'memory', 'latency', 'fanout', 'shutdown'] as const;
 type Section = (typeof SECTIONS)[number];
 
-const HELP = `npm run bench [-- OPTIONS]    (or: node bench/run.ts OPTIONS after npm run build)
+const HELP = `npm run bench [-- OPTIONS]    (or: node test/bench/run.ts OPTIONS after npm run build)
 
   --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all)
   --full               larger samples: 200 shutdown iterations, 1000 latency runs,
@@ -114,7 +114,7 @@ if (embedded !== process.version) {
 
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(sig, () => {
-    killEverything();
+    killReported();
     process.stderr.write(`\nbench: ${sig}, stopped\n`);
     process.exit(130);
   });
@@ -237,7 +237,7 @@ try {
   process.stdout.write(printReport(results as Results, goals, meta));
   process.stdout.write(`\nwrote ${v.out}\n`);
 } finally {
-  killEverything();
+  killReported();
 }
 
 function roundAll<T>(value: T): T {

@@ -5,10 +5,12 @@
 // machine take to get a line to a thousand sockets and read it.
 
 import { setTimeout as delay } from 'node:timers/promises';
-import { EXE, NODE, fixture } from './lib/paths.ts';
+import { nowMs } from '../support/clock.ts';
+import { Proc } from '../support/proc.ts';
+import { MiB, percentile } from '../support/stats.ts';
+import { reportedPid } from './lib/fixture-output.ts';
 import { type Rss, rssOf, schedOf } from './lib/mem.ts';
-import { BenchProc, reportedPid } from './lib/proc.ts';
-import { MiB, percentile } from './lib/stats.ts';
+import { EXE, NODE, fixture } from './lib/paths.ts';
 
 export interface FanoutOptions {
   readonly sizes: readonly number[];
@@ -89,7 +91,7 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
 async function runOnce(supervisor: readonly string[], n: number, procs: number, client: string): Promise<{ latencies: number[]; rss: Rss; cpuMs: number; waitMs: number }> {
   const env = { BENCH_CLIENTS: String(n), BENCH_PROCS: String(procs), BENCH_CLIENT: client };
   const [file, ...args] = supervisor;
-  const proc = new BenchProc(file!, [...args, NODE, fixture('clients.ts')], env, { stderr: true });
+  const proc = new Proc(file!, [...args, NODE, fixture('clients.ts')], env, { detached: true });
   let ready = 0;
   const seen: number[] = [];
   let allReady!: () => void;
@@ -113,17 +115,18 @@ async function runOnce(supervisor: readonly string[], n: number, procs: number, 
     await delay(200);
     const rss = rssOf(proc.pid);
     const before = schedOf(proc.pid);
-    const sentAt = proc.signal('SIGTERM');
+    const sentAt = nowMs();
+    proc.kill('SIGTERM');
     await within(seenP, 30_000, `${n} clients drained`, proc);
     const after = schedOf(proc.pid);
-    await proc.waitExit(30_000, 'fan-out run');
+    await proc.exit(30_000);
     return { latencies: seen.map((t) => t - sentAt), rss, cpuMs: after.cpuMs - before.cpuMs, waitMs: after.waitMs - before.waitMs };
   } finally {
-    proc.kill();
+    proc.killAll();
   }
 }
 
-async function within(p: Promise<void>, ms: number, what: string, proc: BenchProc): Promise<void> {
+async function within(p: Promise<void>, ms: number, what: string, proc: Proc): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not after ${ms} ms`)), ms)));
   const exited = proc.exited.then(() => {

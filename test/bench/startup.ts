@@ -16,15 +16,15 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { nowMs } from './lib/clock.ts';
-import { type Rss, dropFromPageCache, rssOf } from './lib/mem.ts';
+import { type Install, withCluster } from '../guard/cluster.ts';
+import { nowMs } from '../support/clock.ts';
+import { useCluster } from '../support/cluster/index.ts';
+import { runFileEndHooks } from '../support/file-end.ts';
+import { Proc } from '../support/proc.ts';
+import { MiB, median } from '../support/stats.ts';
 import { buildFloorExecutable } from './lib/floor-exe.ts';
+import { type Rss, dropFromPageCache, rssOf } from './lib/mem.ts';
 import { EXE, NODE } from './lib/paths.ts';
-import { BenchProc } from './lib/proc.ts';
-import { MiB, median } from './lib/stats.ts';
-import { type Install, withCluster } from '../test/guard/cluster.ts';
-import { useCluster } from '../test/support/cluster/index.ts';
-import { runFileEndHooks } from '../test/support/file-end.ts';
 
 export type CacheState = 'written' | 'read';
 
@@ -278,16 +278,16 @@ async function idle(subject: Subject, file: string, dir: string, cluster: Cluste
   };
   const serviceAccount = pod && serviceAccountArgs(serviceAccountDir(dir, await cluster.cluster.token(cluster.ns, 'op', { pod }), cluster.cluster.ca, cluster.ns));
   const start = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
-    serviceAccount ? new BenchProc('unshare', [...serviceAccount, file, ...args], { ...env, ...extra }, { stderr: true }) : new BenchProc(file, args, { ...env, ...extra }, { stderr: true });
+    serviceAccount ? new Proc('unshare', [...serviceAccount, file, ...args], { ...env, ...extra }, { detached: true }) : new Proc(file, args, { ...env, ...extra }, { detached: true });
   const proc =
     subject === 'node'
-      ? new BenchProc(file, ['-e', "console.log('ready'); setInterval(() => {}, 1 << 30)"], env)
+      ? new Proc(file, ['-e', "console.log('ready'); setInterval(() => {}, 1 << 30)"], env, { detached: true })
       : subject.startsWith('run')
         ? start(['run', '--', '/bin/sh', '-c', 'echo ready; exec sleep 600'])
         : start(['sidecar'], { DRAINGUARD_SOCKET: join(dir, 'drain.sock'), DRAINGUARD_HTTP_ADDR: '127.0.0.1:0' });
   try {
-    if (subject.startsWith('sidecar')) await proc.waitFor((l) => l.includes('"sidecar ready"'), 30_000, 'sidecar ready', 'stderr');
-    else await proc.waitLine('ready', 30_000);
+    if (subject.startsWith('sidecar')) await proc.stderrLine(/"sidecar ready"/, 30_000);
+    else await proc.line(/^ready( |$)/, 30_000);
     // In a pod: idle once the API has answered the read of the Pod (and the guard is set).
     const requests = cluster.proxy!.requests;
     if (pod) await cluster.cluster.waitFor(async () => requests.some((r) => r.verb === 'get' && r.resource === 'pods' && r.name === pod.name && r.status === 200), 30_000, `${subject}: the Pod read`);
@@ -295,7 +295,7 @@ async function idle(subject: Subject, file: string, dir: string, cluster: Cluste
     if (subject === 'run-guard') await cluster.cluster.waitFor(async () => Object.values(await cluster.holders()).every((h) => h.includes(holder!)), 30_000, 'guard set');
     return await settledRss(proc.pid);
   } finally {
-    proc.signal('SIGTERM');
-    await proc.waitExit(10_000, `${subject} idle`).catch(() => proc.kill());
+    proc.kill('SIGTERM');
+    await proc.exit(10_000).catch(() => proc.killAll());
   }
 }

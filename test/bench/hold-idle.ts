@@ -6,14 +6,16 @@
 // plane, Pending: the hold finds its Deployment through it, and drainguard
 // runs here as the pod's container would. Run after `npm run build`:
 //
-//   node bench/hold-idle.ts [--seconds N]     (default 120 per case)
+//   node test/bench/hold-idle.ts [--seconds N]     (default 120 per case)
 
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { useCluster } from '../test/support/cluster/index.ts';
-import { startFaultProxy } from '../test/support/faultproxy/index.ts';
-import { runFileEndHooks } from '../test/support/file-end.ts';
+import { useCluster } from '../support/cluster/index.ts';
+import { startFaultProxy } from '../support/faultproxy/index.ts';
+import { runFileEndHooks } from '../support/file-end.ts';
+import { Proc } from '../support/proc.ts';
+import { MiB } from '../support/stats.ts';
+import { rssOf } from './lib/mem.ts';
 import { EXE, NODE } from './lib/paths.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '120' } } });
@@ -46,36 +48,28 @@ interface Case {
 }
 
 async function measure(name: string, env: Record<string, string>): Promise<Case> {
-  const child = spawn(EXE, ['run', '--', NODE, '-e', 'setInterval(() => {}, 1 << 30)'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      PATH: process.env.PATH,
-      KUBECONFIG: kubeconfig,
-      DRAINGUARD_POD_NAME: pod.metadata.name,
-      DRAINGUARD_POD_NAMESPACE: ns,
-      DRAINGUARD_POD_UID: pod.metadata.uid,
-      DRAINGUARD_GUARD: `clusterrole/${ns}-op`,
-      ...env,
-    },
-  });
-  let log = '';
-  child.once('exit', (code, signal) => (log += `\nexited ${code ?? signal}`));
-  child.stderr!.on('data', (d) => (log += d));
+  const p = new Proc(
+    EXE,
+    ['run', '--', NODE, '-e', 'setInterval(() => {}, 1 << 30)'],
+    { KUBECONFIG: kubeconfig, DRAINGUARD_POD_NAME: pod.metadata.name, DRAINGUARD_POD_NAMESPACE: ns, DRAINGUARD_POD_UID: pod.metadata.uid, DRAINGUARD_GUARD: `clusterrole/${ns}-op`, ...env },
+    { detached: true },
+  );
+  const log = () => p.stderr.join('\n');
   const started = performance.now();
-  await new Promise((r) => setTimeout(r, WARM_UP_MS));
+  await sleep(WARM_UP_MS);
   const from = performance.now();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
+  await sleep(seconds * 1000);
   const to = performance.now();
-  if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name}: drainguard exited early:\n${log}`);
-  const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
+  if (p.exitedAt !== undefined) throw new Error(`${name}: drainguard exited early (${JSON.stringify(await p.exit())}):\n${log()}`);
+  const rss = rssOf(p.pid).rss / MiB;
+  p.kill('SIGTERM');
+  await p.exit(30_000);
   const mine = proxy.requests.filter((r) => r.at >= started);
   const idle = mine.filter((r) => r.at >= from && r.at < to);
   const byVerb: Record<string, number> = {};
   for (const r of idle) byVerb[`${r.verb} ${r.resource ?? r.path}`] = (byVerb[`${r.verb} ${r.resource ?? r.path}`] ?? 0) + 1;
-  if (!log.includes('guard released')) throw new Error(`${name}: drainguard did not release:\n${log}`);
-  if (env.DRAINGUARD_HOLD && !log.includes('hold set')) throw new Error(`${name}: the hold was not set:\n${log}`);
+  if (!log().includes('guard released')) throw new Error(`${name}: drainguard did not release:\n${log()}`);
+  if (env.DRAINGUARD_HOLD && !log().includes('hold set')) throw new Error(`${name}: the hold was not set:\n${log()}`);
   return { name, callsPerMinute: Math.round((idle.length / ((to - from) / 60_000)) * 10) / 10, byVerb, watchesOpened: mine.filter((r) => r.verb === 'watch').length, rssMiB: Math.round(rss * 10) / 10 };
 }
 

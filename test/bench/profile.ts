@@ -1,7 +1,7 @@
 // CPU profiles of drainguard, for finding out where its time goes:
-//   node bench/profile.ts start            drainguard run -- /bin/true
-//   node bench/profile.ts drain            a drain: SIGTERM → drain → drained → stop signal → exit
-//   node bench/profile.ts fanout [N]       the same with N clients (default 1000)
+//   node test/bench/profile.ts start            drainguard run -- /bin/true
+//   node test/bench/profile.ts drain            a drain: SIGTERM → drain → drained → stop signal → exit
+//   node test/bench/profile.ts fanout [N]       the same with N clients (default 1000)
 // The bundle dist/drainguard.cjs runs on this Node.js with --cpu-prof (the
 // executable takes no Node.js flags); profiles go to a fresh directory and
 // the functions that took the most time, self and inclusive, are printed.
@@ -12,30 +12,30 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Proc } from '../support/proc.ts';
 import { NODE, ROOT, fixture } from './lib/paths.ts';
-import { BenchProc } from './lib/proc.ts';
 
 const [scenario = 'drain', arg] = process.argv.slice(2);
 const RUNS = 8;
 const dir = mkdtempSync(join(tmpdir(), 'drainguard-profile-'));
-const flags = ['--import', join(ROOT, 'bench/lib/no-sigprof.ts'), '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '50'];
+const flags = ['--import', join(ROOT, 'test/bench/lib/no-sigprof.ts'), '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '50'];
 const bundle = process.env.BUNDLE ?? join(ROOT, 'dist/drainguard.cjs');
 
 for (let i = 0; i < RUNS; i++) {
   if (scenario === 'start') {
-    await new BenchProc(NODE, [...flags, bundle, 'run', '--', '/bin/true'], {}).waitExit(30_000, 'start');
+    await new Proc(NODE, [...flags, bundle, 'run', '--', '/bin/true'], {}, { detached: true }).exit(30_000);
     continue;
   }
   const n = scenario === 'fanout' ? Number(arg ?? 1000) : 0;
   const child = n > 0 ? [fixture('clients.ts')] : [fixture('operator.ts')];
   const env = n > 0 ? { BENCH_CLIENTS: String(n) } : { BENCH_MODE: 'latency' };
-  const p = new BenchProc(NODE, [...flags, bundle, 'run', '--', NODE, ...child], env);
+  const p = new Proc(NODE, [...flags, bundle, 'run', '--', NODE, ...child], env, { detached: true });
   let ready = 0;
   p.onLine((l) => l.startsWith('ready ') && (ready += n > 0 ? Number(l.split(' ')[1]) : 1));
   while (ready < Math.max(n, 1)) await delay(20);
   await delay(300);
-  p.signal('SIGTERM');
-  await p.waitExit(30_000, scenario);
+  p.kill('SIGTERM');
+  await p.exit(30_000);
 }
 
 // Only what happened after the last stretch of idleness of 100 ms or more: the

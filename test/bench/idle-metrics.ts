@@ -4,16 +4,18 @@
 // deadline passed). Each iteration runs two copies of the bursty operator with
 // the same seed, stopped at the same moment, one per strategy.
 //
-//   node bench/idle-metrics.ts [--iterations 40] [--seed 1] [--deadline 3000] [--interval 50]
+//   node test/bench/idle-metrics.ts [--iterations 40] [--seed 1] [--deadline 3000] [--interval 50]
 //     [--workers 2] [--reconcile 200-1500] [--burst-every 2000-6000] [--burst-size 1-4]
 //     [--stop-after 1000-8000]
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { waitForIdle } from '../src/idle/idle-metrics.ts';
-import { nowMs, sleep } from './lib/clock.ts';
+import { waitForIdle } from '../../src/idle/idle-metrics.ts';
+import { nowMs } from '../support/clock.ts';
+import { Proc } from '../support/proc.ts';
+import { prng, seedOf } from '../support/random.ts';
+import { event } from './lib/fixture-output.ts';
 import { NODE, fixture } from './lib/paths.ts';
-import { BenchProc, killEverything } from './lib/proc.ts';
-import { between, random, seedOf } from './lib/random.ts';
 
 export interface IdleMetricsOptions {
   iterations: number;
@@ -50,9 +52,9 @@ interface Summary {
 }
 
 async function stopOnce(opts: IdleMetricsOptions, seed: number, stopAfter: number, idleWait: boolean): Promise<Stop> {
-  const p = new BenchProc(NODE, [fixture('bursty-operator.ts'), '--seed', String(seed), '--workers', String(opts.workers), '--reconcile', opts.reconcile, '--burst-every', opts.burstEvery, '--burst-size', opts.burstSize], {});
+  const p = new Proc(NODE, [fixture('bursty-operator.ts'), '--seed', String(seed), '--workers', String(opts.workers), '--reconcile', opts.reconcile, '--burst-every', opts.burstEvery, '--burst-size', opts.burstSize], {}, { detached: true });
   try {
-    const [, port] = await p.waitLine('metrics', 10_000);
+    const [, port] = await event(p, 'metrics', 10_000);
     await sleep(stopAfter);
     const before = nowMs();
     let outcome = 'bare';
@@ -61,12 +63,12 @@ async function stopOnce(opts: IdleMetricsOptions, seed: number, stopAfter: numbe
       outcome = r.outcome;
     }
     const waitMs = nowMs() - before;
-    p.signal('SIGTERM');
-    const [, interrupted, finished] = await p.waitLine('stopped', 10_000);
-    await p.waitExit(5_000, 'bursty operator');
+    p.kill('SIGTERM');
+    const [, interrupted, finished] = await event(p, 'stopped', 10_000);
+    await p.exit(5_000);
     return { interrupted: Number(interrupted), finished: Number(finished), waitMs, outcome };
   } finally {
-    p.kill();
+    p.killAll();
   }
 }
 
@@ -77,8 +79,8 @@ function summary(stops: Stop[]): Summary {
 }
 
 export async function runIdleMetrics(opts: IdleMetricsOptions): Promise<IdleMetricsResult> {
-  const rnd = random(opts.seed);
-  const plan = Array.from({ length: opts.iterations }, (_, i) => ({ seed: seedOf(opts.seed, i), stopAfter: between(rnd, ...opts.stopAfter) }));
+  const rnd = prng(opts.seed);
+  const plan = Array.from({ length: opts.iterations }, (_, i) => ({ seed: seedOf(opts.seed, i), stopAfter: rnd.between(...opts.stopAfter) }));
   const bare: Stop[] = [];
   const waited: Stop[] = [];
   for (let i = 0; i < plan.length; i += opts.concurrency) {
@@ -120,7 +122,6 @@ if (import.meta.main) {
     strict: true,
   });
   process.on('SIGINT', () => {
-    killEverything();
     process.exit(130);
   });
   const [a, b] = v['stop-after']!.split('-').map(Number) as [number, number];

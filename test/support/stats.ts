@@ -1,5 +1,11 @@
-// Percentiles by nearest rank: p99 of 200 samples is the 198th smallest,
-// a value that was actually measured.
+// The statistics of every figure the tests and the benchmarks print, in one
+// place so that a p99 means the same thing wherever it is read.
+//
+// Percentiles by nearest rank, no interpolation: the p-th percentile of n
+// samples is the ceil(p/100 * n)-th smallest (at least the first), so every
+// figure is a value that was actually measured; p100 is the maximum. The
+// median is the 50th percentile: for an even n, the lower of the two middle
+// samples.
 
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
@@ -10,11 +16,7 @@ export function percentile(values: readonly number[], p: number): number {
 
 export const median = (values: readonly number[]): number => percentile(values, 50);
 
-export function max(values: readonly number[]): number {
-  return values.length === 0 ? Number.NaN : Math.max(...values);
-}
-
-/** Rounds for the report: three decimals below 10, one below 1000, none above. */
+/** Rounds for a report: three decimals below 10, one below 1000, none above. */
 export function round(value: number): number {
   if (!Number.isFinite(value)) return value;
   const digits = Math.abs(value) < 10 ? 3 : Math.abs(value) < 1000 ? 1 : 0;

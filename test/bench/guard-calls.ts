@@ -5,7 +5,7 @@
 // (test/support/faultproxy, nothing injected: it only forwards and records).
 // Run after `npm run build`:
 //
-//   node bench/guard-calls.ts [--runs N] [--uninstall]
+//   node test/bench/guard-calls.ts [--runs N] [--uninstall]
 //
 // --uninstall deletes the install (background propagation) before the release,
 // as `helm uninstall` does; by default the objects stay (a rolling update).
@@ -14,11 +14,12 @@
 // ClusterRole and binding, a Role and binding, a Pod with a token bound to it).
 
 import { parseArgs } from 'node:util';
-import { type Install, finalizer, withCluster } from '../test/guard/cluster.ts';
-import { useCluster } from '../test/support/cluster/index.ts';
-import type { Recorded } from '../test/support/faultproxy/index.ts';
-import { runFileEndHooks } from '../test/support/file-end.ts';
-import type { LogLine } from '../test/support/proc.ts';
+import { type Install, finalizer, withCluster } from '../guard/cluster.ts';
+import { useCluster } from '../support/cluster/index.ts';
+import type { Recorded } from '../support/faultproxy/index.ts';
+import { runFileEndHooks } from '../support/file-end.ts';
+import type { LogLine } from '../support/proc.ts';
+import { median } from '../support/stats.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, uninstall: { type: 'boolean', default: false } } });
 const runs = Number(values.runs);
@@ -97,7 +98,6 @@ async function once(): Promise<{ start: Phase; release: Phase; releaseLogMs: num
   return result!;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 function print(name: string, phases: Phase[]): void {
   const first = phases[0]!;
   process.stdout.write(`\n${name}: ${first.calls.length} calls; span from first call to last answer: median ${median(phases.map((p) => p.spanMs))} ms over ${phases.length} runs (${phases.map((p) => p.spanMs).join(', ')})\n`);

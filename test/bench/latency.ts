@@ -8,10 +8,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
+import { nowMs } from '../support/clock.ts';
+import { Proc } from '../support/proc.ts';
+import { prng, seedOf } from '../support/random.ts';
+import { percentile } from '../support/stats.ts';
+import { event, reportedPid } from './lib/fixture-output.ts';
 import { EXE, NODE, fixture } from './lib/paths.ts';
-import { BenchProc, reportedPid } from './lib/proc.ts';
-import { between, random, seedOf } from './lib/random.ts';
-import { percentile } from './lib/stats.ts';
 
 export interface LatencyOptions {
   readonly runs: number;
@@ -67,12 +69,12 @@ async function measure(o: LatencyOptions, progress: (done: number, total: number
   const bare: Hops = { drain: [], kill: [] };
   const compared: Hops = { drain: [], kill: [] };
   const errors: string[] = [];
-  const rnd = random(seedOf(o.seed, 0x1a7e));
+  const rnd = prng(seedOf(o.seed, 0x1a7e));
   // One at a time: a second run starting up would compete for the two cores. Each drainguard
   // run is followed by one through the executable compared (if any) and one through the bare
   // relay, after the same idle time.
   for (let i = 0; i < o.runs; i++) {
-    const settleMs = between(rnd, 20, 120);
+    const settleMs = rnd.between(20, 120);
     try {
       const [d, k] = await runOnce([EXE, 'run', '--'], settleMs);
       const other = o.compare === undefined ? undefined : await runOnce([o.compare, 'run', '--'], settleMs);
@@ -118,18 +120,19 @@ function figures({ drain, kill }: Hops): HopFigures {
 
 /** One stop of the operator fixture under `supervisor` (drainguard run, or the bare relay). */
 async function runOnce([file, ...args]: readonly string[], settleMs: number): Promise<[number, number]> {
-  const proc = new BenchProc(file!, [...args, NODE, fixture('operator.ts')], { BENCH_MODE: 'latency' }, { stderr: true });
+  const proc = new Proc(file!, [...args, NODE, fixture('operator.ts')], { BENCH_MODE: 'latency' }, { detached: true });
   try {
-    const [, , pid] = await proc.waitLine('ready', 30_000);
+    const [, , pid] = await event(proc, 'ready', 30_000);
     reportedPid(Number(pid));
     // Idle for a moment, as drainguard is when a pod is stopped.
     await delay(settleMs);
-    const sentAt = proc.signal('SIGTERM');
-    const [, drainAt, drainedAt] = await proc.waitLine('drain', 10_000);
-    const [, termAt] = await proc.waitLine('term', 10_000);
-    await proc.waitExit(10_000, 'latency run');
+    const sentAt = nowMs();
+    proc.kill('SIGTERM');
+    const [, drainAt, drainedAt] = await event(proc, 'drain', 10_000);
+    const [, termAt] = await event(proc, 'term', 10_000);
+    await proc.exit(10_000);
     return [Number(drainAt) - sentAt, Number(termAt) - Number(drainedAt)];
   } finally {
-    proc.kill();
+    proc.killAll();
   }
 }

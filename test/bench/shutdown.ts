@@ -4,11 +4,12 @@
 // drainguard code: its overhead is the floor of drainguard's.
 
 import { setTimeout as delay } from 'node:timers/promises';
-import { nowMs } from './lib/clock.ts';
+import { nowMs } from '../support/clock.ts';
+import { Proc } from '../support/proc.ts';
+import { prng, seedOf } from '../support/random.ts';
+import { percentile } from '../support/stats.ts';
+import { event, reportedPid } from './lib/fixture-output.ts';
 import { EXE, NODE, fixture, onPath } from './lib/paths.ts';
-import { BenchProc, reportedPid } from './lib/proc.ts';
-import { between, random, seedOf } from './lib/random.ts';
-import { percentile } from './lib/stats.ts';
 
 export interface ShutdownOptions {
   readonly iterations: number;
@@ -101,7 +102,7 @@ export async function runShutdown(o: ShutdownOptions, progress: (done: number, t
   const { list, absent } = strategies(o.sleepMs);
   const runs: RunResult[] = [];
   for (let iteration = 0; iteration < o.iterations; iteration++) {
-    const stopAfter = between(random(seedOf(o.seed, iteration, 0x5707)), o.stopAfterMs[0], o.stopAfterMs[1]);
+    const stopAfter = prng(seedOf(o.seed, iteration, 0x5707)).between(o.stopAfterMs[0], o.stopAfterMs[1]);
     const procs = list.map((strategy) => start(strategy, iteration, o));
     const ready = await Promise.all(procs.map((p) => p.ready.catch(() => undefined)));
     const batchReady = nowMs();
@@ -155,7 +156,7 @@ function overheads(runs: readonly RunResult[], strategy: string) {
   };
 }
 
-function start(strategy: Strategy, iteration: number, o: ShutdownOptions): { proc: BenchProc; ready: Promise<number> } {
+function start(strategy: Strategy, iteration: number, o: ShutdownOptions): { proc: Proc; ready: Promise<number> } {
   const [file, ...args] = strategy.command;
   const env = {
     BENCH_MODE: strategy.mode,
@@ -163,25 +164,25 @@ function start(strategy: Strategy, iteration: number, o: ShutdownOptions): { pro
     BENCH_WORKERS: String(o.workers),
     BENCH_RECONCILE_MS: `${o.reconcileMs[0]}-${o.reconcileMs[1]}`,
   };
-  const proc = new BenchProc(file!, args, env, { stderr: true });
-  const ready = proc.waitLine('ready', 30_000).then(([, at, pid]) => {
+  const proc = new Proc(file!, args, env, { detached: true });
+  const ready = event(proc, 'ready', 30_000).then(([, at, pid]) => {
     reportedPid(Number(pid));
     return Number(at);
   });
-  ready.catch(() => proc.kill());
+  ready.catch(() => proc.killAll());
   return { proc, ready };
 }
 
-async function stop(strategy: Strategy, iteration: number, proc: BenchProc, afterMs: number, o: ShutdownOptions): Promise<RunResult> {
+async function stop(strategy: Strategy, iteration: number, proc: Proc, afterMs: number, o: ShutdownOptions): Promise<RunResult> {
   try {
     await delay(afterMs);
     const stopAt = nowMs();
     if (strategy.preStopMs) await delay(strategy.preStopMs);
-    proc.signal('SIGTERM');
-    const exit = await proc.waitExit(o.reconcileMs[1] + (strategy.preStopMs ?? 0) + 30_000, strategy.name);
-    return analyse(strategy, iteration, proc.lines, stopAt, exit.at);
+    proc.kill('SIGTERM');
+    await proc.exit(o.reconcileMs[1] + (strategy.preStopMs ?? 0) + 30_000);
+    return analyse(strategy, iteration, proc.stdout, stopAt, proc.exitedAt!);
   } finally {
-    proc.kill();
+    proc.killAll();
   }
 }
 

@@ -11,7 +11,7 @@
 // objects are stale (the first one's finalizer went since). Every object the
 // uninstall deleted must then be gone, and no finalizer of either pod left.
 //
-//   node bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own] [--jitter MS]
+//   node test/bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own] [--jitter MS]
 //
 // --jitter MS holds each of the last holder's finalizer removals at the fault
 // proxy for a random 0..MS ms before the API server gets it: the spread a busy
@@ -25,22 +25,22 @@
 // chart's cluster-scoped names are fixed); what is counted is helm's exit
 // status, drainguard's partial releases, and what of the release is left.
 //
-//   node bench/release-race.ts --helm [--wait] [--no-predelete] [--releases N] [--busy N]
+//   node test/bench/release-race.ts --helm [--wait] [--no-predelete] [--releases N] [--busy N]
 //
 // A private control plane is started (and stopped) for the run (after npm run build).
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { finalizer, withCluster } from '../test/guard/cluster.ts';
-import { EXAMPLE, cleanupCharts, stageChart } from '../test/helm/support/charts.ts';
-import { GROUP, RBAC, holdersOf, images, releaseRbac, strip } from '../test/helm/support/example.ts';
-import { useCluster } from '../test/support/cluster/index.ts';
-import type { ProxiedRequest } from '../test/support/faultproxy/index.ts';
-import { runFileEndHooks } from '../test/support/file-end.ts';
-import { helmRun } from '../test/support/helm.ts';
-import { Kubelet } from '../test/support/kubelet/index.ts';
-import { percentile } from './lib/stats.ts';
+import { finalizer, withCluster } from '../guard/cluster.ts';
+import { EXAMPLE, cleanupCharts, stageChart } from '../helm/support/charts.ts';
+import { GROUP, RBAC, holdersOf, images, releaseRbac, strip } from '../helm/support/example.ts';
+import { useCluster } from '../support/cluster/index.ts';
+import type { ProxiedRequest } from '../support/faultproxy/index.ts';
+import { runFileEndHooks } from '../support/file-end.ts';
+import { helmRun } from '../support/helm.ts';
+import { Kubelet } from '../support/kubelet/index.ts';
+import { percentile } from '../support/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -62,7 +62,7 @@ const jitterMs = Number(values.jitter);
 const cluster = await useCluster();
 if (cluster.tier !== 'real') {
   // The race is the real authorizer's: on the stand-in the figure would be the stand-in's informer lag.
-  process.stderr.write('bench/release-race.ts measures the real authorizer: run it with KUBEBUILDER_ASSETS (test/support/cluster/README.md), not on the stand-in\n');
+  process.stderr.write('test/bench/release-race.ts measures the real authorizer: run it with KUBEBUILDER_ASSETS (test/support/cluster/README.md), not on the stand-in\n');
   await runFileEndHooks();
   process.exit(2);
 }
