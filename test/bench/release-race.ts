@@ -60,12 +60,10 @@ const busyLoops = Number(values.busy);
 const jitterMs = Number(values.jitter);
 
 const cluster = await useCluster();
-if (cluster.tier !== 'real') {
-  // The race is the real authorizer's: on the stand-in the figure would be the stand-in's informer lag.
-  process.stderr.write('test/bench/release-race.ts measures the real authorizer: run it with KUBEBUILDER_ASSETS (test/support/cluster/README.md), not on the stand-in\n');
-  await runFileEndHooks();
-  process.exit(2);
-}
+// On the stand-in the authorizer's lag is the stand-in's (INFORMER_LAG_MS), not the real one's: the
+// figures say which control plane they are of, and --jitter supplies the spread a busy machine has.
+const plane = cluster.tier === 'real' ? 'the real control plane' : "the stand-in control plane (its authorizer's lag is the stand-in's)";
+process.stdout.write(`on ${plane}\n`);
 // The load: busy loops beside the control plane and drainguard, as on a busy node.
 const busy = Array.from({ length: busyLoops }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
 
