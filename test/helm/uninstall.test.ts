@@ -83,7 +83,6 @@ function releaseState(ns: string) {
     out.push(!inst ? 'installation gone' : inst.metadata.deletionTimestamp ? 'installation deleting' : 'installation present');
     const deployment = await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`);
     if (!deployment) out.push('deployment gone');
-    else if (deployment.metadata.deletionTimestamp) out.push(`deployment deleting, held by ${holdersOf(deployment).length}`);
     const crb = await cluster.api.get(`${RBAC}/clusterrolebindings/example-operator`);
     out.push(!crb ? 'clusterrolebinding gone' : crb.metadata.deletionTimestamp ? `clusterrolebinding deleting, held by ${holdersOf(crb).length}` : 'clusterrolebinding present');
     const pods = (await cluster.api.list(`/api/v1/namespaces/${ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dexample-operator`));
@@ -91,6 +90,16 @@ function releaseState(ns: string) {
     else if (pods.some((p: any) => p.metadata.deletionTimestamp)) out.push('operator pod terminating');
     const jobs = await cluster.api.list(`/api/v1/namespaces/${ns}/pods`);
     for (const p of jobs) if (p.metadata.labels?.['app.kubernetes.io/name']?.startsWith('example-operator-drainguard-')) out.push(`${p.metadata.labels['app.kubernetes.io/name']} pod ${p.status?.phase ?? 'Pending'}`);
+    return out;
+  };
+}
+
+/** releaseState, and the Deployment while it is being deleted: held by how many pods. */
+function holdState(ns: string) {
+  return async (): Promise<string[]> => {
+    const out = await releaseState(ns)();
+    const deployment = await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`);
+    if (deployment?.metadata.deletionTimestamp) out.push(`deployment deleting, held by ${holdersOf(deployment).length}`);
     return out;
   };
 }
@@ -236,8 +245,8 @@ test('control: the same chart with drainguard switched off fails the tigera way'
 /** drainguard's own RBAC in `ns`: `helm.sh/resource-policy: keep`, deleted by the post-delete hook alone. */
 const ownRbac = (ns: string) => releaseRbac(ns).filter((p) => p.includes('drainguard:'));
 const HOLD = ['installations.operator.example.io', 'apiservers.operator.example.io'];
-/** The operator's cleanup of a deleted custom resource takes a teardown's time. */
-const slowCleanup = exampleImages({ FIXTURE_FINALIZE_AFTER_MS: '3000' });
+/** The operator's cleanup of a deleted custom resource takes a teardown's time, longer than the hold's settle (5 s). */
+const slowCleanup = exampleImages({ FIXTURE_FINALIZE_AFTER_MS: '8000' });
 
 test('helm uninstall --no-hooks with drainguard.hold.kinds: the Deployment held until the operator finalized its custom resources; nothing left but what Helm keeps', async () => {
   await withKubelet('helm-hold', async (ns, kubelet) => {
@@ -245,7 +254,7 @@ test('helm uninstall --no-hooks with drainguard.hold.kinds: the Deployment held 
     const pod = await installed(ns, true);
     await cluster.waitFor(async () => holdersOf(await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, 'the hold on the Deployment');
     const t0 = Date.now();
-    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '60s']), releaseState(ns));
+    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '60s']), holdState(ns));
     if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --no-hooks --wait, the hold on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
     assert.equal(result.code, 0, `helm uninstall --no-hooks --wait: ${result.stderr}${result.stdout}`);
     // The hold: the Deployment stayed, held by the pod, until the Installation was gone; the guard kept the binding while the pod drained.
@@ -266,7 +275,7 @@ test('control: the same helm uninstall --no-hooks without the hold leaves the cu
     await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s']);
     const pod = await installed(ns, true);
     const t0 = Date.now();
-    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '20s']), releaseState(ns));
+    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '20s']), holdState(ns));
     if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --no-hooks --wait, no hold:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
     assert.not.equal(result.code, 0, 'helm uninstall --no-hooks --wait fails');
     assert.not.ok([...seen.keys()].some((k) => k.startsWith('deployment deleting')), timeline(seen, t0));

@@ -15,6 +15,8 @@ import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.
 import { drainguard as drainguardCli } from '../support/proc.ts';
 import { type OperatorSet, kubectl, leftOf, operatorPods, operatorSet, pathOf, removeSet, uninstallArgs } from './support.ts';
 
+const TEARDOWN_MS = 8000;
+
 let c: KubeletCluster;
 test.before(async () => {
   c = await kubeletCluster();
@@ -65,7 +67,8 @@ function goneTimes(s: OperatorSet): Promise<void> {
 }
 
 test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator finalizes its custom resources with its RBAC intact, then stops; nothing is left', async () => {
-  const s = await operatorSet(c);
+  // The teardown outlasts the settle (the rendered default, 5 s): the release waits for the finalizers, not for the settle.
+  const s = await operatorSet(c, { finalizeAfterMs: TEARDOWN_MS });
   let metrics: ReturnType<typeof sampleMetrics> | undefined;
   try {
     // Readiness waits for the Deployment's finalizer: the first 200 of /readyz comes with it in place.
@@ -89,7 +92,7 @@ test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator
     s.at(`drainguard: the Deployment is being deleted (finalizers ${JSON.stringify(seen.finalizers)}), holding`, seen.time);
     await operator.line('cleanup installations/default started', 30_000);
     assert.ok(operator.stdout.includes('cleanup apiservers/default started'));
-    s.at('operator: cleanup of apiservers/default and installations/default started (each takes 3 s)');
+    s.at(`operator: cleanup of apiservers/default and installations/default started (each takes ${TEARDOWN_MS / 1000} s)`);
     await operator.line('cleanup installations/default: finalizer 200', 30_000);
     assert.ok(operator.stdout.includes('cleanup installations/default: delete configmap 200'), 'its cleanup authorised');
     s.at('operator: installations/default cleaned up (delete configmap 200, its RBAC still in force), finalizer removed 200');
@@ -97,6 +100,7 @@ test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator
     s.at('operator: apiservers/default finalizer removed 200');
     const line = await c.cluster.waitFor(() => drainguard.logs().find((l) => String(l.msg).startsWith('hold released')), 30_000, 'the hold released');
     assert.is(line.reason, 'finalized', String(line.msg));
+    assert.ok(operator.stdout.includes('cleanup apiservers/default: finalizer 200'), 'released only once both finalizers were off');
     s.at(`drainguard: ${line.msg}`, line.time);
     await operator.line('drained', 30_000);
     s.at(`operator drained (${operator.stdout.find((l) => l.startsWith('stop: delete state'))})`);
