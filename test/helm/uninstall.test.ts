@@ -13,7 +13,7 @@ import { type TestCluster, useCluster } from '../support/cluster/index.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { type HelmResult, helmRun } from '../support/helm.ts';
 import { EXAMPLE, cleanupCharts, stageChart } from './support/charts.ts';
-import { GROUP, HOLDER, RBAC, holdersOf, images, releaseRbac, strip } from './support/example.ts';
+import { GROUP, HOLDER, RBAC, exampleImages, holdersOf, images, releaseRbac, strip } from './support/example.ts';
 
 const FIN = 'operator.example.io/cleanup';
 const HELM_TIMEOUT_MS = 150_000;
@@ -94,6 +94,16 @@ function releaseState(ns: string) {
   };
 }
 
+/** releaseState, and the Deployment while it is being deleted: held by how many pods. */
+function holdState(ns: string) {
+  return async (): Promise<string[]> => {
+    const out = await releaseState(ns)();
+    const deployment = await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`);
+    if (deployment?.metadata.deletionTimestamp) out.push(`deployment deleting, held by ${holdersOf(deployment).length}`);
+    return out;
+  };
+}
+
 const timeline = (seen: Map<string, number>, t0: number) => [...seen].sort((a, b) => a[1] - b[1]).map(([what, at]) => `${String(at - t0).padStart(6)} ms  ${what}`).join('\n');
 
 /** The custom resources adopted by the operator, and the operator's pod holding the guard on its RBAC. */
@@ -110,18 +120,22 @@ async function installed(ns: string, guarded: boolean): Promise<any> {
   return pod;
 }
 
-/** Nothing of the release left: no RBAC (drainguard's own included: the post-delete hook deletes it), no finalizer, no Lease, no pod, no custom resource, no ConfigMap of the operator's. */
-async function nothingLeft(ns: string): Promise<void> {
-  for (const path of [`${GROUP}/installations/default`, `${GROUP}/apiservers/default`, ...releaseRbac(ns)]) assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
+/**
+ * Nothing of the release left: no RBAC (drainguard's own included: the post-delete hook deletes it), no finalizer, no Lease, no pod, no custom resource, no ConfigMap of the operator's.
+ * `kept`: objects the uninstall leaves by their resource policy (no hook deleted them), held by nobody.
+ */
+async function nothingLeft(ns: string, kept: readonly string[] = []): Promise<void> {
+  for (const path of kept) assert.equal(holdersOf(await cluster.api.get(path)), [], `${path} kept, held by nobody`);
+  for (const path of [`${GROUP}/installations/default`, `${GROUP}/apiservers/default`, ...releaseRbac(ns).filter((p) => !kept.includes(p))]) assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
   assert.equal((await cluster.api.list(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`)).map((l: any) => l.metadata.name), [], 'no Lease');
   await cluster.waitFor(async () => (await cluster.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0, 30_000, 'no pod left');
   const configMaps = (await cluster.api.list(`/api/v1/namespaces/${ns}/configmaps`)).map((c: any) => c.metadata.name).filter((n: string) => !PUBLISHED.includes(n));
   assert.equal(configMaps, [], "the operator cleaned up what it made");
 }
 
-async function withKubelet(prefix: string, body: (ns: string, kubelet: Kubelet) => Promise<void>): Promise<void> {
+async function withKubelet(prefix: string, body: (ns: string, kubelet: Kubelet) => Promise<void>, runners = images): Promise<void> {
   const ns = (await cluster.namespace(prefix)).name;
-  const kubelet = await Kubelet.start({ cluster: access(), namespaces: [ns], images });
+  const kubelet = await Kubelet.start({ cluster: access(), namespaces: [ns], images: runners });
   try {
     await body(ns, kubelet);
     assert.equal(kubelet.errors, []);
@@ -226,6 +240,53 @@ test('control: the same chart with drainguard switched off fails the tigera way'
     assert.ok(await cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/example-operator-state`), "the operator's state is left behind");
     assert.equal(await cluster.api.get(`${RBAC}/clusterroles/example-operator`), undefined, 'its RBAC went at once');
   });
+});
+
+/** drainguard's own RBAC in `ns`: `helm.sh/resource-policy: keep`, deleted by the post-delete hook alone. */
+const ownRbac = (ns: string) => releaseRbac(ns).filter((p) => p.includes('drainguard:'));
+const HOLD = ['installations.operator.example.io', 'apiservers.operator.example.io'];
+/** The operator's cleanup of a deleted custom resource takes a teardown's time, longer than the hold's settle (5 s). */
+const slowCleanup = exampleImages({ FIXTURE_FINALIZE_AFTER_MS: '8000' });
+
+test('helm uninstall --no-hooks with drainguard.hold.kinds: the Deployment held until the operator finalized its custom resources; nothing left but what Helm keeps', async () => {
+  await withKubelet('helm-hold', async (ns, kubelet) => {
+    await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s', ...setArgs({ 'drainguard.hold.kinds': HOLD })]);
+    const pod = await installed(ns, true);
+    await cluster.waitFor(async () => holdersOf(await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, 'the hold on the Deployment');
+    const t0 = Date.now();
+    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '60s']), holdState(ns));
+    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --no-hooks --wait, the hold on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    assert.equal(result.code, 0, `helm uninstall --no-hooks --wait: ${result.stderr}${result.stdout}`);
+    // The hold: the Deployment stayed, held by the pod, until the Installation was gone; the guard kept the binding while the pod drained.
+    assert.ok(seen.has('deployment deleting, held by 1'), timeline(seen, t0));
+    assert.ok(seen.get('installation gone')! < seen.get('deployment gone')!, timeline(seen, t0));
+    assert.ok(seen.has('clusterrolebinding deleting, held by 1'), timeline(seen, t0));
+    const out = await operatorOutput(kubelet, pod.metadata.name);
+    for (const r of ['installations', 'apiservers']) {
+      assert.ok(out.includes(`cleanup ${r}/default started`) && out.includes(`cleanup ${r}/default: delete configmap 200`) && out.includes(`cleanup ${r}/default: finalizer 200`), out.join('\n'));
+    }
+    assert.ok(out.includes('stop: delete state 200'), out.join('\n'));
+    await nothingLeft(ns, ownRbac(ns));
+  }, slowCleanup);
+});
+
+test('control: the same helm uninstall --no-hooks without the hold leaves the custom resources stuck', async () => {
+  await withKubelet('helm-nohold', async (ns, kubelet) => {
+    await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s']);
+    const pod = await installed(ns, true);
+    const t0 = Date.now();
+    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '20s']), holdState(ns));
+    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --no-hooks --wait, no hold:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    assert.not.equal(result.code, 0, 'helm uninstall --no-hooks --wait fails');
+    assert.not.ok([...seen.keys()].some((k) => k.startsWith('deployment deleting')), timeline(seen, t0));
+    const out = await operatorOutput(kubelet, pod.metadata.name);
+    assert.not.ok(out.some((l) => /^cleanup .*: finalizer/.test(l)), `it removed no finalizer: ${out.join('\n')}`);
+    for (const r of ['installations', 'apiservers']) {
+      const o = await cluster.api.get(`${GROUP}/${r}/default`);
+      assert.ok(o?.metadata.deletionTimestamp, `${r}/default terminating`);
+      assert.equal(o.metadata.finalizers, [FIN], `${r}/default stuck with the operator's finalizer`);
+    }
+  }, slowCleanup);
 });
 
 test("Kubebuilder's 10 s grace period (wrap mode): the drain and the release fit, nothing is left", async () => {

@@ -1,5 +1,5 @@
-// The hold's other ways out, on the cluster back end with the kubelet stand-in:
-// foreground deletion (released at once, warned about), the timeout, a
+// The hold's other ways out, deploy/rendered/hold.yaml applied to the cluster
+// back end with the kubelet stand-in (test/hold/support.ts): foreground deletion (released at once, warned about), the timeout, a
 // Deployment deleted while its custom resources stay (released after the
 // settle), and a rolling update of two replicas (no hold finalizer left of the
 // old pods).
@@ -7,21 +7,15 @@
 import { execFile } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createCrds, deleteCrds } from '../support/cr-operator.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
 import { EXE } from '../support/proc.ts';
-import { kubectl, operatorPods, operatorSet, removeSet } from './support.ts';
-
-const GROUP = 'operator.holdways.example.io';
-const HOLD = `installations.${GROUP},apiservers.${GROUP}`;
+import { kubectl, operatorPods, operatorSet, pathOf, removeSet, uninstallArgs } from './support.ts';
 const holderOf = (uid: string) => `drainguard.dev/holder-${uid}`;
 
 let c: KubeletCluster;
 test.before(async () => {
   c = await kubeletCluster();
-  await createCrds(c, GROUP);
 });
-test.after(() => deleteCrds(c, GROUP));
 
 /** The built drainguard as the admin, without blocking the event loop. */
 function drainguard(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -33,14 +27,13 @@ function drainguard(args: readonly string[]): Promise<{ code: number; stdout: st
 const deploymentPath = (ns: string, name: string) => `/apis/apps/v1/namespaces/${ns}/deployments/${name}`;
 
 test('foreground deletion cannot be held: warned about with the fix, an Event, released at once', async () => {
-  const s = await operatorSet(c, GROUP, { hold: HOLD });
+  const s = await operatorSet(c);
   try {
-    assert.is((await kubectl(c, ['apply', '-f', '-'], s.manifest)).code, 0);
-    const [{ proc: operator, pod }] = await operatorPods(c, s);
+    const [{ drainguard: sidecar, pod }] = await operatorPods(c, s);
     await c.poll(deploymentPath(s.ns, s.name), (b) => b.metadata?.finalizers?.includes(holderOf(pod.metadata.uid)), 20_000, 'the hold set');
     const deleted = await kubectl(c, ['delete', 'deployment', s.name, '-n', s.ns, '--cascade=foreground']);
     assert.is(deleted.code, 0, deleted.stderr);
-    const line = operator.logs().find((l) => String(l.msg).startsWith('hold released (foreground)'));
+    const line = sidecar.logs().find((l) => String(l.msg).startsWith('hold released (foreground)'));
     assert.ok(line, 'released before kubectl returned (it waits for the Deployment to be gone)');
     assert.is(line.level, 'warn');
     assert.match(String(line.msg), 'PrunePropagationPolicy=background');
@@ -58,13 +51,14 @@ test('foreground deletion cannot be held: warned about with the fix, an Event, r
 });
 
 test('the timeout: the hold lets go after DRAINGUARD_HOLD_TIMEOUT, naming what is still finalizing', async () => {
-  const s = await operatorSet(c, GROUP, { hold: HOLD, holdSettle: '1s', holdTimeout: '8s', finalizeAfterMs: 600_000 });
+  const s = await operatorSet(c, { env: { DRAINGUARD_HOLD_SETTLE: '1s', DRAINGUARD_HOLD_TIMEOUT: '8s' }, finalizeAfterMs: 600_000 });
+  const GROUP = s.group;
+  const HOLD = s.kinds;
   try {
-    assert.is((await kubectl(c, ['apply', '-f', '-'], s.manifest)).code, 0);
-    const [{ proc: operator, pod }] = await operatorPods(c, s);
+    const [{ drainguard: sidecar, operator: manager, pod }] = await operatorPods(c, s);
     await c.poll(deploymentPath(s.ns, s.name), (b) => b.metadata?.finalizers?.includes(holderOf(pod.metadata.uid)), 20_000, 'the hold set');
-    assert.is((await kubectl(c, ['delete', '-f', '-', '--wait=false'], s.manifest)).code, 0);
-    const seen = await operator.log('the Deployment is being deleted: holding the operator until the listed custom resources are finalized', 20_000);
+    assert.is((await kubectl(c, ...uninstallArgs(s, '--wait=false'))).code, 0);
+    const seen = await sidecar.log('the Deployment is being deleted: holding the operator until the listed custom resources are finalized', 20_000);
     // drainguard status shows the hold and what it waits for.
     const status = await drainguard(['status', '--hold', HOLD, '--pod-namespace', s.ns, '-o', 'json']);
     assert.is(status.code, 0, status.stderr);
@@ -74,9 +68,9 @@ test('the timeout: the hold lets go after DRAINGUARD_HOLD_TIMEOUT, naming what i
     assert.equal(report.hold.waitingFor.map((f: any) => f.object).sort(), [`apiservers.${GROUP}/default`, `installations.${GROUP}/default`]);
     const text = await drainguard(['status', '--hold', HOLD, '--pod-namespace', s.ns]);
     assert.match(text.stdout, `a held Deployment being deleted waits for\n  installations.${GROUP}/default  ${GROUP}/cleanup`);
-    await operator.line('drained', 30_000);
-    const line = operator.logs().find((l) => String(l.msg).startsWith('hold released'));
-    assert.ok(line, operator.stderr.join('\n'));
+    await manager.line('drained', 30_000);
+    const line = sidecar.logs().find((l) => String(l.msg).startsWith('hold released'));
+    assert.ok(line, sidecar.stderr.join('\n'));
     assert.is(line.reason, 'timeout');
     assert.ok(Date.parse(String(line.time)) - Date.parse(String(seen.time)) >= 8000, 'not before the timeout');
     assert.match(String(line.msg), `still finalizing: installations.${GROUP}/default (${GROUP}/cleanup), apiservers.${GROUP}/default (${GROUP}/cleanup)`);
@@ -89,21 +83,20 @@ test('the timeout: the hold lets go after DRAINGUARD_HOLD_TIMEOUT, naming what i
 });
 
 test('a custom resource that is not being deleted holds nothing: kubectl delete deployment completes after the settle', async () => {
-  const s = await operatorSet(c, GROUP, { hold: HOLD, holdSettle: '2s' });
+  const s = await operatorSet(c, { env: { DRAINGUARD_HOLD_SETTLE: '2s' } });
   try {
-    assert.is((await kubectl(c, ['apply', '-f', '-'], s.manifest)).code, 0);
-    const [{ proc: operator, pod }] = await operatorPods(c, s);
+    const [{ drainguard: sidecar, pod }] = await operatorPods(c, s);
     await c.poll(deploymentPath(s.ns, s.name), (b) => b.metadata?.finalizers?.includes(holderOf(pod.metadata.uid)), 20_000, 'the hold set');
     const started = Date.now();
     const deleted = await kubectl(c, ['delete', 'deployment', s.name, '-n', s.ns]);
     assert.is(deleted.code, 0, deleted.stderr);
     assert.ok(Date.now() - started >= 2000, 'kubectl waited for the settle');
-    const line = operator.logs().find((l) => String(l.msg).startsWith('hold released'));
+    const line = sidecar.logs().find((l) => String(l.msg).startsWith('hold released'));
     assert.is(line?.reason, 'finalized');
-    for (const plural of ['installations', 'apiservers']) {
-      const cr = await c.api.must('GET', `/apis/${GROUP}/v1/${plural}/default`);
-      assert.not.ok(cr.metadata.deletionTimestamp, `${plural}/default not deleted by the hold`);
-      assert.equal(cr.metadata.finalizers, [`${GROUP}/cleanup`]);
+    for (const o of s.customResources) {
+      const cr = await c.api.must('GET', pathOf(o));
+      assert.not.ok(cr.metadata.deletionTimestamp, `${o.kind}/default not deleted by the hold`);
+      assert.equal(cr.metadata.finalizers, [`${s.group}/cleanup`]);
     }
   } finally {
     await removeSet(c, s);
@@ -111,9 +104,8 @@ test('a custom resource that is not being deleted holds nothing: kubectl delete 
 });
 
 test('a rolling update of two replicas leaves no hold finalizer of the old pods behind', async () => {
-  const s = await operatorSet(c, GROUP, { hold: HOLD, replicas: 2 });
+  const s = await operatorSet(c, { replicas: 2 });
   try {
-    assert.is((await kubectl(c, ['apply', '-f', '-'], s.manifest)).code, 0);
     const old = await operatorPods(c, s, 2);
     const oldUids = old.map((p) => p.pod.metadata.uid as string);
     await c.poll(deploymentPath(s.ns, s.name), (b) => oldUids.every((u) => b.metadata?.finalizers?.includes(holderOf(u))), 20_000, 'both pods hold the Deployment');
@@ -129,7 +121,7 @@ test('a rolling update of two replicas leaves no hold finalizer of the old pods 
     const newUids = pods.items.map((p: any) => p.metadata.uid as string).sort();
     const d = await c.poll(deploymentPath(s.ns, s.name), (b) => newUids.every((u: string) => b.metadata.finalizers?.includes(holderOf(u))), 20_000, 'the new pods hold the Deployment');
     assert.equal([...d.metadata.finalizers].sort(), newUids.map(holderOf).sort(), "only the live pods' finalizers");
-    for (const p of old) assert.ok(p.proc.logs().some((l) => l.msg === 'guard released'), 'each old pod released its finalizers in its release phase');
+    for (const p of old) assert.ok(p.drainguard.logs().some((l) => l.msg === 'guard released'), 'each old pod released its finalizers in its release phase');
   } finally {
     await removeSet(c, s);
   }

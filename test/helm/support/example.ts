@@ -19,25 +19,30 @@ const isDrainguard = (path: string | undefined) => path !== undefined && /(^|\/)
  * Images to processes. drainguard's image: the built executable (its entrypoint
  * is drainguard). The operator's: the fixture operator, behind the drainguard
  * that `install` copied into the pod when its command is /drainguard/drainguard
- * (wrap); its preStop hook runs that copy as it stands.
+ * (wrap); its preStop hook runs that copy as it stands. `env` goes to the
+ * fixture operator (FIXTURE_FINALIZE_AFTER_MS, ...).
  */
-export const images = {
-  'ghcr.io/drainguard/drainguard': (run: ContainerRun) => {
-    const args = run.container.command ? run.argv.slice(1) : [...run.argv];
-    // The stand-in maps the paths it sees in env and args; the sidecar's default
-    // socket, /run/drainguard/drain.sock, appears in neither, so it is named here.
-    const dir = args[0] === 'sidecar' && !run.env.DRAINGUARD_SOCKET ? run.hostPath('/run/drainguard') : undefined;
-    return { file: EXE, args, ...(dir && { env: { ...run.env, DRAINGUARD_SOCKET: `${dir}/drain.sock` } }) };
-  },
-  'example.com/example-operator': (run: ContainerRun) => {
-    if (run.hook) return undefined;
-    if (isDrainguard(run.container.command?.[0])) {
-      const sep = run.argv.indexOf('--');
-      return { file: run.argv[0]!, args: [...run.argv.slice(1, sep + 1), NODE, OPERATOR], probes: false };
-    }
-    return { file: NODE, args: [OPERATOR], probes: false };
-  },
-};
+export function exampleImages(env: NodeJS.ProcessEnv = {}) {
+  return {
+    'ghcr.io/drainguard/drainguard': (run: ContainerRun) => {
+      const args = run.container.command ? run.argv.slice(1) : [...run.argv];
+      // The stand-in maps the paths it sees in env and args; the sidecar's default
+      // socket, /run/drainguard/drain.sock, appears in neither, so it is named here.
+      const dir = args[0] === 'sidecar' && !run.env.DRAINGUARD_SOCKET ? run.hostPath('/run/drainguard') : undefined;
+      return { file: EXE, args, ...(dir && { env: { ...run.env, DRAINGUARD_SOCKET: `${dir}/drain.sock` } }) };
+    },
+    'example.com/example-operator': (run: ContainerRun) => {
+      if (run.hook) return undefined;
+      if (isDrainguard(run.container.command?.[0])) {
+        const sep = run.argv.indexOf('--');
+        return { file: run.argv[0]!, args: [...run.argv.slice(1, sep + 1), NODE, OPERATOR], env, probes: false };
+      }
+      return { file: NODE, args: [OPERATOR], env, probes: false };
+    },
+  };
+}
+
+export const images = exampleImages();
 
 /** The RBAC objects of a release in `ns`: the operator's, the ServiceAccount, drainguard's own. */
 export function releaseRbac(ns: string): string[] {
