@@ -25,7 +25,9 @@
 // chart's cluster-scoped names are fixed); what is counted is helm's exit
 // status, drainguard's partial releases, and what of the release is left.
 //
-//   node test/bench/release-race.ts --helm [--wait] [--no-predelete] [--releases N] [--busy N]
+//   node test/bench/release-race.ts --helm [--wait] [--no-predelete] [--hold] [--releases N] [--busy N]
+//
+// --hold sets the chart's drainguard.hold.kinds to the example's two kinds.
 //
 // A private control plane is started (and stopped) for the run (after npm run build).
 
@@ -52,6 +54,7 @@ const { values } = parseArgs({
     helm: { type: 'boolean', default: false },
     wait: { type: 'boolean', default: false },
     'no-predelete': { type: 'boolean', default: false },
+    hold: { type: 'boolean', default: false },
   },
 });
 const releases = Number(values.releases);
@@ -84,7 +87,8 @@ async function helmUninstall(): Promise<Outcome> {
   const kubelet = await Kubelet.start({ cluster: access, namespaces: [ns.name], images });
   try {
     const predelete = values['no-predelete'] ? ['--set', 'drainguard.predelete.enabled=false'] : [];
-    const installed = await helmRun(['install', 'ex', chart, '-n', ns.name, '--wait', '--timeout', '90s', ...predelete, ...admin], 150_000);
+    const hold = values.hold ? ['--set', `drainguard.hold.kinds={${['installations', 'apiservers'].map((p) => `${p}.${GROUP.split('/')[2]}`).join(',')}}`] : [];
+    const installed = await helmRun(['install', 'ex', chart, '-n', ns.name, '--wait', '--timeout', '90s', ...predelete, ...hold, ...admin], 150_000);
     if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}`);
     await cluster.waitFor(async () => holdersOf(await cluster.api.get(`${RBAC}/clusterrolebindings/example-operator`)).length > 0, 60_000, 'the guard set');
     const t0 = Date.now();
@@ -166,7 +170,7 @@ try {
 const stuck = outcomes.filter((o) => o.left.length > 0 || o.failed !== undefined);
 const times = outcomes.flatMap((o) => (o.releaseMs === undefined ? [] : [o.releaseMs]));
 if (values.helm) {
-  const how = `helm uninstall${values.wait ? ' --wait' : ''}, ${values['no-predelete'] ? 'no pre-delete hook' : 'pre-delete hook'}`;
+  const how = `helm uninstall${values.wait ? ' --wait' : ''}, ${values['no-predelete'] ? 'no pre-delete hook' : 'pre-delete hook'}${values.hold ? ', the hold' : ''}`;
   const failed = outcomes.filter((o) => o.helm!.code !== 0);
   const partial = outcomes.filter((o) => o.failed !== undefined && !o.failed.startsWith('helm: '));
   const helmMs = outcomes.map((o) => o.helm!.ms);
