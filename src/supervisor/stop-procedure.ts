@@ -1,6 +1,6 @@
 // The stop, the same in both modes and in one fixed order, as
-// controller-runtime's engageStopProcedure has it. A mode (wrap.ts,
-// sidecar.ts) supplies only how its operator is started, how it is stopped
+// controller-runtime's engageStopProcedure has it. A mode (wrap-mode.ts,
+// sidecar-mode.ts) supplies only how its operator is started, how it is stopped
 // and how drainguard learns that it is gone.
 //
 //   starting   the drain socket listens; the mode starts its operator
