@@ -214,9 +214,14 @@ export class Hold {
       this.#finalizing = listed.finalizing;
       this.#evaluate();
       if (this.#state !== 'deleting') break;
+      // One abort listener at a time: a listener left per round would pile up on the signal.
       await new Promise<void>((resolve) => {
-        const cancel = this.#clock.after(this.#o.pollMs ?? POLL_MS, resolve);
-        this.#stop.signal.addEventListener('abort', () => (cancel(), resolve()), { once: true });
+        const onAbort = () => (cancel(), resolve());
+        const cancel = this.#clock.after(this.#o.pollMs ?? POLL_MS, () => {
+          this.#stop.signal.removeEventListener('abort', onAbort);
+          resolve();
+        });
+        this.#stop.signal.addEventListener('abort', onAbort, { once: true });
       });
     }
     this.#polling = false;
