@@ -127,8 +127,9 @@ async function installed(ns: string, guarded: boolean): Promise<any> {
 async function nothingLeft(ns: string, kept: readonly string[] = []): Promise<void> {
   for (const path of kept) assert.equal(holdersOf(await cluster.api.get(path)), [], `${path} kept, held by nobody`);
   for (const path of [`${GROUP}/installations/default`, `${GROUP}/apiservers/default`, ...releaseRbac(ns).filter((p) => !kept.includes(p))]) assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
-  assert.equal((await cluster.api.list(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`)).map((l: any) => l.metadata.name), [], 'no Lease');
+  // The pods first: helm --wait returns once the Deployment is gone, while its pod may still be releasing.
   await cluster.waitFor(async () => (await cluster.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0, 30_000, 'no pod left');
+  assert.equal((await cluster.api.list(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`)).map((l: any) => l.metadata.name), [], 'no Lease');
   const configMaps = (await cluster.api.list(`/api/v1/namespaces/${ns}/configmaps`)).map((c: any) => c.metadata.name).filter((n: string) => !PUBLISHED.includes(n));
   assert.equal(configMaps, [], "the operator cleaned up what it made");
 }
