@@ -40,6 +40,8 @@ export interface ReleaseConfig extends GuardQueryConfig {
   readonly waitMs?: number;
   /** Deleted once no live holder is left. */
   readonly remove: readonly GuardTarget[];
+  /** -f: manifests that add their guard lists, namespace and drainguard's own RBAC to the above. */
+  readonly manifests?: string;
 }
 
 export interface StatusConfig extends GuardQueryConfig {
@@ -84,15 +86,16 @@ function guardQuery(args: ParsedArgs): GuardQueryConfig {
 
 export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
   const query = guardQuery(args);
-  if (query.targets.length === 0 && !query.allObjects && query.hold.length === 0) {
-    throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the objects to release: --guard LIST (DRAINGUARD_GUARD), --hold KINDS (DRAINGUARD_HOLD: the held Deployments of the namespace), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
+  const manifests = args.values.releaseManifests;
+  if (query.targets.length === 0 && !query.allObjects && query.hold.length === 0 && manifests === undefined) {
+    throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the objects to release: --guard LIST (DRAINGUARD_GUARD), -f FILE (the manifests that were applied), --hold KINDS (DRAINGUARD_HOLD: the held Deployments of the namespace), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
   }
   const all = setting(args, 'all')!;
   if (all && !setting(args, 'yes')) {
     throw new ConfigError('DG_CONFIG_CONFIRM', '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
   }
   const remove = args.values.delete === undefined ? [] : parseGuardList(args.values.delete, args.sources.delete ?? '--delete');
-  return Object.freeze({ ...query, all, waitMs: args.values.waitMs, remove: Object.freeze(remove) });
+  return Object.freeze({ ...query, all, waitMs: args.values.waitMs, remove: Object.freeze(remove), manifests });
 }
 
 export function resolveStatusConfig(args: ParsedArgs): StatusConfig {

@@ -43,6 +43,7 @@ export interface OptionValues {
   yes: boolean;
   waitMs: number;
   delete: string;
+  releaseManifests: string;
   output: 'text' | 'json';
   idleMetrics: URL;
 }
@@ -373,6 +374,11 @@ export const RELEASE_OPTIONS: readonly OptionSpec[] = [
     key: 'delete', flag: 'delete', value: 'LIST', parse: nonEmpty, commands: ['release'], flagOnly: true,
     description: "then delete these objects (the same form as --guard), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives",
     defaultText: 'delete nothing',
+  },
+  {
+    key: 'releaseManifests', flag: 'filename', short: 'f', value: 'FILE', parse: nonEmpty, commands: ['release'], flagOnly: true,
+    description: "take the guard list, its pods' namespace and the objects to --delete from the manifests that were applied (a file, a directory, or - for standard input: kubectl kustomize DIR | drainguard release -f -): every DRAINGUARD_GUARD in them, and drainguard's own RBAC (label app.kubernetes.io/name=drainguard)",
+    defaultText: 'none',
   },
 ];
 

@@ -1,6 +1,8 @@
-// docs/deploy.md, pasted: its kustomization, the drainguard ConfigMap and the
-// patch, put beside a copy of the example operator as a user would put them
-// beside theirs, render for each mode to objects the API server accepts.
+// docs/deploy.md's "Adding drainguard to any other operator", pasted: its
+// kustomization, the drainguard ConfigMap and the patch, put beside a copy of
+// the example operator as a user would put them beside theirs, render for
+// each mode to objects the API server accepts. (The kubebuilder section is
+// test/deploy/kubebuilder.test.ts.)
 
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -9,11 +11,10 @@ import * as assert from 'uvu/assert';
 import { parse, stringify } from 'yaml';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { tempDir } from '../support/proc.ts';
-import { DEPLOY, problems, render, theDeployment } from './support/manifests.ts';
+import { DEPLOY, docBlocks, problems, render, theDeployment } from './support/manifests.ts';
 
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
-const doc = readFileSync('docs/deploy.md', 'utf8');
-const yamlBlocks = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!);
+const yamlBlocks = docBlocks('Adding drainguard to any other operator');
 const kustomization = yamlBlocks.find((b) => b.includes('kind: Kustomization') && b.includes('components:'))!;
 const settings = yamlBlocks.find((b) => b.includes('name: drainguard') && b.includes('local-config'))!;
 const patch = yamlBlocks.find((b) => b.startsWith('patches:'))!;
@@ -41,12 +42,12 @@ for (const mode of ['wrap', 'native-sidecar', 'sidecar']) {
   test(`${mode}: what the doc shows renders, validates, and guards the ClusterRole it names`, async () => {
     const objects = render(userTree(mode, false));
     assert.equal((await Promise.all(objects.map(problems))).flat(), []);
-    const names = parse(settings).data as { clusterRole: string; clusterRoleBinding: string };
+    const names = parse(settings).data as { serviceAccount: string; clusterRole: string; clusterRoleBinding: string };
     const guard = theDeployment(objects)
       .spec.template.spec[mode === 'native-sidecar' ? 'initContainers' : 'containers'].flatMap((c: any) => c.env ?? [])
       .find((e: any) => e.name === 'DRAINGUARD_GUARD').value as string;
     const targets = parseGuardList(guard, 'DRAINGUARD_GUARD').map((t) => `${t.kind}/${t.name}`);
-    assert.ok(targets.includes(`clusterrole/${names.clusterRole}`) && targets.includes(`clusterrolebinding/${names.clusterRoleBinding}`), guard);
+    assert.ok(targets.includes(`clusterrole/${names.clusterRole}`) && targets.includes(`clusterrolebinding/${names.clusterRoleBinding}`) && targets.includes(`serviceaccount/${names.serviceAccount}`), guard);
     assert.not.ok(objects.some((o) => o.kind === 'ConfigMap'), 'the settings are not applied');
   });
 }

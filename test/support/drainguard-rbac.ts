@@ -38,7 +38,7 @@ export function drainguardRbac(o: RbacFor): RbacObject[] {
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: 'drainguard', annotations: { 'config.kubernetes.io/local-config': 'true' } },
-        data: { clusterRole: o.clusterRole, clusterRoleBinding: o.clusterRoleBinding },
+        data: { serviceAccount: o.serviceAccount, clusterRole: o.clusterRole, clusterRoleBinding: o.clusterRoleBinding },
       },
     ];
     writeFileSync(join(dir, 'inputs.yaml'), inputs.map((x) => JSON.stringify(x)).join('\n---\n'));

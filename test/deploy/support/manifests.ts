@@ -5,7 +5,7 @@
 // refuses under strict field validation (kubectl's default).
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { parse, parseAllDocuments } from 'yaml';
@@ -137,4 +137,45 @@ export function example(mode: string, id: string): Example {
   const text = execFileSync('kubectl', ['kustomize', join(DEPLOY, 'examples', mode)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const objects = parseObjects(text.replaceAll('example-system', `${id}-system`).replaceAll('example-operator', id));
   return { objects, namespace: `${id}-system`, name: id, image: `example.com/${id}` };
+}
+
+/** The yaml blocks of docs/deploy.md's section HEADING, in order. */
+export function docBlocks(heading: string): string[] {
+  const doc = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+  const start = doc.indexOf(`\n## ${heading}\n`);
+  if (start === -1) throw new Error(`docs/deploy.md has no section "${heading}"`);
+  const end = doc.indexOf('\n## ', start + 1);
+  return [...doc.slice(start, end === -1 ? undefined : end).matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+/** The remote components docs/deploy.md names, and the local path that stands for each. */
+const REMOTE_COMPONENT = /https:\/\/github\.com\/\S+\/\/deploy\/components\/([a-z-]+)\?ref=\S+/g;
+
+export interface KubebuilderProject extends Example {
+  /** config/drainguard, the overlay docs/deploy.md has the user write. */
+  readonly overlay: string;
+}
+
+/**
+ * test/fixtures/kubebuilder (kubebuilder v4's layout for a project with one
+ * API) as project PROJECT (its namePrefix PROJECT- and namespace
+ * PROJECT-system, as `kubebuilder init` would make them), with the overlay of
+ * docs/deploy.md's "Adding drainguard to a kubebuilder project" written into
+ * config/drainguard as the doc shows it, in MODE. The components come from this
+ * checkout instead of the remote URL.
+ */
+export function kubebuilderProject(mode: string, project: string, dir: string): KubebuilderProject {
+  const config = join(dir, 'config');
+  cpSync(join(ROOT, 'test/fixtures/kubebuilder/config'), config, { recursive: true });
+  const defaults = join(config, 'default/kustomization.yaml');
+  writeFileSync(defaults, readFileSync(defaults, 'utf8').replace('namespace: guestbook-system', `namespace: ${project}-system`).replace('namePrefix: guestbook-', `namePrefix: ${project}-`));
+  const [kustomization, settings] = docBlocks('Adding drainguard to a kubebuilder project');
+  if (!kustomization?.includes('kind: Kustomization') || !settings?.includes('kind: ConfigMap')) throw new Error('docs/deploy.md: the kubebuilder section shows the kustomization, then the ConfigMap');
+  const overlay = join(config, 'drainguard');
+  mkdirSync(overlay);
+  const local = (component: string) => relative(overlay, join(DEPLOY, 'components', component === 'wrap' ? mode : component));
+  writeFileSync(join(overlay, 'kustomization.yaml'), kustomization.replace(REMOTE_COMPONENT, (_all, component: string) => local(component)));
+  writeFileSync(join(overlay, 'drainguard.yaml'), settings);
+  const text = execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return { objects: parseObjects(text), namespace: `${project}-system`, name: `${project}-controller-manager`, image: 'example.com/guestbook:v0.0.1', overlay };
 }
