@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { type ReleaseConfig, resolveReleaseConfig } from '../config/commands.ts';
 import { RELEASE_OPTIONS } from '../config/options.ts';
 import { createLogger } from '../log/logger.ts';
@@ -35,7 +36,6 @@ finalizer was removed (and every --delete object deleted), 1 when some could not
 
 /** CONFIG with the guard lists, namespace and drainguard's own RBAC of the manifests at PATH added. */
 async function fromManifests(config: ReleaseConfig, path: string): Promise<ReleaseConfig> {
-  const { readFileSync } = await import('node:fs');
   const { readManifests } = await import('../check/read.ts');
   const { releaseTargets } = await import('../check/release-targets.ts');
   const found = releaseTargets(readManifests([path], () => readFileSync(0, 'utf8')), path === '-' ? '<stdin>' : path);

@@ -11,15 +11,19 @@
 // drainguard's own RBAC: nothing is left, no finalizer, no Lease, no pod, and
 // drainguard logged no warning or error.
 
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { WatchEvent } from '../support/kubelet/api.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
-import { type LogLine, type Proc, drainguard, fixture } from '../support/proc.ts';
+import { guardTargetKey, parseGuardList } from '../../src/config/guard-list.ts';
+import { within } from '../support/wait.ts';
+import { EXE, type LogLine, type Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
-import { type KubeObject, example } from './support/manifests.ts';
+import { type Example, type KubeObject, example, kubebuilderProject } from './support/manifests.ts';
 
 const GUARDED = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 const STALE_HOLDER = 'drainguard.dev/holder-0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50';
@@ -54,11 +58,17 @@ function drainguardLogs(kubelet: Kubelet): (LogLine & { container: string })[] {
   return kubelet.events.filter((e) => e.proc).flatMap((e) => e.proc!.logs().map((l) => ({ ...l, container: e.container! })));
 }
 
-async function scenario(mode: string, guardContainer: string): Promise<void> {
-  const ex = example(mode, `ex-${randomBytes(4).toString('hex')}`);
+/** How the test uninstalls: as docs/guard.md gives it for the examples, or as docs/deploy.md for a kubebuilder project. */
+type Uninstall = (uninstall: KubeObject[], guarded: KubeObject[], own: KubeObject[]) => Promise<void>;
+
+async function scenario(mode: string, guardContainer: string, ex: Example = example(mode, `ex-${randomBytes(4).toString('hex')}`), uninstallAs: Uninstall = byList): Promise<void> {
   const ns = ex.namespace;
   const objects = render(ex.objects);
-  const guarded = objects.filter((o) => GUARDED.includes(o.kind));
+  // The objects the Deployment's DRAINGUARD_GUARD names (a kubebuilder project has more roles than it guards).
+  const spec = objects.find((o) => o.kind === 'Deployment')!.spec.template.spec;
+  const list = [...spec.containers, ...(spec.initContainers ?? [])].flatMap((c: any) => c.env ?? []).find((e: any) => e.name === 'DRAINGUARD_GUARD').value as string;
+  const named = new Set(parseGuardList(list, 'DRAINGUARD_GUARD').map(guardTargetKey));
+  const guarded = objects.filter((o) => GUARDED.includes(o.kind) && named.has(guardTargetKey({ kind: o.kind.toLowerCase(), namespace: o.metadata.namespace, name: o.metadata.name })));
   assert.is(guarded.length, 7, 'seven guarded objects');
   const kubelet = await Kubelet.start({
     cluster: cluster.access,
@@ -95,17 +105,11 @@ async function scenario(mode: string, guardContainer: string): Promise<void> {
     const watches = await Promise.all(guarded.map((o) => watchObject(pathOf(o))));
     const uninstall = objects.filter((o) => o.kind !== 'Namespace');
     try {
-      cluster.kubectl(['delete', '--wait=false', '-l', 'app.kubernetes.io/name!=drainguard', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: uninstall }));
+      await uninstallAs(uninstall, guarded, own);
       await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted by the kubelet');
       const released = guard.logs().find((l) => l.msg === 'guard released');
       assert.ok(released, `released whole, nothing refused:\n${guard.stderr.join('\n')}`);
-      for (const o of guarded.filter((x) => !own.includes(x))) await cluster.poll(pathOf(o), (_b, s) => s === 404, 15_000, `${o.kind}/${o.metadata.name} gone`);
-      for (const o of own) assert.is((await cluster.api.call('GET', pathOf(o))).status, 200, `${o.kind}/${o.metadata.name} kept`);
-      // Then drainguard's own RBAC, once no holder is left.
-      const keys = (list: KubeObject[]) => list.map((o) => `${o.kind.toLowerCase()}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`).join(',');
-      const after = drainguard(['release', '--guard', keys(guarded), '--wait', '30s', '--delete', keys(own)], { KUBECONFIG: cluster.cluster.adminKubeconfig });
-      assert.equal((await after.exit(40_000)).code, 0, after.stdout.join('\n'));
-      for (const o of own) await cluster.poll(pathOf(o), (_b, s) => s === 404, 15_000, `${o.kind}/${o.metadata.name} gone`);
+      for (const o of guarded) await cluster.poll(pathOf(o), (_b, s) => s === 404, 40_000, `${o.kind}/${o.metadata.name} gone`);
     } finally {
       for (const w of watches) w.stop.abort();
     }
@@ -154,6 +158,35 @@ async function scenario(mode: string, guardContainer: string): Promise<void> {
   }
 }
 
+/**
+ * docs/guard.md's uninstall: everything but the Namespace, leaving out drainguard's own RBAC
+ * by its label; the release sweeps and then deletes drainguard's own RBAC, once no holder is left.
+ */
+const byList: Uninstall = async (uninstall, guarded, own) => {
+  cluster.kubectl(['delete', '--wait=false', '-l', 'app.kubernetes.io/name!=drainguard', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: uninstall }));
+  // drainguard's own RBAC stays until no holder is left.
+  for (const o of own) assert.is((await cluster.api.call('GET', pathOf(o))).status, 200, `${o.kind}/${o.metadata.name} kept`);
+  const keys = (list: KubeObject[]) => list.map((o) => `${o.kind.toLowerCase()}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`).join(',');
+  const after = drainguard(['release', '--guard', keys(guarded), '--wait', '30s', '--delete', keys(own)], { KUBECONFIG: cluster.cluster.adminKubeconfig });
+  assert.equal((await after.exit(40_000)).code, 0, after.stdout.join('\n'));
+};
+
+/** docs/deploy.md's uninstall of a kubebuilder project: its three commands, as a user types them. */
+const byOverlay = (overlay: string): Uninstall => async (_uninstall, _guarded, own) => {
+  cluster.kubectl(['delete', '--wait=false', '-k', overlay, '-l', 'drainguard.dev/uninstall!=last']);
+  for (const o of own) assert.is((await cluster.api.call('GET', pathOf(o))).status, 200, `${o.kind}/${o.metadata.name} kept`);
+  const render = execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8' });
+  // kubectl kustomize … | drainguard release --wait … -f -, its stdin the render.
+  const after = spawn(EXE, ['release', '--wait', '30s', '-f', '-'], { env: { PATH: process.env.PATH, KUBECONFIG: cluster.cluster.adminKubeconfig }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const out: string[] = [];
+  after.stdout.on('data', (b: Buffer) => out.push(b.toString()));
+  after.stderr.on('data', (b: Buffer) => out.push(b.toString()));
+  after.stdin.end(render);
+  const [code] = (await within(40_000, 'drainguard release -f - to exit', once(after, 'close'))) as [number];
+  assert.is(code, 0, out.join(''));
+  cluster.kubectl(['delete', '--wait=false', '-k', overlay, '--ignore-not-found']);
+};
+
 /** Every watch event of one object, from now until `stop`. */
 async function watchObject(path: string): Promise<{ events: WatchEvent[]; stop: AbortController }> {
   const name = path.slice(path.lastIndexOf('/') + 1);
@@ -175,5 +208,9 @@ function describeLogs(kubelet: Kubelet): string {
 test('wrap: applied, available, guarded, uninstalled: drained, released, nothing left', () => scenario('wrap', 'manager'));
 test('native sidecar: the same, with the preStop hook and Events on the pod', () => scenario('native-sidecar', 'drainguard'));
 test('plain sidecar: the same', () => scenario('sidecar', 'drainguard'));
+test("kubebuilder's scaffold, wrap: docs/deploy.md's overlay and uninstall, prefix and all", async () => {
+  const project = kubebuilderProject('wrap', `kb-${randomBytes(4).toString('hex')}`, tempDir());
+  await scenario('wrap', 'manager', project, byOverlay(project.overlay));
+});
 
 test.run();
