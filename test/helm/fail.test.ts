@@ -64,7 +64,7 @@ test('values the schema refuses, and settings that are required', () => {
   assert.match(fails({ 'drainguard.mode': 'daemonset' }), /drainguard:[\s\S]*mode/);
   assert.match(fails({ 'drainguard.stopTimeout': '5s' }), /additional properties 'stopTimeout' not allowed/);
   assert.match(fails({ 'drainguard.terminationGracePeriodSeconds': '60' }), /terminationGracePeriodSeconds[\s\S]*want integer/);
-  assert.match(fails({ 'drainguard.operator.deployment': '' }), "drainguard.operator.deployment: the operator's Deployment name is needed");
+  assert.match(fails({ 'drainguard.operator.deployment': '' }), "drainguard.operator.template (the operator's Deployment template, such as manager/_manager.yaml) or drainguard.operator.deployment (its name) is needed");
   assert.match(fails({ 'drainguard.operator.container': 'operator' }), 'drainguard: the Deployment example-operator has no container "operator": set drainguard.operator.container');
   assert.match(fails({ 'drainguard.predelete.stages': [] }), 'drainguard.predelete.stages: the hook is enabled but names no custom resources to delete');
 });

@@ -125,7 +125,7 @@ env:
   # Before releasing the guard, also wait until the API reports the operator
   # container terminated: both containers get SIGTERM at once.
   - name: DRAINGUARD_OPERATOR_CONTAINER
-    value: {{ $v.operator.container }}
+    value: {{ $c.container }}
   {{- end }}
   # Reachable by the kubelet's probes and by Prometheus; /prestop stays off.
   - name: DRAINGUARD_HTTP_ADDR
@@ -229,11 +229,17 @@ with drainguard added, or unchanged when drainguard.enabled is false.
 {{- /* Which container runs drainguard, as the kustomize components mark it. */ -}}
 {{- $_ := set $d.metadata "annotations" (merge (dict "drainguard.dev/mode" $v.mode) ($d.metadata.annotations | default dict)) -}}
 {{- $pod := $d.spec.template.spec -}}
+{{- /* The grace period: raised to drainguard's, said in an annotation (and by drainguard.notes); a longer one stays. */ -}}
+{{- $own := $pod.terminationGracePeriodSeconds | default 30 | int -}}
+{{- if lt $own (int $v.terminationGracePeriodSeconds) -}}
+{{- $_ := set $d.metadata "annotations" (merge (dict "drainguard.dev/grace-period" (printf "raised from %ds to %ds: drainguard's drain, stop and release fit in it" $own (int $v.terminationGracePeriodSeconds))) ($d.metadata.annotations | default dict)) -}}
 {{- $_ := set $pod "terminationGracePeriodSeconds" (int $v.terminationGracePeriodSeconds) -}}
+{{- end -}}
+{{- $container := (include "drainguard.config" $root | fromJson).container -}}
 {{- $containers := list -}}
 {{- $found := false -}}
 {{- range $pod.containers -}}
-{{- if eq .name $v.operator.container -}}
+{{- if eq .name $container -}}
 {{- $found = true -}}
 {{- if eq $v.mode "wrap" -}}
 {{- $_ := set . "command" (include "drainguard.operatorCommand" (dict "root" $root "command" (.command | default $v.operator.command)) | fromJsonArray) -}}
@@ -245,11 +251,46 @@ with drainguard added, or unchanged when drainguard.enabled is false.
 {{- end -}}
 {{- $containers = append $containers . -}}
 {{- end -}}
-{{- if not $found }}{{ fail (printf "drainguard: the Deployment %s has no container %q: set drainguard.operator.container to the operator's container" $d.metadata.name $v.operator.container) }}{{ end -}}
+{{- if not $found }}{{ fail (printf "drainguard: the Deployment %s has no container %q: set drainguard.operator.container to the operator's container" $d.metadata.name $container) }}{{ end -}}
 {{- $containers = concat $containers (include "drainguard.containers" $root | fromYamlArray) -}}
 {{- $_ := set $pod "containers" $containers -}}
 {{- $_ := set $pod "initContainers" (concat ($pod.initContainers | default list) (include "drainguard.initContainers" $root | fromYamlArray)) -}}
 {{- $_ := set $pod "volumes" (concat ($pod.volumes | default list) (include "drainguard.volumes" $root | fromYamlArray)) -}}
 {{- end -}}
 {{- toYaml $d -}}
+{{- end -}}
+
+
+{{/*
+Everything drainguard adds to a chart, for the chart's one drainguard
+template (templates/drainguard.yaml: {{ include "drainguard.all" . }}): the
+operator's Deployment of operator.template with drainguard added, drainguard's
+RBAC and the hooks. Argument: the root context.
+*/}}
+{{- define "drainguard.all" -}}
+{{- if not .Values.drainguard.operator.template -}}
+{{- fail "drainguard.operator.template: name the template of the operator's Deployment (a partial under templates/, such as manager/_manager.yaml), so that drainguard renders it with drainguard added" -}}
+{{- end -}}
+{{- $d := include "drainguard.operatorDeployment" . | fromJson -}}
+{{ include "drainguard.deployment" (dict "root" . "deployment" (toYaml $d)) }}
+---
+{{ include "drainguard.rbac" . }}
+---
+{{ include "drainguard.predeleteHook" . }}
+---
+{{ include "drainguard.postdeleteHook" . }}
+{{- end -}}
+
+{{/*
+For the chart's NOTES.txt ({{ include "drainguard.notes" . }}): what
+drainguard changed that the chart's own values do not show.
+*/}}
+{{- define "drainguard.notes" -}}
+{{- if .Values.drainguard.enabled -}}
+{{- $c := include "drainguard.config" . | fromJson -}}
+drainguard ({{ .Values.drainguard.mode }} mode) guards {{ len $c.guard }} object(s) while the operator's pods live: {{ join ", " $c.guard }}.
+{{- if and $c.chartGrace (lt (int $c.chartGrace) (int .Values.drainguard.terminationGracePeriodSeconds)) }}
+The Deployment's terminationGracePeriodSeconds was raised from {{ $c.chartGrace }} to {{ .Values.drainguard.terminationGracePeriodSeconds }}: drainguard's drain, stop and release fit in it.
+{{- end }}
+{{- end -}}
 {{- end -}}
