@@ -43,8 +43,9 @@ export function placeInNamespace(objects: readonly Manifest[], given?: GivenName
   const refused: string[] = [];
   const placed = objects.map((o): Manifest => {
     const { namespace, ...rest } = o.metadata;
-    if (clusterScoped.has(groupKind(o))) return namespace === undefined ? o : { ...o, metadata: rest };
-    if (namespace === undefined) return { ...o, metadata: { ...o.metadata, namespace: given?.name ?? 'default' } };
+    if (clusterScoped.has(groupKind(o))) return Object.hasOwn(o.metadata, 'namespace') ? { ...o, metadata: rest } : o;
+    // An empty or null namespace (a template's `namespace: {{ .Values.unset }}`) is none, to kubectl too.
+    if (!namespace) return { ...o, metadata: { ...o.metadata, namespace: given?.name ?? 'default' } };
     if (given && namespace !== given.name) {
       refused.push(`${o.kind}/${namespace}/${o.metadata.name}: the namespace from the provided object "${namespace}" does not match the namespace "${given.name}" (${given.source})`);
     }

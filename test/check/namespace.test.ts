@@ -46,6 +46,12 @@ test('without -n: default, as kubectl with no namespace in its context; objects 
   assert.equal(ids(placed), ['ServiceAccount/default/op', 'Deployment/elsewhere/op', 'ClusterRole/op']);
 });
 
+test("an empty or null namespace is none (a template's namespace: {{ .Values.unset }}), also against -n", () => {
+  const objects = [object('v1', 'ServiceAccount', 'a', ''), { ...object('v1', 'ServiceAccount', 'b'), metadata: { name: 'b', namespace: null as unknown as string } }];
+  assert.equal(ids(placeInNamespace(objects, { name: 'my-ns', source: '-n' })), ['ServiceAccount/my-ns/a', 'ServiceAccount/my-ns/b']);
+  assert.equal(ids(placeInNamespace([object('rbac.authorization.k8s.io/v1', 'ClusterRole', 'op', '')])), ['ClusterRole/op']);
+});
+
 test('a namespace on a cluster-scoped object is dropped (the API server ignores it), and -n does not refuse it', () => {
   const placed = placeInNamespace([object('rbac.authorization.k8s.io/v1', 'ClusterRole', 'op', 'other')], { name: 'my-ns', source: '-n' });
   assert.equal(ids(placed), ['ClusterRole/op']);
