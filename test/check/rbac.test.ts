@@ -50,6 +50,9 @@ test('a RoleBinding grants a group subject in its own namespace only', () => {
   };
   assert.ok(allows([leaseRole, binding]));
   assert.not.ok(allows([leaseRole, binding], { ...LEASES, namespace: 'other' }));
+  // Nor cluster-wide; and one not placed in a namespace (namespace.ts does that first) grants nothing.
+  assert.not.ok(allows([leaseRole, binding], { ...LEASES, namespace: undefined }));
+  assert.not.ok(allows([leaseRole, { ...binding, metadata: { name: 'b' } }]));
 });
 
 const aggregated = (selectors: unknown[], rules: unknown[] = []): Manifest =>
