@@ -1,6 +1,7 @@
 // `drainguard check`: the mistakes in an operator's manifests that would make
 // drainguard fail at the one moment it matters (the stop, the uninstall), each
-// with its fix. A pure function of the parsed objects; nothing is read or sent.
+// with its fix. A pure function of the parsed objects, each placed in its
+// namespace (namespace.ts); nothing is read or sent.
 
 import { type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
 import { type Finding, type Manifest, objectId } from './finding.ts';
@@ -214,7 +215,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   if (hold.length > 0) {
     checkHold(hold, objects, { workloadKind: w.object.kind, deployment: w.object.metadata.name, namespace: w.namespace, serviceAccount: sa, where, can }, add);
   }
-  const present = new Set(objects.map((o) => objectId(o, o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding' ? undefined : (o.metadata.namespace ?? w.namespace))));
+  const present = new Set(objects.map((o) => objectId(o)));
   for (const t of guard) {
     const k = KIND[t.kind];
     const entry = `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`;
@@ -238,7 +239,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `ServiceAccount ${w.namespace}/${sa} may patch ${exposed.join(', ')} only through roles and bindings the uninstall deletes: once the guard's release has taken the first of them away, the removals after it are refused (403) and keep this pod's finalizer`,
       `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`);
   }
-  const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && (o.metadata.namespace ?? w.namespace) === w.namespace);
+  const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && o.metadata.namespace === w.namespace);
   if (guard.length > 0 && account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
     add('release-unauthorised', 'error',
       `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,

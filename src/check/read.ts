@@ -47,7 +47,7 @@ export function parseManifests(text: string, source: string): Manifest[] {
 
 /** Every object in PATHS; `-` reads STDIN. */
 export function readManifests(paths: readonly string[], stdin: () => string): Manifest[] {
-  if (paths.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the manifests to check: a file, a directory, or - for standard input');
+  if (paths.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the manifests to check: a file, a directory, or - for standard input, as arguments or with -f');
   return paths.flatMap((p) => (p === '-' ? parseManifests(stdin(), '<stdin>') : files(p).flatMap((f) => parseManifests(readFileSync(f, 'utf8'), f))));
 }
 

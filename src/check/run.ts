@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { CheckConfig } from '../config/commands.ts';
 import { createLogger } from '../log/logger.ts';
 import { analyze, layersOf } from './analyze.ts';
+import { placeInNamespace } from './namespace.ts';
 import { readManifests } from './read.ts';
 import { formatJson, formatText } from './report.ts';
 
@@ -14,8 +15,8 @@ interface CheckIO {
   readonly stderr: { write(chunk: string): unknown };
 }
 
-export async function runCheck({ output, deployment, paths }: CheckConfig, io: CheckIO): Promise<number> {
-  const objects = deployment ? await live(deployment, io) : readManifests(paths, () => readFileSync(0, 'utf8'));
+export async function runCheck({ output, deployment, paths, namespace }: CheckConfig, io: CheckIO): Promise<number> {
+  const objects = deployment ? await live(deployment, io) : placeInNamespace(readManifests(paths, () => readFileSync(0, 'utf8')), namespace);
   const findings = analyze(objects);
   const layers = layersOf(objects);
   io.stdout.write(output === 'json' ? formatJson(findings, objects.length, layers) : formatText(findings, objects.length, layers));

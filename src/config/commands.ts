@@ -68,8 +68,10 @@ export interface CheckConfig {
   readonly output: OptionValues['output'];
   /** Read from the API instead of manifests. */
   readonly deployment?: OptionValues['checkDeployment'];
-  /** Files, directories, or - for standard input. */
+  /** Files, directories, or - for standard input: those of -f, then the arguments. */
   readonly paths: readonly string[];
+  /** -n: where objects that name no namespace go, and the one any other must name (undefined: default, no check). */
+  readonly namespace?: { readonly name: string; readonly source: string };
 }
 
 const log = (args: ParsedArgs): LogConfig => ({ logLevel: setting(args, 'logLevel')!, logFormat: args.values.logFormat });
@@ -133,7 +135,12 @@ export function resolveInstallConfig(args: ParsedArgs): InstallConfig {
 }
 
 export function resolveCheckConfig(args: ParsedArgs): CheckConfig {
-  const deployment = args.values.checkDeployment;
-  if (deployment && args.positionals.length > 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', '--deployment reads from the API: name no manifests with it');
-  return Object.freeze({ output: setting(args, 'output')!, deployment, paths: Object.freeze([...args.positionals]) });
+  const { checkDeployment: deployment, namespace: name, filenames = [] } = args.values;
+  const paths = [...filenames, ...args.positionals];
+  if (deployment && paths.length > 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', '--deployment reads from the API: name no manifests with it');
+  const namespace = name === undefined ? undefined : { name, source: args.sources.namespace! };
+  if (deployment && namespace && namespace.name !== deployment.namespace) {
+    throw new ConfigError('DG_CONFIG_ARGUMENTS', `--deployment ${deployment.namespace}/${deployment.name} is in namespace ${deployment.namespace}, ${namespace.source} names ${namespace.name}: give one namespace`);
+  }
+  return Object.freeze({ output: setting(args, 'output')!, deployment, paths: Object.freeze(paths), ...(namespace && { namespace }) });
 }

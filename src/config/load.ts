@@ -76,7 +76,8 @@ export function parseArgs(
     const name = eq === -1 ? arg : arg.slice(0, eq);
     const spec = specs.find((s) => `--${s.flag}` === name || (s.short !== undefined && `-${s.short}` === name));
     if (!spec) throw new ConfigError('DG_CONFIG_UNKNOWN_OPTION', `unknown option ${name} for 'drainguard ${command}' (see 'drainguard ${command} --help')`);
-    if (fromFlags.has(spec.key)) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option --${spec.flag} given twice`);
+    const again = fromFlags.has(spec.key);
+    if (again && !spec.repeatable) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option --${spec.flag} given twice`);
     fromFlags.add(spec.key);
     let raw: string;
     if (spec.value === undefined) {
@@ -90,7 +91,8 @@ export function parseArgs(
       raw = next;
       i++;
     }
-    values[spec.key] = spec.parse(raw, name);
+    const value = spec.parse(raw, name);
+    values[spec.key] = again ? [...(values[spec.key] as unknown[]), ...(value as unknown[])] : value;
     sources[spec.key] = name;
   }
   // Each parser returns its key's type (OptionValues), so this is the one cast.

@@ -32,6 +32,7 @@ export interface OptionValues {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   logFormat: 'json' | 'text';
   checkDeployment: { readonly namespace: string; readonly name: string };
+  filenames: readonly string[];
   namespace: string;
   allNamespaces: boolean;
   timeoutMs: number;
@@ -73,6 +74,8 @@ export interface OptionSpec {
   readonly parse: (raw: string, source: string) => unknown;
   /** Not read from the environment (for example --all, which must be deliberate). */
   readonly flagOnly?: boolean;
+  /** May be given more than once: its parser returns a list, and the lists are joined (kubectl's -f). */
+  readonly repeatable?: boolean;
 }
 
 export const envName = (spec: OptionSpec): string => `DRAINGUARD_${spec.flag.toUpperCase().replaceAll('-', '_')}`;
@@ -289,8 +292,29 @@ const OUTPUT: OptionSpec = {
   description: 'text or json', default: 'text',
 };
 
+/** predelete's and check's -n: one variable, DRAINGUARD_NAMESPACE, as kubectl's one flag. */
+const NAMESPACE_OPTION: OptionSpec = {
+  key: 'namespace', flag: 'namespace', short: 'n', value: 'NAMESPACE', commands: ['predelete', 'check'],
+  parse: (raw, source) => {
+    if (!NAMESPACE.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'a namespace name (a DNS label)', raw);
+    return raw;
+  },
+  description: 'namespace of namespaced resources; predelete: also of the pods --require-ready looks for; check: of the objects that name none, as kubectl apply -n puts them (an object naming another is refused, exit 2)',
+  defaultText: (c) => (c === 'check' ? 'default' : "the kubeconfig context's namespace, in a pod its own, else default"),
+};
+
 export const CHECK_OPTIONS: readonly OptionSpec[] = [
   OUTPUT,
+  NAMESPACE_OPTION,
+  {
+    key: 'filenames', flag: 'filename', short: 'f', value: 'PATH', commands: ['check'], flagOnly: true, repeatable: true,
+    parse: (raw, source) => {
+      if (raw === '') throw invalid('DG_CONFIG_VALUE', source, 'a file, a directory, or - for standard input', raw);
+      return [raw];
+    },
+    description: 'manifests to check, as kubectl apply -f: a file, a directory (its .yaml, .yml and .json files, recursively) or - for standard input; repeatable, and the same as naming them as arguments',
+    defaultText: 'the paths named as arguments',
+  },
   {
     key: 'checkDeployment', flag: 'deployment', value: 'NAMESPACE/NAME', commands: ['check'],
     parse: (raw, source) => {
@@ -306,15 +330,7 @@ export const CHECK_OPTIONS: readonly OptionSpec[] = [
 
 // `drainguard predelete`: the options only it has.
 export const PREDELETE_OPTIONS: readonly OptionSpec[] = [
-  {
-    key: 'namespace', flag: 'namespace', short: 'n', value: 'NAMESPACE', commands: ['predelete'],
-    parse: (raw, source) => {
-      if (!NAMESPACE.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'a namespace name (a DNS label)', raw);
-      return raw;
-    },
-    description: 'namespace of namespaced resources, and of the pods --require-ready looks for',
-    defaultText: "the kubeconfig context's namespace, in a pod its own, else default",
-  },
+  NAMESPACE_OPTION,
   {
     key: 'allNamespaces', flag: 'all-namespaces', short: 'A', commands: ['predelete'], parse: boolean,
     description: 'delete the named types in every namespace', default: false, format: onOff,
