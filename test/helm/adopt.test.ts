@@ -8,45 +8,17 @@
 // name the objects the Deployment really uses, following the release name.
 
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { EXE } from '../support/proc.ts';
 import { type KubeObject, ofKind, theDeployment } from '../deploy/support/manifests.ts';
-import { MODES, cleanupCharts, stageChart, template, templateError } from './support/charts.ts';
-
-const doc = readFileSync('docs/helm.md', 'utf8');
-function section(heading: string): { yaml: string[]; sh: string[] } {
-  const start = doc.indexOf(`\n## ${heading}\n`);
-  assert.ok(start !== -1, `docs/helm.md has "${heading}"`);
-  const text = doc.slice(start, doc.indexOf('\n## ', start + 1));
-  const blocks = (lang: string) => [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]!);
-  return { yaml: blocks('yaml'), sh: blocks('sh') };
-}
-const KUBEBUILDER = section("Adding drainguard to the chart kubebuilder's helm plugin generates");
-const HELM_CREATE = section('Adding drainguard to a chart from `helm create`');
-const block = (blocks: string[], needle: string): string => {
-  const found = blocks.find((b) => b.includes(needle));
-  assert.ok(found, `a block with ${needle}`);
-  return found!;
-};
-
-/** FIXTURE staged (with the library in charts/) and changed as the doc says; PREFIX is the doc's path to the chart. */
-function adopt(fixture: string, steps: { yaml: string[]; sh: string[] }, prefix: string): string {
-  const chart = stageChart(resolve(fixture));
-  appendFileSync(join(chart, 'Chart.yaml'), block(KUBEBUILDER.yaml, 'dependencies:'));
-  const move = /git mv (\S+) (\S+)/.exec(block(steps.sh, 'git mv'))!;
-  renameSync(join(chart, move[1]!.slice(prefix.length)), join(chart, move[2]!.slice(prefix.length)));
-  writeFileSync(join(chart, 'templates/drainguard.yaml'), block(KUBEBUILDER.yaml, 'drainguard.all'));
-  appendFileSync(join(chart, 'values.yaml'), `\n${block(steps.yaml, 'drainguard:\n')}`);
-  return chart;
-}
+import { adoptHelmCreateChart, adoptKubebuilderChart } from './support/adopt.ts';
+import { MODES, cleanupCharts, template, templateError } from './support/charts.ts';
 
 const charts = {
-  kubebuilder: adopt('test/fixtures/kubebuilder/dist/chart', KUBEBUILDER, 'dist/chart/'),
-  'helm create': adopt('test/fixtures/helm-create', HELM_CREATE, ''),
+  kubebuilder: adoptKubebuilderChart(),
+  'helm create': adoptHelmCreateChart(),
 };
 test.after(cleanupCharts);
 

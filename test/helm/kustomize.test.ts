@@ -16,14 +16,17 @@ import { KUSTOMIZE_EXAMPLE, MODES, cleanupCharts, stageChart, template } from '.
  */
 function withoutUninstallLabel(o: KubeObject): KubeObject {
   if (o.kind !== 'Namespace') return o;
-  const { labels: { 'drainguard.dev/uninstall': _, ...labels } = {}, ...metadata } = o.metadata;
-  return { ...o, metadata: { ...metadata, ...(Object.keys(labels).length > 0 && { labels }) } };
+  const labels = Object.entries(o.metadata.labels ?? {}).filter(([k]) => k !== 'drainguard.dev/uninstall');
+  const metadata = { ...o.metadata };
+  delete metadata.labels;
+  return { ...o, metadata: { ...metadata, ...(labels.length > 0 && { labels: Object.fromEntries(labels) }) } };
 }
 /** The chart says in an annotation that it raised the chart's own grace period; the component's patch only sets it. */
 function withoutGraceNote(o: KubeObject): KubeObject {
   if (o.kind !== 'Deployment') return o;
-  const { 'drainguard.dev/grace-period': note, ...annotations } = o.metadata.annotations ?? {};
-  assert.match(note ?? '', /^raised from 10s to \d+s/);
+  const annotations = { ...o.metadata.annotations };
+  assert.match(annotations['drainguard.dev/grace-period'] ?? '', /^raised from 10s to \d+s/);
+  delete annotations['drainguard.dev/grace-period'];
   return { ...o, metadata: { ...o.metadata, annotations } };
 }
 const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
