@@ -4,14 +4,14 @@
 // to be deleted once no holder is left. Pure: the manifests in, the lists out.
 
 import { ConfigError } from '../errors.ts';
-import { type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
-import { isGuardKind } from '../config/guard-kinds.ts';
+import { type DeleteTarget, type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
+import { isGuardKind, isPolicyKind } from '../config/guard-kinds.ts';
 import type { Manifest } from './finding.ts';
 import { placementOf, podSpecOf, settingOf } from './pod.ts';
 
 export interface ReleaseTargets {
   readonly guard: readonly GuardTarget[];
-  readonly remove: readonly GuardTarget[];
+  readonly remove: readonly DeleteTarget[];
   /** Where the guarding pods ran: their holder Leases are there. */
   readonly namespace: string;
 }
@@ -35,8 +35,9 @@ export function releaseTargets(objects: readonly Manifest[], source: string): Re
   if (namespaces.size > 1) throw new ConfigError('DG_CHECK_INPUT', `${source}: guarding pods in several namespaces (${[...namespaces].join(', ')}): release each with its own manifests`);
   const remove = objects
     .filter((o) => (o.metadata.labels as Record<string, string> | undefined)?.[OWN_LABEL[0]] === OWN_LABEL[1])
-    .flatMap((o): GuardTarget[] => {
+    .flatMap((o): DeleteTarget[] => {
       const kind = o.kind.toLowerCase();
+      if (isPolicyKind(kind)) return [{ kind, name: o.metadata.name }];
       if (!isGuardKind(kind)) return [];
       return [kind === 'role' || kind === 'rolebinding' || kind === 'serviceaccount' ? { kind, namespace: o.metadata.namespace ?? [...namespaces][0]!, name: o.metadata.name } : { kind, name: o.metadata.name }];
     });

@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
 import { ConfigError } from '../errors.ts';
 import type { HoldKind } from './hold-list.ts';
-import { type GuardTarget, parseGuardList } from './guard-list.ts';
+import { type DeleteTarget, type GuardTarget, parseDeleteList, parseGuardList } from './guard-list.ts';
 import { type ParsedArgs, setting } from './load.ts';
 import type { OptionValues } from './options.ts';
 
@@ -39,7 +39,7 @@ export interface ReleaseConfig extends GuardQueryConfig {
   /** undefined: one pass. */
   readonly waitMs?: number;
   /** Deleted once no live holder is left. */
-  readonly remove: readonly GuardTarget[];
+  readonly remove: readonly DeleteTarget[];
   /** -f: manifests that add their guard lists, namespace and drainguard's own RBAC to the above. */
   readonly manifests?: string;
 }
@@ -96,7 +96,7 @@ export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
   if (all && !setting(args, 'yes')) {
     throw new ConfigError('DG_CONFIG_CONFIRM', '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
   }
-  const remove = args.values.delete === undefined ? [] : parseGuardList(args.values.delete, args.sources.delete ?? '--delete');
+  const remove = args.values.delete === undefined ? [] : parseDeleteList(args.values.delete, args.sources.delete ?? '--delete');
   return Object.freeze({ ...query, all, waitMs: args.values.waitMs, remove: Object.freeze(remove), manifests });
 }
 

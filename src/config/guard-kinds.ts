@@ -16,3 +16,10 @@ export const guardForm = (kind: GuardKind): string => (RESOURCES[kind].namespace
 
 /** Every form, `a, b, … or e`: for help texts and messages. */
 export const GUARD_FORMS = `${GUARD_KINDS.slice(0, -1).map(guardForm).join(', ')} or ${guardForm(GUARD_KINDS.at(-1)!)}`;
+
+/** What `release --delete` deletes besides guarded kinds: drainguard's admission policy and its binding (never guarded). */
+export const POLICY_KINDS = ['validatingadmissionpolicy', 'validatingadmissionpolicybinding'] as const;
+
+export type PolicyKind = (typeof POLICY_KINDS)[number];
+
+export const isPolicyKind = (kind: string): kind is PolicyKind => (POLICY_KINDS as readonly string[]).includes(kind);

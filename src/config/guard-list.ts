@@ -1,5 +1,5 @@
 import { RESOURCES } from '../kube/objects.ts';
-import { GUARD_FORMS, type GuardKind, guardForm, isGuardKind } from './guard-kinds.ts';
+import { GUARD_FORMS, type GuardKind, POLICY_KINDS, type PolicyKind, guardForm, isGuardKind, isPolicyKind } from './guard-kinds.ts';
 import { invalid } from './errors.ts';
 
 export type { GuardKind } from './guard-kinds.ts';
@@ -8,6 +8,26 @@ export interface GuardTarget {
   readonly kind: GuardKind;
   readonly namespace?: string;
   readonly name: string;
+}
+
+/** What `release --delete` names: drainguard's own RBAC, and its admission policy and binding. */
+export interface DeleteTarget {
+  readonly kind: GuardKind | PolicyKind;
+  readonly namespace?: string;
+  readonly name: string;
+}
+
+/** A --delete list: the forms of DRAINGUARD_GUARD, and validatingadmissionpolicy/NAME, validatingadmissionpolicybinding/NAME. */
+export function parseDeleteList(raw: string, source: string): DeleteTarget[] {
+  const items = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const policies = items.filter((item) => isPolicyKind(item.split('/')[0]!.toLowerCase()));
+  const out: DeleteTarget[] = parseGuardList(items.filter((item) => !policies.includes(item)).join(','), source);
+  for (const item of policies) {
+    const [kind, name, ...rest] = item.split('/');
+    if (rest.length > 0 || !name || !PATH_SEGMENT.test(name)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${kind!.toLowerCase()}/NAME (${POLICY_KINDS.join(', ')} are cluster-scoped)`, item);
+    out.push(Object.freeze({ kind: kind!.toLowerCase() as PolicyKind, name }));
+  }
+  return out;
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;

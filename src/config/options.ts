@@ -388,7 +388,7 @@ export const RELEASE_OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'delete', flag: 'delete', value: 'LIST', parse: nonEmpty, commands: ['release'], flagOnly: true,
-    description: "then delete these objects (the same form as --guard), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives",
+    description: "then delete these objects (the forms of --guard, and validatingadmissionpolicy/NAME, validatingadmissionpolicybinding/NAME), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives",
     defaultText: 'delete nothing',
   },
   {

@@ -3,12 +3,14 @@
 // or the wait is over; then, with nothing kept, deletes what `remove` names.
 // Every line it says is said once.
 
-import { guardTargetKey, type GuardTarget } from '../config/guard-list.ts';
+import { type DeleteTarget, type GuardTarget, guardTargetKey } from '../config/guard-list.ts';
+import { isGuardKind } from '../config/guard-kinds.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { sleep } from '../kube/retry.ts';
 import { inspect } from './inspect.ts';
-import { type HeldTarget, refOf } from './names.ts';
+import type { HeldTarget } from './names.ts';
+import { RESOURCES } from '../kube/objects.ts';
 import { sweep, toSweep, why } from './sweep.ts';
 
 export interface StaleRelease {
@@ -18,15 +20,16 @@ export interface StaleRelease {
   readonly all: boolean;
   /** How long to keep sweeping while live holders remain; undefined: one pass. */
   readonly waitMs?: number;
-  /** Deleted once no live holder is left (swept too: a stale finalizer would keep it after the delete). */
-  readonly remove: readonly GuardTarget[];
+  /** Deleted once no live holder is left (swept too, when of a guarded kind: a stale finalizer would keep it after the delete). */
+  readonly remove: readonly DeleteTarget[];
   /** Where names without a namespace are looked for. */
   readonly namespace: string | undefined;
 }
 
 /** Runs the release; resolves with the exit status (0: all released and deleted; 1: some failed, or holders remained where that counts). */
 export async function releaseStale(client: KubeClient, r: StaleRelease, write: (line: string) => void): Promise<number> {
-  const targets = [...r.targets, ...r.remove.filter((x) => !r.targets.some((t) => guardTargetKey(t) === guardTargetKey(x)))];
+  const guarded = r.remove.filter((x): x is GuardTarget => isGuardKind(x.kind));
+  const targets = [...r.targets, ...guarded.filter((x) => !r.targets.some((t) => guardTargetKey(t) === guardTargetKey(x)))];
   const until = Date.now() + (r.waitMs ?? 0);
   const said = new Set<string>();
   const say = (line: string) => {
@@ -72,7 +75,7 @@ export async function releaseStale(client: KubeClient, r: StaleRelease, write: (
           r.remove.map(async (x) => {
             const key = guardTargetKey(x);
             try {
-              await client.delete(refOf(x), { body: { propagationPolicy: 'Background' } });
+              await client.delete({ ...RESOURCES[x.kind], namespace: x.namespace, name: x.name }, { body: { propagationPolicy: 'Background' } });
               deleted++;
               say(`${key}: deleted`);
             } catch (err) {

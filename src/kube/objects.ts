@@ -55,6 +55,8 @@ export const RESOURCES = {
   deployment: { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true },
   lease: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },
   event: { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true },
+  validatingadmissionpolicy: { group: 'admissionregistration.k8s.io', version: 'v1', resource: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy', namespaced: false },
+  validatingadmissionpolicybinding: { group: 'admissionregistration.k8s.io', version: 'v1', resource: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding', namespaced: false },
 } as const satisfies Record<string, ResourceRef>;
 
 export const apiVersion = (r: ResourceRef): string => (r.group ? `${r.group}/${r.version}` : r.version);

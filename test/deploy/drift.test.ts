@@ -1,7 +1,7 @@
 // Every generated file in the repository is what scripts/generate.ts makes
 // now: the launcher's bytes from launcher.S, the table of variables from the
 // options, the error codes from src/errors.ts, the rendered examples from the kustomizations,
-// the library chart's defaults from the options.
+// the library chart's defaults from the options, its admission rules from the component's.
 
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
@@ -10,9 +10,10 @@ import { ROOT, generateAll } from '../../scripts/generate.ts';
 
 const generated = generateAll();
 
-test("the generator makes the launcher, the table of variables, the table of error codes, each rendered example and the chart's defaults", () => {
+test("the generator makes the launcher, the table of variables, the table of error codes, each rendered example, the chart's defaults and admission rules", () => {
   assert.equal(generated.map((g) => g.path).sort(), [
     'README.md',
+    'deploy/helm/drainguard/templates/_admission-rules.tpl',
     'deploy/helm/drainguard/templates/_defaults.tpl',
     'deploy/rendered/hold.yaml',
     'deploy/rendered/native-sidecar.yaml',

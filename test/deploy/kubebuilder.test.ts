@@ -49,7 +49,7 @@ for (const project of ['guestbook', 'shop']) {
       assert.is(own.length, 2);
       for (const b of own) assert.equal(b.subjects, [{ kind: 'ServiceAccount', name: sa, namespace: `${project}-system` }]);
       // What an uninstall with kubectl deletes last.
-      assert.equal(objects.filter((o) => o.metadata.labels?.['drainguard.dev/uninstall'] === 'last').map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Namespace', 'Role', 'RoleBinding']);
+      assert.equal(objects.filter((o) => o.metadata.labels?.['drainguard.dev/uninstall'] === 'last').map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Namespace', 'Role', 'RoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     });
   }
 }

@@ -45,8 +45,11 @@ for (const mode of [...MODES, 'hold']) {
   const serviceAccount = deployment.spec.template.spec.serviceAccountName as string;
   const operator = operatorOf(mode);
   const before = new Set(operator.map(key));
-  // The hold example brings the operator's CRDs along.
-  const added = objects.filter((o) => !before.has(key(o)) && o.kind !== 'CustomResourceDefinition');
+  // The hold example brings the operator's CRDs along; the admission policy has tests of its own below.
+  const isPolicy = (o: KubeObject) => o.apiVersion.startsWith('admissionregistration.k8s.io/');
+  const added = objects.filter((o) => !before.has(key(o)) && o.kind !== 'CustomResourceDefinition' && !isPolicy(o));
+  const policy = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy')!;
+  const policyBinding = objects.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding')!;
   const guard = parseGuardList(guardValue(deployment), 'DRAINGUARD_GUARD');
   const hold = parseHoldList(envValue(deployment, 'DRAINGUARD_HOLD'), 'DRAINGUARD_HOLD');
 
@@ -93,6 +96,31 @@ for (const mode of [...MODES, 'hold']) {
 
     assert.equal([...granted].filter((g) => !allowed.has(g)).sort(), [], 'granted beyond the list');
     assert.equal([...allowed].filter((g) => !granted.has(g)).sort(), [], 'needed but not granted');
+  });
+
+  test(`${mode}: the admission policy holds the operator's ServiceAccount to the finalizers of exactly the guarded objects${hold.length > 0 ? ' and its Deployment' : ''}`, () => {
+    assert.ok(policy && policyBinding, 'a ValidatingAdmissionPolicy and its binding');
+    assert.equal(policyBinding.spec, { policyName: policy.metadata.name, validationActions: ['Deny'] });
+    assert.is(policy.spec.failurePolicy, 'Fail');
+    assert.equal(policy.spec.matchConditions.map((c: any) => c.expression), [`request.userInfo.username == 'system:serviceaccount:' + '${namespace}' + ':' + '${serviceAccount}'`]);
+    // Every rule: UPDATE (a patch is an update in admission), by name.
+    const matched = new Set<string>();
+    for (const rule of policy.spec.matchConstraints.resourceRules) {
+      assert.equal(rule.operations, ['UPDATE']);
+      for (const resource of rule.resources) for (const name of rule.resourceNames) matched.add(`${rule.apiGroups[0]}|${resource}|${name}`);
+    }
+    const guarded = guard.map((t) => `${GUARD_RESOURCES[t.kind]!.group}|${GUARD_RESOURCES[t.kind]!.resource}|${t.name}`);
+    const held = hold.length > 0 ? [`apps|deployments|${deployment.metadata.name}`] : [];
+    // Every guarded object is matched; what else is matched is a role or binding of drainguard's own name of the other kind.
+    assert.equal(guarded.filter((g) => !matched.has(g)), [], 'every guarded object is matched');
+    assert.ok(held.every((h) => matched.has(h)), 'the held Deployment is matched');
+    const own = added.find((o) => o.kind === 'Role')!.metadata.name;
+    assert.equal([...matched].filter((m) => !guarded.includes(m) && !held.includes(m)), [], `nothing else but ${own}`);
+    // Kept through the uninstall, deleted last: as drainguard's own RBAC.
+    for (const o of [policy, policyBinding]) {
+      assert.is(o.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+      assert.is(o.metadata.labels?.['drainguard.dev/uninstall'], 'last');
+    }
   });
 
   test(`${mode}: the guard holds the operator's RBAC and ServiceAccount, and drainguard's own RBAC`, () => {

@@ -22,6 +22,7 @@ test.after(cleanupCharts);
 
 const hookOf = (o: KubeObject) => o.metadata.annotations?.['helm.sh/hook'];
 const isDrainguard = (o: KubeObject) => o.metadata.labels?.['app.kubernetes.io/name'] === 'drainguard';
+const isPolicy = (o: KubeObject) => o.apiVersion.startsWith('admissionregistration.k8s.io/');
 
 /** Every VERB on RESOURCE (GROUP) named NAME ('*': any) in NAMESPACE ('': cluster) that ROLES grant. */
 function grants(roles: KubeObject[]): string[] {
@@ -83,7 +84,7 @@ for (const mode of MODES) {
   test(`${mode}: drainguard's RBAC grants get and patch on exactly the guard list, its Leases, Events and Pod`, () => {
     const deployment = theDeployment(objects);
     const guard = guardOf(deployment);
-    const ours = objects.filter(isDrainguard);
+    const ours = objects.filter((o) => isDrainguard(o) && !isPolicy(o));
     assert.equal(ours.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
     for (const b of ours.filter((o) => o.kind.endsWith('Binding'))) assert.equal(b.subjects, [{ kind: 'ServiceAccount', name: 'example-operator', namespace: NS }]);
     const want = [
@@ -118,19 +119,21 @@ for (const mode of MODES) {
     ]);
   });
 
-  test(`${mode}: drainguard's own RBAC is kept through the uninstall, and nothing else is`, () => {
+  test(`${mode}: drainguard's own RBAC and admission policy are kept through the uninstall, and nothing else is`, () => {
     const kept = objects.filter((o) => o.metadata.annotations?.['helm.sh/resource-policy'] === 'keep');
     assert.equal(kept.map((o) => `${o.kind}/${o.metadata.name}`).sort(), objects.filter(isDrainguard).map((o) => `${o.kind}/${o.metadata.name}`).sort());
-    assert.is(kept.length, 4);
+    assert.equal(kept.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
   });
 
-  test(`${mode}: the post-delete hook may get and patch the guarded objects, read Leases and delete drainguard's own RBAC; it runs release --wait --delete`, () => {
+  test(`${mode}: the post-delete hook may get and patch the guarded objects, read Leases and delete drainguard's own RBAC and policy; it runs release --wait --delete`, () => {
     const hooks = objects.filter((o) => hookOf(o) === 'post-delete');
     const guard = guardOf(theDeployment(objects));
     const own = objects.filter(isDrainguard).map((o) => `${o.kind.toLowerCase()}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`);
+    const policy = `drainguard.${NS}.example-operator`;
     assert.equal(grants(ofKind(hooks, 'ClusterRole').concat(ofKind(hooks, 'Role'))), [
+      ...onGuard(own.filter((o) => !o.startsWith('validatingadmission')).join(','), ['delete']),
       ...onGuard(guard, ['get', 'patch']),
-      ...onGuard(own.join(','), ['delete']),
+      ...['validatingadmissionpolicies', 'validatingadmissionpolicybindings'].map((r) => `|admissionregistration.k8s.io|${r}|delete|${policy}`),
       `${NS}|coordination.k8s.io|leases|get|*`,
       `${NS}|coordination.k8s.io|leases|list|*`,
     ].sort());
@@ -177,7 +180,9 @@ test('hold off by default: DRAINGUARD_HOLD empty, no timeout or settle (draingua
   const objects = template(example, { namespace: NS });
   const env = envOf(theDeployment(objects));
   assert.equal([env.DRAINGUARD_HOLD, env.DRAINGUARD_HOLD_TIMEOUT, env.DRAINGUARD_HOLD_SETTLE], ['', undefined, undefined]);
-  assert.not.match(JSON.stringify(objects.filter(isDrainguard)), /replicasets|deployments/);
+  assert.not.match(JSON.stringify(objects.filter((o) => isDrainguard(o) && !isPolicy(o))), /replicasets|deployments/);
+  const policy = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy')!;
+  assert.not.ok(policy.spec.matchConstraints.resourceRules.some((r: any) => r.resources.includes('deployments')), 'the policy matches no Deployment');
   assert.throws(() => template(example, { namespace: NS, set: { 'drainguard.hold.kinds': ['installations'] } }), /hold\.kinds|does not match pattern/);
 });
 

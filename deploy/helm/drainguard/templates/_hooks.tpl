@@ -164,12 +164,16 @@ holder was left (--delete).
 {{- $kind := first $parts -}}
 {{- $_ := set $names $kind (append (get $names $kind) (last $parts)) -}}
 {{- end -}}
-{{- $args := list "release" (printf "--pod-namespace=%s" $c.namespace) (printf "--guard=%s" (join "," $c.guard)) (printf "--wait=%s" $v.postdelete.wait) (printf "--delete=%s" (join "," $c.own)) }}
+{{- $policy := printf "drainguard.%s.%s" $c.namespace $c.deployment -}}
+{{- $delete := $c.own -}}
+{{- if $v.admissionPolicy }}{{ $delete = concat $delete (list (printf "validatingadmissionpolicy/%s" $policy) (printf "validatingadmissionpolicybinding/%s" $policy)) }}{{ end -}}
+{{- $args := list "release" (printf "--pod-namespace=%s" $c.namespace) (printf "--guard=%s" (join "," $c.guard)) (printf "--wait=%s" $v.postdelete.wait) (printf "--delete=%s" (join "," $delete)) }}
 {{ include "drainguard.hookServiceAccount" (dict "name" $name "namespace" $c.namespace "hook" "post-delete") }}
-{{- if or $names.clusterrole $names.clusterrolebinding $c.ownCluster }}
+{{- if or $names.clusterrole $names.clusterrolebinding $c.ownCluster $v.admissionPolicy }}
 ---
 # get and patch (finalizers only: no escalate or bind is needed) on exactly the guarded
-# objects; delete on drainguard's own ClusterRole and binding, which the uninstall keeps.
+# objects; delete on drainguard's own ClusterRole and binding and its admission policy,
+# which the uninstall keeps.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
@@ -180,6 +184,12 @@ rules:
   - apiGroups: [rbac.authorization.k8s.io]
     resources: [clusterroles, clusterrolebindings]
     resourceNames: [{{ $c.self | quote }}]
+    verbs: [delete]
+  {{- end }}
+  {{- if $v.admissionPolicy }}
+  - apiGroups: [admissionregistration.k8s.io]
+    resources: [validatingadmissionpolicies, validatingadmissionpolicybindings]
+    resourceNames: [{{ $policy | quote }}]
     verbs: [delete]
   {{- end }}
   {{- with $names.clusterrole }}

@@ -12,6 +12,10 @@ Argument: the root context.
 {{- if and .Values.drainguard.enabled (not (include "drainguard.scanning" .)) -}}
 {{- include "drainguard.validate" . -}}
 {{- $c := include "drainguard.config" . | fromJson -}}
+{{- with include "drainguard.admissionPolicy" . }}
+{{ . }}
+---
+{{- end }}
 {{- $own := ternary (list $c.self) list $c.guardSelf -}}
 {{- $clusterRoles := concat $c.clusterRoles $own -}}
 {{- $clusterRoleBindings := concat $c.clusterRoleBindings $own -}}
@@ -132,5 +136,84 @@ subjects:
   - kind: ServiceAccount
     name: {{ $c.serviceAccount }}
     namespace: {{ $c.namespace }}
+{{- end -}}
+{{- end -}}
+
+
+{{/*
+What RBAC cannot say: `patch` on a role or binding is patch of all of it, and
+the operator's ServiceAccount, which drainguard's RBAC is bound to, could add
+any subject to a binding of a role it holds. For requests by that
+ServiceAccount on the objects drainguard guards (and the held Deployment), an
+update may change nothing but the drainguard.dev/holder- finalizers
+(admissionregistration.k8s.io/v1: Kubernetes 1.30 or later). Kept through the
+uninstall and deleted with drainguard's own RBAC by the post-delete hook, as
+deploy/components/rbac/admission-policy.yaml. Argument: the root context.
+*/}}
+{{- define "drainguard.admissionPolicy" -}}
+{{- if .Values.drainguard.admissionPolicy -}}
+{{- /* GA and on in every cluster from 1.30 (helm template: the client's version, or --kube-version). */ -}}
+{{- if not (semverCompare ">=1.30-0" .Capabilities.KubeVersion.Version) -}}
+{{- fail (printf "drainguard.admissionPolicy: Kubernetes %s has no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 or later). Without it the operator's ServiceAccount may change the guarded roles and bindings beyond their finalizers (add a subject, say); set drainguard.admissionPolicy: false to install all the same" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- $c := include "drainguard.config" . | fromJson -}}
+{{- $name := printf "drainguard.%s.%s" $c.namespace $c.deployment -}}
+{{- $namespaced := concat $c.roles $c.roleBindings (list $c.self) | uniq -}}
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "drainguard.labels" . | nindent 4 }}
+  annotations:
+    {{- include "drainguard.kept" . | nindent 4 }}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [rbac.authorization.k8s.io]
+        apiVersions: ["*"]
+        operations: [UPDATE]
+        resources: [clusterroles]
+        resourceNames: {{ toJson (concat $c.clusterRoles (list $c.self)) }}
+      - apiGroups: [rbac.authorization.k8s.io]
+        apiVersions: ["*"]
+        operations: [UPDATE]
+        resources: [clusterrolebindings]
+        resourceNames: {{ toJson (concat $c.clusterRoleBindings (list $c.self)) }}
+      - apiGroups: [rbac.authorization.k8s.io]
+        apiVersions: ["*"]
+        operations: [UPDATE]
+        resources: [roles, rolebindings]
+        resourceNames: {{ toJson $namespaced }}
+      - apiGroups: [""]
+        apiVersions: ["*"]
+        operations: [UPDATE]
+        resources: [serviceaccounts]
+        resourceNames: [{{ $c.serviceAccount }}]
+      {{- if $c.hold }}
+      - apiGroups: [apps]
+        apiVersions: ["*"]
+        operations: [UPDATE]
+        resources: [deployments]
+        resourceNames: [{{ $c.deployment }}]
+      {{- end }}
+  matchConditions:
+    - name: operator-serviceaccount
+      expression: {{ printf "request.userInfo.username == 'system:serviceaccount:' + '%s' + ':' + '%s'" $c.namespace $c.serviceAccount | quote }}
+  validations:
+    {{- include "drainguard.admissionValidations" . | nindent 4 }}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "drainguard.labels" . | nindent 4 }}
+  annotations:
+    {{- include "drainguard.kept" . | nindent 4 }}
+spec:
+  policyName: {{ $name }}
+  validationActions: [Deny]
 {{- end -}}
 {{- end -}}
