@@ -20,8 +20,8 @@ export interface StaleRelease {
   readonly waitMs?: number;
   /** Deleted once no live holder is left (swept too: a stale finalizer would keep it after the delete). */
   readonly remove: readonly GuardTarget[];
-  /** Where names without a namespace are looked for. */
-  readonly namespace: string | undefined;
+  /** The guard's own namespace: where holder Leases count, and the hold's Deployments are. */
+  readonly namespace: string;
 }
 
 /** Runs the release; resolves with the exit status (0: all released and deleted; 1: some failed, or holders remained where that counts). */

@@ -103,7 +103,7 @@ async function scenario(mode: string, guardContainer: string): Promise<void> {
       for (const o of own) assert.is((await cluster.api.call('GET', pathOf(o))).status, 200, `${o.kind}/${o.metadata.name} kept`);
       // Then drainguard's own RBAC, once no holder is left.
       const keys = (list: KubeObject[]) => list.map((o) => `${o.kind.toLowerCase()}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`).join(',');
-      const after = drainguard(['release', '--guard', keys(guarded), '--wait', '30s', '--delete', keys(own)], { KUBECONFIG: cluster.cluster.adminKubeconfig });
+      const after = drainguard(['release', '--pod-namespace', ns, '--guard', keys(guarded), '--wait', '30s', '--delete', keys(own)], { KUBECONFIG: cluster.cluster.adminKubeconfig });
       assert.equal((await after.exit(40_000)).code, 0, after.stdout.join('\n'));
       for (const o of own) await cluster.poll(pathOf(o), (_b, s) => s === 404, 15_000, `${o.kind}/${o.metadata.name} gone`);
     } finally {
