@@ -515,13 +515,27 @@ contract('Events: core/v1 and events.k8s.io/v1 are one resource in two shapes; t
   assert.equal([elsewhere.status, elsewhere.body.message], [422, 'Event "e3" is invalid: involvedObject.namespace: Invalid value: "other": does not match event.namespace']);
 });
 
-contract('Leases: MicroTime fields in microseconds, metav1.Time in seconds', async (c) => {
+contract('Leases: MicroTime fields take exactly six fractional digits, kept in microseconds; metav1.Time in seconds', async (c) => {
   const { name: ns } = await c.namespace('leases');
-  const made = await c.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l', namespace: ns }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, renewTime: '2026-01-01T00:00:00.123Z', acquireTime: '2026-01-01T00:00:00Z' } });
-  assert.equal([made.spec.renewTime, made.spec.acquireTime], ['2026-01-01T00:00:00.123000Z', '2026-01-01T00:00:00.000000Z']);
+  const lease = (spec: Record<string, unknown>) => ({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l', namespace: ns }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, ...spec } });
+  const leases = resourcePath('coordination.k8s.io/v1', 'leases', ns);
+  // Three digits, or none, are refused (kubernetes-facts.md, "Field formats"): time.Parse with ".000000".
+  const refusal = (text: string, rest: string) => `Lease in version "v1" cannot be handled as a Lease: parsing time "${text}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "${rest}" as ".000000"`;
+  for (const [field, text, rest] of [['renewTime', '2026-01-01T00:00:00.123Z', '.123Z'], ['acquireTime', '2026-01-01T00:00:00Z', 'Z']] as const) {
+    const refused = await c.api.request('POST', leases, lease({ [field]: text }));
+    assert.equal([refused.status, refused.body.kind, refused.body.reason, refused.body.code, refused.body.message], [400, 'Status', 'BadRequest', 400, refusal(text, rest)]);
+  }
+  assert.equal(await c.api.get(`${leases}/l`), undefined, 'nothing was made');
+  const made = await c.create(lease({ renewTime: '2026-01-01T00:00:00.123000Z', acquireTime: '2026-01-01T01:00:00.000001+01:00' }));
+  assert.equal([made.spec.renewTime, made.spec.acquireTime], ['2026-01-01T00:00:00.123000Z', '2026-01-01T00:00:00.000001Z']);
   assert.match(made.metadata.creationTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-  const patched = await c.api.patch(resourcePath('coordination.k8s.io/v1', 'leases', ns, 'l'), { spec: { renewTime: '2026-01-01T00:00:01.5+00:00' } });
+  const patched = await c.api.patch(`${leases}/l`, { spec: { renewTime: '2026-01-01T00:00:01.500000+00:00' } });
   assert.equal(patched.spec.renewTime, '2026-01-01T00:00:01.500000Z');
+  // A patch is decoded the same way; only its refusal is asserted (its status and wording on a real server were not measured).
+  const short = await c.api.request('PATCH', `${leases}/l`, { spec: { renewTime: '2026-01-01T00:00:02.5Z' } }, 'application/merge-patch+json');
+  assert.ok(short.status === 400 || short.status === 422, `${short.status} ${JSON.stringify(short.body)}`);
+  assert.match(short.body.message, 'cannot parse ".5Z" as ".000000"');
+  assert.equal((await c.api.get(`${leases}/l`)).spec.renewTime, '2026-01-01T00:00:01.500000Z');
 });
 
 contract('CRDs: established and served, their objects pruned, strategic merge refused, deleted with their objects', async (c) => {
