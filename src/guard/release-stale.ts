@@ -83,7 +83,7 @@ export async function releaseStale(client: KubeClient, r: StaleRelease, write: (
           }),
         );
       }
-      const summary = [`released ${removed} finalizer(s)`, `${kept} of live holders left`, ...(r.remove.length > 0 ? [`deleted ${deleted} object(s)`] : []), ...(failed > 0 ? [`${failed} object(s) failed`] : [])];
+      const summary = [`released ${removed} finalizer(s)`, `${kept} of live holders left`, ...(r.remove.length > 0 ? [`deleted ${deleted} object(s)`] : []), ...(failed > 0 ? [`${failed} object(s) failed`] : []), `holders judged by the Leases of namespace ${r.namespace}`];
       write(summary.join('; '));
       return failed > 0 || ((r.waitMs !== undefined || r.remove.length > 0) && kept > 0) ? 1 : 0;
     }

@@ -110,6 +110,7 @@ test("a Lease named after a holder in another namespace counts for nothing: it k
       assert.ok(r.stdout.includes(`${o.guard}: kept ${finalizer(a)} (live holder ${c.ns}/drainguard-${a.uid})`), r.stdout.join('\n'));
       assert.ok(r.stdout.includes(`${o.guard}: removed ${finalizer(d)} (stale: Lease gone)`), r.stdout.join('\n'));
     }
+    assert.ok(r.stdout.at(-1)!.endsWith(`; holders judged by the Leases of namespace ${c.ns}`), r.stdout.at(-1));
     assert.ok(await allHeldBy(c, a), JSON.stringify(await c.holders()));
     pa.kill('SIGTERM');
     assert.equal((await pa.exit()).code, 0);
