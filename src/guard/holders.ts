@@ -66,7 +66,7 @@ export interface HolderIndex {
   readonly scope: string;
 }
 
-export function isExpired(lease: LeaseObject, now: number): boolean {
+function isExpired(lease: LeaseObject, now: number): boolean {
   const renewed = renewedAt(lease);
   const duration = (lease.spec?.leaseDurationSeconds ?? 0) * 1000;
   return Number.isNaN(renewed) || now > renewed + duration;
@@ -77,7 +77,7 @@ function renewedAt(lease: LeaseObject): number {
 }
 
 /** The Lease has an ownerReference to the Pod with this UID. */
-export function ownedByPod(lease: LeaseObject, uid: string): boolean {
+function ownedByPod(lease: LeaseObject, uid: string): boolean {
   return (lease.metadata.ownerReferences ?? []).some((r) => r.apiVersion === 'v1' && r.kind === 'Pod' && r.uid === uid);
 }
 
