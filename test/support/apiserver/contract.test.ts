@@ -448,7 +448,7 @@ contract('service account tokens: kept for the deletion leeway while a finalizer
 
 // ---- garbage collector ---------------------------------------------------------------
 
-contract('garbage collector: background, an owner held by a finalizer, foreground with a blocking dependent, orphan, a namespaced owner of a cluster-scoped object, a Pod’s Lease', async (c) => {
+contract('garbage collector: background, an owner held by a finalizer, foreground with a blocking dependent, orphan, a namespaced owner of a cluster-scoped object, a Pod’s Lease, a Lease naming a Pod of another namespace', async (c) => {
   const { name: ns } = await c.namespace('gc');
   // Background: the dependent follows the owner.
   const owner = await c.create(cm(ns, 'owner'));
@@ -492,6 +492,16 @@ contract('garbage collector: background, an owner held by a finalizer, foregroun
   assert.ok(await c.api.get(lease), 'the Lease stays while its Pod terminates');
   await c.api.delete(resourcePath('v1', 'pods', ns, 'p'), { gracePeriodSeconds: 0 });
   await gone(c, lease);
+  // A namespaced owner is looked for in the dependent's namespace: a Lease naming a Pod of another namespace
+  // has no owner, and is collected while that Pod lives (what makes a holder Lease outside its pod's namespace
+  // worthless, src/guard/holders.ts).
+  const { name: other } = await c.namespace('gc-other');
+  const there = await c.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: other }, spec: { nodeName: await c.node(), containers: [{ name: 'c', image: 'x' }] } });
+  const foreign = resourcePath('coordination.k8s.io/v1', 'leases', ns, 'foreign');
+  await c.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'foreign', namespace: ns, ownerReferences: [ownerRef(there)] }, spec: {} });
+  await gone(c, foreign);
+  assert.ok(await c.api.get(resourcePath('v1', 'pods', other, 'p')), 'the Pod stays');
+  await c.api.delete(resourcePath('v1', 'pods', other, 'p'), { gracePeriodSeconds: 0 });
 });
 
 // ---- Events, Leases, CRDs -------------------------------------------------------------
