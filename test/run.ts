@@ -19,6 +19,9 @@
 // failing or not. A run with failures ends by naming each failed test with the
 // first line of its message and its diff, so the tail of a long log says what
 // failed (a failing file's whole output, printed above, can be thousands of lines).
+// A file killed past its time limit (TEST_FILE_TIMEOUT_MS), or ended before its
+// summary, is reported with the test it was running and the waits it had open
+// (or the last one that ended), as it told them on fd 3 (support/progress.ts).
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -27,6 +30,7 @@ import { join, relative } from 'node:path';
 import { type SharedCluster, needsCluster, startSharedCluster } from './support/cluster-runner.ts';
 import { STATE_VARIABLE } from './support/cluster/index.ts';
 import { GO_MODULES_VARIABLE, ctrlUnavailable } from './support/go.ts';
+import { PROGRESS_FD_VARIABLE, ProgressReader } from './support/progress.ts';
 import { TIER_VARIABLE, clusterTier } from './support/tier.ts';
 
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
@@ -141,17 +145,22 @@ async function runFile(file: string): Promise<Result> {
     chmodSync(tmp, 0o1777);
     // A process group of its own, so an interrupted or timed-out file is stopped with what it started;
     // SIGKILL when the runner itself dies.
+    // fd 3: the file's progress (support/progress.ts), read to say what a file killed here was doing.
     const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', process.execPath, 'test/support/run-file.ts', file], {
-      env: { ...env, TMPDIR: tmp },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...env, TMPDIR: tmp, [PROGRESS_FD_VARIABLE]: '3' },
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
     running.add(child);
     let output = '';
-    child.stdout.on('data', (d) => (output += d));
-    child.stderr.on('data', (d) => (output += d));
+    child.stdout!.on('data', (d) => (output += d));
+    child.stderr!.on('data', (d) => (output += d));
+    const progress = new ProgressReader();
+    (child.stdio[3] as NodeJS.ReadableStream).setEncoding('utf8').on('data', (d: string) => progress.feed(d));
+    let killed = false;
     const timer = setTimeout(() => {
-      output += `\n  runner: ${file} ran past ${FILE_TIMEOUT_MS} ms and was killed\n`;
+      killed = true;
+      output += `\n  runner: ${file} ran past ${FILE_TIMEOUT_MS} ms and was killed\n${progress.report().map((l) => `  runner: ${l}\n`).join('')}`;
       killGroup(child);
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
@@ -174,6 +183,8 @@ async function runFile(file: string): Promise<Result> {
       let skipped = Number(/Skipped:\s+(\d+)/.exec(output)?.[1] ?? 0);
       let passed = Number.isNaN(done) ? 0 : done;
       let failed = Number.isNaN(total) ? 1 : total - passed;
+      // Ended without uvu's summary (crashed, or exited with a test unsettled), not killed here: say where it was too.
+      if (Number.isNaN(total) && !killed) output += `\n  runner: ${file} ended before its summary\n${progress.report().map((l) => `  runner: ${l}\n`).join('')}`;
       // A file that crashed, hung or exited non-zero after its summary still counts as a failure.
       if ((code !== 0 || signal) && failed === 0) failed = 1;
       if (Number.isNaN(total)) passed = 0;

@@ -83,8 +83,8 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-/** The command that frees what a failed release left (once the holder is stale). */
-const releaseCommand = (objects: readonly string[]): string => `drainguard release --guard ${objects.join(',')}`;
+/** The command that frees what a failed release left (once the holder is stale); holders count only in their own namespace. */
+const releaseCommand = (objects: readonly string[], namespace: string): string => `drainguard release --pod-namespace ${namespace} --guard ${objects.join(',')}`;
 
 interface Tracked {
   readonly target: HeldTarget;
@@ -494,12 +494,12 @@ export class Guard {
     if (failed.length > 0) {
       const objects = failed.map((f) => f.name);
       // Loud: after an uninstall no other drainguard may be left to sweep it.
-      this.#log.error(`guard released in part: ${objects.join(', ')} keep this pod's finalizer; once this pod is gone, \`${releaseCommand(objects)}\` (or the post-delete hook) removes it`, {
+      this.#log.error(`guard released in part: ${objects.join(', ')} keep this pod's finalizer; once this pod is gone, \`${releaseCommand(objects, this.#pod.namespace)}\` (or the post-delete hook) removes it`, {
         ...fields,
         failed: failed.map((f) => `${f.name}: ${f.error}`),
-        fix: releaseCommand(objects),
+        fix: releaseCommand(objects, this.#pod.namespace),
       });
-      this.#onReleaseFailed?.(objects, releaseCommand(objects));
+      this.#onReleaseFailed?.(objects, releaseCommand(objects, this.#pod.namespace));
     } else {
       this.#log.info('guard released', fields);
     }

@@ -42,7 +42,8 @@ async function objectsWithHolders(client: KubeClient): Promise<{ target: GuardTa
 export async function inspect(
   client: KubeClient,
   selection: { readonly targets?: readonly HeldTarget[]; readonly allObjects?: boolean },
-  fallbackNamespace: string | undefined,
+  /** The guard's own namespace: where holder Leases count (holders.ts). */
+  namespace: string,
   now: () => number = Date.now,
 ): Promise<Inspection> {
   const found: { target: HeldTarget; object?: KubeObject }[] = [];
@@ -67,7 +68,7 @@ export async function inspect(
   ]);
   named.forEach(add);
   all.forEach(add);
-  const holders = await listHolders(client, fallbackNamespace, now);
+  const holders = await listHolders(client, namespace, now);
   const objects = found.map(({ target, object }) => ({
     target,
     key: guardTargetKey(target),

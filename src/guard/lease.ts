@@ -11,6 +11,14 @@ import type { PodRef } from '../kube/pod.ts';
 import type { LeaseObject } from './holders.ts';
 import { GUARDS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, leaseNameFor } from './names.ts';
 
+/**
+ * A metav1.MicroTime: RFC 3339 with exactly six fractional digits, as the API
+ * server parses it ("2006-01-02T15:04:05.000000Z07:00"); three are refused (400).
+ */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
 export interface HolderLeaseOptions {
   readonly client: KubeClient;
   readonly pod: PodRef;
@@ -49,7 +57,7 @@ export class HolderLease {
 
   #body(): LeaseObject {
     const { pod, guards, durationMs, now } = this.#o;
-    const at = new Date(now()).toISOString().replace('Z', '000Z');
+    const at = microTime(now());
     return {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -70,7 +78,9 @@ export class HolderLease {
     const body = this.#body();
     try {
       if (this.#created) {
-        await client.patch(this.#ref, { spec: { holderIdentity: body.spec!.holderIdentity, renewTime: body.spec!.renewTime } }, 'application/merge-patch+json', { signal });
+        // The label and the owner too: a sweeper counts this Lease only with both (holders.ts), so an edit that took them is undone.
+        const { labels, ownerReferences } = body.metadata;
+        await client.patch(this.#ref, { metadata: { labels, ownerReferences }, spec: { holderIdentity: body.spec!.holderIdentity, renewTime: body.spec!.renewTime } }, 'application/merge-patch+json', { signal });
       } else {
         await client.create(RESOURCES.lease, pod.namespace, body, { signal });
         logger.info('holder Lease created', { lease: this.name });
@@ -84,7 +94,7 @@ export class HolderLease {
       if (!this.#created && isStatus(err, 409)) {
         // Left by an earlier run of this pod's container: take it over.
         const { metadata, spec } = body;
-        await client.patch(this.#ref, { metadata: { labels: metadata.labels, annotations: metadata.annotations }, spec }, 'application/merge-patch+json', { signal });
+        await client.patch(this.#ref, { metadata: { labels: metadata.labels, annotations: metadata.annotations, ownerReferences: metadata.ownerReferences }, spec }, 'application/merge-patch+json', { signal });
         logger.info('holder Lease taken over from an earlier run of this pod', { lease: this.name });
       } else {
         this.#held = false;

@@ -22,8 +22,8 @@ export interface StaleRelease {
   readonly waitMs?: number;
   /** Deleted once no live holder is left (swept too, when of a guarded kind: a stale finalizer would keep it after the delete). */
   readonly remove: readonly DeleteTarget[];
-  /** Where names without a namespace are looked for. */
-  readonly namespace: string | undefined;
+  /** The guard's own namespace: where holder Leases count, and the hold's Deployments are. */
+  readonly namespace: string;
 }
 
 /** Runs the release; resolves with the exit status (0: all released and deleted; 1: some failed, or holders remained where that counts). */
@@ -86,7 +86,7 @@ export async function releaseStale(client: KubeClient, r: StaleRelease, write: (
           }),
         );
       }
-      const summary = [`released ${removed} finalizer(s)`, `${kept} of live holders left`, ...(r.remove.length > 0 ? [`deleted ${deleted} object(s)`] : []), ...(failed > 0 ? [`${failed} object(s) failed`] : [])];
+      const summary = [`released ${removed} finalizer(s)`, `${kept} of live holders left`, ...(r.remove.length > 0 ? [`deleted ${deleted} object(s)`] : []), ...(failed > 0 ? [`${failed} object(s) failed`] : []), `holders judged by the Leases of namespace ${r.namespace}`];
       write(summary.join('; '));
       return failed > 0 || ((r.waitMs !== undefined || r.remove.length > 0) && kept > 0) ? 1 : 0;
     }

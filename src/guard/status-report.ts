@@ -3,14 +3,15 @@
 
 import type { HeldTarget } from './names.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { STALE_TEXT } from './holders.ts';
 import { inspect } from './inspect.ts';
 import { GUARDS_ANNOTATION } from './names.ts';
 
 export interface StatusQuery {
   readonly targets: readonly HeldTarget[];
   readonly allObjects: boolean;
-  /** Where names without a namespace are looked for. */
-  readonly namespace: string | undefined;
+  /** The guard's own namespace: where holder Leases count. */
+  readonly namespace: string;
 }
 
 export type StatusReport = Awaited<ReturnType<typeof statusReport>>;
@@ -20,12 +21,14 @@ export async function statusReport(client: KubeClient, query: StatusQuery, now =
   const { objects, holders } = await inspect(client, { targets: query.targets, allObjects: query.allObjects }, query.namespace, () => now);
   const leases = holders.leases.map((l) => {
     const uid = l.metadata.name.replace(/^drainguard-/, '');
+    const state = holders.state(uid);
     return {
       namespace: l.metadata.namespace as string,
       name: l.metadata.name as string,
       uid,
       pod: l.spec?.holderIdentity as string | undefined,
-      live: holders.state(uid).live,
+      live: state.live,
+      ...(state.staleBecause && { staleBecause: state.staleBecause }),
       renewTime: l.spec?.renewTime as string | undefined,
       leaseDurationSeconds: l.spec?.leaseDurationSeconds as number | undefined,
       guards: (l.metadata.annotations?.[GUARDS_ANNOTATION] ?? '').split(',').filter(Boolean),
@@ -56,14 +59,14 @@ export function renderStatus(report: StatusReport): string {
   const rows = report.objects.map((o) => [
     o.object,
     !o.exists ? 'not found' : o.deleting ? 'deleting' : 'present',
-    o.holders.length === 0 ? '-' : o.holders.map((h) => `${h.uid} ${h.live ? `live (pod ${h.pod})` : `stale (Lease ${h.staleBecause})`}`).join(', '),
+    o.holders.length === 0 ? '-' : o.holders.map((h) => `${h.uid} ${h.live ? `live (pod ${h.pod})` : `stale (${STALE_TEXT[h.staleBecause!]})`}`).join(', '),
   ]);
   const leases = report.holders;
-  const scope = report.leaseScope === 'cluster' ? 'all namespaces' : `namespace ${report.leaseScope}`;
+  const scope = `namespace ${report.leaseScope}`;
   return [
     table([['OBJECT', 'STATE', 'HOLDERS'], ...rows]),
     `\nholder Leases (${scope}):\n`,
-    leases.length === 0 ? '  none\n' : table([['LEASE', 'POD', 'STATE', 'RENEWED', 'GUARDS'], ...leases.map((l) => [`${l.namespace}/${l.name}`, l.pod ?? '-', l.live ? 'live' : 'stale (expired)', l.renewTime ?? '-', l.guards.join(',') || '-'])]),
+    leases.length === 0 ? '  none\n' : table([['LEASE', 'POD', 'STATE', 'RENEWED', 'GUARDS'], ...leases.map((l) => [`${l.namespace}/${l.name}`, l.pod ?? '-', l.live ? 'live' : `stale (${STALE_TEXT[l.staleBecause!]})`, l.renewTime ?? '-', l.guards.join(',') || '-'])]),
   ].join('');
 }
 

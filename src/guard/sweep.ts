@@ -5,7 +5,7 @@
 import type { CallOptions, KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/objects.ts';
 import { type RemoveOutcome, removeFinalizers } from './finalizers.ts';
-import type { HolderIndex, HolderState } from './holders.ts';
+import { type HolderIndex, type HolderState, STALE_TEXT } from './holders.ts';
 import { type HeldTarget, holderOf, refOf } from './names.ts';
 
 export interface HeldBy extends HolderState {
@@ -34,5 +34,5 @@ export function sweep(client: KubeClient, target: HeldTarget, remove: readonly H
 
 /** Why a holder's finalizer goes, for the release command's report. */
 export function why(h: HolderState): string {
-  return h.live ? 'live holder, --all' : h.staleBecause === 'gone' ? 'stale: Lease gone' : 'stale: Lease expired';
+  return h.live ? 'live holder, --all' : `stale: ${STALE_TEXT[h.staleBecause!]}`;
 }

@@ -59,7 +59,7 @@ function drainguardLogs(kubelet: Kubelet): (LogLine & { container: string })[] {
 }
 
 /** How the test uninstalls: as docs/guard.md gives it for the examples, or as docs/deploy.md for a kubebuilder project. */
-type Uninstall = (uninstall: KubeObject[], guarded: KubeObject[], own: KubeObject[]) => Promise<void>;
+type Uninstall = (uninstall: KubeObject[], guarded: KubeObject[], own: KubeObject[], namespace: string) => Promise<void>;
 
 async function scenario(mode: string, guardContainer: string, ex: Example = example(mode, `ex-${randomBytes(4).toString('hex')}`), uninstallAs: Uninstall = byList): Promise<void> {
   const ns = ex.namespace;
@@ -105,7 +105,7 @@ async function scenario(mode: string, guardContainer: string, ex: Example = exam
     const watches = await Promise.all(guarded.map((o) => watchObject(pathOf(o))));
     const uninstall = objects.filter((o) => o.kind !== 'Namespace');
     try {
-      await uninstallAs(uninstall, guarded, own);
+      await uninstallAs(uninstall, guarded, own, ns);
       await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted by the kubelet');
       const released = guard.logs().find((l) => l.msg === 'guard released');
       assert.ok(released, `released whole, nothing refused:\n${guard.stderr.join('\n')}`);
@@ -162,12 +162,12 @@ async function scenario(mode: string, guardContainer: string, ex: Example = exam
  * docs/guard.md's uninstall: everything but the Namespace, leaving out drainguard's own RBAC
  * by its label; the release sweeps and then deletes drainguard's own RBAC, once no holder is left.
  */
-const byList: Uninstall = async (uninstall, guarded, own) => {
+const byList: Uninstall = async (uninstall, guarded, own, namespace) => {
   cluster.kubectl(['delete', '--wait=false', '-l', 'app.kubernetes.io/name!=drainguard', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: uninstall }));
   // drainguard's own RBAC stays until no holder is left.
   for (const o of own) assert.is((await cluster.api.call('GET', pathOf(o))).status, 200, `${o.kind}/${o.metadata.name} kept`);
   const keys = (list: KubeObject[]) => list.map((o) => `${o.kind.toLowerCase()}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`).join(',');
-  const after = drainguard(['release', '--guard', keys(guarded), '--wait', '30s', '--delete', keys(own)], { KUBECONFIG: cluster.cluster.adminKubeconfig });
+  const after = drainguard(['release', '--pod-namespace', namespace, '--guard', keys(guarded), '--wait', '30s', '--delete', keys(own)], { KUBECONFIG: cluster.cluster.adminKubeconfig });
   assert.equal((await after.exit(40_000)).code, 0, after.stdout.join('\n'));
 };
 

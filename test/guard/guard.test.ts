@@ -352,7 +352,7 @@ test('a release the API refuses: loud, and the post-delete hook sweeps it once t
       const failed = p.logs().find((l) => l.msg.startsWith('guard released in part'))!;
       assert.equal(failed.level, 'error');
       const left = Object.entries(await c.holders()).filter(([, h]) => h.length > 0).length;
-      assert.match(failed.fix as string, /^drainguard release --guard (clusterrole|clusterrolebinding|role|rolebinding|serviceaccount)\//);
+      assert.match(failed.fix as string, new RegExp(`^drainguard release --pod-namespace ${c.ns} --guard (clusterrole|clusterrolebinding|role|rolebinding|serviceaccount)/`));
       assert.equal((failed.fix as string).split(' ').pop()!.split(',').length, left, `${failed.fix} for ${JSON.stringify(await c.holders())}`);
       assert.ok(failed.msg.includes(failed.fix as string));
       assert.equal(first.hits, 1);
@@ -375,19 +375,20 @@ test('drainguard status: objects, holders live and stale, deleting; -o json', as
     const crPath = c.objects[0]!.path;
     await c.cluster.api.patch(crPath, { metadata: { finalizers: [finalizer(pod), 'drainguard.dev/holder-gone-pod'] } });
     await c.cluster.api.delete(crPath, { propagationPolicy: 'Background' });
-    const s = drainguard(['status', '-o', 'json', '--guard', `${c.guard},clusterrole/${c.name}-nope`], { KUBECONFIG: c.adminKubeconfig });
+    const s = drainguard(['status', '--pod-namespace', c.ns, '-o', 'json', '--guard', `${c.guard},clusterrole/${c.name}-nope`], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await s.exit()).code, 0, s.stderr.join('\n'));
     const report = JSON.parse(s.stdout.join('\n'));
     const cr = report.objects.find((o: any) => o.object === `clusterrole/${c.name}`);
     assert.ok(cr.deleting);
     assert.equal(cr.holders.map((h: any) => [h.uid, h.live, h.staleBecause]), [[pod.uid, true, undefined], ['gone-pod', false, 'gone']]);
     assert.equal(report.objects.find((o: any) => o.object === `clusterrole/${c.name}-nope`).exists, false);
-    // The holders are listed cluster-wide: on the shared control plane other files' are there too.
-    const mine = report.holders.filter((h: any) => h.namespace === c.ns);
-    assert.equal(mine.map((h: any) => h.pod), ['op-0']);
+    // Only the guard's own namespace is read (holders count only there).
+    assert.equal(report.leaseScope, c.ns);
+    const mine = report.holders;
+    assert.equal(mine.map((h: any) => [h.namespace, h.pod]), [[c.ns, 'op-0']]);
     assert.equal(mine[0].guards.length, 7);
     // With no guard list, status shows every object with a holder finalizer: other files' too, on the shared control plane.
-    const text = drainguard(['status'], { KUBECONFIG: c.adminKubeconfig });
+    const text = drainguard(['status', '--pod-namespace', c.ns], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await text.exit()).code, 0);
     assert.match(text.stdout.join('\n'), new RegExp(`clusterrole/${c.name}\\s+deleting\\s+.* live \\(pod op-0\\), gone-pod stale \\(Lease gone\\)`));
     p.kill('SIGTERM');

@@ -5,7 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { privateCluster } from '../support/cluster/index.ts';
 import { drainguard, killHard } from '../support/proc.ts';
-import { type Install, finalizer, withCluster } from './cluster.ts';
+import { microTime } from '../../src/guard/lease.ts';
+import { type Install, type Pod, finalizer, withCluster } from './cluster.ts';
 
 const { cluster } = await privateCluster();
 
@@ -37,10 +38,10 @@ test('drainguard release removes stale holders (expired Lease) and keeps live on
     // a's Pod still exists, so its Lease stays: it goes stale when it expires, 1 s after its last renewal.
     const renewed = Date.parse((await c.lease(a)).spec.renewTime);
     await new Promise((r) => setTimeout(r, Math.max(0, renewed + 1100 - Date.now())));
-    const refused = drainguard(['release', '--guard', c.guard, '--all'], { KUBECONFIG: c.adminKubeconfig });
+    const refused = drainguard(['release', '--pod-namespace', c.ns, '--guard', c.guard, '--all'], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await refused.exit()).code, 2);
     assert.match(refused.stderr.join('\n'), /add --yes to confirm/);
-    const r = drainguard(['release', '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
+    const r = drainguard(['release', '--pod-namespace', c.ns, '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await r.exit()).code, 0, r.stderr.join('\n'));
     assert.equal(r.stdout.filter((l) => l.includes(`removed ${finalizer(a)} (stale: Lease expired)`)).length, c.objects.length, r.stdout.join('\n'));
     assert.equal(r.stdout.filter((l) => l.includes(`kept ${finalizer(b)}`)).length, c.objects.length);
@@ -74,6 +75,45 @@ test("--delete: nothing while a holder lives; once none is left, drainguard's ow
     }
     assert.equal((await c.remaining()).sort(), c.objects.slice(0, 3).map((o) => o.guard).sort(), "only the operator's objects, never uninstalled here, are left");
     assert.ok(await nothingHeld(c));
+  }, { cluster });
+});
+
+test("a Lease named after a holder in another namespace counts for nothing: it keeps no dead holder's finalizer, and makes no live holder look stale", async () => {
+  await withCluster(async (c) => {
+    const a = await c.pod('op-a');
+    // A long Lease: a's own sweep (at start, then every 100 s) leaves the dead holder's finalizer to the release.
+    const pa = await c.run(a, { DRAINGUARD_LEASE_DURATION: '300s' });
+    await pa.line('ready');
+    await cluster.waitFor(() => allHeldBy(c, a), 10_000, 'a holds');
+    // d: a holder whose pod is gone without releasing; its finalizer stays, its Lease went with the Pod.
+    const d = await c.pod('op-d');
+    await c.finishPod('op-d');
+    for (const o of c.objects) {
+      const obj = await c.cluster.api.get(o.path);
+      await c.cluster.api.patch(o.path, { metadata: { finalizers: [...(obj.metadata.finalizers ?? []), finalizer(d)] } });
+    }
+    // Leases of their names in a namespace listed after theirs: a's long expired, d's renewed for an hour.
+    // No ownerReference: the garbage collector deletes a Lease whose owner Pod is not in its namespace.
+    const { name: elsewhere } = await cluster.namespace('zz');
+    const foreign = (pod: Pod, renewTime: string, leaseDurationSeconds: number) => ({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: `drainguard-${pod.uid}`, namespace: elsewhere, labels: { 'app.kubernetes.io/managed-by': 'drainguard' } },
+      spec: { holderIdentity: pod.name, leaseDurationSeconds, renewTime },
+    });
+    await c.cluster.create(foreign(a, microTime(Date.now() - 3_600_000), 60));
+    await c.cluster.create(foreign(d, microTime(Date.now()), 3600));
+    // As the post-delete hook runs it: an admin, who may list Leases across the cluster.
+    const r = drainguard(['release', '--pod-namespace', c.ns, '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
+    assert.equal((await r.exit()).code, 0, r.stdout.join('\n'));
+    for (const o of c.objects) {
+      assert.ok(r.stdout.includes(`${o.guard}: kept ${finalizer(a)} (live holder ${c.ns}/drainguard-${a.uid})`), r.stdout.join('\n'));
+      assert.ok(r.stdout.includes(`${o.guard}: removed ${finalizer(d)} (stale: Lease gone)`), r.stdout.join('\n'));
+    }
+    assert.ok(r.stdout.at(-1)!.endsWith(`; holders judged by the Leases of namespace ${c.ns}`), r.stdout.at(-1));
+    assert.ok(await allHeldBy(c, a), JSON.stringify(await c.holders()));
+    pa.kill('SIGTERM');
+    assert.equal((await pa.exit()).code, 0);
   }, { cluster });
 });
 

@@ -120,7 +120,7 @@ test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator
     assert.match(event.message, '(reason finalized)');
 
     // drainguard's own RBAC, once no holder is left, then the Namespace (docs/guard.md).
-    const release = drainguardCli(['release', '--guard', s.guard, '--wait', '30s', '--delete', s.own], { KUBECONFIG: c.cluster.adminKubeconfig });
+    const release = drainguardCli(['release', '--pod-namespace', s.ns, '--guard', s.guard, '--wait', '30s', '--delete', s.own], { KUBECONFIG: c.cluster.adminKubeconfig });
     assert.is((await release.exit(40_000)).code, 0, release.stdout.join('\n'));
     s.at(`drainguard release --wait --delete: ${release.stdout.at(-1)}`);
     const ns = await kubectl(c, ['delete', 'namespace', s.ns]);

@@ -34,7 +34,7 @@ const leaseGone = (c: Install, pod: Pod) => waitFor(c, async () => (await c.leas
 
 /** The post-delete hook once the pod is gone: `drainguard release` as the cluster admin. */
 async function sweep(c: Install): Promise<string[]> {
-  const r = drainguard(['release', '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
+  const r = drainguard(['release', '--pod-namespace', c.ns, '--guard', c.guard], { KUBECONFIG: c.adminKubeconfig });
   assert.equal((await r.exit()).code, 0, r.stderr.join('\n'));
   return r.stdout;
 }

@@ -59,7 +59,7 @@ test('the controller-manager down while the holder pod goes: its Lease is not co
       await killHard(p);
       await c.finishPod('op-0');
       // The post-delete hook waits for the holder to go stale.
-      const hook = drainguard(['release', '--guard', c.guard, '--wait', '60s'], { KUBECONFIG: c.adminKubeconfig });
+      const hook = drainguard(['release', '--pod-namespace', c.ns, '--guard', c.guard, '--wait', '60s'], { KUBECONFIG: c.adminKubeconfig });
       await hook.line(new RegExp(`kept ${finalizer(pod)} \\(live holder`), 15_000);
       // Control case: with no garbage collector, the Lease of the gone Pod stays (seen for 3 s; with the collector it goes in ~0.1 s).
       const until = Date.now() + 3000;

@@ -1,10 +1,13 @@
 // Runs one uvu test file in this process (the runner gives each file its own).
 import { runFileEndHooks } from './file-end.ts';
+import { testStarted } from './progress.ts';
 
 const file = process.argv[2]!;
 (globalThis as any).UVU_DEFER = 1;
 const uvu = await import('uvu');
 (globalThis as any).UVU_INDEX = 0;
+// Each test of the file's default suite, as it starts (uvu sets __test__ before the before.each hooks).
+uvu.test.before.each((state: { __test__?: string }) => testStarted(state.__test__ ?? ''));
 (globalThis as any).UVU_QUEUE.push([file]);
 await import(new URL(file, `file://${process.cwd()}/`).href);
 await uvu.exec(false);

@@ -1,7 +1,12 @@
-// Every wait in a test has a deadline (uvu has none of its own).
+// Every wait in a test has a deadline (uvu has none of its own), and is told
+// to the runner while it lasts (progress.ts), so a file killed past its time
+// limit is reported with what it was waiting for.
+
+import { waitStarted } from './progress.ts';
 
 export async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  const done = waitStarted(what, ms);
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
   });
@@ -9,6 +14,7 @@ export async function within<T>(ms: number, what: string, promise: Promise<T>): 
     return await Promise.race([promise, timeout]);
   } finally {
     clearTimeout(timer);
+    done();
   }
 }
 

@@ -26,7 +26,8 @@ const RBAC = 'rbac.authorization.k8s.io/v1';
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-type Contract = (c: TestCluster) => Promise<void>;
+/** A contract, run against one back end: the stand-in, or the real control plane. */
+type Contract = (c: TestCluster, backEnd: 'stand-in' | 'real') => Promise<void>;
 const contracts: [string, Contract][] = [];
 const contract = (name: string, fn: Contract) => contracts.push([name, fn]);
 
@@ -333,7 +334,10 @@ contract('deletion: the answers, preconditions, and the propagation policy again
   await c.create(cm(ns, 'or', { finalizers: ['example.com/x'] }));
   const orphan = await c.api.request('DELETE', cmPath(ns, 'or'), { propagationPolicy: 'Orphan' });
   assert.equal(orphan.body.metadata.finalizers, ['example.com/x', 'orphan']);
-  await c.api.request('PATCH', cmPath(ns, 'or'), { metadata: { finalizers: ['orphan'] } }, 'application/merge-patch+json');
+  // Only our own finalizer is taken off, by value: the garbage collector removes `orphan` within moments (before or
+  // after this patch), and a patch that lists it again once it is gone adds a finalizer to an object being deleted: refused.
+  const released = await c.api.request('PATCH', cmPath(ns, 'or'), { metadata: { '$deleteFromPrimitiveList/finalizers': ['example.com/x'] } }, 'application/strategic-merge-patch+json');
+  assert.equal(released.status, 200, JSON.stringify(released.body));
   // DeleteOptions sent without Content-Length (Node.js sends none for a DELETE unless told) are no body: ignored.
   await c.create(cm(ns, 'nolength', { finalizers: ['example.com/x'] }));
   const options = JSON.stringify({ apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Orphan' });
@@ -444,7 +448,7 @@ contract('service account tokens: kept for the deletion leeway while a finalizer
 
 // ---- garbage collector ---------------------------------------------------------------
 
-contract('garbage collector: background, an owner held by a finalizer, foreground with a blocking dependent, orphan, a namespaced owner of a cluster-scoped object, a Pod’s Lease', async (c) => {
+contract('garbage collector: background, an owner held by a finalizer, foreground with a blocking dependent, orphan, a namespaced owner of a cluster-scoped object, a Pod’s Lease, a Lease naming a Pod of another namespace', async (c) => {
   const { name: ns } = await c.namespace('gc');
   // Background: the dependent follows the owner.
   const owner = await c.create(cm(ns, 'owner'));
@@ -488,6 +492,16 @@ contract('garbage collector: background, an owner held by a finalizer, foregroun
   assert.ok(await c.api.get(lease), 'the Lease stays while its Pod terminates');
   await c.api.delete(resourcePath('v1', 'pods', ns, 'p'), { gracePeriodSeconds: 0 });
   await gone(c, lease);
+  // A namespaced owner is looked for in the dependent's namespace: a Lease naming a Pod of another namespace
+  // has no owner, and is collected while that Pod lives (what makes a holder Lease outside its pod's namespace
+  // worthless, src/guard/holders.ts).
+  const { name: other } = await c.namespace('gc-other');
+  const there = await c.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: other }, spec: { nodeName: await c.node(), containers: [{ name: 'c', image: 'x' }] } });
+  const foreign = resourcePath('coordination.k8s.io/v1', 'leases', ns, 'foreign');
+  await c.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'foreign', namespace: ns, ownerReferences: [ownerRef(there)] }, spec: {} });
+  await gone(c, foreign);
+  assert.ok(await c.api.get(resourcePath('v1', 'pods', other, 'p')), 'the Pod stays');
+  await c.api.delete(resourcePath('v1', 'pods', other, 'p'), { gracePeriodSeconds: 0 });
 });
 
 // ---- Events, Leases, CRDs -------------------------------------------------------------
@@ -515,13 +529,27 @@ contract('Events: core/v1 and events.k8s.io/v1 are one resource in two shapes; t
   assert.equal([elsewhere.status, elsewhere.body.message], [422, 'Event "e3" is invalid: involvedObject.namespace: Invalid value: "other": does not match event.namespace']);
 });
 
-contract('Leases: MicroTime fields in microseconds, metav1.Time in seconds', async (c) => {
+contract('Leases: MicroTime fields take exactly six fractional digits, kept in microseconds; metav1.Time in seconds', async (c) => {
   const { name: ns } = await c.namespace('leases');
-  const made = await c.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l', namespace: ns }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, renewTime: '2026-01-01T00:00:00.123Z', acquireTime: '2026-01-01T00:00:00Z' } });
-  assert.equal([made.spec.renewTime, made.spec.acquireTime], ['2026-01-01T00:00:00.123000Z', '2026-01-01T00:00:00.000000Z']);
+  const lease = (spec: Record<string, unknown>) => ({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l', namespace: ns }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, ...spec } });
+  const leases = resourcePath('coordination.k8s.io/v1', 'leases', ns);
+  // Three digits, or none, are refused (kubernetes-facts.md, "Field formats"): time.Parse with ".000000".
+  const refusal = (text: string, rest: string) => `Lease in version "v1" cannot be handled as a Lease: parsing time "${text}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "${rest}" as ".000000"`;
+  for (const [field, text, rest] of [['renewTime', '2026-01-01T00:00:00.123Z', '.123Z'], ['acquireTime', '2026-01-01T00:00:00Z', 'Z']] as const) {
+    const refused = await c.api.request('POST', leases, lease({ [field]: text }));
+    assert.equal([refused.status, refused.body.kind, refused.body.reason, refused.body.code, refused.body.message], [400, 'Status', 'BadRequest', 400, refusal(text, rest)]);
+  }
+  assert.equal(await c.api.get(`${leases}/l`), undefined, 'nothing was made');
+  const made = await c.create(lease({ renewTime: '2026-01-01T00:00:00.123000Z', acquireTime: '2026-01-01T01:00:00.000001+01:00' }));
+  assert.equal([made.spec.renewTime, made.spec.acquireTime], ['2026-01-01T00:00:00.123000Z', '2026-01-01T00:00:00.000001Z']);
   assert.match(made.metadata.creationTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-  const patched = await c.api.patch(resourcePath('coordination.k8s.io/v1', 'leases', ns, 'l'), { spec: { renewTime: '2026-01-01T00:00:01.5+00:00' } });
+  const patched = await c.api.patch(`${leases}/l`, { spec: { renewTime: '2026-01-01T00:00:01.500000+00:00' } });
   assert.equal(patched.spec.renewTime, '2026-01-01T00:00:01.500000Z');
+  // A patch is decoded the same way; only its refusal is asserted (its status and wording on a real server were not measured).
+  const short = await c.api.request('PATCH', `${leases}/l`, { spec: { renewTime: '2026-01-01T00:00:02.5Z' } }, 'application/merge-patch+json');
+  assert.ok(short.status === 400 || short.status === 422, `${short.status} ${JSON.stringify(short.body)}`);
+  assert.match(short.body.message, 'cannot parse ".5Z" as ".000000"');
+  assert.equal((await c.api.get(`${leases}/l`)).spec.renewTime, '2026-01-01T00:00:01.500000Z');
 });
 
 contract('CRDs: established and served, their objects pruned, strategic merge refused, deleted with their objects', async (c) => {
@@ -559,7 +587,7 @@ contract('CRDs: established and served, their objects pruned, strategic merge re
 
 // ---- watch and selectors ----------------------------------------------------------------
 
-contract('watch: changes after a resourceVersion in order, objects entering and leaving a selector, an expired resourceVersion', async (c) => {
+contract('watch: changes after a resourceVersion in order, objects entering and leaving a selector; an old resourceVersion expired or replayed, never silent', async (c, backEnd) => {
   const { name: ns } = await c.namespace('watch');
   const rv = (await c.api.request('GET', cmPath(ns))).body.metadata.resourceVersion;
   const all = watchFrom(c, cmPath(ns), rv);
@@ -568,18 +596,38 @@ contract('watch: changes after a resourceVersion in order, objects entering and 
   await c.api.patch(cmPath(ns, 'w'), { metadata: { labels: { a: '2' } } });
   await c.api.patch(cmPath(ns, 'w'), { metadata: { labels: { a: '1' } } });
   await c.api.delete(cmPath(ns, 'w'));
-  await c.waitFor(() => all.events.length >= 4 && selected.events.length >= 4, 10_000, 'the events');
+  // Only w's: the control plane may publish its own ConfigMaps into the namespace meanwhile (kube-root-ca.crt, ...).
+  const ofW = (events: WatchEvent[]) => events.filter((e) => e.object.metadata?.name === 'w');
+  await c.waitFor(() => ofW(all.events).length >= 4 && selected.events.length >= 4, 10_000, 'the events');
   all.stop();
   selected.stop();
-  assert.equal(all.events.map((e) => e.type), ['ADDED', 'MODIFIED', 'MODIFIED', 'DELETED']);
+  assert.equal(ofW(all.events).map((e) => e.type), ['ADDED', 'MODIFIED', 'MODIFIED', 'DELETED']);
   assert.equal([all.events[0]!.object.kind, all.events[0]!.object.apiVersion], ['ConfigMap', 'v1']);
   const rvs = all.events.map((e) => Number(e.object.metadata.resourceVersion));
   assert.equal([...rvs].sort((a, b) => a - b), rvs);
   assert.equal(selected.events.map((e) => `${e.type} ${e.object.metadata.labels?.a}`), ['ADDED 1', 'DELETED 1', 'ADDED 1', 'DELETED 1']);
-  const expired = watchFrom(c, cmPath(ns), '1');
-  await expired.ended;
-  assert.equal(expired.events.map((e) => [e.type, e.object.code, e.object.reason]), [['ERROR', 410, 'Expired']]);
-  assert.match(expired.events[0]!.object.message, /^too old resource version: 1 \(\d+\)$/);
+
+  // A watch from resourceVersion 1. Once compacted away it is refused: one ERROR 410 Expired, and the stream ends.
+  // A real server compacts etcd every 5 minutes, so early in a run it may still hold that history and replay it
+  // instead; that answer is checked too, and the Expired one is then not shown (said below). The stand-in
+  // compacts at once: it must refuse. Every wait is bounded: a watch that answers nothing fails here.
+  const old = watchFrom(c, cmPath(ns), '1');
+  let ended = false;
+  void old.ended.then(() => (ended = true));
+  try {
+    await c.waitFor(() => old.events.length > 0 || ended, 15_000, 'an answer to a watch from resourceVersion 1');
+    if (old.events[0]?.type === 'ERROR' || backEnd === 'stand-in') {
+      assert.equal(old.events.map((e) => [e.type, e.object.code, e.object.reason]), [['ERROR', 410, 'Expired']]);
+      assert.match(old.events[0]!.object.message, /^too old resource version: 1 \(\d+\)$/);
+      await c.waitFor(() => ended, 5000, 'the expired watch to end');
+    } else {
+      await c.waitFor(() => ofW(old.events).length >= 4, 15_000, "w's history replayed from resourceVersion 1");
+      assert.equal(ofW(old.events).map((e) => e.type), ['ADDED', 'MODIFIED', 'MODIFIED', 'DELETED']);
+      console.log('note: the real server still held resourceVersion 1 (not compacted yet) and replayed it: 410 Expired was not shown');
+    }
+  } finally {
+    old.stop();
+  }
   await c.create(cm(ns, 'now'));
   const initial = watchFrom(c, `${cmPath(ns)}?fieldSelector=metadata.name%3Dnow`, '0');
   await c.waitFor(() => initial.events.length >= 1, 5000, 'the initial ADDED');
@@ -591,7 +639,8 @@ contract('selectors: label selectors, supported and unsupported field selectors'
   const { name: ns } = await c.namespace('select');
   await c.create(cm(ns, 'a', { labels: { app: 'x', tier: 'web' } }));
   await c.create(cm(ns, 'b', { labels: { app: 'y' } }));
-  const names = async (query: string) => (await c.api.list(`${cmPath(ns)}?${query}`)).map((o) => o.metadata.name).filter((n) => n !== 'kube-root-ca.crt');
+  // Only the test's own: a control plane may publish more than kube-root-ca.crt into a fresh namespace (kubernetes-facts.md).
+  const names = async (query: string) => (await c.api.list(`${cmPath(ns)}?${query}`)).map((o) => o.metadata.name).filter((n) => n === 'a' || n === 'b');
   assert.equal(await names('labelSelector=app%3Dx'), ['a']);
   assert.equal(await names('labelSelector=app%20in%20(x%2Cy)'), ['a', 'b']);
   assert.equal(await names('labelSelector=!tier'), ['b']);
@@ -781,7 +830,7 @@ function privateStandIn(): Promise<TestCluster> {
 
 const real = clusterTier().kind === 'real';
 for (const [name, fn] of contracts) {
-  test(`stand-in: ${name}`, async () => fn(real ? await privateStandIn() : shared));
-  realOnly(test, `real: ${name}`, 'the real half of the stand-in’s contract', async () => fn(shared));
+  test(`stand-in: ${name}`, async () => fn(real ? await privateStandIn() : shared, 'stand-in'));
+  realOnly(test, `real: ${name}`, 'the real half of the stand-in’s contract', async () => fn(shared, 'real'));
 }
 test.run();

@@ -93,6 +93,32 @@ function parseTime(text: string, kind: string, field: string): { ms: number; mic
   return { ms: ms + Number(frac.slice(0, 3)), micros: Number(frac.slice(3, 6)) };
 }
 
+/** metav1.MicroTime's layout (RFC3339Micro), element by element as Go's time.Parse reads it. */
+const MICRO_LAYOUT: readonly (readonly [string, RegExp])[] = [
+  ['2006', /^\d{4}/], ['-', /^-/], ['01', /^\d{2}/], ['-', /^-/], ['02', /^\d{2}/], ['T', /^T/], ['15', /^\d{2}/], [':', /^:/], ['04', /^\d{2}/], [':', /^:/], ['05', /^\d{2}/],
+  // A fixed ".000000" takes exactly six digits: three, or none, are refused (kubernetes-facts.md).
+  ['.000000', /^\.\d{6}/],
+  ['Z07:00', /^(Z|[+-]\d{2}:\d{2})/],
+];
+
+/**
+ * metav1.MicroTime as UnmarshalJSON reads it: time.Parse with "2006-01-02T15:04:05.000000Z07:00",
+ * refused as the real server refuses it (400, Go's error naming the element that did not parse, no field).
+ */
+function parseMicroTime(text: string, kind: string): { ms: number; micros: number } {
+  const refuse = (detail: string) => new ApiError(400, `${kind} in version "v1" cannot be handled as a ${kind}: parsing time "${text}"${detail}`);
+  let rest = text;
+  for (const [element, pattern] of MICRO_LAYOUT) {
+    const m = pattern.exec(rest);
+    if (!m) throw refuse(` as "2006-01-02T15:04:05.000000Z07:00": cannot parse "${rest}" as "${element}"`);
+    rest = rest.slice(m[0].length);
+  }
+  if (rest !== '') throw refuse(`: extra text: "${rest}"`);
+  const ms = Date.parse(`${text.slice(0, 19)}${text.slice(26)}`);
+  if (Number.isNaN(ms)) throw refuse(': day out of range');
+  return { ms: ms + Number(text.slice(20, 23)), micros: Number(text.slice(23, 26)) };
+}
+
 /** Times as the Go types hold them: seconds for metav1.Time, microseconds for MicroTime. */
 export function normalizeTimes(x: unknown, kind: string): void {
   if (Array.isArray(x)) return x.forEach((e) => normalizeTimes(e, kind));
@@ -101,7 +127,7 @@ export function normalizeTimes(x: unknown, kind: string): void {
   for (const [k, v] of Object.entries(o)) {
     if (typeof v === 'string' && TIME_FIELDS.has(k)) o[k] = timestamp(parseTime(v, kind, k).ms);
     else if (typeof v === 'string' && MICRO_TIME_FIELDS.has(k)) {
-      const t = parseTime(v, kind, k);
+      const t = parseMicroTime(v, kind);
       o[k] = microTimestamp(t.ms, t.micros);
     } else normalizeTimes(v, kind);
   }

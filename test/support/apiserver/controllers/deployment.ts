@@ -115,7 +115,9 @@ export class DeploymentController extends Controller {
       else this.#recreate(d, newRS, old, replicas);
       this.#cleanup(d, old);
     }
-    this.#status(d, newRS, all.includes(newRS!) ? all : [...all, newRS!], replicas, maxUnavailable, created);
+    // A Deployment being deleted may have no ReplicaSet of its template left (foreground deletion deletes them
+    // first): its status is synced from what is there, as syncStatusOnly does.
+    this.#status(d, newRS, newRS && !all.includes(newRS) ? [...all, newRS] : all, replicas, maxUnavailable, created);
   }
 
   #createReplicaSet(d: KubeObject, replicas: number, maxSurge: number, old: KubeObject[]): KubeObject | undefined {
