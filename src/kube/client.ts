@@ -85,6 +85,10 @@ export class KubeClient {
     this.#now = options.now ?? Date.now;
     this.#log = options.logger ?? silentLogger;
     this.#onCall = options.onCall;
+    // Taken as kubectl takes them, but not silently: the token and every object go over it.
+    const fields = { server: this.server, source: options.access.source };
+    if (new URL(this.server).protocol === 'http:') this.#log.warn('the Kubernetes API is reached over plain http: the token and every request go unencrypted', fields);
+    else if (options.access.transport.insecureSkipTlsVerify) this.#log.warn("insecure-skip-tls-verify is set: the Kubernetes API server's certificate is not checked", fields);
   }
 
   get<T extends KubeObject = KubeObject>(ref: ObjectRef, options: CallOptions = {}): Promise<T> {
