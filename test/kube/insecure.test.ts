@@ -71,6 +71,24 @@ test('plain http: used, with one warning naming the server', async () => {
   }
 });
 
+test('run with the pod and a guard (a client each): still one warning', async () => {
+  const api = await apiServer(false);
+  try {
+    const p = drainguard(['run', '--', 'true'], {
+      KUBECONFIG: kubeconfig(`server: "${api.url}"`),
+      DRAINGUARD_POD_NAME: 'op-0',
+      DRAINGUARD_POD_NAMESPACE: 'ns',
+      DRAINGUARD_POD_UID: '6b3c1f4e-2d1a-4c51-9a0e-1f2d3c4b5a69',
+      DRAINGUARD_GUARD: 'clusterrole/x',
+    });
+    await p.exit(30_000);
+    assert.ok(api.requests() >= 2, p.stderr.join('\n'));
+    assert.equal(p.logs().filter((l) => /plain http/.test(l.msg)).length, 1, p.stderr.join('\n'));
+  } finally {
+    api.close();
+  }
+});
+
 test('insecure-skip-tls-verify: used, with one warning naming the server; a CA instead: no warning', async () => {
   const api = await apiServer(true);
   try {
