@@ -8,10 +8,17 @@
 import { main } from '../src/cli/main.ts';
 import { stderrWriter } from '../src/log/stderr.ts';
 
+// The environment as given, which the operator gets untouched (wrap mode). Node's own NODE_*
+// variables are the operator's: drainguard's runtime ignores NODE_OPTIONS (sidecar/build/sea.ts),
+// and what Node reads after the start is taken out of drainguard's own: NODE_TLS_REJECT_UNAUTHORIZED
+// would have Node call drainguard's certificate checks, which stay on, off (docs/sidecar.md).
+const env = { ...process.env };
+for (const name of Object.keys(process.env)) if (name.startsWith('NODE_')) delete process.env[name];
+
 // process.stdout is made on first use: `run` never writes to it, and making it costs the start;
 // process.stderr is not made at all (log/stderr.ts).
 const io = {
-  env: process.env,
+  env,
   get stdout() {
     return process.stdout;
   },

@@ -66,6 +66,8 @@ export const ERRORS = {
   DG_PROTOCOL_JSON: { meaning: 'a line that is not JSON', fix: 'send one JSON object per line' },
   DG_PROTOCOL_MESSAGE: { meaning: 'a message that is not a JSON object or lacks a field of the right type', fix: 'see the message types in the spec' },
   DG_PROTOCOL_HELLO_FIRST: { meaning: 'a message before hello', fix: 'send hello first' },
+  DG_PROTOCOL_HELLO_TIMEOUT: { meaning: 'a connection that said neither hello nor asked for a drain within 10 s of connecting', fix: 'send hello as soon as the connection is made' },
+  DG_PROTOCOL_BUSY: { meaning: 'a connection past the drain socket\'s caps: 1024 connections, 128 of them yet to say hello', fix: 'connect once per process and keep the connection; close connections that are not used' },
   DG_PROTOCOL_VERSION: { meaning: 'a protocol version this drainguard does not speak', fix: 'use protocol 1, or a client of the same release' },
   DG_PROTOCOL_DRAIN_REFUSED: { meaning: 'a drain request to drainguard run, which drains on SIGTERM', fix: 'use prestop with drainguard sidecar' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -105,7 +105,21 @@ function make({ target, runtime, bundle, lazy, training }: ExecutableOptions, st
  * These leave V8's flag hash (so every code cache) as it is.
  */
 const EXEC_ARGV = ['--v8-pool-size=1', '--min-semi-space-size=2', '--max-semi-space-size=2'];
-const seaConfig = (main: string, output: string) => ({ main, output, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false, execArgv: EXEC_ARGV });
+/**
+ * NODE_OPTIONS is the operator's, not drainguard's: it shares drainguard's
+ * environment in wrap mode, and a Node operator's `--require ./tracing.js`
+ * made the runtime exit 1 before drainguard ran. "none": the runtime takes
+ * its options from execArgv alone; the variable is passed on untouched.
+ */
+const seaConfig = (main: string, output: string) => ({
+  main,
+  output,
+  disableExperimentalSEAWarning: true,
+  useCodeCache: true,
+  useSnapshot: false,
+  execArgv: EXEC_ARGV,
+  execArgvExtension: 'none',
+});
 
 /** Everything the executable is made from: the bundle, the runtime, the tools, and this procedure itself. */
 function cacheKey({ target, runtime, bundle, lazy, training }: ExecutableOptions): string {

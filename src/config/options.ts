@@ -257,13 +257,13 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'prestopToken', flag: 'prestop-token', value: 'TOKEN', parse: (raw: string) => raw.trim(), commands: ['sidecar'],
-    description: 'turns on the httpGet preStop route /prestop on the HTTP listener; requests must carry this token in the X-Drainguard-Token header (at least 16 characters)',
+    description: 'deprecated, warned at start: the preStop token as a value, which anyone who can read the pod spec (the view role) can read; use --prestop-token-file',
     defaultText: 'no /prestop route',
   },
   {
     key: 'prestopTokenFile', flag: 'prestop-token-file', value: 'PATH', parse: nonEmpty, commands: ['sidecar'],
-    description: 'read the preStop token from this file (a mounted Secret) instead',
-    defaultText: '-',
+    description: 'turns on the httpGet preStop route /prestop on the HTTP listener: requests must carry the token in this file (a mounted Secret; at least 16 characters, a trailing newline ignored) in the X-Drainguard-Token header. The file is read again when it changes, as the kubelet rotates a Secret volume',
+    defaultText: 'no /prestop route',
   },
   {
     key: 'operatorContainer', flag: 'operator-container', value: 'NAMES', commands: ['sidecar'],

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from '../log/logger.ts';
 import type { IdleWait } from '../supervisor/drain.ts';
 import { waitForIdle } from './idle-metrics.ts';
+import { isLoopbackHost } from './loopback.ts';
 
 /** Tens of ms apart: a reconcile that ends is seen within one interval. */
 const SCRAPE_INTERVAL_MS = 50;
@@ -12,8 +13,6 @@ const SCRAPE_INTERVAL_MS = 50;
 const SCRAPE_TIMEOUT_MS = 1000;
 /** Where the kubelet mounts the pod's ServiceAccount token (controller-runtime's secure metrics want it). */
 const POD_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
-const isLoopback = (host: string) => host === 'localhost' || host === '[::1]' || host.startsWith('127.');
 
 /**
  * The wait for `url`. https: the pod's ServiceAccount token as bearer (when
@@ -51,7 +50,7 @@ export function untilIdle(url: URL, logger: Logger, tokenFile = POD_TOKEN): Idle
           fix: "point DRAINGUARD_IDLE_METRICS at the operator's metrics bind address (controller-runtime's --metrics-bind-address), reachable from drainguard",
         });
       };
-      const r = await waitForIdle({ url, token, insecureSkipVerify: https && isLoopback(url.hostname), intervalMs: SCRAPE_INTERVAL_MS, scrapeTimeoutMs: SCRAPE_TIMEOUT_MS, deadline, signal, onFailure });
+      const r = await waitForIdle({ url, token, insecureSkipVerify: https && isLoopbackHost(url.hostname), intervalMs: SCRAPE_INTERVAL_MS, scrapeTimeoutMs: SCRAPE_TIMEOUT_MS, deadline, signal, onFailure });
       const fields = { scrapes: r.scrapes, failedScrapes: r.failed, afterMs: Date.now() - started, activeWorkers: r.lastActive, error: r.lastError };
       if (r.outcome === 'idle') logger.info('operator idle: no reconcile running', fields);
       else if (r.outcome === 'deadline') logger.warn('operator still busy (or its metrics unreadable) at the drain deadline', fields);

@@ -59,6 +59,29 @@ export interface WatchEvent<T extends KubeObject = KubeObject> {
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
+/**
+ * The servers each log was told about: the pod's link and the guard make a
+ * client each, and the warning is said once per log. Keyed weakly by the
+ * logger: it tells nothing to another log, and goes with it.
+ */
+const toldInsecure = new WeakMap<Logger, Set<string>>();
+
+/** Plain http and insecure-skip-tls-verify are taken as kubectl takes them, but not silently: the token and every object go over them. */
+function warnInsecure(log: Logger, access: ApiAccess): void {
+  const insecure =
+    new URL(access.server).protocol === 'http:'
+      ? 'the Kubernetes API is reached over plain http: the token and every request go unencrypted'
+      : access.transport.insecureSkipTlsVerify
+        ? "insecure-skip-tls-verify is set: the Kubernetes API server's certificate is not checked"
+        : undefined;
+  if (insecure === undefined) return;
+  const told = toldInsecure.get(log) ?? new Set<string>();
+  toldInsecure.set(log, told);
+  if (told.has(access.server)) return;
+  told.add(access.server);
+  log.warn(insecure, { server: access.server, source: access.source });
+}
+
 export class KubeClient {
   readonly server: string;
   /** The namespace of the kubeconfig context or of the in-cluster service account. */
@@ -85,6 +108,7 @@ export class KubeClient {
     this.#now = options.now ?? Date.now;
     this.#log = options.logger ?? silentLogger;
     this.#onCall = options.onCall;
+    warnInsecure(this.#log, options.access);
   }
 
   get<T extends KubeObject = KubeObject>(ref: ObjectRef, options: CallOptions = {}): Promise<T> {

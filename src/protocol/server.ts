@@ -4,12 +4,33 @@
 import { chmodSync, unlinkSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { boundedWarn } from './bounded-log.ts';
 import { type ControlChannel, type DrainRequest, controlChannel } from './control.ts';
 import { LineSplitter, PROTOCOL_VERSION, ProtocolError, encode, parseClientMessage } from './messages.ts';
 import { describe } from '../errors.ts';
 
 /** A client whose unread output grows past this is not reading; it is dropped. */
 const MAX_BACKLOG_BYTES = 64 * 1024;
+/** How long a connection closed with an `error` may linger for the peer to read it. */
+const LINGER_MS = 1000;
+
+/**
+ * What the socket takes in at once (docs/protocol.md, "Bounds"). Each
+ * connection holds at most one partial line of 64 KiB; a connection past a
+ * cap gets `error` and is closed. A thousand operator clients fit; a peer
+ * that opens connections and says nothing (or half a line) holds at most
+ * maxUngreeted of them, each for helloTimeoutMs.
+ */
+export interface IntakeLimits {
+  /** Connections of every kind at once: operator clients, drain requests, and those yet to say hello. */
+  readonly maxConnections: number;
+  /** Connections that have not said hello (nor asked for a drain) yet. */
+  readonly maxUngreeted: number;
+  /** A connection that has not said hello (nor asked for a drain) in this long gets `error` and is closed. */
+  readonly helloTimeoutMs: number;
+}
+
+export const INTAKE_LIMITS: IntakeLimits = { maxConnections: 1024, maxUngreeted: 128, helloTimeoutMs: 10_000 };
 
 export interface ClientInfo {
   readonly id: number;
@@ -34,6 +55,7 @@ export interface DrainServerOptions {
   readonly onEvent?: (event: ServerEvent) => void;
   /** Accepts drain requests on control connections; without it they get an `error`. */
   readonly onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
+  readonly limits?: IntakeLimits;
 }
 
 interface Client extends ClientInfo {
@@ -45,6 +67,8 @@ interface Client extends ClientInfo {
   inflight: number;
   name?: string;
   pid?: number;
+  /** Until hello (or a drain request): the connection is closed when it fires. */
+  helloTimer?: NodeJS.Timeout;
 }
 
 /** How the clients ended their part of a drain. */
@@ -83,25 +107,35 @@ export class DrainServer {
   readonly #onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
   readonly #clients = new Map<number, Client>();
   readonly #controls = new Set<Client>();
-  /** Rejected connections, half-closed until the peer closes (or a timeout): cut at close(), so that none holds up drainguard's exit. */
+  /** Connections that have not said hello nor asked for a drain: capped, and each given helloTimeoutMs. */
+  readonly #ungreeted = new Set<Client>();
+  /** Rejected connections, half-closed until the peer closes (or LINGER_MS): cut at close(), so that none holds up drainguard's exit. */
   readonly #rejected = new Set<Socket>();
+  readonly #limits: IntakeLimits;
+  /** Peers cause these at will: logged at a bounded rate. */
+  readonly #logRefused: (fields: Record<string, unknown>) => void;
+  readonly #logRejected: (fields: Record<string, unknown>) => void;
   #server?: Server;
   #nextId = 1;
   /** Greeted clients that have not said drained: the drain waits for this to reach 0. */
   #undrained = 0;
   #drain?: DrainUnderWay;
 
-  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest }: DrainServerOptions) {
+  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest, limits = INTAKE_LIMITS }: DrainServerOptions) {
     this.path = path;
     this.#logger = logger;
     this.#now = now;
     this.#onEvent = onEvent;
     this.#onDrainRequest = onDrainRequest;
+    this.#limits = limits;
+    this.#logRefused = boundedWarn(logger, 'drain socket connection refused', { now });
+    this.#logRejected = boundedWarn(logger, 'protocol error, closing the connection', { now });
   }
 
   /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */
   async listen(): Promise<void> {
-    const server = createServer({ allowHalfOpen: false }, (socket) => this.#accept(socket));
+    // Paused: nothing is read from a connection before it is taken in (a refused one is never read).
+    const server = createServer({ allowHalfOpen: false, pauseOnConnect: true }, (socket) => this.#accept(socket));
     const previous = process.umask(0o177);
     try {
       await new Promise<void>((resolve, reject) => {
@@ -177,8 +211,16 @@ export class DrainServer {
   }
 
   #accept(socket: Socket): void {
+    const refusal = this.#overLimit();
+    if (refusal) return this.#refuse(socket, refusal);
     const client: Client = { id: this.#nextId++, socket, greeted: false, drained: false, inflight: 0 };
     this.#clients.set(client.id, client);
+    this.#ungreeted.add(client);
+    const { helloTimeoutMs } = this.#limits;
+    client.helloTimer = setTimeout(
+      () => this.#reject(client, describe(new ProtocolError('DG_PROTOCOL_HELLO_TIMEOUT', `no hello within ${helloTimeoutMs} ms`))),
+      helloTimeoutMs,
+    ).unref();
     const splitter = new LineSplitter();
     const read = (chunk: Buffer) => {
       try {
@@ -193,10 +235,50 @@ export class DrainServer {
     socket.on('data', read);
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.#gone(client));
+    socket.resume();
+  }
+
+  /** Why a new connection cannot be taken in, if it cannot. */
+  #overLimit(): string | undefined {
+    const { maxConnections, maxUngreeted } = this.#limits;
+    if (this.#clients.size + this.#controls.size >= maxConnections) return `too many connections (at most ${maxConnections})`;
+    if (this.#ungreeted.size >= maxUngreeted) return `too many connections that have not said hello (at most ${maxUngreeted})`;
+    return undefined;
+  }
+
+  /**
+   * Refuses a connection: `error` and end. Nothing is read from it (what the
+   * peer sent stays in the kernel, not in drainguard's memory), so its close
+   * goes unseen: it is cut after LINGER_MS. It is not counted against the
+   * caps meanwhile: a client that retries sooner would be refused for good.
+   */
+  #refuse(socket: Socket, reason: string): void {
+    const message = describe(new ProtocolError('DG_PROTOCOL_BUSY', reason));
+    this.#logRefused({ reason: message, connections: this.#clients.size + this.#controls.size, ungreeted: this.#ungreeted.size });
+    socket.on('error', () => socket.destroy());
+    this.#linger(socket);
+    socket.end(encode({ type: 'error', message }));
+  }
+
+  /** Out of the count of connections yet to say hello. */
+  #settled(client: Client): void {
+    this.#ungreeted.delete(client);
+    clearTimeout(client.helloTimer);
+  }
+
+  /** A closed connection whose peer has yet to read the `error`: cut after LINGER_MS even if the peer keeps sending. */
+  #linger(socket: Socket): void {
+    this.#rejected.add(socket);
+    const cut = setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    socket.once('close', () => {
+      clearTimeout(cut);
+      this.#rejected.delete(socket);
+    });
   }
 
   /** A connection closed: a client that had not said drained may have been the last one the drain waited for. */
   #gone(client: Client): void {
+    this.#settled(client);
     if (client.control) {
       this.#controls.delete(client);
       client.control.abort();
@@ -225,6 +307,7 @@ export class DrainServer {
         throw new ProtocolError('DG_PROTOCOL_VERSION', `unsupported protocol version ${message.protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
       }
       client.greeted = true;
+      this.#settled(client);
       this.#undrained++;
       client.name = message.name;
       client.pid = message.pid;
@@ -265,6 +348,7 @@ export class DrainServer {
     }
     if (!this.#onDrainRequest) throw new ProtocolError('DG_PROTOCOL_DRAIN_REFUSED', 'drain requests are not accepted here: drainguard run drains on SIGTERM; prestop is for drainguard sidecar');
     this.#clients.delete(client.id);
+    this.#settled(client);
     client.control = new AbortController();
     this.#controls.add(client);
     this.#onDrainRequest(request, controlChannel(client.socket, client.control.signal));
@@ -288,9 +372,10 @@ export class DrainServer {
   }
 
   #reject(client: Client, reason: string): void {
-    this.#logger.warn('protocol error, closing the connection', { client: client.id, name: client.name, reason });
+    this.#logRejected({ client: client.id, name: client.name, reason });
     this.#onEvent({ type: 'rejected', client: publicInfo(client), reason });
     this.#clients.delete(client.id);
+    this.#settled(client);
     if (client.greeted && !client.drained) {
       this.#undrained--;
       if (this.#drain) this.#drain.disconnected++;
@@ -299,10 +384,8 @@ export class DrainServer {
     this.#checkDrained();
     client.socket.end(encode({ type: 'error', message: reason }));
     client.socket.removeAllListeners('data');
-    // A peer that never reads must not keep the half-closed socket alive.
-    client.socket.setTimeout(1000, () => client.socket.destroy());
-    this.#rejected.add(client.socket);
-    client.socket.once('close', () => this.#rejected.delete(client.socket));
+    // Neither a peer that never reads nor one that keeps sending keeps the half-closed socket alive.
+    this.#linger(client.socket);
   }
 
   #checkDrained(): void {

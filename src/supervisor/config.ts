@@ -3,7 +3,7 @@
 
 import type { PodRef } from '../kube/pod.ts';
 import { checkFit, defaultDrainTimeout } from './shutdown.ts';
-import { resolvePrestopToken } from '../config/prestop-token.ts';
+import { type PrestopToken, resolvePrestopToken } from '../config/prestop-token.ts';
 import { ConfigError } from '../errors.ts';
 import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
 import type { HoldKind } from '../config/hold-list.ts';
@@ -38,7 +38,7 @@ export interface SupervisorConfig {
   /** Sidecar mode: the operator's containers, whose termination the API must report before the release. */
   readonly operatorContainers: readonly string[];
   /** Sidecar mode: turns on the httpGet preStop route. */
-  readonly prestopToken?: string;
+  readonly prestopToken?: PrestopToken;
   /** The operator's controller-runtime metrics, for a drain without a protocol client. */
   readonly idleMetrics?: URL;
   readonly logLevel: LogLevel;

@@ -1,10 +1,13 @@
 // POST or GET /prestop, for an httpGet preStop hook: with the right token it
 // starts the drain (or joins the one under way) and answers once it has
 // ended. Without the token nothing happens: 401 when none was sent, 403 when
-// it was wrong.
+// it was wrong. Anyone who reaches the pod IP can cause a refusal: they are
+// logged at a bounded rate.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { PrestopToken } from '../config/prestop-token.ts';
 import type { Logger } from '../log/logger.ts';
+import { boundedWarn } from '../protocol/bounded-log.ts';
 import type { PrestopRefusal } from './metrics.ts';
 import type { DrainTicket } from '../supervisor/drain.ts';
 import { TOKEN_HEADER, tokenCheck } from './prestop-token.ts';
@@ -12,27 +15,37 @@ import { TOKEN_HEADER, tokenCheck } from './prestop-token.ts';
 export const PRESTOP_PATH = '/prestop';
 
 export interface PrestopRouteOptions {
-  readonly token: string;
+  readonly token: PrestopToken;
   readonly startDrain: () => DrainTicket;
   readonly logger: Logger;
   readonly refused?: (reason: PrestopRefusal) => void;
+  /** For the bounded logs. */
+  readonly now?: () => number;
 }
 
-export function prestopRoute({ token, startDrain, logger, refused }: PrestopRouteOptions) {
-  const check = tokenCheck(token);
+export function prestopRoute({ token, startDrain, logger, refused, now }: PrestopRouteOptions) {
+  if (token.deprecation) logger.warn(token.deprecation);
+  const warnToken = boundedWarn(logger, 'preStop token file not taken', { now });
+  const check = tokenCheck(() => {
+    const { token: current, problem } = token.current();
+    if (problem) warnToken({ problem });
+    return current;
+  });
   const header = TOKEN_HEADER.toLowerCase();
+  const warnMissing = boundedWarn(logger, 'preStop request without a token refused', { now });
+  const warnWrong = boundedWarn(logger, 'preStop request with a wrong token refused', { now });
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const presented = req.headers[header];
     const peer = req.socket.remoteAddress;
     if (presented === undefined || presented === '') {
       refused?.('missing-token');
-      logger.warn('preStop request without a token refused', { peer });
+      warnMissing({ peer });
       return reply(res, 401, { error: `missing ${TOKEN_HEADER} header` }, { 'WWW-Authenticate': `${TOKEN_HEADER}` });
     }
     // A repeated header arrives joined with ", ": it is not the token either.
     if (!check(Array.isArray(presented) ? presented.join(', ') : presented)) {
       refused?.('wrong-token');
-      logger.warn('preStop request with a wrong token refused', { peer });
+      warnWrong({ peer });
       return reply(res, 403, { error: 'wrong token' });
     }
     const ticket = startDrain();

@@ -2,6 +2,7 @@
 // sidecar mode the token-guarded /prestop. Loaded only when the listener is on.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { PrestopToken } from '../config/prestop-token.ts';
 import type { Logger } from '../log/logger.ts';
 import { createMetrics } from './metrics.ts';
 import { type SupervisorObserver, combineObservers } from '../supervisor/observer.ts';
@@ -17,7 +18,7 @@ export interface TelemetryOptions {
   readonly logger: Logger;
   readonly guard?: (() => GuardReport);
   /** Sidecar mode with a token: the httpGet preStop route. */
-  readonly prestop?: { readonly token: string; readonly startDrain: () => DrainTicket };
+  readonly prestop?: { readonly token: PrestopToken; readonly startDrain: () => DrainTicket };
 }
 
 export interface Telemetry {
