@@ -5,6 +5,7 @@
 // out its whole timeout.
 
 import { type Placement, operatorArgv, goFlagOf, settingOf } from './pod.ts';
+import { isLoopbackHost } from '../idle/loopback.ts';
 
 export interface IdleMetricsFinding {
   readonly code: 'idle-metrics-not-metrics-port' | 'idle-metrics-not-this-pod';
@@ -15,7 +16,6 @@ export interface IdleMetricsFinding {
 
 /** envOf's stand-in for the downward API's pod IP: the pod itself. */
 const POD_IP = '<status.podIP>';
-const isLoopback = (host: string) => host === 'localhost' || host === '[::1]' || host === '0.0.0.0' || host.startsWith('127.');
 
 export function checkIdleMetrics(placement: Placement): IdleMetricsFinding[] {
   const raw = settingOf(placement.supervisor, 'idle-metrics');
@@ -61,7 +61,7 @@ export function checkIdleMetrics(placement: Placement): IdleMetricsFinding[] {
     }
   }
 
-  if (!isLoopback(url.hostname) && !raw.includes(POD_IP)) {
+  if (!isLoopbackHost(url.hostname) && !raw.includes(POD_IP)) {
     out.push({
       code: 'idle-metrics-not-this-pod', severity: 'warning',
       message: `DRAINGUARD_IDLE_METRICS scrapes ${url.hostname}, not this pod: a Service or another host answers for some other operator (or none), not the one drainguard stops`,

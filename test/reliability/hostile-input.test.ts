@@ -24,6 +24,11 @@ const WORKERS = 8;
 const SLOW_CLIENTS = 20;
 const DRIBBLERS = 16;
 const DRIBBLE_BYTES = 8 * 1024;
+/** The drain socket's caps (docs/protocol.md, "Bounds"): 1024 connections, 128 of them yet to say hello. */
+const MAX_CONNECTIONS = 1024;
+const MAX_UNGREETED = 128;
+/** Held connections that never say hello: the cap on those leaves room for the dribblers' and workers' fresh ones. */
+const HELD_UNGREETED = MAX_UNGREETED - WORKERS - DRIBBLERS - 8;
 
 function start(socket: string, wrapper: string[] = []): Proc {
   const args = ['run', '--', NODE, OPERATOR];
@@ -114,24 +119,37 @@ test('fuzz: hostile frames and connections; drainguard stays up, bounded, leak-f
   const before = memory(pid);
   const baseFds = descriptors(pid).length;
 
-  // Thousands of connections held open: silent, greeted but never reading, or stopped mid-line.
-  const idle = Math.max(0, Math.min(sizes.idleConnections, openFileLimit('self') - 400, openFileLimit(pid) - 200));
-  const held = await openMany(socket, idle);
+  // Connections held open up to the socket's cap: greeted, never reading or stopped mid-line (opened a few
+  // at a time, each greeting at once); then as many silent or stopped mid-line before hello as the cap on
+  // those leaves room for (the hello deadline closes them after 10 s).
+  const room = MAX_CONNECTIONS - 1 - WORKERS - DRIBBLERS - SLOW_CLIENTS - 8;
+  const idle = Math.max(0, Math.min(sizes.idleConnections, room, openFileLimit('self') - 400, openFileLimit(pid) - 200));
+  const halfLine = () => Buffer.alloc(1 + random.int(MAX_LINE_BYTES - 1), '{');
+  const held: Socket[] = [];
   let halfSent = 0;
-  for (const s of held) {
-    const kind = random.int(10);
-    if (kind < 2) {
+  while (held.length < idle - HELD_UNGREETED) {
+    for (const s of await openMany(socket, Math.min(16, idle - HELD_UNGREETED - held.length))) {
       s.pause();
       s.write('{"type":"hello","protocol":1,"name":"fuzz-idle"}\n');
-    } else if (kind < 3) {
-      s.write(Buffer.alloc(1 + random.int(MAX_LINE_BYTES - 1), '{'));
-      halfSent++;
+      if (random.int(10) < 2) {
+        s.write(halfLine());
+        halfSent++;
+      }
+      held.push(s);
     }
   }
-  // Partial lines a byte at a time: the most expensive way to make drainguard hold a line.
+  for (const s of await openMany(socket, Math.min(HELD_UNGREETED, idle))) {
+    if (random.int(10) < 3) {
+      s.write(halfLine());
+      halfSent++;
+    }
+    held.push(s);
+  }
+  // Partial lines a byte at a time, after hello: the most expensive way to make drainguard hold a line.
   const dribblers = await openMany(socket, DRIBBLERS);
   const dribbling = Promise.all(
     dribblers.map(async (s) => {
+      await write(s, '{"type":"hello","protocol":1,"name":"fuzz-dribbler"}\n');
       for (let i = 0; i < DRIBBLE_BYTES; i++) await write(s, i === 0 ? '{' : 'a');
     }),
   ).then(
