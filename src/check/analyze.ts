@@ -9,6 +9,7 @@ import { type Container, type Placement, type PodSpec, drainguardCommand, envOf,
 import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
 import { checkHold } from './hold.ts';
+import { policyTargets, uncoveredByPolicy } from './admission-policy.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts';
 import { type Configured, type LayersRow, layersTable } from './layers.ts';
 import { type Command, EVERY_OPTION, type OptionValues, defaultValue } from '../config/options.ts';
@@ -44,7 +45,7 @@ const kept = (o: Manifest): boolean => (o.metadata.annotations as Record<string,
 
 /** What drainguard does in its own namespace besides the guarded objects. */
 const OWN_NEEDS = [
-  ...['create', 'get', 'list', 'update', 'patch', 'delete'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases' })),
+  ...['create', 'list', 'patch', 'delete'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases' })),
   { verb: 'create', group: '', resource: 'events' },
   { verb: 'get', group: '', resource: 'pods' },
 ];
@@ -245,10 +246,18 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
       `add serviceaccount/${w.namespace}/${sa} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`);
   }
+  const uncovered = uncoveredByPolicy(objects, w.namespace, sa, [...policyTargets(guard), ...(hold.length > 0 ? [{ kind: 'deployment' as const, name: w.object.metadata.name }] : [])]);
+  if (uncovered === undefined || uncovered.length > 0) {
+    add('admission-policy-missing', 'warning',
+      uncovered === undefined
+        ? `no ValidatingAdmissionPolicy holds ServiceAccount ${w.namespace}/${sa} to the finalizers of what drainguard guards: RBAC's patch lets that account, drainguard's and the operator's, change anything else of them too (add a subject to a binding of a role it holds, say)`
+        : `drainguard's admission policy for ServiceAccount ${w.namespace}/${sa} does not cover ${uncovered.join(', ')}: that account may change more of them than their finalizers`,
+      'use the components (deploy/components/rbac has the policy) or the library chart (drainguard.admissionPolicy: true), which ship it for Kubernetes 1.30 or later; on older clusters there is none to have');
+  }
   const own = OWN_NEEDS.filter((n) => !can.allows({ ...n, namespace: w.namespace }));
   if (own.length > 0) {
     add('guard-not-covered', 'error', `ServiceAccount ${w.namespace}/${sa} may not ${own.map((n) => `${n.verb} ${n.resource}`).join(', ')} in ${w.namespace}: drainguard cannot keep its holder Lease or write its Events`,
-      `add to a Role in ${w.namespace} bound to ServiceAccount ${w.namespace}/${sa}: leases (coordination.k8s.io) create, get, list, update, patch, delete; events create; pods get`);
+      `add to a Role in ${w.namespace} bound to ServiceAccount ${w.namespace}/${sa}: leases (coordination.k8s.io) create, list, patch, delete; events create; pods get`);
   }
 
   if (guard.some((t) => t.kind === 'serviceaccount') && graceNeeded(drainMs, stopMs) > SERVICE_ACCOUNT_TOKEN_MS) {

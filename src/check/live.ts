@@ -1,7 +1,7 @@
 // `drainguard check --deployment NAMESPACE/NAME`: the manifests a check needs,
 // read from the API instead of files: the Deployment, every RBAC object and
-// ServiceAccount that may grant to it or be guarded by it, and the CRDs of the
-// kinds it holds.
+// ServiceAccount that may grant to it or be guarded by it, the admission
+// policies that may hold it to finalizers, and the CRDs of the kinds it holds.
 
 import { parseHoldList } from '../config/hold-list.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -23,6 +23,8 @@ export async function liveManifests(client: KubeClient, namespace: string, name:
     ['rbac.authorization.k8s.io/v1', 'Role', `${RBAC}/namespaces/${namespace}/roles`],
     ['rbac.authorization.k8s.io/v1', 'RoleBinding', `${RBAC}/namespaces/${namespace}/rolebindings`],
     ['v1', 'ServiceAccount', `/api/v1/namespaces/${namespace}/serviceaccounts`],
+    ['admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicy', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies'],
+    ['admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicyBinding', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings'],
   ];
   const read = await Promise.all(lists.map(([, , path]) => client.request<List>('GET', path)));
   const object: Manifest = { ...deployment, apiVersion: 'apps/v1', kind: 'Deployment' };

@@ -85,7 +85,7 @@ for (const mode of [...MODES, 'hold']) {
       if (t.namespace !== undefined) assert.equal(t.namespace, namespace, `${t.kind}/${t.namespace}/${t.name} is in drainguard's own namespace`);
       for (const verb of ['get', 'patch']) allowed.add(grant(t.namespace ?? '', group, resource, verb, t.name));
     }
-    for (const verb of ['create', 'get', 'list', 'update', 'patch', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
+    for (const verb of ['create', 'list', 'patch', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
     allowed.add(grant(namespace, '', 'events', 'create', '*'));
     allowed.add(grant(namespace, '', 'pods', 'get', '*'));
     if (hold.length > 0) {

@@ -89,7 +89,7 @@ for (const mode of MODES) {
     for (const b of ours.filter((o) => o.kind.endsWith('Binding'))) assert.equal(b.subjects, [{ kind: 'ServiceAccount', name: 'example-operator', namespace: NS }]);
     const want = [
       ...onGuard(guard, ['get', 'patch']),
-      ...['create', 'get', 'list', 'update', 'patch', 'delete'].map((v) => `${NS}|coordination.k8s.io|leases|${v}|*`),
+      ...['create', 'list', 'patch', 'delete'].map((v) => `${NS}|coordination.k8s.io|leases|${v}|*`),
       `${NS}||events|create|*`,
       `${NS}||pods|get|*`,
     ].sort();
@@ -134,7 +134,6 @@ for (const mode of MODES) {
       ...onGuard(own.filter((o) => !o.startsWith('validatingadmission')).join(','), ['delete']),
       ...onGuard(guard, ['get', 'patch']),
       ...['validatingadmissionpolicies', 'validatingadmissionpolicybindings'].map((r) => `|admissionregistration.k8s.io|${r}|delete|${policy}`),
-      `${NS}|coordination.k8s.io|leases|get|*`,
       `${NS}|coordination.k8s.io|leases|list|*`,
     ].sort());
     const job = ofKind(hooks, 'Job')[0]!;

@@ -28,7 +28,7 @@ const CLEANUP_MS = 90_000;
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
 /** Plural resource names where the kind's lower case plus `s` is wrong. */
-const PLURALS: Record<string, string> = { Endpoints: 'endpoints', NetworkPolicy: 'networkpolicies', PriorityClass: 'priorityclasses', StorageClass: 'storageclasses', IngressClass: 'ingressclasses' };
+const PLURALS: Record<string, string> = { Endpoints: 'endpoints', NetworkPolicy: 'networkpolicies', PriorityClass: 'priorityclasses', StorageClass: 'storageclasses', IngressClass: 'ingressclasses', ValidatingAdmissionPolicy: 'validatingadmissionpolicies' };
 
 /** The REST path of a type, or of one object of it. */
 export function resourcePath(apiVersion: string, plural: string, namespace?: string, name?: string): string {

@@ -219,7 +219,7 @@ metadata:
 rules:
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, list]
+    verbs: [list]
   - apiGroups: [rbac.authorization.k8s.io]
     resources: [roles, rolebindings]
     resourceNames: [{{ $c.self | quote }}]

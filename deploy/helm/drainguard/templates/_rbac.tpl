@@ -96,10 +96,11 @@ rules:
     resourceNames: {{ toJson . }}
   {{- end }}
   # Holder Leases are named after pod UIDs, unknown in advance: no resourceNames.
-  # list: finding the other holders (stale finalizers); patch: renewing its own.
+  # create, patch (renewing), delete: its own; list: the other holders of this
+  # namespace (stale finalizers). Never get, update or watch.
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [create, get, list, update, patch, delete]
+    verbs: [create, list, patch, delete]
   - apiGroups: [""]
     resources: [events]
     verbs: [create]
