@@ -78,6 +78,8 @@ export interface StopProcedureOptions {
   readonly podGracePeriod?: () => Promise<number | undefined>;
   /** DRAINGUARD_IDLE_METRICS: the drain's wait when no client said hello. */
   readonly untilIdle?: DrainOptions['untilIdle'];
+  /** Gives up the operator's leader Lease once it has exited, by the deadline given (epoch ms); never throws. */
+  readonly releaseLeader?: (deadline: number) => Promise<unknown>;
   /** Called once the socket listens, with its server (the HTTP listener counts its clients). */
   readonly onServer?: (server: DrainServer) => void;
 }
@@ -223,14 +225,18 @@ export class StopProcedure {
   /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
   async #release(): Promise<void> {
     this.#setPhase('releasing');
+    const deadline = this.#deadlines.releaseDeadline(this.#terminatedAt());
+    // The operator has exited: its leader Lease is given up beside the release, by the same deadline (leader/open.ts).
+    const leader = this.#options.releaseLeader?.(deadline);
     await this.#flushEvents();
     const guard = this.#options.guard;
-    if (!guard) return;
-    const deadline = this.#deadlines.releaseDeadline(this.#terminatedAt());
-    this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
-    await guard.release(deadline);
-    // A GuardReleaseFailed Event, within what is left of the deadline.
-    await this.#flushEvents();
+    if (guard) {
+      this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
+      await guard.release(deadline);
+      // A GuardReleaseFailed Event, within what is left of the deadline.
+      await this.#flushEvents();
+    }
+    await leader;
   }
 
   #flushEvents(): Promise<void> {

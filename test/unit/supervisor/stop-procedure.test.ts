@@ -210,4 +210,26 @@ test('sidecar mode: an operator that stays connected is waited for until the wai
   client.close();
 });
 
+test("the leader release: once the operator is gone, beside the guard's release and by its deadline, which it does not hold up", async () => {
+  const mode = new PlayedMode();
+  const order: string[] = [];
+  let leaderDone!: () => void;
+  const s = procedure(mode, [], {
+    releaseLeader: (deadline) => {
+      order.push(`leader by +${deadline - s.clock.now()} after ${mode.calls.join(', ')}`);
+      return new Promise<void>((r) => (leaderDone = r));
+    },
+  });
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  sigterm();
+  // The guard is released while the leader release is still under way.
+  await until(() => s.guardCalls.length === 2, 'the guard released');
+  assert.equal(order, ['leader by +9500 after start, stop no-client']);
+  assert.equal(s.guardCalls, ['guard start', 'guard release by +9500']);
+  assert.not.ok(s.phases.includes('exited'), 'the exit waits for the leader release (bounded by the same deadline)');
+  leaderDone();
+  assert.is(await within(5000, 'exit', s.running), 0);
+});
+
 test.run();
