@@ -80,6 +80,12 @@ export interface StopProcedureOptions {
   readonly untilIdle?: DrainOptions['untilIdle'];
   /** Gives up the operator's leader Lease once it has exited, by the deadline given (epoch ms); never throws. */
   readonly releaseLeader?: (deadline: number) => Promise<unknown>;
+  /**
+   * At the first termination signal, before the drain, the operator still running and the guard
+   * held: runs by the deadline given (epoch ms; the drain keeps the rest of its time), and a second
+   * signal aborts it. Never throws. (namespace/open.ts: a namespace being deleted.)
+   */
+  readonly beforeDrain?: (deadline: number, signal: AbortSignal) => Promise<unknown>;
   /** Called once the socket listens, with its server (the HTTP listener counts its clients). */
   readonly onServer?: (server: DrainServer) => void;
 }
@@ -104,6 +110,9 @@ export class StopProcedure {
   #phase: Phase = 'starting';
   #server?: DrainServer;
   #drain?: Drain;
+  /** The step before the drain, once the signal began it; and the drain time it took. */
+  #beforeDrain?: Promise<void>;
+  #beforeDrainMs = 0;
 
   constructor(config: SupervisorConfig, mode: Mode, options: StopProcedureOptions = {}) {
     this.#config = config;
@@ -171,7 +180,7 @@ export class StopProcedure {
     });
     const drain = new Drain({
       server,
-      timeoutMs: () => this.#deadlines.drainTimeoutMs(),
+      timeoutMs: () => Math.max(0, this.#deadlines.drainTimeoutMs() - this.#beforeDrainMs),
       logger: this.#log,
       clock: this.#clock,
       operatorGone: mode.exited,
@@ -211,8 +220,11 @@ export class StopProcedure {
       await this.#release();
       return byItself.status;
     }
+    await this.#beforeDrain;
     // Started by the signal handler, unless the signal came while the operator was being started.
     const ticket = this.#drain!.started ?? this.startDrain('signal');
+    // A second signal during the step before the drain cuts the drain short as well.
+    if (this.#beforeDrain && this.#termination.count > 1) this.#drain!.cutShort();
     const result = await ticket.ended;
     this.#setPhase('stopping');
     const status = await mode.stop(ticket, result);
@@ -273,12 +285,25 @@ export class StopProcedure {
       const announce = () => this.#log.info('termination requested', { signal: sig, ...mode.terminationFields?.(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
       // Before the operator runs there is nothing to drain yet: the start is called off, or the drain begins once it runs.
       if (this.#phase === 'starting' && mode.statusIfCalledOff !== undefined) announce();
-      else this.startDrain('signal', announce);
+      else if (this.#options.beforeDrain && this.#phase === 'running') {
+        announce();
+        this.#beforeDrain = this.#runBeforeDrain(this.#options.beforeDrain);
+      } else this.startDrain('signal', announce);
     } else if (step === 'cut-short' && this.#phase === 'draining') {
       this.#log.info('second termination signal: cutting the drain short', { signal: sig });
     } else {
       this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
     }
+  }
+
+  /** The step before the drain, by the drain's deadline less the last 2 s of it (half, when shorter), which the drain keeps. */
+  async #runBeforeDrain(step: NonNullable<StopProcedureOptions['beforeDrain']>): Promise<void> {
+    const start = this.#clock.now();
+    const drainMs = this.#deadlines.drainTimeoutMs();
+    const stop = new AbortController();
+    void this.#termination.cutShort.then(() => stop.abort());
+    await step(start + drainMs - Math.min(2000, drainMs / 2), stop.signal).catch(() => {});
+    this.#beforeDrainMs = this.#clock.now() - start;
   }
 
   #setPhase(phase: Phase): void {
