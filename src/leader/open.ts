@@ -38,13 +38,17 @@ export function leaderRelease(use: LeaderReleaseUse): ((deadline: number) => Pro
 
 /** Whether the API reports the operator container terminated by `deadline`; it normally has by the release. */
 async function operatorGone(wait: (signal: AbortSignal) => Promise<void>, deadline: number): Promise<boolean> {
-  const signal = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
+  // A timer of its own (AbortSignal.timeout's does not keep the process alive).
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
   try {
-    await wait(signal);
-    return !signal.aborted;
+    await wait(stop.signal);
+    return !stop.signal.aborted;
   } catch {
     // The stop procedure has already said why the API cannot tell (sidecar-mode.ts); the release says the Lease is left.
     return false;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
