@@ -89,7 +89,15 @@ export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline
     const call = { deadline };
     let held: LeaderLease[];
     if (options.lease === 'auto') {
-      const list = await client.list<LeaderLease>(RESOURCES.lease, pod.namespace, call);
+      let list;
+      try {
+        list = await client.list<LeaderLease>(RESOURCES.lease, pod.namespace, call);
+      } catch (err) {
+        if (!isStatus(err, 403)) throw err;
+        // An operator that elects no leader needs no rights on Leases: not worth a warning.
+        log.info('cannot list the Leases of this namespace: no leader Lease looked for (DRAINGUARD_LEADER_LEASE=off says none is wanted)', { namespace: pod.namespace, status: 403 });
+        return { outcome: 'refused' };
+      }
       held = list.items.filter((l) => heldByPod(l.spec?.holderIdentity, pod.name));
     } else {
       const one = await client.get<LeaderLease>({ ...RESOURCES.lease, namespace: pod.namespace, name: options.lease.name }, call).catch((err: unknown) => {

@@ -83,4 +83,13 @@ test('DRAINGUARD_LEADER_LEASE=NAME: only that Lease is read; held by another pod
   assert.is(leaderRelease({ setting: 'auto', pod: { namespace: ns }, env: {}, logger, operator: 'exited' }), undefined, 'no pod name: nothing to go by');
 });
 
+test('an operator with no rights on Leases (it elects no leader): one info line, no warning', async () => {
+  await c.serviceAccount(ns, 'plain');
+  const plain = new KubeClient({ access: await loadApiAccess({ KUBECONFIG: c.kubeconfigFor(await c.token(ns, 'plain')) }) });
+  const { lines, logger } = capture();
+  const r = await releaseLeaderLease({ pod: { name: 'op-4', namespace: ns }, lease: 'auto', client: async () => plain, logger }, Date.now() + 10_000);
+  assert.equal(r, { outcome: 'refused' });
+  assert.equal(lines.map((l) => [l.level, l.msg]), [['info', 'cannot list the Leases of this namespace: no leader Lease looked for (DRAINGUARD_LEADER_LEASE=off says none is wanted)']]);
+});
+
 test.run();
