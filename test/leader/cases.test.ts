@@ -51,7 +51,7 @@ test('a successor that takes the Lease between the read and the write wins: 409,
   assert.equal(lines.filter((l) => l.msg.startsWith('leader Lease')).map((l) => l.msg), ['leader Lease changed since it was read: left to its new holder']);
 });
 
-test('a sidecar that cannot tell the operator stopped (no DRAINGUARD_OPERATOR_CONTAINER, or the API never says so) leaves the Lease, and says so once', async () => {
+test('a sidecar: the Lease left when it cannot tell the operator stopped (no DRAINGUARD_OPERATOR_CONTAINER, or the API never says so), given up once the API says so', async () => {
   const made = await lease(c, ns, 'sidecar', 'op-2_x');
   const env = { KUBECONFIG: c.adminKubeconfig };
   const never = async (signal: AbortSignal) => new Promise<void>((r) => signal.addEventListener('abort', () => r()));
@@ -66,6 +66,13 @@ test('a sidecar that cannot tell the operator stopped (no DRAINGUARD_OPERATOR_CO
     assert.equal(lines.filter((l) => l.msg.startsWith('leader Lease')).map((l) => l.msg), [msg]);
   }
   assert.is((await c.api.get(path('sidecar'))).metadata.resourceVersion, made.metadata.resourceVersion, 'not written');
+  // Once the API reports the operator container terminated, it is given up.
+  let asked = 0;
+  const { logger } = capture();
+  const confirmed = leaderRelease({ setting: 'auto', pod: { name: 'op-2', namespace: ns }, env, logger, operator: async () => void asked++ })!;
+  assert.equal(await confirmed(Date.now() + 10_000), { outcome: 'released', leases: ['sidecar'] });
+  assert.is(asked, 1);
+  assert.equal([(await c.api.get(path('sidecar'))).spec.holderIdentity, (await c.api.get(path('sidecar'))).spec.leaseDurationSeconds], ['', 1]);
 });
 
 test('DRAINGUARD_LEADER_LEASE=NAME: only that Lease is read; held by another pod, it is left; off: nothing at all', async () => {
