@@ -11,13 +11,15 @@
 import { type GuardUse, lateGuard } from '../guard/late.ts';
 import type { GuardSettings, OpenGuardOptions } from '../guard/open.ts';
 import type { PodApi } from '../kube/pod.ts';
+import { leaderRelease } from '../leader/open.ts';
+import { namespaceFinalizer } from '../namespace/open.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../supervisor/config.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { RELEASE_MARGIN_MS } from '../supervisor/shutdown.ts';
 import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
-import { type Mode, StopProcedure } from '../supervisor/stop-procedure.ts';
+import { type Mode, StopProcedure, type StopProcedureOptions } from '../supervisor/stop-procedure.ts';
 import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, drainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
@@ -37,7 +39,7 @@ export function supervise(config: SupervisorConfig, io: CliIO, command: readonly
   const pod = laterPodLink(config, io.env, logger);
   // The Kubernetes client is loaded once the operator started (lateGuard's start()).
   const guard = guarded(config) ? lateGuard(guardSettings(config), guardOptions(config, io.env, logger, () => pod.events)) : undefined;
-  return superviseWith(config, logger, mode, pod, guard);
+  return superviseWith(config, logger, mode, pod, guard, leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: 'exited' }), io.env);
 }
 
 /** `drainguard sidecar` */
@@ -47,10 +49,12 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
   const pod: PodLink = { events: api.recordEvent && drainEventObserver(api.recordEvent, logger), gracePeriod: () => readGracePeriod(api, logger) };
-  return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard);
+  // The leader Lease is given up only once the API reports the operator container terminated.
+  const leader = leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: api.operatorStopped ?? 'unknown' });
+  return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard, leader, io.env);
 }
 
-async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: GuardUse | undefined): Promise<number> {
+async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: GuardUse | undefined, releaseLeader: StopProcedureOptions['releaseLeader'], env: NodeJS.ProcessEnv): Promise<number> {
   // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
   const telemetry =
     config.httpAddr &&
@@ -70,6 +74,8 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
     onServer: telemetry?.attach,
     flushEvents: async (deadline) => pod.events?.flush(deadline),
     podGracePeriod: () => pod.gracePeriod(),
+    releaseLeader,
+    beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger }),
   });
   try {
     return await procedure.run();

@@ -47,7 +47,11 @@ export interface OptionValues {
   releaseManifests: string;
   output: 'text' | 'json';
   idleMetrics: URL;
+  leaderLease: LeaderLeaseSetting;
 }
+
+/** DRAINGUARD_LEADER_LEASE: the operator's leader Lease found by its holder's identity, named, or left alone. */
+export type LeaderLeaseSetting = 'auto' | 'off' | { readonly name: string };
 
 export interface HostPort {
   readonly host: string;
@@ -141,6 +145,16 @@ function podField(pattern: RegExp, what: string) {
     if (!pattern.test(value)) throw invalid('DG_CONFIG_POD_IDENTITY', source, `${what}; set it from the downward API`, raw);
     return value;
   };
+}
+
+// A Lease's name is a DNS subdomain.
+const LEASE_NAME = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function leaderLease(raw: string, source: string): LeaderLeaseSetting {
+  const value = raw.trim();
+  if (value === 'auto' || value === 'off') return value;
+  if (!LEASE_NAME.test(value)) throw invalid('DG_CONFIG_VALUE', source, "auto, off, or the name of the operator's leader Lease (a DNS subdomain such as 3f4a1c2b.example.com)", raw);
+  return { name: value };
 }
 
 function socketPath(raw: string, source: string): string {
@@ -254,6 +268,11 @@ export const OPTIONS: readonly OptionSpec[] = [
     key: 'idleMetrics', flag: 'idle-metrics', value: 'URL', parse: metricsUrl, commands: SUPERVISING,
     description: "for an operator that speaks no drain protocol (no client said hello): its controller-runtime metrics URL; the drain then lasts until a scrape (every 50ms) shows controller_runtime_active_workers summing to 0, or the deadline. A failed scrape (refused, no answer within 1s, not 200, unreadable) is warned at once, once per distinct error, and drain ended counts them. Best effort: intake is not stopped. https sends the pod's ServiceAccount token and accepts a self-signed certificate on loopback only",
     defaultText: 'off: with no client the drain ends at once',
+  },
+  {
+    key: 'leaderLease', flag: 'leader-lease', value: 'auto|off|NAME', parse: leaderLease, commands: SUPERVISING,
+    description: "once the operator has exited, empty the leader Lease it still holds in this pod's namespace (holderIdentity `<pod name>_…`, client-go's), as client-go's ReleaseOnCancel does, so the next leader takes it at its next retry instead of after the lease duration: auto finds it among the namespace's Leases (list), NAME reads only that one (get); off leaves Leases alone. Needs DRAINGUARD_POD_NAME and _NAMESPACE, and get/list/update on leases (the operator's own leader-election rights); docs/leader.md",
+    default: 'auto', format: (v: LeaderLeaseSetting) => (typeof v === 'string' ? v : v.name),
   },
   {
     key: 'prestopToken', flag: 'prestop-token', value: 'TOKEN', parse: (raw: string) => raw.trim(), commands: ['sidecar'],

@@ -7,6 +7,7 @@ import { type PrestopToken, resolvePrestopToken } from '../config/prestop-token.
 import { ConfigError } from '../errors.ts';
 import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
 import type { HoldKind } from '../config/hold-list.ts';
+import type { LeaderLeaseSetting } from '../config/options.ts';
 import { type ParsedArgs, setting } from '../config/load.ts';
 import type { LogFormat, LogLevel } from '../log/logger.ts';
 
@@ -41,6 +42,8 @@ export interface SupervisorConfig {
   readonly prestopToken?: PrestopToken;
   /** The operator's controller-runtime metrics, for a drain without a protocol client. */
   readonly idleMetrics?: URL;
+  /** DRAINGUARD_LEADER_LEASE: the operator's leader Lease, emptied once it has exited (leader/). */
+  readonly leaderLease: LeaderLeaseSetting;
   readonly logLevel: LogLevel;
   readonly logFormat?: LogFormat;
 }
@@ -94,6 +97,7 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
     operatorContainers: Object.freeze([...(v.operatorContainer ?? [])]),
     prestopToken: resolvePrestopToken(v, args.sources),
     idleMetrics: v.idleMetrics,
+    leaderLease: setting(args, 'leaderLease')!,
     pod,
     httpAddr: setting(args, 'httpAddr'),
     logLevel: setting(args, 'logLevel')!,

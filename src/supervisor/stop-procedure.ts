@@ -78,6 +78,14 @@ export interface StopProcedureOptions {
   readonly podGracePeriod?: () => Promise<number | undefined>;
   /** DRAINGUARD_IDLE_METRICS: the drain's wait when no client said hello. */
   readonly untilIdle?: DrainOptions['untilIdle'];
+  /** Gives up the operator's leader Lease once it has exited, by the deadline given (epoch ms); never throws. */
+  readonly releaseLeader?: (deadline: number) => Promise<unknown>;
+  /**
+   * At the first termination signal, before the drain, the operator still running and the guard
+   * held: runs by the deadline given (epoch ms; the drain keeps the rest of its time), and a second
+   * signal aborts it. Never throws. (namespace/open.ts: a namespace being deleted.)
+   */
+  readonly beforeDrain?: (deadline: number, signal: AbortSignal) => Promise<unknown>;
   /** Called once the socket listens, with its server (the HTTP listener counts its clients). */
   readonly onServer?: (server: DrainServer) => void;
 }
@@ -102,6 +110,9 @@ export class StopProcedure {
   #phase: Phase = 'starting';
   #server?: DrainServer;
   #drain?: Drain;
+  /** The step before the drain, once the signal began it; and the drain time it took. */
+  #beforeDrain?: Promise<void>;
+  #beforeDrainMs = 0;
 
   constructor(config: SupervisorConfig, mode: Mode, options: StopProcedureOptions = {}) {
     this.#config = config;
@@ -169,7 +180,7 @@ export class StopProcedure {
     });
     const drain = new Drain({
       server,
-      timeoutMs: () => this.#deadlines.drainTimeoutMs(),
+      timeoutMs: () => Math.max(0, this.#deadlines.drainTimeoutMs() - this.#beforeDrainMs),
       logger: this.#log,
       clock: this.#clock,
       operatorGone: mode.exited,
@@ -209,8 +220,11 @@ export class StopProcedure {
       await this.#release();
       return byItself.status;
     }
+    await this.#beforeDrain;
     // Started by the signal handler, unless the signal came while the operator was being started.
     const ticket = this.#drain!.started ?? this.startDrain('signal');
+    // A second signal during the step before the drain cuts the drain short as well.
+    if (this.#beforeDrain && this.#termination.count > 1) this.#drain!.cutShort();
     const result = await ticket.ended;
     this.#setPhase('stopping');
     const status = await mode.stop(ticket, result);
@@ -223,14 +237,18 @@ export class StopProcedure {
   /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
   async #release(): Promise<void> {
     this.#setPhase('releasing');
+    const deadline = this.#deadlines.releaseDeadline(this.#terminatedAt());
+    // The operator has exited: its leader Lease is given up beside the release, by the same deadline (leader/open.ts).
+    const leader = this.#options.releaseLeader?.(deadline);
     await this.#flushEvents();
     const guard = this.#options.guard;
-    if (!guard) return;
-    const deadline = this.#deadlines.releaseDeadline(this.#terminatedAt());
-    this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
-    await guard.release(deadline);
-    // A GuardReleaseFailed Event, within what is left of the deadline.
-    await this.#flushEvents();
+    if (guard) {
+      this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
+      await guard.release(deadline);
+      // A GuardReleaseFailed Event, within what is left of the deadline.
+      await this.#flushEvents();
+    }
+    await leader;
   }
 
   #flushEvents(): Promise<void> {
@@ -267,12 +285,25 @@ export class StopProcedure {
       const announce = () => this.#log.info('termination requested', { signal: sig, ...mode.terminationFields?.(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
       // Before the operator runs there is nothing to drain yet: the start is called off, or the drain begins once it runs.
       if (this.#phase === 'starting' && mode.statusIfCalledOff !== undefined) announce();
-      else this.startDrain('signal', announce);
+      else if (this.#options.beforeDrain && this.#phase === 'running') {
+        announce();
+        this.#beforeDrain = this.#runBeforeDrain(this.#options.beforeDrain);
+      } else this.startDrain('signal', announce);
     } else if (step === 'cut-short' && this.#phase === 'draining') {
       this.#log.info('second termination signal: cutting the drain short', { signal: sig });
     } else {
       this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
     }
+  }
+
+  /** The step before the drain, by the drain's deadline less the last 2 s of it (half, when shorter), which the drain keeps. */
+  async #runBeforeDrain(step: NonNullable<StopProcedureOptions['beforeDrain']>): Promise<void> {
+    const start = this.#clock.now();
+    const drainMs = this.#deadlines.drainTimeoutMs();
+    const stop = new AbortController();
+    void this.#termination.cutShort.then(() => stop.abort());
+    await step(start + drainMs - Math.min(2000, drainMs / 2), stop.signal).catch(() => {});
+    this.#beforeDrainMs = this.#clock.now() - start;
   }
 
   #setPhase(phase: Phase): void {

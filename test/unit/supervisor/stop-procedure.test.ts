@@ -210,4 +210,70 @@ test('sidecar mode: an operator that stays connected is waited for until the wai
   client.close();
 });
 
+test("the leader release: once the operator is gone, beside the guard's release and by its deadline, which it does not hold up", async () => {
+  const mode = new PlayedMode();
+  const order: string[] = [];
+  let leaderDone!: () => void;
+  const s = procedure(mode, [], {
+    releaseLeader: (deadline) => {
+      order.push(`leader by +${deadline - s.clock.now()} after ${mode.calls.join(', ')}`);
+      return new Promise<void>((r) => (leaderDone = r));
+    },
+  });
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  sigterm();
+  // The guard is released while the leader release is still under way.
+  await until(() => s.guardCalls.length === 2, 'the guard released');
+  assert.equal(order, ['leader by +9500 after start, stop no-client']);
+  assert.equal(s.guardCalls, ['guard start', 'guard release by +9500']);
+  assert.not.ok(s.phases.includes('exited'), 'the exit waits for the leader release (bounded by the same deadline)');
+  leaderDone();
+  assert.is(await within(5000, 'exit', s.running), 0);
+});
+
+test('the step before the drain (a namespace being deleted): the operator runs and the guard is held meanwhile; the drain keeps its deadline; a second SIGTERM cuts the step short', async () => {
+  for (const cut of [false, true]) {
+    const mode = new PlayedMode();
+    const steps: string[] = [];
+    let done!: () => void;
+    const s = procedure(mode, [], {
+      beforeDrain: async (deadline, signal) => {
+        steps.push(`step by +${deadline - s.clock.now()}`);
+        await new Promise<void>((r) => {
+          done = r;
+          signal.addEventListener('abort', () => (steps.push('aborted'), r()), { once: true });
+        });
+      },
+    });
+    await s.listens;
+    const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+    await within(5000, 'client', client.ready());
+    sigterm();
+    await until(() => steps.length === 1, 'the step');
+    // Grace 10 s, stop timeout 5 s: a 3 s drain, of which the step may take all but the last 1.5 s.
+    assert.equal(steps, ['step by +1500']);
+    await s.clock.advance(1000);
+    assert.not.ok(s.phases.includes('draining'), 'no drain yet: the operator works on');
+    assert.equal(s.guardCalls, ['guard start'], 'the guard held');
+    if (cut) {
+      sigterm();
+      await until(() => mode.calls.length === 2, `stopped (cut): ${mode.calls} ${s.phases}`);
+      assert.equal(steps, ['step by +1500', 'aborted']);
+      assert.equal(mode.calls, ['start', 'stop cut-short'], 'the second signal cuts the drain short too');
+    } else {
+      done();
+      await until(() => s.phases.includes('draining'), 'draining');
+      await s.clock.advance(1999);
+      assert.equal(mode.calls, ['start'], 'not stopped a millisecond early');
+      await s.clock.advance(1);
+      await until(() => mode.calls.length === 2, `stopped: ${mode.calls} ${s.phases} ${s.clock.nextAt! - s.clock.now()}`);
+      assert.equal(mode.calls, ['start', 'stop deadline']);
+      assert.is(mode.stopped!.result.durationMs, 2000, 'the drain ends 3 s after the signal, as without the step');
+    }
+    client.close();
+    await within(5000, 'exit', s.running);
+  }
+});
+
 test.run();

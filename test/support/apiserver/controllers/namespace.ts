@@ -4,6 +4,12 @@
 // conditions, looks again after half the estimate (the pods' grace period,
 // 15 s for finalizers) plus a second, and once nothing is left removes the
 // `kubernetes` finalizer, which lets the namespace go.
+//
+// Ordered namespace deletion (KEP-5080, OrderedNamespaceDeletion: beta and on
+// by default in 1.33, GA in 1.34): the pods go first. While any pod of the
+// namespace remains (Terminating for its grace period), nothing else in it is
+// deleted; the conditions say the pods remain, and the namespace is looked at
+// again after half the pods' grace period plus a second.
 
 import { ApiError } from '../errors.ts';
 import type { ResourceType } from '../resources.ts';
@@ -49,12 +55,17 @@ export class NamespaceController extends Controller {
     let estimate = 0;
     const remaining = new Map<string, number>();
     const finalizers = new Map<string, number>();
-    for (const type of this.registry.types.stored().filter((t) => t.namespaced)) {
-      if (type.storage === '/pods') {
+    const namespaced = this.registry.types.stored().filter((t) => t.namespaced);
+    const pods = namespaced.find((t) => t.storage === '/pods')!;
+    // Pods first (OrderedNamespaceDeletion): the rest waits until every pod is gone.
+    for (const type of [pods, ...namespaced.filter((t) => t !== pods)]) {
+      if (type === pods) {
         for (const pod of this.registry.store.list(type.storage, namespace)) {
           if (['Succeeded', 'Failed'].includes(pod.status?.phase)) continue;
           estimate = Math.max(estimate, pod.spec?.terminationGracePeriodSeconds ?? 30);
         }
+      } else if (remaining.has('pods')) {
+        break;
       }
       for (const o of this.registry.store.list(type.storage, namespace)) {
         if (o.metadata.deletionTimestamp) continue;
