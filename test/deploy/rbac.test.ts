@@ -92,6 +92,8 @@ for (const mode of [...MODES, 'hold']) {
       allowed.add(grant(namespace, 'apps', 'replicasets', 'get', '*'));
       for (const verb of ['get', 'list', 'watch', 'patch']) allowed.add(grant(namespace, 'apps', 'deployments', verb, deployment.metadata.name));
       for (const group of new Set(hold.map((k) => k.group))) allowed.add(grant('', group, '*', 'list', '*'));
+      // Whether its own Namespace is being deleted (docs/namespace.md).
+      allowed.add(grant('', '', 'namespaces', 'get', namespace));
     }
 
     assert.equal([...granted].filter((g) => !allowed.has(g)).sort(), [], 'granted beyond the list');

@@ -164,6 +164,7 @@ for (const mode of MODES) {
     assert.equal(withHold.filter((g) => !without.includes(g)), [
       '|operator.example.io|apiservers|list|*',
       '|operator.example.io|installations|list|*',
+      `||namespaces|get|${NS}`,
       `${NS}|apps|deployments|get|example-operator`,
       `${NS}|apps|deployments|list|example-operator`,
       `${NS}|apps|deployments|patch|example-operator`,

@@ -48,6 +48,13 @@ rules:
     resources: [{{ $kind._0 }}]
     verbs: [list]
   {{- end }}
+  {{- if $c.hold }}
+  # Its own Namespace, by name: whether it is being deleted when the pod is told to stop.
+  - apiGroups: [""]
+    resources: [namespaces]
+    verbs: [get]
+    resourceNames: [{{ $c.namespace }}]
+  {{- end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
