@@ -1,0 +1,138 @@
+// What a compromised operator can do with the rights drainguard's RBAC gives
+// its ServiceAccount (drainguard's RBAC is bound to the operator's account: a
+// pod has one identity), tried as that account against the rendered examples
+// (deploy/rendered/wrap.yaml and hold.yaml, made unique) on the cluster back
+// end. RBAC cannot narrow patch to metadata.finalizers; drainguard's admission
+// policy does. Each attack is shown refused with the policy, and the first
+// one allowed without it: the hole is real.
+
+import { randomBytes } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { type TestCluster, pathOf, useCluster } from '../support/cluster/index.ts';
+import { type Api } from '../support/cluster/api.ts';
+import { type KubeObject, example } from '../deploy/support/manifests.ts';
+
+let cluster: TestCluster;
+test.before(async () => {
+  cluster = await useCluster();
+});
+
+const MERGE = 'application/merge-patch+json';
+const JSON_PATCH = 'application/json-patch+json';
+const isPolicy = (o: KubeObject) => o.apiVersion.startsWith('admissionregistration.k8s.io/');
+
+interface Installed {
+  readonly objects: KubeObject[];
+  readonly ns: string;
+  readonly name: string;
+  /** The operator's ServiceAccount, as its pod would call. */
+  readonly operator: Api;
+  readonly own: string;
+}
+
+/** The example of MODE created in the cluster (with or without drainguard's admission policy); the operator's ServiceAccount's API. */
+async function install(mode: string, withPolicy: boolean): Promise<Installed> {
+  const ex = example(mode, `sec-${randomBytes(3).toString('hex')}`);
+  // The CRDs are the cluster's, shared with other files: created when missing, never deleted here.
+  for (const crd of ex.objects.filter((o) => o.kind === 'CustomResourceDefinition')) {
+    const r = await cluster.api.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    assert.ok(r.status === 201 || r.status === 409, `CRD ${crd.metadata.name}: ${r.status}`);
+  }
+  const objects = ex.objects.filter((o) => o.kind !== 'CustomResourceDefinition' && (withPolicy || !isPolicy(o)));
+  for (const o of objects) await cluster.create(o, plural(o));
+  const token = await cluster.token(ex.namespace, ex.name);
+  return { objects, ns: ex.namespace, name: ex.name, operator: cluster.api.as(token), own: `drainguard:${ex.namespace}:${ex.name}` };
+}
+
+async function uninstall(i: Installed): Promise<void> {
+  for (const o of [...i.objects].reverse()) {
+    await cluster.api.request('PATCH', pathOf(o, plural(o)), { metadata: { finalizers: null } }, MERGE);
+    await cluster.api.delete(pathOf(o, plural(o)));
+  }
+}
+
+const plural = (o: KubeObject) => (o.kind === 'ValidatingAdmissionPolicy' ? 'validatingadmissionpolicies' : undefined);
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+const crb = (name: string) => `${RBAC}/clusterrolebindings/${name}`;
+const EVERYONE = { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:authenticated' };
+
+/** Adds EVERYONE to the subjects of the binding at PATH, as the operator; the response. */
+async function addSubject(api: Api, path: string) {
+  const binding = (await cluster.api.get(path)) as any;
+  return api.request('PATCH', path, { subjects: [...binding.subjects, EVERYONE] }, MERGE);
+}
+
+const refusedByPolicy = (r: { status: number; body: any }) => r.status === 422 && /^ValidatingAdmissionPolicy '[^']+' with binding '[^']+' denied request: /.test(r.body?.message ?? '');
+
+/** The policy takes effect a moment after it is created (a second or two on a real server): until the attack is refused. */
+async function inForce(i: Installed): Promise<void> {
+  await cluster.waitFor(async () => {
+    const r = await i.operator.request('PATCH', crb(i.own), { metadata: { labels: { probe: 'x' } } }, MERGE);
+    return refusedByPolicy(r);
+  }, 30_000, "drainguard's admission policy in force");
+}
+
+test('without the policy, the operator adds everyone to its ClusterRoleBinding (the hole is real)', async () => {
+  const i = await install('wrap', false);
+  try {
+    const r = await addSubject(i.operator, crb(i.name));
+    assert.is(r.status, 200, JSON.stringify(r.body));
+    const after = (await cluster.api.get(crb(i.name))) as any;
+    assert.ok(after.subjects.some((s: any) => s.name === 'system:authenticated'), 'everyone holds the operator\'s role');
+  } finally {
+    await uninstall(i);
+  }
+});
+
+test("with the policy: no subject added to the operator's binding nor drainguard's, no rule widened; drainguard's finalizers come and go", async () => {
+  const i = await install('wrap', true);
+  try {
+    await inForce(i);
+    for (const binding of [i.name, i.own]) {
+      const r = await addSubject(i.operator, crb(binding));
+      assert.ok(refusedByPolicy(r), `${binding}: ${r.status} ${JSON.stringify(r.body?.message)}`);
+      assert.not.ok(((await cluster.api.get(crb(binding))) as any).subjects.some((s: any) => s.name === 'system:authenticated'));
+    }
+    // Widening the operator's ClusterRole: refused (the escalation check, and the policy).
+    const role = `${RBAC}/clusterroles/${i.name}`;
+    const widened = await i.operator.request('PATCH', role, [{ op: 'add', path: '/rules/-', value: { apiGroups: ['*'], resources: ['*'], verbs: ['*'] } }], JSON_PATCH);
+    assert.ok(widened.status >= 400, `widened: ${widened.status}`);
+    // What drainguard does: a holder finalizer added, then removed.
+    const holder = `drainguard.dev/holder-${randomBytes(8).toString('hex')}`;
+    for (const path of [crb(i.name), crb(i.own)]) {
+      const before = ((await cluster.api.get(path)) as any).metadata.finalizers ?? [];
+      const added = await i.operator.request('PATCH', path, { metadata: { finalizers: [...before, holder] } }, MERGE);
+      assert.is(added.status, 200, `${path}: ${JSON.stringify(added.body?.message)}`);
+      const removed = await i.operator.request('PATCH', path, { metadata: { finalizers: before } }, MERGE);
+      assert.is(removed.status, 200, `${path}: ${JSON.stringify(removed.body?.message)}`);
+      // Another finalizer is not drainguard's to write.
+      const foreign = await i.operator.request('PATCH', path, { metadata: { finalizers: [...before, 'example.com/mine'] } }, MERGE);
+      assert.ok(refusedByPolicy(foreign), `${path} foreign finalizer: ${foreign.status}`);
+    }
+    // The same change by someone else (an administrator) is theirs to make.
+    const admin = await addSubject(cluster.api, crb(i.name));
+    assert.is(admin.status, 200);
+  } finally {
+    await uninstall(i);
+  }
+});
+
+test("hold: the held Deployment's pod template and ServiceAccount are not the operator's to change; its finalizer is", async () => {
+  const i = await install('hold', true);
+  try {
+    await inForce(i);
+    const path = `/apis/apps/v1/namespaces/${i.ns}/deployments/${i.name}`;
+    const account = await i.operator.request('PATCH', path, { spec: { template: { spec: { serviceAccountName: 'default' } } } }, MERGE);
+    assert.ok(refusedByPolicy(account), `serviceAccountName: ${account.status} ${JSON.stringify(account.body?.message)}`);
+    const privileged = await i.operator.request('PATCH', path, [{ op: 'add', path: '/spec/template/spec/containers/-', value: { name: 'x', image: 'busybox', securityContext: { privileged: true } } }], JSON_PATCH);
+    assert.ok(refusedByPolicy(privileged), `privileged container: ${privileged.status} ${JSON.stringify(privileged.body?.message)}`);
+    const holder = `drainguard.dev/holder-${randomBytes(8).toString('hex')}`;
+    assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: [holder] } }, MERGE)).status, 200);
+    assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: null } }, MERGE)).status, 200);
+  } finally {
+    await uninstall(i);
+  }
+});
+
+test.run();
