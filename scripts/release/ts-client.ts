@@ -35,7 +35,10 @@ export async function stageClientPackage(root: string, dir: string, version: str
   });
   const types = mkdtempSync(join(dir, '..', '.client-types-'));
   try {
-    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json'), '--outDir', types], { stdio: 'inherit' });
+    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json'), '--outDir', types], {
+      stdio: 'inherit',
+      env: { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' },
+    });
     const dts = readFileSync(join(types, 'protocol/client.d.ts'), 'utf8');
     // One declaration file: the client's own types must not reach into the rest of drainguard.
     if (/^\s*import\b|from\s+['"]\.|import\(['"]\./m.test(dts)) throw new Error('src/protocol/client.ts: its declarations import other files; index.d.ts would be incomplete');
@@ -50,6 +53,12 @@ export async function stageClientPackage(root: string, dir: string, version: str
 /** `npm pack` of the staged DIR into DEST; returns the tarball's path. */
 export function packClientPackage(dir: string, dest: string): string {
   mkdirSync(dest, { recursive: true });
-  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dest], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })) as [{ filename: string }];
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dest], {
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      // npm would leave Node's compile cache in TMPDIR.
+      env: { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' },
+    })) as [{ filename: string }];
   return join(dest, packed.filename);
 }

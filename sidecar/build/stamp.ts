@@ -29,11 +29,11 @@ function git(root: string, args: readonly string[]): string | undefined {
 }
 
 /** HEAD's commit, "-dirty" when the tree differs from it, "unknown" outside git. */
-export function commitOf(root: string): string {
+export function commitOf(root: string, digits: number = COMMIT_DIGITS): string {
   const head = git(root, ['rev-parse', '--verify', 'HEAD']);
   if (head === undefined || !/^[0-9a-f]{40}$/.test(head)) return 'unknown';
   const status = git(root, ['status', '--porcelain']);
-  return `${head.slice(0, COMMIT_DIGITS)}${status === '' ? '' : '-dirty'}`;
+  return `${head.slice(0, digits)}${status === '' ? '' : '-dirty'}`;
 }
 
 /** The commit's time in seconds since the epoch (SOURCE_DATE_EPOCH), when in git. */
