@@ -12,7 +12,8 @@
 //   SHA256SUMS                                    of all of the above
 // and the image as the manifest list localhost/drainguard:VERSION in podman's storage.
 //
-// Reproducible: every time in them is the commit's (SOURCE_DATE_EPOCH, when
+// Every file that names the version must name package.json's
+// (scripts/set-version.ts sets them all). Reproducible: every time in them is the commit's (SOURCE_DATE_EPOCH, when
 // not given), the build stamps the commit, not the time. A tree that differs
 // from its commit is refused (its executables would say -dirty), unless
 // --allow-dirty. --skip-build takes the executables already in dist/ (npm
@@ -32,6 +33,7 @@ import { sha256File, tarContents, tarGz, writeChecksums } from './release/archiv
 import { PublishError, publish, registryFrom } from './release/publish.ts';
 import { bundledPackages, sbom } from './release/sbom.ts';
 import { packClientPackage, stageClientPackage } from './release/ts-client.ts';
+import { versionMentions } from './release/versions.ts';
 import { helmPath } from '../test/support/helm.ts';
 import { commitOf, commitTime, packageVersion } from '../sidecar/build/stamp.ts';
 import { type Arch, TARGETS, executablePath, isNative } from '../sidecar/build/targets.ts';
@@ -78,6 +80,10 @@ export async function release(options: ReleaseOptions = {}): Promise<Release> {
   const commit = commitOf(root);
   if (commit.endsWith('-dirty') && !options.allowDirty) {
     throw new ReleaseError(`the tree differs from its commit (git status --porcelain lists files): a release is built from a commit; --allow-dirty to try one anyway`);
+  }
+  const disagree = versionMentions(root).filter((m) => m.version !== version);
+  if (disagree.length > 0) {
+    throw new ReleaseError(`package.json says ${version}, but ${disagree.map((m) => `${m.file}:${m.line} (${m.what}) says ${m.version}`).join(', ')}: node scripts/set-version.ts ${version}`);
   }
   const epoch = Number(process.env.SOURCE_DATE_EPOCH ?? commitTime(root) ?? 0);
   const time = new Date(epoch * 1000);
