@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { commitOf, commitTime } from '../sidecar/build/stamp.ts';
 import { type Arch, executablePath, isNative } from '../sidecar/build/targets.ts';
 import { emulated } from './emulation.ts';
 
@@ -30,10 +31,15 @@ export interface BuildImageOptions {
   readonly arch?: Arch;
   /** The executable whose `install` fills the image; default the built one for ARCH. */
   readonly executable?: string;
+  /** Seconds since the epoch: the image's creation time and its files' (podman build --timestamp); default the commit's. */
+  readonly timestamp?: number;
 }
 
+/** The commit for the revision label: all its hex digits, and -dirty as --version says it. */
+const revision = (): string => commitOf(ROOT, 40);
+
 /** Builds the image for one architecture; resolves with its id. */
-export async function buildImage({ tag, arch = process.arch as Arch, executable = executablePath(ROOT, arch) }: BuildImageOptions): Promise<string> {
+export async function buildImage({ tag, arch = process.arch as Arch, executable = executablePath(ROOT, arch), timestamp = commitTime(ROOT) ?? 0 }: BuildImageOptions): Promise<string> {
   const context = mkdtempSync(join(tmpdir(), 'drainguard-image-'));
   try {
     const install = [executable, 'install', '--log-level', 'warn', join(context, 'drainguard')];
@@ -41,7 +47,9 @@ export async function buildImage({ tag, arch = process.arch as Arch, executable 
     await execa(file!, args);
     const built = await execa('podman', [
       'build', '--quiet', '--layers=false', '--platform', `linux/${OCI_ARCH[arch]}`,
-      '-f', join(ROOT, 'Containerfile'), '-t', tag, '--build-arg', `VERSION=${VERSION}`, context,
+      '-f', join(ROOT, 'Containerfile'), '-t', tag, '--timestamp', String(timestamp),
+      '--build-arg', `VERSION=${VERSION}`, '--build-arg', `REVISION=${revision()}`,
+      '--build-arg', `CREATED=${new Date(timestamp * 1000).toISOString().replace(/\.000Z$/, 'Z')}`, context,
     ]);
     return built.stdout.trim().split('\n').pop()!;
   } finally {
@@ -50,10 +58,10 @@ export async function buildImage({ tag, arch = process.arch as Arch, executable 
 }
 
 /** Builds TAG as a manifest list of one image per architecture, each tagged TAG-ARCH; resolves with their tags. */
-export async function buildManifest(tag: string, archs: readonly Arch[] = ['x64', 'arm64']): Promise<Record<string, string>> {
+export async function buildManifest(tag: string, archs: readonly Arch[] = ['x64', 'arm64'], executables: Partial<Record<Arch, string>> = {}): Promise<Record<string, string>> {
   const images: Record<string, string> = {};
   for (const arch of archs) images[OCI_ARCH[arch]] = `${tag}-${OCI_ARCH[arch]}`;
-  await Promise.all(archs.map((arch) => buildImage({ tag: images[OCI_ARCH[arch]]!, arch })));
+  await Promise.all(archs.map((arch) => buildImage({ tag: images[OCI_ARCH[arch]]!, arch, ...(executables[arch] ? { executable: executables[arch] } : {}) })));
   // A list of that name from an earlier build would otherwise keep its old entries.
   await execa('podman', ['manifest', 'rm', tag], { reject: false });
   await execa('podman', ['manifest', 'create', tag]);

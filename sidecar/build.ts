@@ -15,7 +15,7 @@
 // on the same machine finds it).
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -24,12 +24,13 @@ import { parseArgs } from 'node:util';
 import { type BuildOptions, build } from 'esbuild';
 import { LAZY_FILE, buildSplit } from './build/lazy.ts';
 import { runtimeFor } from './build/runtime.ts';
+import { stampDefines, stampOf } from './build/stamp.ts';
 import { buildExecutable } from './build/sea.ts';
 import { type Arch, TARGETS, executablePath, isArch } from './build/targets.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+const stamp = stampOf(root);
 const cacheDir = process.env.DRAINGUARD_BUILD_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'drainguard-build');
 
 const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch } } });
@@ -52,7 +53,8 @@ const bundleOptions = {
   minifyWhitespace: true,
   minifySyntax: true,
   legalComments: 'none',
-  define: { __DRAINGUARD_VERSION__: JSON.stringify(pkg.version) },
+  // The version and the commit, not the time: the same checkout, the same bundle.
+  define: stampDefines(stamp),
   // Optional native speed-ups of `ws`; it falls back to JavaScript when they are missing.
   external: ['bufferutil', 'utf-8-validate'],
   logLevel: 'warning',
@@ -60,6 +62,7 @@ const bundleOptions = {
 const split = await buildSplit(root, bundleOptions);
 const lazy = join(work, LAZY_FILE);
 writeFileSync(lazy, split.lazy);
+process.stdout.write(`drainguard ${stamp.version} commit ${stamp.commit}\n`);
 process.stdout.write(`lazy asset: ${split.lazyEntries.length} entries, ${split.shared.length} modules shared with the main script\n`);
 
 for (const arch of archs) {

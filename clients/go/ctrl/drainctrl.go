@@ -30,7 +30,7 @@ import (
 	"sync"
 	"time"
 
-	drainguard "drainguard.dev/client"
+	drainguard "github.com/drainguard/drainguard/clients/go"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )

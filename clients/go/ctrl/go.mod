@@ -1,11 +1,11 @@
-module drainguard.dev/client/ctrl
+module github.com/drainguard/drainguard/clients/go/ctrl
 
 go 1.23.0
 
 toolchain go1.23.5
 
 require (
-	drainguard.dev/client v0.0.0-00010101000000-000000000000
+	github.com/drainguard/drainguard/clients/go v0.1.0
 	github.com/prometheus/client_golang v1.19.1
 	k8s.io/api v0.32.1
 	k8s.io/apimachinery v0.32.1
@@ -94,5 +94,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.2 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
-
-replace drainguard.dev/client => ../

@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	drainguard "drainguard.dev/client"
+	drainguard "github.com/drainguard/drainguard/clients/go"
 )
 
 func main() {

@@ -37,8 +37,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	drainguard "drainguard.dev/client"
-	drainctrl "drainguard.dev/client/ctrl"
+	drainguard "github.com/drainguard/drainguard/clients/go"
+	drainctrl "github.com/drainguard/drainguard/clients/go/ctrl"
 )
 
 // Annotation is what a reconcile writes at its end: the -identity of the
