@@ -10,7 +10,7 @@
 
 import { type GuardUse, lateGuard } from '../guard/late.ts';
 import type { GuardSettings, OpenGuardOptions } from '../guard/open.ts';
-import type { PodApi } from '../kube/pod.ts';
+import type { PodApi, PodDeletion } from '../kube/pod.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../supervisor/config.ts';
 import { combineObservers } from '../supervisor/observer.ts';
@@ -28,6 +28,8 @@ interface PodLink {
   readonly events?: DrainEventObserver;
   /** Opens the API if it is not yet, and reads the Pod's grace period (ms; undefined when it cannot be read). */
   gracePeriod(): Promise<number | undefined>;
+  /** The Pod's deletion, within `timeoutMs`; undefined outside a pod. */
+  readonly deletion?: (timeoutMs: number) => Promise<PodDeletion>;
 }
 
 /** `drainguard run -- COMMAND` */
@@ -46,7 +48,11 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
   const guard = guarded(config) ? await (await import('../guard/open.ts')).openGuard(guardSettings(config), guardOptions(config, io.env, logger, () => pod.events)) : undefined;
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
-  const pod: PodLink = { events: api.recordEvent && drainEventObserver(api.recordEvent, logger), gracePeriod: () => readGracePeriod(api, logger) };
+  const pod: PodLink = {
+    events: api.recordEvent && drainEventObserver(api.recordEvent, logger),
+    gracePeriod: () => readGracePeriod(api, logger),
+    deletion: api.readDeletion && ((ms) => readDeletion(api, ms)),
+  };
   return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard);
 }
 
@@ -70,6 +76,7 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
     onServer: telemetry?.attach,
     flushEvents: async (deadline) => pod.events?.flush(deadline),
     podGracePeriod: () => pod.gracePeriod(),
+    podDeletion: pod.deletion,
   });
   try {
     return await procedure.run();
@@ -119,7 +126,16 @@ function laterPodLink(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: 
       return api;
     }));
   // Outside a pod there is nothing to ask, and the Kubernetes client is never loaded.
-  return { events, gracePeriod: async () => (events ? readGracePeriod(await open(), logger) : undefined) };
+  return {
+    events,
+    gracePeriod: async () => (events ? readGracePeriod(await open(), logger) : undefined),
+    deletion: events && (async (ms) => readDeletion(await open(), ms)),
+  };
+}
+
+/** The Pod's deletion; rejects (the stop then goes by the grace period) where no API tells it. */
+function readDeletion(api: PodApi, timeoutMs: number): Promise<PodDeletion> {
+  return api.readDeletion?.(timeoutMs) ?? Promise.reject(new Error('no Kubernetes API to read the Pod from'));
 }
 
 /** The Pod's terminationGracePeriodSeconds; a failure to read it is logged and leaves the configured one in force. */

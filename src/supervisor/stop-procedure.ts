@@ -16,6 +16,7 @@
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors.ts';
+import type { PodDeletion } from '../kube/pod.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
 import { DrainServer, type ServerEvent } from '../protocol/server.ts';
@@ -25,7 +26,7 @@ import { type Clock, systemClock } from './clock.ts';
 import type { SupervisorConfig } from './config.ts';
 import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
-import { Deadlines, Termination } from './shutdown.ts';
+import { DELETION_READ_MS, Deadlines, Termination } from './shutdown.ts';
 import { TERMINATING } from './signals.ts';
 
 /** What the stop procedure hands a mode. */
@@ -76,6 +77,8 @@ export interface StopProcedureOptions {
   readonly flushEvents?: (deadline: number) => Promise<void>;
   /** Asked once the operator runs: the Pod's terminationGracePeriodSeconds, in ms, when the API tells it. */
   readonly podGracePeriod?: () => Promise<number | undefined>;
+  /** Asked at the termination (signal, drain request, second signal): the Pod's deletion, within `timeoutMs`. */
+  readonly podDeletion?: (timeoutMs: number) => Promise<PodDeletion>;
   /** DRAINGUARD_IDLE_METRICS: the drain's wait when no client said hello. */
   readonly untilIdle?: DrainOptions['untilIdle'];
   /** Called once the socket listens, with its server (the HTTP listener counts its clients). */
@@ -102,6 +105,10 @@ export class StopProcedure {
   #phase: Phase = 'starting';
   #server?: DrainServer;
   #drain?: Drain;
+  /** The drain the first termination signal starts, once the Pod's deletion is read. */
+  #signalDrain?: Promise<DrainTicket>;
+  /** The read of the Pod's deletion under way. */
+  #reading?: Promise<void>;
 
   constructor(config: SupervisorConfig, mode: Mode, options: StopProcedureOptions = {}) {
     this.#config = config;
@@ -109,14 +116,25 @@ export class StopProcedure {
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
-    this.#deadlines = new Deadlines(config, this.#log);
+    this.#deadlines = new Deadlines(config, this.#log, () => this.#clock.now());
     this.#termination = new Termination(() => this.#clock.now());
     // A configured socket (always, in sidecar mode) is known now, so a preStop request that comes before run() has a drain to start.
     if (config.socket !== undefined) this.#serve(config.socket);
   }
 
-  /** Starts the drain, or joins the one under way: the termination signal, or a preStop request. */
+  /**
+   * Starts the drain, or joins the one under way (a preStop request over HTTP):
+   * at once, with the deadlines known; the Pod's deletion is read meanwhile and
+   * ends the drain sooner if it says so.
+   */
   startDrain(source: DrainSource, announce?: () => void): DrainTicket {
+    const ticket = this.#startDrain(source, announce);
+    void this.#readDeletion();
+    return ticket;
+  }
+
+  #startDrain(source: DrainSource, announce?: () => void): DrainTicket {
+    this.#deadlines.drainRequested(this.#clock.now());
     const ticket = this.#drain!.request(source, announce);
     // The first request is reported as the drain starts (Drain's onStart); a joining one here.
     if (ticket.joined) this.#options.observer?.drainRequested?.(source);
@@ -169,7 +187,8 @@ export class StopProcedure {
     });
     const drain = new Drain({
       server,
-      timeoutMs: () => this.#deadlines.drainTimeoutMs(),
+      deadline: () => this.#deadlines.drainDeadline(),
+      countedFrom: () => this.#deadlines.terminatedAt(),
       logger: this.#log,
       clock: this.#clock,
       operatorGone: mode.exited,
@@ -209,8 +228,9 @@ export class StopProcedure {
       await this.#release();
       return byItself.status;
     }
-    // Started by the signal handler, unless the signal came while the operator was being started.
-    const ticket = this.#drain!.started ?? this.startDrain('signal');
+    // Started by the signal handler (or a preStop request), unless the signal came while the operator was being started.
+    this.#signalDrain ??= this.#readDeletion().then(() => this.#startDrain('signal'));
+    const ticket: DrainTicket = this.#drain!.started ?? (await this.#signalDrain);
     const result = await ticket.ended;
     this.#setPhase('stopping');
     const status = await mode.stop(ticket, result);
@@ -226,7 +246,7 @@ export class StopProcedure {
     await this.#flushEvents();
     const guard = this.#options.guard;
     if (!guard) return;
-    const deadline = this.#deadlines.releaseDeadline(this.#terminatedAt());
+    const deadline = this.#deadlines.releaseDeadline();
     this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
     await guard.release(deadline);
     // A GuardReleaseFailed Event, within what is left of the deadline.
@@ -234,14 +254,26 @@ export class StopProcedure {
   }
 
   #flushEvents(): Promise<void> {
-    return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline(this.#clock.now(), this.#terminatedAt())) ?? Promise.resolve();
+    return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline()) ?? Promise.resolve();
   }
 
-  /** When the pod's termination began, as the kubelet counts it; now, for an operator that exited by itself. */
-  #terminatedAt(): number {
-    const signalAt = this.#termination.at;
-    if (signalAt === undefined) return this.#clock.now();
-    return this.#deadlines.terminationStart(signalAt, this.#drain?.started?.startedAt);
+  /**
+   * Reads the Pod's deletion (one read at a time), within DELETION_READ_MS on
+   * the clock; a deletion that ends sooner than planned moves the drain's end.
+   * Without an answer in time, the deadlines stay as they are.
+   */
+  #readDeletion(): Promise<void> {
+    const read = this.#options.podDeletion;
+    if (!read) return Promise.resolve();
+    return (this.#reading ??= (async () => {
+      let cancel = () => {};
+      const late = new Promise<'late'>((resolve) => (cancel = this.#clock.after(DELETION_READ_MS, () => resolve('late'))));
+      const answer = read(DELETION_READ_MS).catch((error: unknown) => ({ state: 'unknown' as const, error }));
+      const reading = await Promise.race([answer, late]);
+      cancel();
+      const timedOut = { state: 'unknown' as const, error: `no answer within ${DELETION_READ_MS} ms` };
+      if (this.#deadlines.adoptDeletion(reading === 'late' ? timedOut : reading)) this.#drain?.reschedule();
+    })().finally(() => (this.#reading = undefined)));
   }
 
   async #listen(server: DrainServer): Promise<void> {
@@ -254,22 +286,29 @@ export class StopProcedure {
     }
   }
 
+  /** A preStop request: answered once the Pod's deletion is read, so that the deadline it is told is the one that holds. */
   #answerDrainRequest(by: string | undefined, channel: ControlChannel): void {
-    const ticket = this.startDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
-    answerDrainRequest(channel, ticket, this.#clock.now());
+    void this.#readDeletion().then(() => {
+      const ticket = this.#startDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
+      answerDrainRequest(channel, ticket, this.#clock.now());
+    });
   }
 
   #onTermination(sig: NodeJS.Signals): void {
     const mode = this.#mode;
     const step = this.#termination.signal();
     if (step === 'drain') {
+      this.#deadlines.signalled(this.#termination.at!);
       const grace = this.#deadlines.gracePeriod;
       const announce = () => this.#log.info('termination requested', { signal: sig, ...mode.terminationFields?.(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
       // Before the operator runs there is nothing to drain yet: the start is called off, or the drain begins once it runs.
+      // The drain waits for the Pod's deletion to be read (DELETION_READ_MS at most): its deadline is told to the clients.
       if (this.#phase === 'starting' && mode.statusIfCalledOff !== undefined) announce();
-      else this.startDrain('signal', announce);
-    } else if (step === 'cut-short' && this.#phase === 'draining') {
-      this.#log.info('second termination signal: cutting the drain short', { signal: sig });
+      else this.#signalDrain = this.#readDeletion().then(() => this.#startDrain('signal', announce));
+    } else if (step === 'cut-short') {
+      if (this.#phase === 'draining') this.#log.info('second termination signal: cutting the drain short', { signal: sig });
+      // A second delete with a shorter grace period moves the kubelet's SIGKILL: the stop and the release go by it.
+      void this.#readDeletion();
     } else {
       this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
     }

@@ -63,7 +63,7 @@ export class WrapMode implements Mode {
       const stopAt = clock.now();
       if (child.signal(config.stopSignal)) log.info('stop signal sent', { signal: config.stopSignal, target: config.signalTarget, pid: child.pid });
       const cancelKill = clock.after(deadlines.killTime(stopAt) - clock.now(), () => {
-        if (child.signal('SIGKILL')) log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: deadlines.stopTimeoutMs });
+        if (child.signal('SIGKILL')) log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: deadlines.stopTimeoutMs() });
       });
       void child.exited.then(cancelKill);
     }

@@ -146,6 +146,68 @@ test("the Pod's grace period, asked once the operator runs, replaces the default
   client.close();
 });
 
+test("kubectl delete --grace-period=4 on a 30 s Pod: the Pod's deletion, read at the SIGTERM, sets the drain deadline the clients are told and the release deadline", async () => {
+  const mode = new PlayedMode();
+  let deletionAt = 0;
+  const reads: number[] = [];
+  const s = procedure(mode, [], {
+    flags: ['--stop-timeout=5s'],
+    podGracePeriod: async () => 30_000,
+    podDeletion: async (timeoutMs) => (reads.push(timeoutMs), { state: 'deleting', at: deletionAt, graceMs: 4000 }),
+  });
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  deletionAt = s.clock.now() + 4000;
+  sigterm();
+  await until(() => s.phases.includes('draining'), 'draining');
+  await within(5000, 'the drain message', new Promise<void>((r) => (client.draining.aborted ? r() : client.draining.addEventListener('abort', () => r()))));
+  assert.is(client.deadlineAt?.getTime(), s.clock.now(), 'told: no time left to drain');
+  await s.clock.advance(0);
+  await until(() => mode.calls.length === 2, 'stopped');
+  assert.equal(reads, [1000], 'one read, within a second');
+  assert.equal(mode.calls, ['start', 'stop deadline'], 'no time left to drain: the stop at once');
+  assert.is(mode.context!.deadlines.stopTimeoutMs(), 2000, 'the stop timeout cut to what the release leaves');
+  await within(5000, 'exit', s.running);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +3500', "half a second before the deletion's SIGKILL, not 29.5 s");
+  client.close();
+});
+
+test('the Pod cannot be read in time: the drain starts after a second on the clock, by the grace period from the signal', async () => {
+  const mode = new PlayedMode();
+  const s = procedure(mode, [], { podDeletion: () => new Promise(() => {}) });
+  await s.listens;
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  sigterm();
+  await until(() => s.clock.nextAt !== undefined, 'waiting for the read');
+  assert.not.ok(s.phases.includes('draining'), 'the drain waits for the read');
+  await s.clock.advance(1000);
+  await until(() => s.phases.includes('draining'), 'draining after the read gave up');
+  assert.is(mode.context!.deadlines.drainDeadline() - s.clock.now(), 2000, 'the scaffold: 3 s from the signal, less the second spent');
+  await s.clock.advance(2000);
+  await within(5000, 'exit', s.running);
+  assert.equal(mode.calls, ['start', 'stop deadline']);
+  client.close();
+});
+
+test('a second delete, shorter, read at the second signal, moves the release deadline', async () => {
+  const mode = new PlayedMode();
+  let deletionAt = 0;
+  const s = procedure(mode, [], { flags: ['--stop-timeout=5s', '--drain-timeout=20s', '--grace-period=30s'], podDeletion: async () => ({ state: 'deleting', at: deletionAt }) });
+  await s.listens;
+  deletionAt = s.clock.now() + 30_000;
+  const client = await drainingWithClient(s);
+  await s.clock.advance(1000);
+  deletionAt = s.clock.now() + 2000;
+  sigterm();
+  await within(5000, 'exit', s.running);
+  assert.equal(mode.calls, ['start', 'stop cut-short']);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +1500', "the second delete's 2 s, not the first's 29 s");
+  client.close();
+});
+
 test('a second SIGTERM cuts the drain short; a third changes nothing', async () => {
   const mode = new PlayedMode();
   const s = procedure(mode, []);
