@@ -14,7 +14,6 @@ import type { PodApi, PodDeletion } from '../kube/pod.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../supervisor/config.ts';
 import { combineObservers } from '../supervisor/observer.ts';
-import { RELEASE_MARGIN_MS } from '../supervisor/shutdown.ts';
 import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
 import { type Mode, StopProcedure } from '../supervisor/stop-procedure.ts';
@@ -108,7 +107,7 @@ function guardOptions(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: 
 /** The guard's part of the configuration (the pod's identity is checked complete when DRAINGUARD_GUARD is resolved). */
 function guardSettings(config: SupervisorConfig): GuardSettings {
   const { name, namespace, uid } = config.pod;
-  return { targets: config.guard, pod: { name: name!, namespace: namespace!, uid: uid! }, leaseDurationMs: config.leaseDurationMs, releaseMarginMs: RELEASE_MARGIN_MS };
+  return { targets: config.guard, pod: { name: name!, namespace: namespace!, uid: uid! }, leaseDurationMs: config.leaseDurationMs };
 }
 
 /** The pod's API of wrap mode, opened at the first question (once the operator has started); Events wait for it. */

@@ -15,7 +15,6 @@ export interface GuardSettings {
   readonly targets: readonly GuardTarget[];
   readonly pod: PodRef;
   readonly leaseDurationMs: number;
-  readonly releaseMarginMs: number;
 }
 
 /** What a supervising command drives and reads of its guard. */

@@ -18,7 +18,14 @@ export const GRACE_MARGIN_MS = 2000;
  * counts the grace period from when it saw the deletion, at or after the Pod's
  * deletionTimestamp minus the grace period, so both moments below are early, not late.
  */
-export const RELEASE_MARGIN_MS = 500;
+const RELEASE_MARGIN_MS = 500;
+/**
+ * The kubelet never SIGKILLs a container sooner than this after its stop signal
+ * (minimumGracePeriodInSeconds, pkg/kubelet/kuberuntime): the floor under a
+ * deletionTimestamp that whole seconds and a grace period of 1 s put at or
+ * before drainguard's own SIGTERM.
+ */
+export const KUBELET_MIN_GRACE_MS = 2000;
 /** Kept for the release itself out of the sidecar's wait for the operator. */
 const RELEASE_BUDGET_MS = 2000;
 /** How long Events still on their way may hold up the exit. */
@@ -294,6 +301,7 @@ export class Deadlines {
 
   /**
    * The kubelet's SIGKILL and what is kept before it. The deletion's moment
+   * (never sooner than the kubelet's minimum after drainguard's own signal)
    * wins over the grace period, except an explicit configured one that ends
    * sooner (a budget the user chose).
    */
@@ -301,7 +309,8 @@ export class Deadlines {
     const start = this.terminatedAt();
     const byGrace = start + this.#grace.ms;
     const explicit = this.#grace.from !== 'pod' && this.#grace.from !== 'default';
-    const kill = this.#deletion ? (explicit ? Math.min(this.#deletion.at, byGrace) : this.#deletion.at) : byGrace;
+    const byDeletion = this.#deletion && Math.max(this.#deletion.at, (this.#signalAt ?? -Infinity) + KUBELET_MIN_GRACE_MS);
+    const kill = byDeletion === undefined ? byGrace : explicit ? Math.min(byDeletion, byGrace) : byDeletion;
     const left = Math.max(0, kill - start);
     const reserveMs = Math.min(GRACE_MARGIN_MS, left / 2);
     const stopMs = Math.max(0, Math.min(this.#settings.stopTimeoutMs, left - reserveMs));

@@ -243,9 +243,12 @@ export class StopProcedure {
   /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
   async #release(): Promise<void> {
     this.#setPhase('releasing');
+    // Once more beside the Events: a second, shorter delete may have come with no signal of its own.
+    const reread = this.#termination.count > 0 || this.#drain?.started ? this.#readDeletion() : undefined;
     await this.#flushEvents();
     const guard = this.#options.guard;
     if (!guard) return;
+    if (reread) await this.#within(reread, Math.min(DELETION_READ_MS, (this.#deadlines.releaseDeadline() - this.#clock.now()) / 4));
     const deadline = this.#deadlines.releaseDeadline();
     this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
     await guard.release(deadline);
@@ -257,6 +260,13 @@ export class StopProcedure {
     return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline()) ?? Promise.resolve();
   }
 
+  /** Waits for `work`, at most `ms` on the clock. */
+  async #within(work: Promise<unknown>, ms: number): Promise<void> {
+    let cancel = () => {};
+    await Promise.race([work, new Promise<void>((resolve) => (cancel = this.#clock.after(ms, resolve)))]);
+    cancel();
+  }
+
   /**
    * Reads the Pod's deletion (one read at a time), within DELETION_READ_MS on
    * the clock; a deletion that ends sooner than planned moves the drain's end.
@@ -266,13 +276,13 @@ export class StopProcedure {
     const read = this.#options.podDeletion;
     if (!read) return Promise.resolve();
     return (this.#reading ??= (async () => {
-      let cancel = () => {};
-      const late = new Promise<'late'>((resolve) => (cancel = this.#clock.after(DELETION_READ_MS, () => resolve('late'))));
-      const answer = read(DELETION_READ_MS).catch((error: unknown) => ({ state: 'unknown' as const, error }));
-      const reading = await Promise.race([answer, late]);
-      cancel();
-      const timedOut = { state: 'unknown' as const, error: `no answer within ${DELETION_READ_MS} ms` };
-      if (this.#deadlines.adoptDeletion(reading === 'late' ? timedOut : reading)) this.#drain?.reschedule();
+      let reading: Parameters<Deadlines['adoptDeletion']>[0] = { state: 'unknown', error: `no answer within ${DELETION_READ_MS} ms` };
+      const answer = read(DELETION_READ_MS).then(
+        (r) => void (reading = r),
+        (error: unknown) => void (reading = { state: 'unknown', error }),
+      );
+      await this.#within(answer, DELETION_READ_MS);
+      if (this.#deadlines.adoptDeletion(reading)) this.#drain?.reschedule();
     })().finally(() => (this.#reading = undefined)));
   }
 

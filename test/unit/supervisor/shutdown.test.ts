@@ -140,10 +140,19 @@ test('a deletion that leaves room: the drain ends so that the stop timeout and 2
   assert.is(d.releaseDeadline(), clock.now + 11_500);
 });
 
-test('1 s (and 0 s left): everything shrinks to fit, nothing goes past the SIGKILL', () => {
+test("1 s, 0 s or less left by the deletionTimestamp (whole seconds): the kubelet's 2 s after drainguard's own SIGTERM", () => {
   for (const leftMs of [1000, 0, -2000]) {
     const { d, clock } = at(spec30);
     d.signalled(clock.now);
+    d.adoptDeletion({ state: 'deleting', at: clock.now + leftMs, graceMs: 1000 });
+    assert.equal([d.drainDeadline(), d.stopTimeoutMs(), d.releaseDeadline()], [clock.now, 1000, clock.now + 1500], `${leftMs}: no drain, 1 s to stop, the release by 1.5 s`);
+  }
+});
+
+test('a preStop request before any signal, 1 s or less left: everything shrinks to fit, nothing goes past the SIGKILL', () => {
+  for (const leftMs of [1000, 0, -2000]) {
+    const { d, clock } = at(spec30);
+    d.drainRequested(clock.now);
     d.adoptDeletion({ state: 'deleting', at: clock.now + leftMs, graceMs: 1000 });
     const kill = clock.now + leftMs;
     assert.is(d.drainDeadline(), clock.now, `${leftMs}: no drain`);
@@ -151,7 +160,7 @@ test('1 s (and 0 s left): everything shrinks to fit, nothing goes past the SIGKI
     assert.ok(d.releaseDeadline() <= kill, `${leftMs}: the release before the kubelet's SIGKILL`);
   }
   const { d, clock } = at(spec30);
-  d.signalled(clock.now);
+  d.drainRequested(clock.now);
   d.adoptDeletion({ state: 'deleting', at: clock.now + 1000, graceMs: 1000 });
   assert.equal([d.stopTimeoutMs(), d.releaseDeadline() - clock.now], [500, 750], 'a second: half to stop, a quarter to release');
 });

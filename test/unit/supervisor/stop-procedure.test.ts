@@ -166,7 +166,7 @@ test("kubectl delete --grace-period=4 on a 30 s Pod: the Pod's deletion, read at
   assert.is(client.deadlineAt?.getTime(), s.clock.now(), 'told: no time left to drain');
   await s.clock.advance(0);
   await until(() => mode.calls.length === 2, 'stopped');
-  assert.equal(reads, [1000], 'one read, within a second');
+  assert.equal(reads, [1000, 1000], 'read at the signal and again before the release, each within a second');
   assert.equal(mode.calls, ['start', 'stop deadline'], 'no time left to drain: the stop at once');
   assert.is(mode.context!.deadlines.stopTimeoutMs(), 2000, 'the stop timeout cut to what the release leaves');
   await within(5000, 'exit', s.running);
@@ -187,8 +187,12 @@ test('the Pod cannot be read in time: the drain starts after a second on the clo
   await until(() => s.phases.includes('draining'), 'draining after the read gave up');
   assert.is(mode.context!.deadlines.drainDeadline() - s.clock.now(), 2000, 'the scaffold: 3 s from the signal, less the second spent');
   await s.clock.advance(2000);
+  await until(() => s.phases.includes('releasing'), 'releasing');
+  // The read again before the release, which answers no better: a quarter of what is left (6.5 s) at most.
+  await s.clock.advance(1000);
   await within(5000, 'exit', s.running);
   assert.equal(mode.calls, ['start', 'stop deadline']);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +5500', 'the grace period from the signal, less the 3 s drain and the 1 s read');
   client.close();
 });
 
