@@ -1,5 +1,5 @@
 // The composition root of the supervising commands, `run` and `sidecar`: the
-// logger, the pod's API (Events, its grace period), the guard and the HTTP
+// logger, the pod's API (Events, its grace period, its deletion), the guard and the HTTP
 // listener are built first and handed to the stop procedure, which asks them
 // for what it needs; observers only report.
 //
