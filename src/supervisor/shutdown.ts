@@ -87,6 +87,9 @@ export interface DeadlineSettings {
   readonly stopTimeoutMs: number;
 }
 
+/** What a read of the Pod's deletion gave: the Pod's answer, or none in time. */
+export type DeletionReading = PodDeletion | { readonly state: 'unknown'; readonly error?: unknown };
+
 export interface GracePeriod {
   readonly ms: number;
   /** 'pod', or the flag or variable it was configured with, or 'default'. */
@@ -145,7 +148,8 @@ export class Deadlines {
   readonly #log: Logger;
   readonly #now: () => number;
   #grace: GracePeriod;
-  #deletion?: { readonly at: number; readonly graceMs?: number };
+  /** The Pod's deletionTimestamp (epoch ms, whole seconds), once read. */
+  #deletionAt?: number;
   #signalAt?: number;
   #requestAt?: number;
   /** Whether the line saying the deletion is not known was written (once is enough). */
@@ -160,11 +164,6 @@ export class Deadlines {
 
   get gracePeriod(): GracePeriod {
     return this.#grace;
-  }
-
-  /** The Pod's deletion as last read: the kubelet's SIGKILL (epoch ms, whole seconds) and its grace period. */
-  get deletion(): { readonly at: number; readonly graceMs?: number } | undefined {
-    return this.#deletion;
   }
 
   /**
@@ -205,8 +204,8 @@ export class Deadlines {
    * earlier (a second delete with a shorter grace period; a longer one changes
    * nothing). Returns whether the SIGKILL moved.
    */
-  adoptDeletion(reading: PodDeletion | { readonly state: 'unknown'; readonly error?: unknown }): boolean {
-    const known = this.#deletion;
+  adoptDeletion(reading: DeletionReading): boolean {
+    const known = this.#deletionAt;
     if (reading.state !== 'deleting') {
       if (known || this.#toldUnknown) return false;
       this.#toldUnknown = true;
@@ -216,18 +215,16 @@ export class Deadlines {
       else this.#log.info('the Pod is not being deleted: going by the grace period from the termination', fields);
       return false;
     }
-    if (known && known.at <= reading.at) return false;
-    const before = known && this.#plan();
-    this.#deletion = { at: reading.at, graceMs: reading.graceMs };
-    const plan = this.#plan();
-    this.#log[known ? 'warn' : 'info'](known ? 'the Pod\'s deletion moved earlier: the stop is fitted to it' : 'deletion read from the Pod', {
+    if (known !== undefined && known <= reading.at) return false;
+    this.#deletionAt = reading.at;
+    this.#log[known === undefined ? 'info' : 'warn'](known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it", {
       deletionTimestamp: new Date(reading.at).toISOString(),
       deletionGracePeriodMs: reading.graceMs,
       leftMs: reading.at - this.#now(),
       drainDeadline: new Date(this.drainDeadline()).toISOString(),
-      stopTimeoutMs: plan.stopMs,
+      stopTimeoutMs: this.stopTimeoutMs(),
       releaseDeadline: new Date(this.releaseDeadline()).toISOString(),
-      ...(before && { previousDeletionTimestamp: new Date(known.at).toISOString() }),
+      ...(known !== undefined && { previousDeletionTimestamp: new Date(known).toISOString() }),
     });
     return true;
   }
@@ -265,7 +262,7 @@ export class Deadlines {
   /** The moment the drain ends whatever the clients do. */
   drainDeadline(): number {
     const { start, kill, reserveMs, stopMs } = this.#plan();
-    if (!this.#deletion) return start + this.drainTimeoutMs();
+    if (this.#deletionAt === undefined) return start + this.drainTimeoutMs();
     // By the deletion: a derived drain takes all it leaves (more, under a longer grace), a given one at most its own.
     const latest = kill - reserveMs - stopMs;
     return Math.max(start, this.#settings.drainTimeoutExplicit ? Math.min(start + this.#settings.drainTimeoutMs, latest) : latest);
@@ -309,7 +306,7 @@ export class Deadlines {
     const start = this.terminatedAt();
     const byGrace = start + this.#grace.ms;
     const explicit = this.#grace.from !== 'pod' && this.#grace.from !== 'default';
-    const byDeletion = this.#deletion && Math.max(this.#deletion.at, (this.#signalAt ?? -Infinity) + KUBELET_MIN_GRACE_MS);
+    const byDeletion = this.#deletionAt === undefined ? undefined : Math.max(this.#deletionAt, (this.#signalAt ?? -Infinity) + KUBELET_MIN_GRACE_MS);
     const kill = byDeletion === undefined ? byGrace : explicit ? Math.min(byDeletion, byGrace) : byDeletion;
     const left = Math.max(0, kill - start);
     const reserveMs = Math.min(GRACE_MARGIN_MS, left / 2);

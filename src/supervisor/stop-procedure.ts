@@ -26,7 +26,7 @@ import { type Clock, systemClock } from './clock.ts';
 import type { SupervisorConfig } from './config.ts';
 import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
-import { DELETION_READ_MS, Deadlines, Termination } from './shutdown.ts';
+import { DELETION_READ_MS, Deadlines, type DeletionReading, Termination } from './shutdown.ts';
 import { TERMINATING } from './signals.ts';
 
 /** What the stop procedure hands a mode. */
@@ -276,7 +276,7 @@ export class StopProcedure {
     const read = this.#options.podDeletion;
     if (!read) return Promise.resolve();
     return (this.#reading ??= (async () => {
-      let reading: Parameters<Deadlines['adoptDeletion']>[0] = { state: 'unknown', error: `no answer within ${DELETION_READ_MS} ms` };
+      let reading: DeletionReading = { state: 'unknown', error: `no answer within ${DELETION_READ_MS} ms` };
       const answer = read(DELETION_READ_MS).then(
         (r) => void (reading = r),
         (error: unknown) => void (reading = { state: 'unknown', error }),

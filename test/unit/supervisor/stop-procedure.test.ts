@@ -13,6 +13,7 @@ import type { DrainServer } from '../../../src/protocol/server.ts';
 import type { ChildExit } from '../../../src/supervisor/child.ts';
 import { resolveSupervisorConfig } from '../../../src/supervisor/config.ts';
 import type { DrainResult, DrainTicket } from '../../../src/supervisor/drain.ts';
+import type { PodDeletion } from '../../../src/kube/pod.ts';
 import type { GuardHandle, Phase } from '../../../src/supervisor/observer.ts';
 import { SidecarMode } from '../../../src/supervisor/sidecar-mode.ts';
 import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from '../../../src/supervisor/stop-procedure.ts';
@@ -194,6 +195,29 @@ test('the Pod cannot be read in time: the drain starts after a second on the clo
   assert.equal(mode.calls, ['start', 'stop deadline']);
   assert.equal(s.guardCalls.at(-1), 'guard release by +5500', 'the grace period from the signal, less the 3 s drain and the 1 s read');
   client.close();
+});
+
+test('a preStop request over HTTP: the drain starts at once, and ends sooner once the Pod says its deletion leaves less', async () => {
+  const path = join(tempDir(), 'drain.sock');
+  const mode = new SidecarMode();
+  let answer!: (d: PodDeletion) => void;
+  const s = procedure(mode, [`--socket=${path}`], { command: 'sidecar', flags: ['--stop-timeout=5s'], podDeletion: () => new Promise((r) => (answer = r)) });
+  await s.listens;
+  const client = new DrainClient({ socketPath: path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  const ticket = s.p.startDrain('http');
+  assert.is(ticket.deadline - s.clock.now(), 23_000, 'told what was known: the default 30 s');
+  await s.clock.advance(500);
+  answer({ state: 'deleting', at: s.clock.now() + 9500, graceMs: 10_000 });
+  await settle();
+  await s.clock.advance(2499);
+  assert.not.ok(s.phases.includes('stopping'), 'still draining 1 ms before the deletion\'s drain deadline');
+  await s.clock.advance(1);
+  assert.is((await within(5000, 'drain end', ticket.ended)).outcome, 'deadline', 'at the deletion less 2 s and the stop timeout: 3 s after the request');
+  client.close();
+  sigterm();
+  await s.clock.advance(10_000);
+  await within(5000, 'exit', s.running);
 });
 
 test('a second delete, shorter, read at the second signal, moves the release deadline', async () => {
