@@ -32,6 +32,8 @@ const RELEASE_BUDGET_MS = 2000;
 const EVENT_FLUSH_MS = 1000;
 /** How long the termination waits for the Pod's deletion to be read (two tries); then it goes by what it knows. */
 export const DELETION_READ_MS = 1000;
+/** How often the Pod's deletion is read again while the drain runs (a second, shorter delete). */
+export const DELETION_POLL_MS = 2000;
 
 export type TerminationStep = 'drain' | 'cut-short' | 'ignored';
 
@@ -275,8 +277,9 @@ export class Deadlines {
 
   /** drainguard's SIGKILL of its operator, once the stop signal went out at `stopAt`. */
   killTime(stopAt: number): number {
-    const { kill, reserveMs, stopMs } = this.#plan();
-    return Math.max(stopAt, Math.min(stopAt + stopMs, kill - reserveMs));
+    // Fitted to what is left at the stop signal: a deletion read late (a second delete) leaves less than the start did.
+    const { kill, reserveMs, stopMs } = this.#plan(stopAt);
+    return Math.min(stopAt + stopMs, Math.max(stopAt, kill - reserveMs));
   }
 
   /** By when the release must be over: the margin before the kubelet's SIGKILL. */
@@ -297,18 +300,19 @@ export class Deadlines {
   }
 
   /**
-   * The kubelet's SIGKILL and what is kept before it. The deletion's moment
+   * The kubelet's SIGKILL and what is kept before it, as seen from the start
+   * (or from `from`, a later moment that plans the rest). The deletion's moment
    * (never sooner than the kubelet's minimum after drainguard's own signal)
    * wins over the grace period, except an explicit configured one that ends
    * sooner (a budget the user chose).
    */
-  #plan(): { start: number; kill: number; reserveMs: number; stopMs: number } {
+  #plan(from?: number): { start: number; kill: number; reserveMs: number; stopMs: number } {
     const start = this.terminatedAt();
     const byGrace = start + this.#grace.ms;
     const explicit = this.#grace.from !== 'pod' && this.#grace.from !== 'default';
     const byDeletion = this.#deletionAt === undefined ? undefined : Math.max(this.#deletionAt, (this.#signalAt ?? -Infinity) + KUBELET_MIN_GRACE_MS);
     const kill = byDeletion === undefined ? byGrace : explicit ? Math.min(byDeletion, byGrace) : byDeletion;
-    const left = Math.max(0, kill - start);
+    const left = Math.max(0, kill - Math.max(start, from ?? start));
     const reserveMs = Math.min(GRACE_MARGIN_MS, left / 2);
     const stopMs = Math.max(0, Math.min(this.#settings.stopTimeoutMs, left - reserveMs));
     return { start, kill, reserveMs, stopMs };

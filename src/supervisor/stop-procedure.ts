@@ -26,7 +26,7 @@ import { type Clock, systemClock } from './clock.ts';
 import type { SupervisorConfig } from './config.ts';
 import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
-import { DELETION_READ_MS, Deadlines, type DeletionReading, Termination } from './shutdown.ts';
+import { DELETION_POLL_MS, DELETION_READ_MS, Deadlines, type DeletionReading, Termination } from './shutdown.ts';
 import { TERMINATING } from './signals.ts';
 
 /** What the stop procedure hands a mode. */
@@ -109,6 +109,8 @@ export class StopProcedure {
   #signalDrain?: Promise<DrainTicket>;
   /** The read of the Pod's deletion under way. */
   #reading?: Promise<void>;
+  /** Ends the reads of the Pod's deletion while the drain runs. */
+  #stopPolling = (): void => {};
 
   constructor(config: SupervisorConfig, mode: Mode, options: StopProcedureOptions = {}) {
     this.#config = config;
@@ -196,8 +198,12 @@ export class StopProcedure {
       onStart: (source) => {
         this.#options.observer?.drainRequested?.(source);
         this.#setPhase('draining');
+        this.#pollDeletion();
       },
-      onEnd: (r) => this.#options.observer?.drainEnded?.(r.outcome, r.durationMs),
+      onEnd: (r) => {
+        this.#stopPolling();
+        this.#options.observer?.drainEnded?.(r.outcome, r.durationMs);
+      },
     });
     void this.#termination.cutShort.then(() => drain.cutShort());
     this.#server = server;
@@ -258,6 +264,25 @@ export class StopProcedure {
 
   #flushEvents(): Promise<void> {
     return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline()) ?? Promise.resolve();
+  }
+
+  /**
+   * Reads the Pod's deletion every DELETION_POLL_MS while the drain runs: a
+   * second, shorter delete moves the kubelet's SIGKILL with no signal of its
+   * own, and the drain must end in time for the stop and the release.
+   */
+  #pollDeletion(): void {
+    if (!this.#options.podDeletion) return;
+    let polling = true;
+    let cancel = (): void => {};
+    const next = (): void => {
+      if (polling) cancel = this.#clock.after(DELETION_POLL_MS, () => void this.#readDeletion().then(next));
+    };
+    next();
+    this.#stopPolling = () => {
+      polling = false;
+      cancel();
+    };
   }
 
   /** Waits for `work`, at most `ms` on the clock. */

@@ -5,7 +5,8 @@
 // --grace-period=N` (4 s, 1 s, and 0 with --force), and evicted through the
 // Eviction API with DeleteOptions. Whatever is left, the operator gets its stop
 // signal from drainguard and the guard is released before the kubelet's
-// SIGKILL; nothing of this pod is left on the guarded objects.
+// SIGKILL; nothing of this pod is left on the guarded objects. A second delete
+// with a shorter grace during the drain is seen too.
 // Run against drainguard before issue 34, the 4 s cases fail: it drained on a
 // 23 s budget and the kubelet killed it all at 4 s.
 
@@ -84,9 +85,9 @@ async function running(): Promise<Running> {
  * kubelet's SIGKILL (which never came: drainguard exited first), no holder left.
  * Returns the figures: ms from the deletion to the stop signal, and before the kubelet's deadline.
  */
-async function stoppedInTime(r: Running, graceS: number): Promise<Record<string, number>> {
+async function stoppedInTime(r: Running, graceS: number, seen = 'terminating'): Promise<Record<string, number>> {
   const { dg, kubelet, pod } = r;
-  const terminating = kubelet.events.find((e) => e.pod === pod && e.what.startsWith('terminating'))!;
+  const terminating = kubelet.events.find((e) => e.pod === pod && e.what.startsWith(seen))!;
   assert.ok(terminating, kubelet.timeline());
   // The kubelet's SIGKILL: the grace period from when it saw the deletion, never sooner than 2 s after its SIGTERM.
   const sigterm = kubelet.events.find((e) => e.pod === pod && e.container === 'manager' && e.what === 'signal SIGTERM')!;
@@ -132,6 +133,22 @@ test(`kubectl delete pod --grace-period=0 --force: the Pod is gone at once, the 
     await r.dg.log('the Pod is gone (force-deleted): going by the grace period from the termination');
     await stoppedInTime(r, SPEC_GRACE);
     assert.ok(r.dg.stdout.indexOf('work done 0') < r.dg.stdout.indexOf('signal SIGTERM'), 'the reconcile finished before the stop signal');
+  } finally {
+    await r.close();
+  }
+});
+
+test('kubectl delete pod, then again with --grace-period=4 during the drain: the drain ends in time for the second', async () => {
+  const r = await running();
+  try {
+    c.kubectl(['delete', 'pod', '-n', r.ns, r.pod, '--wait=false']);
+    await r.dg.log('drain started', 10_000);
+    c.kubectl(['delete', 'pod', '-n', r.ns, r.pod, '--grace-period=4', '--wait=false']);
+    await deleted(r);
+    // No second SIGTERM from the stand-in: drainguard sees the second delete by reading its Pod while it drains.
+    const figures = await stoppedInTime(r, 4, 'grace shortened to 4s');
+    assert.ok(r.dg.logs().some((l) => l.msg === "the Pod's deletion moved earlier: the stop is fitted to it"), r.dg.stderr.join('\n'));
+    console.log(`second delete, --grace-period=4: ${JSON.stringify(figures)}`);
   } finally {
     await r.close();
   }

@@ -194,6 +194,17 @@ test('a second, shorter delete moves everything earlier; a longer one changes no
   assert.is(d.releaseDeadline(), clock.now + 9500);
 });
 
+test("a second delete read late, at the stop: the operator's stop timeout is fitted to what is left then, not killed at once", () => {
+  const { d, clock } = at(spec30);
+  const t = clock.now;
+  d.signalled(t);
+  d.adoptDeletion({ state: 'deleting', at: t + 30_000, graceMs: 30_000 });
+  d.adoptDeletion({ state: 'deleting', at: t + 4000, graceMs: 4000 });
+  assert.is(d.drainDeadline(), t, 'the drain gives way at once');
+  assert.is(d.killTime(t + 2200), t + 3100, 'of the 1.8 s left: half to stop, half kept');
+  assert.is(d.releaseDeadline(), t + 3500);
+});
+
 test('no deletion to read (a liveness kill, a force delete, no answer): the grace period from the signal, said once', () => {
   for (const [reading, line] of [
     [{ state: 'not-deleting' }, 'the Pod is not being deleted: going by the grace period from the termination'],

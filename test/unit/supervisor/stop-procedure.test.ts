@@ -236,6 +236,28 @@ test('a second delete, shorter, read at the second signal, moves the release dea
   client.close();
 });
 
+test('a second, shorter delete with no signal of its own: seen at the next read while draining (every 2 s), the drain ends then', async () => {
+  const mode = new PlayedMode();
+  let deletionAt = 0;
+  let reads = 0;
+  const s = procedure(mode, [], { flags: ['--stop-timeout=5s', '--grace-period=30s'], podDeletion: async () => (reads++, { state: 'deleting', at: deletionAt }) });
+  await s.listens;
+  const t0 = s.clock.now();
+  deletionAt = t0 + 30_000;
+  const client = await drainingWithClient(s);
+  assert.is(mode.context!.deadlines.drainDeadline(), t0 + 23_000);
+  await s.clock.advance(1000);
+  deletionAt = t0 + 5000;
+  await s.clock.advance(999);
+  assert.equal([reads, mode.calls], [1, ['start']], 'not read again yet');
+  await s.clock.advance(1);
+  await until(() => mode.calls.length === 2, 'stopped at the next read');
+  assert.equal(mode.calls, ['start', 'stop deadline']);
+  await within(5000, 'exit', s.running);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +2500', 'half a second before the second delete\'s SIGKILL');
+  client.close();
+});
+
 test('a second SIGTERM cuts the drain short; a third changes nothing', async () => {
   const mode = new PlayedMode();
   const s = procedure(mode, []);
