@@ -249,10 +249,10 @@ export class StopProcedure {
   /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
   async #release(): Promise<void> {
     this.#setPhase('releasing');
-    // Once more beside the Events: a second, shorter delete may have come with no signal of its own.
-    const reread = this.#termination.count > 0 || this.#drain?.started ? this.#readDeletion() : undefined;
-    await this.#flushEvents();
     const guard = this.#options.guard;
+    // Once more beside the Events: a second, shorter delete may have come with no signal of its own.
+    const reread = guard && (this.#termination.count > 0 || this.#drain?.started) ? this.#readDeletion() : undefined;
+    await this.#flushEvents();
     if (!guard) return;
     if (reread) await this.#within(reread, Math.min(DELETION_READ_MS, (this.#deadlines.releaseDeadline() - this.#clock.now()) / 4));
     const deadline = this.#deadlines.releaseDeadline();
