@@ -5,6 +5,9 @@
 // sidecar, the preStop hook as exec (`drainguard prestop`, installed into an
 // emptyDir by an init container) and as httpGet (/prestop with the token),
 // and the wait for the API to report the operator's container terminated.
+// And a deletion shorter than the spec (--grace-period 4 and 1 on 30 s): the
+// preStop drain fits in it, the hook returns before the kubelet gives up on it,
+// and the release comes before the kubelet's SIGKILL.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
