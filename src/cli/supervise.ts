@@ -1,5 +1,5 @@
 // The composition root of the supervising commands, `run` and `sidecar`: the
-// logger, the pod's API (Events, its grace period), the guard and the HTTP
+// logger, the pod's API (Events, its grace period, its deletion), the guard and the HTTP
 // listener are built first and handed to the stop procedure, which asks them
 // for what it needs; observers only report.
 //
@@ -10,13 +10,12 @@
 
 import { type GuardUse, lateGuard } from '../guard/late.ts';
 import type { GuardSettings, OpenGuardOptions } from '../guard/open.ts';
-import type { PodApi } from '../kube/pod.ts';
+import type { PodApi, PodDeletion } from '../kube/pod.ts';
 import { leaderRelease } from '../leader/open.ts';
 import { namespaceFinalizer } from '../namespace/open.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../supervisor/config.ts';
 import { combineObservers } from '../supervisor/observer.ts';
-import { RELEASE_MARGIN_MS } from '../supervisor/shutdown.ts';
 import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
 import { type Mode, StopProcedure, type StopProcedureOptions } from '../supervisor/stop-procedure.ts';
@@ -30,6 +29,8 @@ interface PodLink {
   readonly events?: DrainEventObserver;
   /** Opens the API if it is not yet, and reads the Pod's grace period (ms; undefined when it cannot be read). */
   gracePeriod(): Promise<number | undefined>;
+  /** The Pod's deletion, within `timeoutMs`; undefined outside a pod. */
+  readonly deletion?: (timeoutMs: number) => Promise<PodDeletion>;
 }
 
 /** `drainguard run -- COMMAND` */
@@ -48,7 +49,11 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
   const guard = guarded(config) ? await (await import('../guard/open.ts')).openGuard(guardSettings(config), guardOptions(config, io.env, logger, () => pod.events)) : undefined;
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
-  const pod: PodLink = { events: api.recordEvent && drainEventObserver(api.recordEvent, logger), gracePeriod: () => readGracePeriod(api, logger) };
+  const pod: PodLink = {
+    events: api.recordEvent && drainEventObserver(api.recordEvent, logger),
+    gracePeriod: () => readGracePeriod(api, logger),
+    deletion: api.readDeletion && ((ms) => readDeletion(api, ms)),
+  };
   // The leader Lease is given up only once the API reports the operator container terminated.
   const leader = leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: api.operatorStopped ?? 'unknown' });
   return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard, leader, io.env);
@@ -74,6 +79,7 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
     onServer: telemetry?.attach,
     flushEvents: async (deadline) => pod.events?.flush(deadline),
     podGracePeriod: () => pod.gracePeriod(),
+    podDeletion: pod.deletion,
     releaseLeader,
     beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger }),
   });
@@ -107,7 +113,7 @@ function guardOptions(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: 
 /** The guard's part of the configuration (the pod's identity is checked complete when DRAINGUARD_GUARD is resolved). */
 function guardSettings(config: SupervisorConfig): GuardSettings {
   const { name, namespace, uid } = config.pod;
-  return { targets: config.guard, pod: { name: name!, namespace: namespace!, uid: uid! }, leaseDurationMs: config.leaseDurationMs, releaseMarginMs: RELEASE_MARGIN_MS };
+  return { targets: config.guard, pod: { name: name!, namespace: namespace!, uid: uid! }, leaseDurationMs: config.leaseDurationMs };
 }
 
 /** The pod's API of wrap mode, opened at the first question (once the operator has started); Events wait for it. */
@@ -125,7 +131,16 @@ function laterPodLink(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: 
       return api;
     }));
   // Outside a pod there is nothing to ask, and the Kubernetes client is never loaded.
-  return { events, gracePeriod: async () => (events ? readGracePeriod(await open(), logger) : undefined) };
+  return {
+    events,
+    gracePeriod: async () => (events ? readGracePeriod(await open(), logger) : undefined),
+    deletion: events && (async (ms) => readDeletion(await open(), ms)),
+  };
+}
+
+/** The Pod's deletion; rejects (the stop then goes by the grace period) where no API tells it. */
+function readDeletion(api: PodApi, timeoutMs: number): Promise<PodDeletion> {
+  return api.readDeletion?.(timeoutMs) ?? Promise.reject(new Error('no Kubernetes API to read the Pod from'));
 }
 
 /** The Pod's terminationGracePeriodSeconds; a failure to read it is logged and leaves the configured one in force. */

@@ -31,8 +31,6 @@ export interface GuardOptions {
   readonly pod: PodRef;
   /** How long the Lease stays valid without renewal; it is renewed every third of it. */
   readonly leaseDurationMs: number;
-  /** How long before the kubelet's SIGKILL (the Pod's deletionTimestamp) the release must be over. */
-  readonly releaseMarginMs: number;
   readonly logger?: Logger;
   readonly now?: () => number;
   /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
@@ -103,7 +101,6 @@ export class Guard {
   readonly #finalizer: string;
   readonly #lease: HolderLease;
   readonly #leaseDurationMs: number;
-  readonly #releaseMarginMs: number;
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #onReleaseFailed?: (objects: readonly string[], fix: string) => void;
@@ -125,7 +122,6 @@ export class Guard {
     this.#pod = options.pod;
     this.#finalizer = finalizerFor(options.pod.uid);
     this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs);
-    this.#releaseMarginMs = options.releaseMarginMs;
     this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
     this.#now = options.now ?? Date.now;
     this.#onReleaseFailed = options.onReleaseFailed;
@@ -343,28 +339,15 @@ export class Guard {
     const started = this.#now();
     this.#stop.abort();
     if (!this.#loop) return;
-    // The supervisor's deadline already counts the grace period in force (the Pod's, once read).
-    let deadline = given;
+    // The supervisor's deadline (supervisor/shutdown.ts Deadlines) counts from the Pod's deletion, read at the termination and again before the release.
+    const deadline = given;
     const cutoff = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
     let onDeadline = (): void => {};
     const expired = new Promise<'deadline'>((resolve) => (onDeadline = () => resolve('deadline')));
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        cutoff.abort();
-        onDeadline();
-      }, Math.max(0, deadline - this.#now()));
-    };
-    arm();
-    // The kubelet kills at the Pod's deletionTimestamp (grace counted from the delete, preStop hooks included):
-    // read it beside the release and cut off earlier if it says so.
-    void this.#podDeletionDeadline(cutoff.signal, deadline).then((podDeadline) => {
-      if (podDeadline !== undefined && podDeadline < deadline && !cutoff.signal.aborted) {
-        deadline = podDeadline;
-        arm();
-      }
-    });
+    const timer = setTimeout(() => {
+      cutoff.abort();
+      onDeadline();
+    }, Math.max(0, deadline - this.#now()));
     try {
       const outcome = await Promise.race([this.#releaseWithin(() => deadline, cutoff.signal, started), expired]);
       if (outcome === 'deadline') {
@@ -409,17 +392,6 @@ export class Guard {
   async #openConnections(wave: readonly Tracked[], signal: AbortSignal, deadline: number): Promise<void> {
     const warm = this.#warmUp(signal, deadline);
     await Promise.allSettled(wave.map((o) => this.#client.get(refOf(o.target), { signal: warm, retry: false })));
-  }
-
-  async #podDeletionDeadline(signal: AbortSignal, deadline: number): Promise<number | undefined> {
-    try {
-      const ref = { ...RESOURCES.pod, namespace: this.#pod.namespace, name: this.#pod.name };
-      const pod = await this.#client.get(ref, { signal, retry: false, deadline });
-      const at = Date.parse(pod.metadata.deletionTimestamp ?? '');
-      return Number.isNaN(at) ? undefined : at - this.#releaseMarginMs;
-    } catch {
-      return undefined;
-    }
   }
 
   async #releaseWithin(deadline: () => number, signal: AbortSignal, started: number): Promise<'done'> {

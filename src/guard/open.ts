@@ -10,12 +10,11 @@ import type { Logger } from '../log/logger.ts';
 import { Guard } from './guard.ts';
 import { whyApi } from './late.ts';
 
-/** What a guard is made of: the resolved configuration's part, and the release margin of the stop's deadlines. */
+/** What a guard is made of: the resolved configuration's part. */
 export interface GuardSettings {
   readonly targets: readonly GuardTarget[];
   readonly pod: PodRef;
   readonly leaseDurationMs: number;
-  readonly releaseMarginMs: number;
 }
 
 /** What a supervising command drives and reads of its guard. */

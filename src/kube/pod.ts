@@ -25,6 +25,42 @@ export interface PodApi {
   readonly operatorStopped?: (signal: AbortSignal) => Promise<void>;
   /** The Pod's terminationGracePeriodSeconds, in ms; undefined when it does not say. */
   readonly readGracePeriodMs?: () => Promise<number | undefined>;
+  /** The Pod's deletion, as the API tells it within `timeoutMs`; rejects when it cannot. */
+  readonly readDeletion?: (timeoutMs: number) => Promise<PodDeletion>;
+}
+
+/**
+ * What the Pod says of its deletion. The kubelet kills at its deletionTimestamp
+ * (the delete's time plus its grace period, in whole seconds), whatever the
+ * spec's grace period: `kubectl delete --grace-period`, an eviction's
+ * DeleteOptions, node-pressure eviction and node shutdown all shorten it.
+ */
+export type PodDeletion =
+  | { readonly state: 'deleting'; readonly at: number; readonly graceMs?: number }
+  /** A SIGTERM with no deletion: the kubelet killing a container (a liveness probe), or someone else; the spec's grace period applies. */
+  | { readonly state: 'not-deleting' }
+  /** Force-deleted (grace 0): the kubelet still stops the containers with the spec's grace period. */
+  | { readonly state: 'gone' };
+
+/** Reads the Pod's deletion: one try, and one more while `deadline` leaves time. */
+export async function readDeletion(client: KubeClient, pod: { readonly name: string; readonly namespace: string }, deadline: number): Promise<PodDeletion> {
+  const ref = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace };
+  let current: KubeObject & { metadata: { deletionGracePeriodSeconds?: unknown } };
+  try {
+    // Half the time for the first try, so that a lost request leaves room for a second.
+    const first = Date.now() + Math.max(0, deadline - Date.now()) / 2;
+    current = await client.get(ref, { retry: false, deadline: first }).catch((err: unknown) => {
+      if (isNotFound(err) || Date.now() >= deadline) throw err;
+      return client.get(ref, { retry: false, deadline });
+    });
+  } catch (err) {
+    if (isNotFound(err)) return { state: 'gone' };
+    throw err;
+  }
+  const at = Date.parse(current.metadata.deletionTimestamp ?? '');
+  if (Number.isNaN(at)) return { state: 'not-deleting' };
+  const seconds = current.metadata.deletionGracePeriodSeconds;
+  return { state: 'deleting', at, graceMs: typeof seconds === 'number' && seconds >= 0 ? seconds * 1000 : undefined };
 }
 
 /** How long reading the Pod's grace period may take in all. */
@@ -59,6 +95,7 @@ export async function openPodApi(pod: Partial<PodRef>, operatorContainers: reado
       const seconds = current.spec?.terminationGracePeriodSeconds;
       return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
     },
+    readDeletion: (timeoutMs) => readDeletion(client, { name: pod.name!, namespace: pod.namespace! }, Date.now() + timeoutMs),
     recordEvent: (event: PodEvent) => record(regarding, event.type, event.reason, event.message),
     operatorStopped: needed ? containersTerminated(client, { name: pod.name, namespace: pod.namespace }, operatorContainers, logger) : undefined,
   };

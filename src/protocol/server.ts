@@ -91,7 +91,7 @@ export interface SocketDrain {
 
 interface DrainUnderWay {
   readonly startedAt: number;
-  readonly deadline: number;
+  readonly deadline: () => number;
   readonly handle: SocketDrain;
   onDone?: (tally: DrainTally) => void;
   acknowledged: number;
@@ -169,12 +169,14 @@ export class DrainServer {
   /**
    * Sends `drain` to every greeted client (and to any that greets later). A
    * drain is for good: a later call returns the one under way. The deadline is
-   * announced; enforcing it is the caller's job.
+   * the caller's (read again for each client that greets later), announced here
+   * and enforced there.
    */
-  drain(deadline: number): SocketDrain {
+  drain(deadline: number | (() => number)): SocketDrain {
     if (this.#drain) return this.#drain.handle;
     const now = this.#now();
-    const line = drainLine(deadline, now);
+    const deadlineAt = typeof deadline === 'number' ? () => deadline : deadline;
+    const line = drainLine(deadlineAt(), now);
     let told = 0;
     for (const client of this.#clients.values()) {
       if (!client.greeted) continue;
@@ -185,7 +187,7 @@ export class DrainServer {
       drain.onDone = onDone;
       this.#checkDrained();
     };
-    const drain: DrainUnderWay = { startedAt: now, deadline, handle: { told, whenDone }, acknowledged: 0, disconnected: 0, over: false };
+    const drain: DrainUnderWay = { startedAt: now, deadline: deadlineAt, handle: { told, whenDone }, acknowledged: 0, disconnected: 0, over: false };
     this.#drain = drain;
     return drain.handle;
   }
@@ -355,7 +357,7 @@ export class DrainServer {
   }
 
   #sendDrain(client: Client): void {
-    this.#write(client, drainLine(this.#drain!.deadline, this.#now()));
+    this.#write(client, drainLine(this.#drain!.deadline(), this.#now()));
   }
 
   #send(client: Client, message: object): void {

@@ -17,7 +17,7 @@ export interface DrainResult {
 
 export interface DrainTicket {
   readonly startedAt: number;
-  /** Epoch ms; the drain ends by then whatever the clients do. */
+  /** Epoch ms, as announced to the clients; the drain ends by then whatever the clients do (earlier, when the Pod's deletion moves). */
   readonly deadline: number;
   /** Operator clients connected when the drain started. */
   readonly clients: number;
@@ -28,8 +28,10 @@ export interface DrainTicket {
 
 export interface DrainOptions {
   readonly server: DrainServer;
-  /** Read when the drain starts: the Pod's grace period may change it until then. */
-  readonly timeoutMs: () => number;
+  /** The moment the drain ends whatever the clients do (Deadlines'): read when it starts, and again at reschedule(). */
+  readonly deadline: () => number;
+  /** Where the drain timeout is counted from (the termination's start, which the read of the Pod may precede by a moment); the drain's start by default. */
+  readonly countedFrom?: () => number;
   readonly logger: Logger;
   readonly clock: Clock;
   /** Called right after the clients were told and the request announced, before the drain's own lines. */
@@ -53,6 +55,9 @@ export class Drain {
   readonly #options: DrainOptions;
   #ticket?: DrainTicket;
   #end = (_outcome: DrainOutcome): void => {};
+  #reschedule = (): void => {};
+  /** Cut short before it started (a second signal while the Pod's deletion was read): it ends as it starts. */
+  #cut = false;
 
   constructor(options: DrainOptions) {
     this.#options = options;
@@ -76,17 +81,23 @@ export class Drain {
 
   /** Ends a drain under way at once (a second termination signal). */
   cutShort(): void {
+    this.#cut = true;
     this.#end('cut-short');
+  }
+
+  /** Reads the deadline again: a drain under way ends sooner when it moved earlier (never later: the clients were told). */
+  reschedule(): void {
+    this.#reschedule();
   }
 
   #start(source: DrainSource, announce: (() => void) | undefined): DrainTicket {
     const { server, logger, clock, onStart, onEnd, operatorGone } = this.#options;
     const now = () => clock.now();
-    const timeoutMs = this.#options.timeoutMs();
     const startedAt = now();
-    const deadline = startedAt + timeoutMs;
-    // The clients first, and the deadline is timed from the moment announced to them.
-    const serverDrain = server.drain(deadline);
+    let deadline = Math.max(startedAt, this.#options.deadline());
+    const timeoutMs = deadline - Math.min(startedAt, this.#options.countedFrom?.() ?? startedAt);
+    // The clients first (a client that greets later is told the deadline as it is then).
+    const serverDrain = server.drain(() => deadline);
     const clients = serverDrain.told;
     announce?.();
     // An acknowledgement that comes at or after the deadline is an operator that gave up there.
@@ -112,11 +123,19 @@ export class Drain {
       onEnd(result);
       resolve(result);
     };
-    const cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
+    let cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
+    this.#reschedule = () => {
+      const moved = Math.max(now(), this.#options.deadline());
+      if (over || moved >= deadline) return;
+      logger.warn('drain deadline moved earlier', { deadline: new Date(moved).toISOString(), was: new Date(deadline).toISOString() });
+      deadline = moved;
+      cancelDeadline();
+      cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
+    };
     onStart(source);
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     if (timeoutMs === 0 && clients > 0) {
-      logger.warn('the drain timeout is 0: the grace period leaves no time to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD');
+      logger.warn("the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period");
     }
     if (idle) {
       stopIdle = new AbortController();
@@ -127,6 +146,7 @@ export class Drain {
     }
     void operatorGone?.then(() => this.#end('child-exited'));
     this.#ticket = { startedAt, deadline, clients, joined: false, ended };
+    if (this.#cut) this.#end('cut-short');
     // Last: with no client to wait for, the drain ends here and now.
     if (!idle) serverDrain.whenDone((t) => this.#end(outcomeOf(t)));
     return this.#ticket;

@@ -1,12 +1,14 @@
 // The stop, in both modes: the termination state (the first SIGTERM or SIGINT
 // drains, the second cuts it short, later ones change nothing) and Deadlines,
-// the only code that turns grace periods and timeouts into moments.
+// the only code that turns grace periods, the Pod's deletion and timeouts into
+// moments (docs/deadlines.md).
 //
 //   SIGTERM ──drain──▶ drain deadline ──stop signal──▶ kill time (SIGKILL)
-//      └────────────────── grace period ───────────────────▶ the kubelet's SIGKILL
+//      └──── the Pod's deletionTimestamp, else the grace period ────▶ the kubelet's SIGKILL
 //                                     release deadline ◀─ margin ─┘
 
 import { formatDuration } from '../config/duration.ts';
+import type { PodDeletion } from '../kube/pod.ts';
 import type { Logger } from '../log/logger.ts';
 
 /** Kept between the end of the stop timeout and the end of the grace period. */
@@ -16,11 +18,22 @@ export const GRACE_MARGIN_MS = 2000;
  * counts the grace period from when it saw the deletion, at or after the Pod's
  * deletionTimestamp minus the grace period, so both moments below are early, not late.
  */
-export const RELEASE_MARGIN_MS = 500;
+const RELEASE_MARGIN_MS = 500;
+/**
+ * The kubelet never SIGKILLs a container sooner than this after its stop signal
+ * (minimumGracePeriodInSeconds, pkg/kubelet/kuberuntime): the floor under a
+ * deletionTimestamp that whole seconds and a grace period of 1 s put at or
+ * before drainguard's own SIGTERM.
+ */
+export const KUBELET_MIN_GRACE_MS = 2000;
 /** Kept for the release itself out of the sidecar's wait for the operator. */
 const RELEASE_BUDGET_MS = 2000;
 /** How long Events still on their way may hold up the exit. */
 const EVENT_FLUSH_MS = 1000;
+/** How long the termination waits for the Pod's deletion to be read (two tries); then it goes by what it knows. */
+export const DELETION_READ_MS = 1000;
+/** How often the Pod's deletion is read again while the drain runs (a second, shorter delete). */
+export const DELETION_POLL_MS = 2000;
 
 export type TerminationStep = 'drain' | 'cut-short' | 'ignored';
 
@@ -76,6 +89,9 @@ export interface DeadlineSettings {
   readonly stopTimeoutMs: number;
 }
 
+/** What a read of the Pod's deletion gave: the Pod's answer, or none in time. */
+export type DeletionReading = PodDeletion | { readonly state: 'unknown'; readonly error?: unknown };
+
 export interface GracePeriod {
   readonly ms: number;
   /** 'pod', or the flag or variable it was configured with, or 'default'. */
@@ -116,15 +132,35 @@ export function checkFit(
   return undefined;
 }
 
-/** The moments of a stop, from the configured grace period and, once read, the Pod's. */
+/**
+ * The moments of a stop, from what is known when they are asked for: the
+ * configured grace period, the Pod's (once read), and the Pod's deletion (read
+ * at the termination). Every moment is counted back from the kubelet's SIGKILL:
+ *
+ *   start ──drain──▶ drain deadline ──stop timeout──▶ stop end ──reserve──▶ the kubelet's SIGKILL
+ *                                                      release deadline ◀─ margin ─┘
+ *
+ * The SIGKILL is the deletion's (its deletionTimestamp) once known, else the
+ * grace period in force after the start. When it leaves less than the drain,
+ * the stop timeout and the reserve need, the drain is shortened first, then
+ * the stop timeout; the reserve shrinks last, to half of what is left.
+ */
 export class Deadlines {
   readonly #settings: DeadlineSettings;
   readonly #log: Logger;
+  readonly #now: () => number;
   #grace: GracePeriod;
+  /** The Pod's deletionTimestamp (epoch ms, whole seconds), once read. */
+  #deletionAt?: number;
+  #signalAt?: number;
+  #requestAt?: number;
+  /** Whether the line saying the deletion is not known was written (once is enough). */
+  #toldUnknown = false;
 
-  constructor(settings: DeadlineSettings, logger: Logger) {
+  constructor(settings: DeadlineSettings, logger: Logger, now: () => number = Date.now) {
     this.#settings = settings;
     this.#log = logger;
+    this.#now = now;
     this.#grace = { ms: settings.gracePeriodMs, from: settings.gracePeriodSource };
   }
 
@@ -132,15 +168,10 @@ export class Deadlines {
     return this.#grace;
   }
 
-  get stopTimeoutMs(): number {
-    return this.#settings.stopTimeoutMs;
-  }
-
   /**
    * Takes the Pod's terminationGracePeriodSeconds. The kubelet kills at it
    * whatever drainguard was told, so it wins over the configured grace period,
    * except over an explicit one that is shorter (a budget the user chose).
-   * A drain already under way keeps its deadline.
    */
   adoptPodGracePeriod(podMs: number): void {
     const { gracePeriodMs, gracePeriodSource } = this.#settings;
@@ -168,7 +199,61 @@ export class Deadlines {
     }
   }
 
-  /** The drain timeout in force: the configured one, cut to fit the grace period, or derived from it. */
+  /**
+   * Takes what the Pod said of its deletion at the termination (or that it
+   * could not be asked), and says so in one line. A deletion moves the
+   * kubelet's SIGKILL to its deletionTimestamp; a later read only ever moves it
+   * earlier (a second delete with a shorter grace period; a longer one changes
+   * nothing). Returns whether the SIGKILL moved.
+   */
+  adoptDeletion(reading: DeletionReading): boolean {
+    const known = this.#deletionAt;
+    if (reading.state !== 'deleting') {
+      if (known || this.#toldUnknown) return false;
+      this.#toldUnknown = true;
+      const fields = { gracePeriodMs: this.#grace.ms, gracePeriodFrom: this.#grace.from };
+      if (reading.state === 'unknown') this.#log.warn('could not read the Pod\'s deletion in time: going by the grace period from the termination', { ...fields, error: reading.error });
+      else if (reading.state === 'gone') this.#log.info('the Pod is gone (force-deleted): going by the grace period from the termination', fields);
+      else this.#log.info('the Pod is not being deleted: going by the grace period from the termination', fields);
+      return false;
+    }
+    if (known !== undefined && known <= reading.at) return false;
+    this.#deletionAt = reading.at;
+    this.#log[known === undefined ? 'info' : 'warn'](known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it", {
+      deletionTimestamp: new Date(reading.at).toISOString(),
+      deletionGracePeriodMs: reading.graceMs,
+      leftMs: reading.at - this.#now(),
+      drainDeadline: new Date(this.drainDeadline()).toISOString(),
+      stopTimeoutMs: this.stopTimeoutMs(),
+      releaseDeadline: new Date(this.releaseDeadline()).toISOString(),
+      ...(known !== undefined && { previousDeletionTimestamp: new Date(known).toISOString() }),
+    });
+    return true;
+  }
+
+  /** The first termination signal came at `at`. */
+  signalled(at: number): void {
+    this.#signalAt ??= at;
+  }
+
+  /** The first drain request (preStop, or the signal's own) came at `at`. */
+  drainRequested(at: number): void {
+    this.#requestAt ??= at;
+  }
+
+  /**
+   * When the pod's termination began, as the kubelet counts it: a sidecar's
+   * preStop drain request when one came shortly before its signal (a native
+   * sidecar gets SIGTERM only after the operator has stopped), else the signal;
+   * now, when neither came (an operator that exited by itself).
+   */
+  terminatedAt(): number {
+    const [s, d] = [this.#signalAt, this.#requestAt];
+    if (s === undefined) return d ?? this.#now();
+    return d !== undefined && d <= s && s - d < this.#grace.ms ? d : s;
+  }
+
+  /** The drain timeout the settings give: the configured one, cut to fit the grace period, or derived from it. */
   drainTimeoutMs(): number {
     const fit = defaultDrainTimeout(this.#grace.ms, this.#settings.stopTimeoutMs);
     const { drainTimeoutMs: given, drainTimeoutExplicit } = this.#settings;
@@ -177,39 +262,59 @@ export class Deadlines {
   }
 
   /** The moment the drain ends whatever the clients do. */
-  drainDeadline(startedAt: number): number {
-    return startedAt + this.drainTimeoutMs();
+  drainDeadline(): number {
+    const { start, kill, reserveMs, stopMs } = this.#plan();
+    if (this.#deletionAt === undefined) return start + this.drainTimeoutMs();
+    // By the deletion: a derived drain takes all it leaves (more, under a longer grace), a given one at most its own.
+    const latest = kill - reserveMs - stopMs;
+    return Math.max(start, this.#settings.drainTimeoutExplicit ? Math.min(start + this.#settings.drainTimeoutMs, latest) : latest);
   }
 
-  /** SIGKILL, once the stop signal went out at `stopAt`. */
+  /** The stop timeout in force: the configured one, cut when the kubelet's SIGKILL leaves less. */
+  stopTimeoutMs(): number {
+    return this.#plan().stopMs;
+  }
+
+  /** drainguard's SIGKILL of its operator, once the stop signal went out at `stopAt`. */
   killTime(stopAt: number): number {
-    return stopAt + this.#settings.stopTimeoutMs;
+    // Fitted to what is left at the stop signal: a deletion read late (a second delete) leaves less than the start did.
+    const { kill, reserveMs, stopMs } = this.#plan(stopAt);
+    return Math.min(stopAt + stopMs, Math.max(stopAt, kill - reserveMs));
   }
 
-  /**
-   * When the pod's termination began, as the kubelet counts it: a sidecar's
-   * preStop drain request when one came shortly before its signal (a native
-   * sidecar gets SIGTERM only after the operator has stopped), else the signal.
-   */
-  terminationStart(signalAt: number, drainRequestedAt: number | undefined): number {
-    const d = drainRequestedAt;
-    return d !== undefined && d <= signalAt && signalAt - d < this.#grace.ms ? d : signalAt;
+  /** By when the release must be over: the margin before the kubelet's SIGKILL. */
+  releaseDeadline(): number {
+    const { kill, reserveMs } = this.#plan();
+    return kill - Math.min(RELEASE_MARGIN_MS, reserveMs / 2);
   }
 
-  /** By when the release must be over: the kubelet's clock started at `terminatedAt`. */
-  releaseDeadline(terminatedAt: number): number {
-    return terminatedAt + Math.max(0, this.#grace.ms - RELEASE_MARGIN_MS);
-  }
-
-  /** How long Events may still be waited for at `now`, never past the release deadline. */
-  eventFlushDeadline(now: number, terminatedAt: number | undefined): number {
-    const limit = now + EVENT_FLUSH_MS;
-    return terminatedAt === undefined ? limit : Math.min(limit, this.releaseDeadline(terminatedAt));
+  /** How long Events may still be waited for now, never past the release deadline. */
+  eventFlushDeadline(): number {
+    return Math.min(this.#now() + EVENT_FLUSH_MS, this.releaseDeadline());
   }
 
   /** How long a sidecar may wait for the operator to stop, leaving time for the release. */
-  operatorWaitDeadline(terminatedAt: number, now: number): number {
-    const release = this.releaseDeadline(terminatedAt);
-    return Math.max(now, release - Math.min(RELEASE_BUDGET_MS, this.#grace.ms / 4));
+  operatorWaitDeadline(): number {
+    const { start, kill } = this.#plan();
+    return Math.max(this.#now(), this.releaseDeadline() - Math.min(RELEASE_BUDGET_MS, Math.max(0, kill - start) / 4));
+  }
+
+  /**
+   * The kubelet's SIGKILL and what is kept before it, as seen from the start
+   * (or from `from`, a later moment that plans the rest). The deletion's moment
+   * (never sooner than the kubelet's minimum after drainguard's own signal)
+   * wins over the grace period, except an explicit configured one that ends
+   * sooner (a budget the user chose).
+   */
+  #plan(from?: number): { start: number; kill: number; reserveMs: number; stopMs: number } {
+    const start = this.terminatedAt();
+    const byGrace = start + this.#grace.ms;
+    const explicit = this.#grace.from !== 'pod' && this.#grace.from !== 'default';
+    const byDeletion = this.#deletionAt === undefined ? undefined : Math.max(this.#deletionAt, (this.#signalAt ?? -Infinity) + KUBELET_MIN_GRACE_MS);
+    const kill = byDeletion === undefined ? byGrace : explicit ? Math.min(byDeletion, byGrace) : byDeletion;
+    const left = Math.max(0, kill - Math.max(start, from ?? start));
+    const reserveMs = Math.min(GRACE_MARGIN_MS, left / 2);
+    const stopMs = Math.max(0, Math.min(this.#settings.stopTimeoutMs, left - reserveMs));
+    return { start, kill, reserveMs, stopMs };
   }
 }

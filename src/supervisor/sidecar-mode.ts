@@ -14,7 +14,6 @@
 
 import { EventEmitter } from 'node:events';
 import type { ChildExit } from './child.ts';
-import type { DrainTicket } from './drain.ts';
 import { FORWARDED } from './signals.ts';
 import type { Mode, ModeContext } from './stop-procedure.ts';
 
@@ -65,11 +64,11 @@ export class SidecarMode implements Mode {
   }
 
   /** Waits until the operator has stopped, the wait deadline, or a second signal says stop waiting. */
-  async stop(drain: DrainTicket): Promise<number> {
+  async stop(): Promise<number> {
     const { log, clock, deadlines, termination } = this.#context!;
     const now = () => clock.now();
     const signalAt = termination.at!;
-    const waitDeadline = deadlines.operatorWaitDeadline(deadlines.terminationStart(signalAt, drain.startedAt), now());
+    const waitDeadline = deadlines.operatorWaitDeadline();
     const stop = new AbortController();
     let cancelDeadline = () => {};
     const deadline = new Promise<'deadline'>((r) => (cancelDeadline = clock.after(waitDeadline - now(), () => r('deadline'))));

@@ -16,6 +16,7 @@
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors.ts';
+import type { PodDeletion } from '../kube/pod.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
 import { DrainServer, type ServerEvent } from '../protocol/server.ts';
@@ -25,7 +26,7 @@ import { type Clock, systemClock } from './clock.ts';
 import type { SupervisorConfig } from './config.ts';
 import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
-import { Deadlines, Termination } from './shutdown.ts';
+import { DELETION_POLL_MS, DELETION_READ_MS, Deadlines, type DeletionReading, Termination } from './shutdown.ts';
 import { TERMINATING } from './signals.ts';
 
 /** What the stop procedure hands a mode. */
@@ -76,6 +77,8 @@ export interface StopProcedureOptions {
   readonly flushEvents?: (deadline: number) => Promise<void>;
   /** Asked once the operator runs: the Pod's terminationGracePeriodSeconds, in ms, when the API tells it. */
   readonly podGracePeriod?: () => Promise<number | undefined>;
+  /** Asked at the termination (signal, drain request, second signal): the Pod's deletion, within `timeoutMs`. */
+  readonly podDeletion?: (timeoutMs: number) => Promise<PodDeletion>;
   /** DRAINGUARD_IDLE_METRICS: the drain's wait when no client said hello. */
   readonly untilIdle?: DrainOptions['untilIdle'];
   /** Gives up the operator's leader Lease once it has exited, by the deadline given (epoch ms); never throws. */
@@ -110,9 +113,14 @@ export class StopProcedure {
   #phase: Phase = 'starting';
   #server?: DrainServer;
   #drain?: Drain;
-  /** The step before the drain, once the signal began it; and the drain time it took. */
+  /** The drain the first termination signal starts, once the Pod's deletion is read. */
+  #signalDrain?: Promise<DrainTicket>;
+  /** The read of the Pod's deletion under way. */
+  #reading?: Promise<void>;
+  /** Ends the reads of the Pod's deletion while the drain runs. */
+  #stopPolling = (): void => {};
+  /** The step before the drain (beforeDrain), once the signal began it. */
   #beforeDrain?: Promise<void>;
-  #beforeDrainMs = 0;
 
   constructor(config: SupervisorConfig, mode: Mode, options: StopProcedureOptions = {}) {
     this.#config = config;
@@ -120,14 +128,25 @@ export class StopProcedure {
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
-    this.#deadlines = new Deadlines(config, this.#log);
+    this.#deadlines = new Deadlines(config, this.#log, () => this.#clock.now());
     this.#termination = new Termination(() => this.#clock.now());
     // A configured socket (always, in sidecar mode) is known now, so a preStop request that comes before run() has a drain to start.
     if (config.socket !== undefined) this.#serve(config.socket);
   }
 
-  /** Starts the drain, or joins the one under way: the termination signal, or a preStop request. */
+  /**
+   * Starts the drain, or joins the one under way (a preStop request over HTTP):
+   * at once, with the deadlines known; the Pod's deletion is read meanwhile and
+   * ends the drain sooner if it says so.
+   */
   startDrain(source: DrainSource, announce?: () => void): DrainTicket {
+    const ticket = this.#startDrain(source, announce);
+    void this.#readDeletion();
+    return ticket;
+  }
+
+  #startDrain(source: DrainSource, announce?: () => void): DrainTicket {
+    this.#deadlines.drainRequested(this.#clock.now());
     const ticket = this.#drain!.request(source, announce);
     // The first request is reported as the drain starts (Drain's onStart); a joining one here.
     if (ticket.joined) this.#options.observer?.drainRequested?.(source);
@@ -180,7 +199,8 @@ export class StopProcedure {
     });
     const drain = new Drain({
       server,
-      timeoutMs: () => Math.max(0, this.#deadlines.drainTimeoutMs() - this.#beforeDrainMs),
+      deadline: () => this.#deadlines.drainDeadline(),
+      countedFrom: () => this.#deadlines.terminatedAt(),
       logger: this.#log,
       clock: this.#clock,
       operatorGone: mode.exited,
@@ -188,8 +208,12 @@ export class StopProcedure {
       onStart: (source) => {
         this.#options.observer?.drainRequested?.(source);
         this.#setPhase('draining');
+        this.#pollDeletion();
       },
-      onEnd: (r) => this.#options.observer?.drainEnded?.(r.outcome, r.durationMs),
+      onEnd: (r) => {
+        this.#stopPolling();
+        this.#options.observer?.drainEnded?.(r.outcome, r.durationMs);
+      },
     });
     void this.#termination.cutShort.then(() => drain.cutShort());
     this.#server = server;
@@ -220,9 +244,9 @@ export class StopProcedure {
       await this.#release();
       return byItself.status;
     }
-    await this.#beforeDrain;
-    // Started by the signal handler, unless the signal came while the operator was being started.
-    const ticket = this.#drain!.started ?? this.startDrain('signal');
+    // Started by the signal handler (or a preStop request), unless the signal came while the operator was being started.
+    this.#signalDrain ??= this.#readDeletion().then(() => this.#startDrain('signal'));
+    const ticket: DrainTicket = this.#drain!.started ?? (await this.#signalDrain);
     // A second signal during the step before the drain cuts the drain short as well.
     if (this.#beforeDrain && this.#termination.count > 1) this.#drain!.cutShort();
     const result = await ticket.ended;
@@ -237,12 +261,15 @@ export class StopProcedure {
   /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
   async #release(): Promise<void> {
     this.#setPhase('releasing');
-    const deadline = this.#deadlines.releaseDeadline(this.#terminatedAt());
-    // The operator has exited: its leader Lease is given up beside the release, by the same deadline (leader/open.ts).
-    const leader = this.#options.releaseLeader?.(deadline);
-    await this.#flushEvents();
     const guard = this.#options.guard;
+    // The operator has exited: its leader Lease is given up beside the release, by the release deadline (leader/open.ts).
+    const leader = this.#options.releaseLeader?.(this.#deadlines.releaseDeadline());
+    // Once more beside the Events: a second, shorter delete may have come with no signal of its own.
+    const reread = guard && (this.#termination.count > 0 || this.#drain?.started) ? this.#readDeletion() : undefined;
+    await this.#flushEvents();
     if (guard) {
+      if (reread) await this.#within(reread, Math.min(DELETION_READ_MS, (this.#deadlines.releaseDeadline() - this.#clock.now()) / 4));
+      const deadline = this.#deadlines.releaseDeadline();
       this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
       await guard.release(deadline);
       // A GuardReleaseFailed Event, within what is left of the deadline.
@@ -252,14 +279,52 @@ export class StopProcedure {
   }
 
   #flushEvents(): Promise<void> {
-    return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline(this.#clock.now(), this.#terminatedAt())) ?? Promise.resolve();
+    return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline()) ?? Promise.resolve();
   }
 
-  /** When the pod's termination began, as the kubelet counts it; now, for an operator that exited by itself. */
-  #terminatedAt(): number {
-    const signalAt = this.#termination.at;
-    if (signalAt === undefined) return this.#clock.now();
-    return this.#deadlines.terminationStart(signalAt, this.#drain?.started?.startedAt);
+  /**
+   * Reads the Pod's deletion every DELETION_POLL_MS while the drain runs: a
+   * second, shorter delete moves the kubelet's SIGKILL with no signal of its
+   * own, and the drain must end in time for the stop and the release.
+   */
+  #pollDeletion(): void {
+    if (!this.#options.podDeletion) return;
+    let polling = true;
+    let cancel = (): void => {};
+    const next = (): void => {
+      if (polling) cancel = this.#clock.after(DELETION_POLL_MS, () => void this.#readDeletion().then(next));
+    };
+    next();
+    this.#stopPolling = () => {
+      polling = false;
+      cancel();
+    };
+  }
+
+  /** Waits for `work`, at most `ms` on the clock. */
+  async #within(work: Promise<unknown>, ms: number): Promise<void> {
+    let cancel = () => {};
+    await Promise.race([work, new Promise<void>((resolve) => (cancel = this.#clock.after(ms, resolve)))]);
+    cancel();
+  }
+
+  /**
+   * Reads the Pod's deletion (one read at a time), within DELETION_READ_MS on
+   * the clock; a deletion that ends sooner than planned moves the drain's end.
+   * Without an answer in time, the deadlines stay as they are.
+   */
+  #readDeletion(): Promise<void> {
+    const read = this.#options.podDeletion;
+    if (!read) return Promise.resolve();
+    return (this.#reading ??= (async () => {
+      let reading: DeletionReading = { state: 'unknown', error: `no answer within ${DELETION_READ_MS} ms` };
+      const answer = read(DELETION_READ_MS).then(
+        (r) => void (reading = r),
+        (error: unknown) => void (reading = { state: 'unknown', error }),
+      );
+      await this.#within(answer, DELETION_READ_MS);
+      if (this.#deadlines.adoptDeletion(reading)) this.#drain?.reschedule();
+    })().finally(() => (this.#reading = undefined)));
   }
 
   async #listen(server: DrainServer): Promise<void> {
@@ -272,25 +337,37 @@ export class StopProcedure {
     }
   }
 
+  /** A preStop request: answered once the Pod's deletion is read, so that the deadline it is told is the one that holds. */
   #answerDrainRequest(by: string | undefined, channel: ControlChannel): void {
-    const ticket = this.startDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
-    answerDrainRequest(channel, ticket, this.#clock.now());
+    void this.#readDeletion().then(() => {
+      const ticket = this.#startDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
+      answerDrainRequest(channel, ticket, this.#clock.now());
+    });
   }
 
   #onTermination(sig: NodeJS.Signals): void {
     const mode = this.#mode;
     const step = this.#termination.signal();
     if (step === 'drain') {
+      this.#deadlines.signalled(this.#termination.at!);
       const grace = this.#deadlines.gracePeriod;
       const announce = () => this.#log.info('termination requested', { signal: sig, ...mode.terminationFields?.(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
       // Before the operator runs there is nothing to drain yet: the start is called off, or the drain begins once it runs.
+      // The drain waits for the Pod's deletion to be read (DELETION_READ_MS at most): its deadline is told to the clients.
       if (this.#phase === 'starting' && mode.statusIfCalledOff !== undefined) announce();
       else if (this.#options.beforeDrain && this.#phase === 'running') {
-        announce();
-        this.#beforeDrain = this.#runBeforeDrain(this.#options.beforeDrain);
-      } else this.startDrain('signal', announce);
-    } else if (step === 'cut-short' && this.#phase === 'draining') {
-      this.#log.info('second termination signal: cutting the drain short', { signal: sig });
+        // The step before the drain (a namespace being deleted) runs inside the drain's time, from the same deadline.
+        const step = this.#options.beforeDrain;
+        this.#beforeDrain = this.#readDeletion().then(() => {
+          announce();
+          return this.#runBeforeDrain(step);
+        });
+        this.#signalDrain = this.#beforeDrain.then(() => this.#startDrain('signal'));
+      } else this.#signalDrain = this.#readDeletion().then(() => this.#startDrain('signal', announce));
+    } else if (step === 'cut-short') {
+      if (this.#phase === 'draining') this.#log.info('second termination signal: cutting the drain short', { signal: sig });
+      // A second delete with a shorter grace period moves the kubelet's SIGKILL: the stop and the release go by it.
+      void this.#readDeletion();
     } else {
       this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
     }
@@ -298,12 +375,11 @@ export class StopProcedure {
 
   /** The step before the drain, by the drain's deadline less the last 2 s of it (half, when shorter), which the drain keeps. */
   async #runBeforeDrain(step: NonNullable<StopProcedureOptions['beforeDrain']>): Promise<void> {
-    const start = this.#clock.now();
-    const drainMs = this.#deadlines.drainTimeoutMs();
+    const end = this.#deadlines.drainDeadline();
+    const left = Math.max(0, end - this.#clock.now());
     const stop = new AbortController();
     void this.#termination.cutShort.then(() => stop.abort());
-    await step(start + drainMs - Math.min(2000, drainMs / 2), stop.signal).catch(() => {});
-    this.#beforeDrainMs = this.#clock.now() - start;
+    await step(end - Math.min(2000, left / 2), stop.signal).catch(() => {});
   }
 
   #setPhase(phase: Phase): void {

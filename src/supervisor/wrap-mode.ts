@@ -61,9 +61,10 @@ export class WrapMode implements Mode {
     const child = this.#child!;
     if (result.outcome !== 'child-exited') {
       const stopAt = clock.now();
-      if (child.signal(config.stopSignal)) log.info('stop signal sent', { signal: config.stopSignal, target: config.signalTarget, pid: child.pid });
-      const cancelKill = clock.after(deadlines.killTime(stopAt) - clock.now(), () => {
-        if (child.signal('SIGKILL')) log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: deadlines.stopTimeoutMs });
+      const killAt = deadlines.killTime(stopAt);
+      if (child.signal(config.stopSignal)) log.info('stop signal sent', { signal: config.stopSignal, target: config.signalTarget, pid: child.pid, timeoutMs: killAt - stopAt });
+      const cancelKill = clock.after(killAt - clock.now(), () => {
+        if (child.signal('SIGKILL')) log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: killAt - stopAt });
       });
       void child.exited.then(cancelKill);
     }

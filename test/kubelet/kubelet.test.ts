@@ -211,4 +211,34 @@ test('deletion: preStop, then SIGTERM, SIGKILL when the grace period runs out, t
   assert.equal(kubelet.errors, []);
 });
 
+test("a second delete with a shorter grace period: the SIGKILL comes at the second's, not the first's; a force delete's 0 is the spec's", async () => {
+  const pod = (name: string) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { terminationGracePeriodSeconds: 30, containers: [{ name: 'main', image: 'example.com/signals', env: [{ name: 'FIXTURE_ON_TERM', value: 'ignore' }, { name: 'FIXTURE_CLIENT', value: '0' }] }] },
+  });
+  await cluster.api.must('POST', `/api/v1/namespaces/${ns}/pods`, pod('shortened'));
+  await (await kubelet.process('shortened', 'main')).line('ready', 20_000);
+  await cluster.api.must('DELETE', `/api/v1/namespaces/${ns}/pods/shortened`);
+  await kubelet.event((e) => e.pod === 'shortened' && e.what === 'signal SIGTERM', 10_000, 'SIGTERM');
+  const second = Date.now();
+  const shorter = await cluster.api.must('DELETE', `/api/v1/namespaces/${ns}/pods/shortened`, { gracePeriodSeconds: 3 });
+  assert.is(shorter.metadata.deletionGracePeriodSeconds, 3);
+  await kubelet.event((e) => e.pod === 'shortened' && e.what === 'deleted 200', 20_000, 'the final delete');
+  const kill = kubelet.events.find((e) => e.pod === 'shortened' && e.what === 'signal SIGKILL')!;
+  assert.ok(kill, kubelet.timeline());
+  assert.ok(kill.at - second >= 2900 && kill.at - second < 4500, `SIGKILL ${kill.at - second} ms after the second delete (3 s)`);
+  assert.ok(kubelet.events.some((e) => e.pod === 'shortened' && e.what === 'grace shortened to 3s'));
+
+  await cluster.api.must('POST', `/api/v1/namespaces/${ns}/pods`, pod('forced'));
+  const forced = await kubelet.process('forced', 'main');
+  await forced.line('ready', 20_000);
+  await cluster.api.must('DELETE', `/api/v1/namespaces/${ns}/pods/forced`, { gracePeriodSeconds: 0 });
+  await kubelet.event((e) => e.pod === 'forced' && e.what.startsWith('terminating'), 10_000, 'the force delete seen');
+  assert.ok(kubelet.events.some((e) => e.pod === 'forced' && e.what === 'terminating, grace 30s'), kubelet.timeline());
+  forced.kill('SIGKILL');
+  assert.equal(kubelet.errors, []);
+});
+
 test.run();

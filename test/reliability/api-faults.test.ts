@@ -13,7 +13,6 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { Guard } from '../../src/guard/guard.ts';
-import { RELEASE_MARGIN_MS } from '../../src/supervisor/shutdown.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadApiAccess } from '../../src/kube/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
@@ -229,7 +228,6 @@ test('the service account token rotated mid-run and the old one revoked: the gua
       targets: parseGuardList(c.guard, 'DRAINGUARD_GUARD'),
       pod: { name: pod.name, namespace: c.ns, uid: pod.uid },
       leaseDurationMs: 1500,
-      releaseMarginMs: RELEASE_MARGIN_MS,
       logger,
     });
     guard.start();

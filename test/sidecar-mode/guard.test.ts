@@ -5,6 +5,9 @@
 // sidecar, the preStop hook as exec (`drainguard prestop`, installed into an
 // emptyDir by an init container) and as httpGet (/prestop with the token),
 // and the wait for the API to report the operator's container terminated.
+// And a deletion shorter than the spec (--grace-period 4 and 1 on 30 s): the
+// preStop drain fits in it, the hook returns before the kubelet gives up on it,
+// and the release comes before the kubelet's SIGKILL.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -201,6 +204,33 @@ test('native sidecar, httpGet preStop: the operator drains and stops first, the 
   assert.ok(m.indexOf('client drained') < m.indexOf('releasing the guard'), m.join(' | '));
   assert.equal(kubelet.errors, []);
 });
+
+for (const [native, grace] of [[true, 4], [false, 4], [true, 1], [false, 1]] as const) {
+  const name = `${native ? 'native' : 'plain'}-short-${grace}`;
+  test(`${native ? 'native' : 'plain'} sidecar, exec preStop, deleted with --grace-period=${grace} on a 30 s spec and 8 s of work in flight: the hook returns in time, the operator stops, the release comes before the kubelet's SIGKILL`, async () => {
+    await recreateRole();
+    const p = await run({ name, native, hook: 'exec', operatorEnv: { FIXTURE_WORK: '8000' } });
+    await c.api.must('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, { gracePeriodSeconds: grace });
+    await kubelet.event((e) => e.pod === name && e.what === 'deleted 200', 30_000, 'the final delete');
+    const order = what(name);
+    assert.not.ok(order.some((l) => l.endsWith('signal SIGKILL')), `the kubelet killed:\n${kubelet.timeline()}\n${p.sidecar.stderr.join('\n')}`);
+    assert.ok(order.includes('manager preStop ended: succeeded'), `the hook returned by itself, not abandoned at the deadline:\n${order.join('\n')}`);
+    assert.ok(order.indexOf('manager preStop ended: succeeded') < order.indexOf('manager signal SIGTERM'), order.join('\n'));
+    assert.ok(p.operator.stdout.includes('signal SIGTERM'), 'the operator got its stop signal');
+    const read = p.sidecar.logs().find((l) => l.msg === 'deletion read from the Pod')!;
+    assert.is(read?.deletionGracePeriodMs, grace * 1000, p.sidecar.stderr.join('\n'));
+    // The kubelet's SIGKILL: the grace from when it saw the deletion, never sooner than 2 s after a container's SIGTERM.
+    const seen = kubelet.events.find((e) => e.pod === name && e.what.startsWith('terminating'))!.at;
+    const sidecarTerm = kubelet.events.find((e) => e.pod === name && e.container === 'drainguard' && e.what === 'signal SIGTERM')!.at;
+    const killAt = Math.max(seen + grace * 1000, sidecarTerm + 2000);
+    const released = Date.parse(p.sidecar.logs().find((l) => l.msg === 'guard released')?.time as string);
+    assert.ok(released < killAt, `released ${released - killAt} ms after the kubelet's deadline\n${p.sidecar.stderr.join('\n')}`);
+    assert.not.ok((await c.api.must('GET', rolePath())).metadata.finalizers?.includes(p.finalizer), "this pod's finalizer left");
+    const hookEnded = kubelet.events.find((e) => e.pod === name && e.what === 'preStop ended: succeeded')!.at;
+    console.log(`${name}: ${JSON.stringify({ hookEndedAfterDeleteMs: hookEnded - seen, operatorSigtermBeforeKillMs: Math.max(seen + grace * 1000, hookEnded + 2000) - hookEnded, releasedBeforeKillMs: killAt - released })}`);
+    assert.equal(kubelet.errors, []);
+  });
+}
 
 test('an operator without the protocol: the release waits for the API to report its container terminated', async () => {
   await recreateRole();

@@ -390,6 +390,18 @@ contract('pods: graceful deletion, a shorter grace period, force delete, unsched
   const evictedPod = await c.api.get(resourcePath('v1', 'pods', ns, 'b'));
   assert.equal(evictedPod.metadata.deletionGracePeriodSeconds, 30);
   assert.ok(evictedPod.status.conditions.some((x: any) => x.type === 'DisruptionTarget' && x.status === 'True' && x.reason === 'EvictionByEvictionAPI'), JSON.stringify(evictedPod.status));
+  // An eviction's DeleteOptions set the deletion's own grace period, as a delete's do (the kubelet kills at it).
+  await c.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'e', namespace: ns }, spec });
+  const before = Date.now();
+  const shortEviction = await raw(c, 'POST', `/api/v1/namespaces/${ns}/pods/e/eviction`, {
+    body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'e', namespace: ns }, deleteOptions: { gracePeriodSeconds: 3 } },
+  });
+  assert.equal([shortEviction.status, shortEviction.body.status], [201, 'Success']);
+  const shortEvicted = await c.api.get(resourcePath('v1', 'pods', ns, 'e'));
+  assert.equal([shortEvicted.metadata.deletionGracePeriodSeconds, shortEvicted.spec.terminationGracePeriodSeconds], [3, 30]);
+  const evictedAt = Date.parse(shortEvicted.metadata.deletionTimestamp);
+  assert.ok(evictedAt >= Math.floor(before / 1000) * 1000 + 3000 - 1000 && evictedAt <= Date.now() + 3000, `${shortEvicted.metadata.deletionTimestamp}: the eviction's time + 3 s, whole seconds`);
+  await c.api.delete(resourcePath('v1', 'pods', ns, 'e'), { gracePeriodSeconds: 0 });
   const noSa = await raw(c, 'POST', `/api/v1/namespaces/${ns}/pods`, { body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'n' }, spec: { serviceAccountName: 'nope', containers: [{ name: 'c', image: 'x' }] } } });
   assert.equal([noSa.status, noSa.body.message], [403, `pods "n" is forbidden: error looking up service account ${ns}/nope: serviceaccount "nope" not found`]);
   const status = await c.api.request('PATCH', resourcePath('v1', 'pods', ns, 'b') + '/status', { status: { phase: 'Running' }, spec: { nodeName: 'ignored' } }, 'application/merge-patch+json');

@@ -80,6 +80,10 @@ export class PodWorker {
   #terminal = false;
   #deleted = false;
   #wake = new AbortController();
+  /** When the grace period runs out (epoch ms): the deletion's, moved earlier by a second, shorter delete. */
+  #killAt = Infinity;
+  /** Timers that wait for #killAt, re-armed when it moves. */
+  readonly #killAtMoved = new Set<() => void>();
   readonly #conditions = new Map<string, { status: string; lastTransitionTime: string; reason?: string }>();
   #pushing: Promise<void> = Promise.resolve();
   #dirty = false;
@@ -103,7 +107,37 @@ export class PodWorker {
   /** The latest version of the Pod from the watch. */
   update(pod: any): void {
     this.#pod = pod;
-    if (pod.metadata.deletionTimestamp && !this.#stopping) this.#beginStop(pod.metadata.deletionGracePeriodSeconds ?? 0, true);
+    if (pod.metadata.deletionTimestamp && !this.#stopping) this.#beginStop(this.#effectiveGrace(pod), true);
+    else if (pod.metadata.deletionTimestamp) this.#shorten(this.#effectiveGrace(pod));
+  }
+
+  /** The kubelet's calculateEffectiveGracePeriod (pod_workers.go): the deletion's; 0 (a force delete) means the spec's; at least 1 s. */
+  #effectiveGrace(pod: any): number {
+    const deletion = pod.metadata.deletionGracePeriodSeconds ?? 0;
+    return Math.max(1, deletion > 0 ? deletion : (pod.spec.terminationGracePeriodSeconds ?? 30));
+  }
+
+  /** A second delete with a shorter grace period: the kubelet restarts the kill with it, from when it sees it. */
+  #shorten(graceSeconds: number): void {
+    const at = Date.now() + graceSeconds * 1000;
+    if (at >= this.#killAt) return;
+    this.#killAt = at;
+    this.#events.note(this.#pod, undefined, `grace shortened to ${graceSeconds}s`);
+    for (const rearm of this.#killAtMoved) rearm();
+  }
+
+  /** Resolves with 'late' at the moment `at()` gives, read again whenever the grace period is shortened. */
+  #lateAt(at: () => number): { late: Promise<'late'>; cancel: () => void } {
+    let timer: NodeJS.Timeout | undefined;
+    let resolve!: (late: 'late') => void;
+    const late = new Promise<'late'>((r) => (resolve = r));
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => resolve('late'), Math.max(0, at() - Date.now()));
+    };
+    this.#killAtMoved.add(arm);
+    arm();
+    return { late, cancel: () => (clearTimeout(timer), this.#killAtMoved.delete(arm)) };
   }
 
   /** The Pod is gone from the API (force-deleted): stop its containers with the grace of its spec, no final delete. */
@@ -190,7 +224,10 @@ export class PodWorker {
     if (this.#stopping) return;
     // Every main container has finished for good: the pod is terminal; its sidecars are stopped.
     this.#terminal = true;
-    for (const s of this.#slots.filter((x) => x.kind === 'sidecar').reverse()) await this.#stopSlot(s, Date.now() + (this.#pod.spec.terminationGracePeriodSeconds ?? 30) * 1000);
+    for (const s of this.#slots.filter((x) => x.kind === 'sidecar').reverse()) {
+      const deadline = Date.now() + (this.#pod.spec.terminationGracePeriodSeconds ?? 30) * 1000;
+      await this.#stopSlot(s, () => deadline);
+    }
     this.#push();
     await Promise.all(sidecars);
   }
@@ -321,10 +358,11 @@ export class PodWorker {
 
   /** The kubelet's termination: main containers (preStop, stop signal, SIGKILL at the deadline), then sidecars in reverse order. */
   async #terminate(graceSeconds: number, finalDelete: boolean): Promise<void> {
-    const deadline = Date.now() + graceSeconds * 1000;
+    // Counted from when the deletion is seen, as the kubelet does: at or a moment after the deletionTimestamp.
+    this.#killAt = Math.min(this.#killAt, Date.now() + graceSeconds * 1000);
     this.#events.note(this.#pod, undefined, `terminating, grace ${graceSeconds}s`);
-    await Promise.all(this.#slots.filter((s) => s.kind !== 'sidecar').map((s) => this.#stopSlot(s, deadline)));
-    for (const s of this.#slots.filter((x) => x.kind === 'sidecar').reverse()) await this.#stopSlot(s, deadline);
+    await Promise.all(this.#slots.filter((s) => s.kind !== 'sidecar').map((s) => this.#stopSlot(s, () => this.#killAt)));
+    for (const s of this.#slots.filter((x) => x.kind === 'sidecar').reverse()) await this.#stopSlot(s, () => this.#killAt);
     await Promise.all(this.#slots.map((s) => s.exited));
     this.#stopped = true;
     this.#terminal = true;
@@ -343,7 +381,7 @@ export class PodWorker {
     if (this.#host) rmSync(this.#host.dir, { recursive: true, force: true });
   }
 
-  async #stopSlot(s: Slot, deadline: number): Promise<void> {
+  async #stopSlot(s: Slot, deadline: () => number): Promise<void> {
     if (!s.running || !s.proc) return;
     const proc = s.proc;
     const hook = s.spec.lifecycle?.preStop;
@@ -352,15 +390,14 @@ export class PodWorker {
       const outcome = await this.#preStop(s, hook, deadline);
       this.#events.note(this.#pod, s.spec.name, `preStop ended: ${outcome}`);
     }
-    const graceMs = Math.max(deadline - Date.now(), MIN_GRACE_MS);
+    const hookEnded = Date.now();
     if (!s.running) return;
     const stopSignal = (s.spec.lifecycle?.stopSignal ?? 'SIGTERM') as NodeJS.Signals;
     signal(proc, stopSignal);
     this.#events.note(this.#pod, s.spec.name, `signal ${stopSignal}`);
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), graceMs)));
+    const { late, cancel } = this.#lateAt(() => Math.max(deadline(), hookEnded + MIN_GRACE_MS));
     const result = await Promise.race([s.exited!, late]);
-    clearTimeout(timer);
+    cancel();
     if (result === 'late') {
       this.#events.note(this.#pod, s.spec.name, 'signal SIGKILL');
       killContainer(proc);
@@ -368,8 +405,8 @@ export class PodWorker {
     }
   }
 
-  async #preStop(s: Slot, hook: any, deadline: number): Promise<string> {
-    const ms = Math.max(deadline - Date.now(), 0);
+  async #preStop(s: Slot, hook: any, deadline: () => number): Promise<string> {
+    const ms = Math.max(deadline() - Date.now(), 0);
     if (hook.httpGet) return (await this.#httpGet(s, hook.httpGet, ms)) ? 'succeeded' : 'failed';
     if (hook.sleep) {
       await new Promise((resolve) => setTimeout(resolve, Math.min(hook.sleep.seconds * 1000, ms)));
@@ -379,10 +416,9 @@ export class PodWorker {
     const started = start(this.#runners(s.spec.image), this.#containerRun(s, hook.exec.command ?? [], 'preStop'), this.#host!.dir);
     if (!started.proc) return `failed: ${started.error}`;
     this.#events.note(this.#pod, s.spec.name, 'preStop process', started.proc);
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+    const { late, cancel } = this.#lateAt(deadline);
     const exit = await Promise.race([started.exited!, late]);
-    clearTimeout(timer);
+    cancel();
     killContainer(started.proc);
     if (exit === 'late') return 'timed out';
     return exitCode(exit) === 0 ? 'succeeded' : `failed: exit ${exitCode(exit)}`;

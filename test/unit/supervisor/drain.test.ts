@@ -17,7 +17,7 @@ async function setup(options: Partial<DrainOptions> = {}, timeoutMs = 3000) {
   await server.listen();
   const ends: DrainResult[] = [];
   const starts: string[] = [];
-  const drain = new Drain({ server, clock, logger: silentLogger, timeoutMs: () => timeoutMs, onStart: (s) => starts.push(s), onEnd: (r) => ends.push(r), ...options });
+  const drain = new Drain({ server, clock, logger: silentLogger, deadline: () => clock.now() + timeoutMs, onStart: (s) => starts.push(s), onEnd: (r) => ends.push(r), ...options });
   const clients: DrainClient[] = [];
   const client = async () => {
     const c = new DrainClient({ socketPath: server.path, autoDrained: false });
@@ -40,6 +40,34 @@ test('no client: the drain ends at once, as no-client', async () => {
   assert.equal(await ticket.ended, { outcome: 'no-client', durationMs: 0 });
   assert.equal(s.starts, ['signal']);
   assert.equal(ticket.deadline, ticket.startedAt + 3000);
+  await s.close();
+});
+
+test('a deadline that moves earlier (the Pod deleted again, shorter) ends the drain then; one that moves later changes nothing', async () => {
+  let deadline = Date.UTC(2026, 0, 1) + 20_000;
+  const s = await setup({ deadline: () => deadline });
+  const c = await s.client();
+  const ticket = s.drain.request('signal');
+  await draining(c);
+  assert.is(ticket.deadline, deadline);
+  await s.clock.advance(1000);
+  deadline += 60_000;
+  s.drain.reschedule();
+  deadline = Date.UTC(2026, 0, 1) + 4000;
+  s.drain.reschedule();
+  await s.clock.advance(2999);
+  assert.equal(s.ends, [], 'still draining 1 ms before the new deadline');
+  await s.clock.advance(1);
+  assert.equal(s.ends, [{ outcome: 'deadline', durationMs: 4000 }]);
+  await s.close();
+});
+
+test('a drain cut short before it started (a second signal during the read of the Pod) ends as it starts', async () => {
+  const s = await setup();
+  await s.client();
+  s.drain.cutShort();
+  const ticket = s.drain.request('signal');
+  assert.equal(await within(5000, 'end', ticket.ended), { outcome: 'cut-short', durationMs: 0 });
   await s.close();
 });
 

@@ -60,25 +60,165 @@ test("an explicit drain timeout that no longer fits the Pod's grace period is cu
   assert.ok(log.lines.some((l) => l.level === 'warn' && l.msg.startsWith('the drain timeout plus the stop timeout exceed')));
 });
 
+/** Deadlines on a clock the test sets: the moments are numbers, nothing waits. */
+function at(settings: DeadlineSettings, log = recorder()) {
+  const clock = { now: 1_000_000 };
+  return { clock, log, d: new Deadlines(settings, log, () => clock.now) };
+}
+
 test('the moments of a stop in the scaffold: drain deadline, kill time, release deadline, Events', () => {
-  const d = new Deadlines(scaffold, recorder());
-  const t = 1_000_000;
-  assert.is(d.drainDeadline(t), t + 3000);
+  const { d, clock } = at(scaffold);
+  const t = clock.now;
+  d.signalled(t);
+  assert.is(d.drainDeadline(), t + 3000);
   assert.is(d.killTime(t + 3000), t + 8000);
-  assert.is(d.releaseDeadline(t), t + 9500, "half a second before the kubelet's SIGKILL");
-  assert.is(d.eventFlushDeadline(t + 100, t), t + 1100, 'a second for Events');
-  assert.is(d.eventFlushDeadline(t + 9000, t), t + 9500, 'never past the release deadline');
-  assert.is(d.eventFlushDeadline(t, undefined), t + 1000);
-  assert.is(d.operatorWaitDeadline(t, t + 3000), t + 7500, 'two seconds kept for the release');
-  assert.is(d.operatorWaitDeadline(t, t + 9000), t + 9000, 'never before now');
+  assert.is(d.releaseDeadline(), t + 9500, "half a second before the kubelet's SIGKILL");
+  clock.now = t + 100;
+  assert.is(d.eventFlushDeadline(), t + 1100, 'a second for Events');
+  clock.now = t + 9000;
+  assert.is(d.eventFlushDeadline(), t + 9500, 'never past the release deadline');
+  clock.now = t + 3000;
+  assert.is(d.operatorWaitDeadline(), t + 7500, 'two seconds kept for the release');
+  clock.now = t + 9000;
+  assert.is(d.operatorWaitDeadline(), t + 9000, 'never before now');
+});
+
+test('an operator that exits by itself, no signal: a full grace period from now', () => {
+  const { d, clock } = at(scaffold);
+  assert.is(d.releaseDeadline(), clock.now + 9500);
+  assert.is(d.eventFlushDeadline(), clock.now + 1000);
 });
 
 test("a sidecar's termination starts at a preStop drain shortly before its signal, else at the signal", () => {
-  const d = new Deadlines(scaffold, recorder());
-  assert.is(d.terminationStart(5000, 2000), 2000);
-  assert.is(d.terminationStart(5000, undefined), 5000);
-  assert.is(d.terminationStart(5000, 6000), 5000, 'a drain after the signal');
-  assert.is(d.terminationStart(50_000, 2000), 50_000, 'a drain a grace period or more before: another termination');
+  const cases: [number | undefined, number, number][] = [
+    [2000, 5000, 2000],
+    [undefined, 5000, 5000],
+    [6000, 5000, 5000],
+    [2000, 50_000, 50_000],
+  ];
+  for (const [request, signal, start] of cases) {
+    const { d } = at(scaffold);
+    if (request !== undefined && request < signal) d.drainRequested(request);
+    d.signalled(signal);
+    if (request !== undefined && request >= signal) d.drainRequested(request);
+    assert.is(d.terminatedAt(), start, `drain request at ${request}, signal at ${signal}`);
+  }
+  const { d } = at(scaffold);
+  d.drainRequested(7000);
+  assert.is(d.terminatedAt(), 7000, 'a preStop request before any signal');
+});
+
+/** The spec's 30 s, defaults: drain 23 s, stop 5 s. */
+const spec30: DeadlineSettings = { gracePeriodMs: 30_000, gracePeriodSource: 'default', drainTimeoutMs: 23_000, drainTimeoutExplicit: false, stopTimeoutMs: 5000 };
+
+test("kubectl delete --grace-period=4 on a 30 s Pod: the drain gives way first, then the stop timeout; the release stays before the kubelet's SIGKILL", () => {
+  const { d, clock, log } = at(spec30);
+  // The DELETE came 30 ms before the SIGTERM; its deletionTimestamp is whole seconds: up to a second early.
+  const deletion = clock.now - 30 + 4000 - 970;
+  d.adoptPodGracePeriod(30_000);
+  d.signalled(clock.now);
+  assert.is(d.drainDeadline(), clock.now + 23_000, 'before the deletion is known: the spec');
+  assert.ok(d.adoptDeletion({ state: 'deleting', at: deletion, graceMs: 4000 }));
+  const left = deletion - clock.now; // 3 s
+  assert.is(left, 3000);
+  assert.is(d.drainDeadline(), clock.now, 'no time to drain');
+  assert.is(d.stopTimeoutMs(), 1500, 'the stop gets half of what is left');
+  assert.is(d.killTime(clock.now), clock.now + 1500);
+  assert.is(d.releaseDeadline(), deletion - 500);
+  assert.ok(d.releaseDeadline() < deletion);
+  assert.equal(log.lines.at(-1)!.msg, 'deletion read from the Pod');
+  assert.equal(log.lines.at(-1)!.fields!.leftMs, 3000);
+});
+
+test('a deletion that leaves room: the drain ends so that the stop timeout and 2 s fit before it; the stop timeout stays', () => {
+  const { d, clock } = at(spec30);
+  d.signalled(clock.now);
+  d.adoptDeletion({ state: 'deleting', at: clock.now + 12_000, graceMs: 12_000 });
+  assert.is(d.drainDeadline(), clock.now + 5000);
+  assert.is(d.stopTimeoutMs(), 5000);
+  assert.is(d.killTime(clock.now + 5000), clock.now + 10_000);
+  assert.is(d.releaseDeadline(), clock.now + 11_500);
+});
+
+test("1 s, 0 s or less left by the deletionTimestamp (whole seconds): the kubelet's 2 s after drainguard's own SIGTERM", () => {
+  for (const leftMs of [1000, 0, -2000]) {
+    const { d, clock } = at(spec30);
+    d.signalled(clock.now);
+    d.adoptDeletion({ state: 'deleting', at: clock.now + leftMs, graceMs: 1000 });
+    assert.equal([d.drainDeadline(), d.stopTimeoutMs(), d.releaseDeadline()], [clock.now, 1000, clock.now + 1500], `${leftMs}: no drain, 1 s to stop, the release by 1.5 s`);
+  }
+});
+
+test('a preStop request before any signal, 1 s or less left: everything shrinks to fit, nothing goes past the SIGKILL', () => {
+  for (const leftMs of [1000, 0, -2000]) {
+    const { d, clock } = at(spec30);
+    d.drainRequested(clock.now);
+    d.adoptDeletion({ state: 'deleting', at: clock.now + leftMs, graceMs: 1000 });
+    const kill = clock.now + leftMs;
+    assert.is(d.drainDeadline(), clock.now, `${leftMs}: no drain`);
+    assert.ok(d.killTime(clock.now) <= Math.max(clock.now, kill), `${leftMs}: the operator's SIGKILL by the kubelet's`);
+    assert.ok(d.releaseDeadline() <= kill, `${leftMs}: the release before the kubelet's SIGKILL`);
+  }
+  const { d, clock } = at(spec30);
+  d.drainRequested(clock.now);
+  d.adoptDeletion({ state: 'deleting', at: clock.now + 1000, graceMs: 1000 });
+  assert.equal([d.stopTimeoutMs(), d.releaseDeadline() - clock.now], [500, 750], 'a second: half to stop, a quarter to release');
+});
+
+test("a deletion with a longer grace period than the spec's: a derived drain takes it; a given one keeps its own; an explicit shorter grace period stays", () => {
+  const derived = at(spec30);
+  derived.d.signalled(derived.clock.now);
+  derived.d.adoptDeletion({ state: 'deleting', at: derived.clock.now + 60_000, graceMs: 60_000 });
+  assert.is(derived.d.drainDeadline(), derived.clock.now + 53_000);
+  const given = at({ ...spec30, drainTimeoutMs: 10_000, drainTimeoutExplicit: true });
+  given.d.signalled(given.clock.now);
+  given.d.adoptDeletion({ state: 'deleting', at: given.clock.now + 60_000, graceMs: 60_000 });
+  assert.is(given.d.drainDeadline(), given.clock.now + 10_000);
+  const shorter = at({ ...spec30, gracePeriodMs: 20_000, gracePeriodSource: 'DRAINGUARD_GRACE_PERIOD' });
+  shorter.d.signalled(shorter.clock.now);
+  shorter.d.adoptDeletion({ state: 'deleting', at: shorter.clock.now + 30_000, graceMs: 30_000 });
+  assert.is(shorter.d.releaseDeadline(), shorter.clock.now + 19_500);
+});
+
+test('a second, shorter delete moves everything earlier; a longer one changes nothing', () => {
+  const { d, clock, log } = at(spec30);
+  d.signalled(clock.now);
+  assert.ok(d.adoptDeletion({ state: 'deleting', at: clock.now + 30_000, graceMs: 30_000 }));
+  assert.is(d.drainDeadline(), clock.now + 23_000);
+  assert.not.ok(d.adoptDeletion({ state: 'deleting', at: clock.now + 40_000, graceMs: 10_000 }), 'later: nothing moves');
+  assert.ok(d.adoptDeletion({ state: 'deleting', at: clock.now + 10_000, graceMs: 2000 }));
+  assert.is(d.drainDeadline(), clock.now + 3000);
+  assert.is(d.releaseDeadline(), clock.now + 9500);
+  assert.equal(log.lines.at(-1)!.msg, "the Pod's deletion moved earlier: the stop is fitted to it");
+  assert.not.ok(d.adoptDeletion({ state: 'unknown' }), 'a later failure to read forgets nothing');
+  assert.is(d.releaseDeadline(), clock.now + 9500);
+});
+
+test("a second delete read late, at the stop: the operator's stop timeout is fitted to what is left then, not killed at once", () => {
+  const { d, clock } = at(spec30);
+  const t = clock.now;
+  d.signalled(t);
+  d.adoptDeletion({ state: 'deleting', at: t + 30_000, graceMs: 30_000 });
+  d.adoptDeletion({ state: 'deleting', at: t + 4000, graceMs: 4000 });
+  assert.is(d.drainDeadline(), t, 'the drain gives way at once');
+  assert.is(d.killTime(t + 2200), t + 3100, 'of the 1.8 s left: half to stop, half kept');
+  assert.is(d.releaseDeadline(), t + 3500);
+});
+
+test('no deletion to read (a liveness kill, a force delete, no answer): the grace period from the signal, said once', () => {
+  for (const [reading, line] of [
+    [{ state: 'not-deleting' }, 'the Pod is not being deleted: going by the grace period from the termination'],
+    [{ state: 'gone' }, 'the Pod is gone (force-deleted): going by the grace period from the termination'],
+    [{ state: 'unknown', error: 'timeout' }, "could not read the Pod's deletion in time: going by the grace period from the termination"],
+  ] as const) {
+    const { d, clock, log } = at(spec30);
+    d.signalled(clock.now);
+    assert.not.ok(d.adoptDeletion(reading));
+    assert.not.ok(d.adoptDeletion(reading));
+    assert.equal(log.lines.map((l) => l.msg), [line]);
+    assert.is(log.lines[0]!.level, reading.state === 'unknown' ? 'warn' : 'info');
+    assert.equal([d.drainDeadline(), d.releaseDeadline()], [clock.now + 23_000, clock.now + 29_500]);
+  }
 });
 
 test('Termination: the first signal drains, the second cuts short, later ones are ignored', async () => {

@@ -13,6 +13,7 @@ import type { DrainServer } from '../../../src/protocol/server.ts';
 import type { ChildExit } from '../../../src/supervisor/child.ts';
 import { resolveSupervisorConfig } from '../../../src/supervisor/config.ts';
 import type { DrainResult, DrainTicket } from '../../../src/supervisor/drain.ts';
+import type { PodDeletion } from '../../../src/kube/pod.ts';
 import type { GuardHandle, Phase } from '../../../src/supervisor/observer.ts';
 import { SidecarMode } from '../../../src/supervisor/sidecar-mode.ts';
 import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from '../../../src/supervisor/stop-procedure.ts';
@@ -143,6 +144,117 @@ test("the Pod's grace period, asked once the operator runs, replaces the default
   await within(5000, 'exit', s.running);
   assert.is(mode.stopped!.result.outcome, 'deadline');
   assert.is(mode.stopped!.result.durationMs, 5000);
+  client.close();
+});
+
+test("kubectl delete --grace-period=4 on a 30 s Pod: the Pod's deletion, read at the SIGTERM, sets the drain deadline the clients are told and the release deadline", async () => {
+  const mode = new PlayedMode();
+  let deletionAt = 0;
+  const reads: number[] = [];
+  const s = procedure(mode, [], {
+    flags: ['--stop-timeout=5s'],
+    podGracePeriod: async () => 30_000,
+    podDeletion: async (timeoutMs) => (reads.push(timeoutMs), { state: 'deleting', at: deletionAt, graceMs: 4000 }),
+  });
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  deletionAt = s.clock.now() + 4000;
+  sigterm();
+  await until(() => s.phases.includes('draining'), 'draining');
+  await within(5000, 'the drain message', new Promise<void>((r) => (client.draining.aborted ? r() : client.draining.addEventListener('abort', () => r()))));
+  assert.is(client.deadlineAt?.getTime(), s.clock.now(), 'told: no time left to drain');
+  await s.clock.advance(0);
+  await until(() => mode.calls.length === 2, 'stopped');
+  assert.equal(reads, [1000, 1000], 'read at the signal and again before the release, each within a second');
+  assert.equal(mode.calls, ['start', 'stop deadline'], 'no time left to drain: the stop at once');
+  assert.is(mode.context!.deadlines.stopTimeoutMs(), 2000, 'the stop timeout cut to what the release leaves');
+  await within(5000, 'exit', s.running);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +3500', "half a second before the deletion's SIGKILL, not 29.5 s");
+  client.close();
+});
+
+test('the Pod cannot be read in time: the drain starts after a second on the clock, by the grace period from the signal', async () => {
+  const mode = new PlayedMode();
+  const s = procedure(mode, [], { podDeletion: () => new Promise(() => {}) });
+  await s.listens;
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  sigterm();
+  await until(() => s.clock.nextAt !== undefined, 'waiting for the read');
+  assert.not.ok(s.phases.includes('draining'), 'the drain waits for the read');
+  await s.clock.advance(1000);
+  await until(() => s.phases.includes('draining'), 'draining after the read gave up');
+  assert.is(mode.context!.deadlines.drainDeadline() - s.clock.now(), 2000, 'the scaffold: 3 s from the signal, less the second spent');
+  await s.clock.advance(2000);
+  await until(() => s.phases.includes('releasing'), 'releasing');
+  // The read again before the release, which answers no better: a quarter of what is left (6.5 s) at most.
+  await s.clock.advance(1000);
+  await within(5000, 'exit', s.running);
+  assert.equal(mode.calls, ['start', 'stop deadline']);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +5500', 'the grace period from the signal, less the 3 s drain and the 1 s read');
+  client.close();
+});
+
+test('a preStop request over HTTP: the drain starts at once, and ends sooner once the Pod says its deletion leaves less', async () => {
+  const path = join(tempDir(), 'drain.sock');
+  const mode = new SidecarMode();
+  let answer!: (d: PodDeletion) => void;
+  const s = procedure(mode, [`--socket=${path}`], { command: 'sidecar', flags: ['--stop-timeout=5s'], podDeletion: () => new Promise((r) => (answer = r)) });
+  await s.listens;
+  const client = new DrainClient({ socketPath: path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  const ticket = s.p.startDrain('http');
+  assert.is(ticket.deadline - s.clock.now(), 23_000, 'told what was known: the default 30 s');
+  await s.clock.advance(500);
+  answer({ state: 'deleting', at: s.clock.now() + 9500, graceMs: 10_000 });
+  await settle();
+  await s.clock.advance(2499);
+  assert.not.ok(s.phases.includes('stopping'), 'still draining 1 ms before the deletion\'s drain deadline');
+  await s.clock.advance(1);
+  assert.is((await within(5000, 'drain end', ticket.ended)).outcome, 'deadline', 'at the deletion less 2 s and the stop timeout: 3 s after the request');
+  client.close();
+  sigterm();
+  await s.clock.advance(10_000);
+  await within(5000, 'exit', s.running);
+});
+
+test('a second delete, shorter, read at the second signal, moves the release deadline', async () => {
+  const mode = new PlayedMode();
+  let deletionAt = 0;
+  const s = procedure(mode, [], { flags: ['--stop-timeout=5s', '--drain-timeout=20s', '--grace-period=30s'], podDeletion: async () => ({ state: 'deleting', at: deletionAt }) });
+  await s.listens;
+  deletionAt = s.clock.now() + 30_000;
+  const client = await drainingWithClient(s);
+  await s.clock.advance(1000);
+  deletionAt = s.clock.now() + 2000;
+  sigterm();
+  await within(5000, 'exit', s.running);
+  assert.equal(mode.calls, ['start', 'stop cut-short']);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +1500', "the second delete's 2 s, not the first's 29 s");
+  client.close();
+});
+
+test('a second, shorter delete with no signal of its own: seen at the next read while draining (every 2 s), the drain ends then', async () => {
+  const mode = new PlayedMode();
+  let deletionAt = 0;
+  let reads = 0;
+  const s = procedure(mode, [], { flags: ['--stop-timeout=5s', '--grace-period=30s'], podDeletion: async () => (reads++, { state: 'deleting', at: deletionAt }) });
+  await s.listens;
+  const t0 = s.clock.now();
+  deletionAt = t0 + 30_000;
+  const client = await drainingWithClient(s);
+  assert.is(mode.context!.deadlines.drainDeadline(), t0 + 23_000);
+  await s.clock.advance(1000);
+  deletionAt = t0 + 5000;
+  await s.clock.advance(999);
+  assert.equal([reads, mode.calls], [1, ['start']], 'not read again yet');
+  await s.clock.advance(1);
+  await until(() => mode.calls.length === 2, 'stopped at the next read');
+  assert.equal(mode.calls, ['start', 'stop deadline']);
+  await within(5000, 'exit', s.running);
+  assert.equal(s.guardCalls.at(-1), 'guard release by +2500', 'half a second before the second delete\'s SIGKILL');
   client.close();
 });
 

@@ -1,0 +1,66 @@
+// readDeletion: what one GET of the Pod says of its deletion, with a client the
+// test plays (no network): the deletionTimestamp and grace, no deletion, gone,
+// and a second try only when the first failed otherwise and time is left.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { KubeClient } from '../../../src/kube/client.ts';
+import { KubeApiError, KubeUnreachableError } from '../../../src/kube/errors.ts';
+import { readDeletion } from '../../../src/kube/pod.ts';
+
+const POD = { name: 'op-0', namespace: 'ns' };
+
+/** A client whose GETs answer in turn from `answers` (an Error is thrown); records each call's deadline. */
+function played(...answers: (object | Error)[]) {
+  const calls: { path: string; deadline?: number; retry?: unknown }[] = [];
+  const client = {
+    get: async (ref: { name: string; namespace?: string; resource: string }, options: { deadline?: number; retry?: unknown }) => {
+      calls.push({ path: `${ref.resource}/${ref.namespace}/${ref.name}`, deadline: options.deadline, retry: options.retry });
+      const a = answers.shift();
+      if (a === undefined) throw new Error('no more answers');
+      if (a instanceof Error) throw a;
+      return a;
+    },
+  } as unknown as KubeClient;
+  return { client, calls };
+}
+
+const notFound = () => new KubeApiError('GET pod/ns/op-0', 'https://api', 404, 'NotFound', 'pods "op-0" not found');
+
+test('a Pod being deleted: its deletionTimestamp and grace, from one GET without retries', async () => {
+  const { client, calls } = played({ metadata: { name: 'op-0', deletionTimestamp: '2026-01-01T00:00:04Z', deletionGracePeriodSeconds: 4 } });
+  const deadline = Date.now() + 1000;
+  assert.equal(await readDeletion(client, POD, deadline), { state: 'deleting', at: Date.parse('2026-01-01T00:00:04Z'), graceMs: 4000 });
+  assert.is(calls.length, 1);
+  assert.equal([calls[0]!.path, calls[0]!.retry], ['pods/ns/op-0', false]);
+  assert.ok(calls[0]!.deadline! < deadline && calls[0]!.deadline! >= deadline - 600, 'the first try gets half the time');
+});
+
+test('no deletionTimestamp: not being deleted; a 404: gone (a force delete), not tried again', async () => {
+  assert.equal(await readDeletion(played({ metadata: { name: 'op-0' } }).client, POD, Date.now() + 1000), { state: 'not-deleting' });
+  const gone = played(notFound(), { metadata: {} });
+  assert.equal(await readDeletion(gone.client, POD, Date.now() + 1000), { state: 'gone' });
+  assert.is(gone.calls.length, 1);
+});
+
+test('a first try that fails otherwise gets one more with the rest of the time; a second failure is thrown', async () => {
+  const retried = played(new KubeUnreachableError('GET pod/ns/op-0', 'https://api', 'ECONNRESET'), { metadata: { deletionTimestamp: '2026-01-01T00:00:01Z' } });
+  const deadline = Date.now() + 1000;
+  assert.equal(await readDeletion(retried.client, POD, deadline), { state: 'deleting', at: Date.parse('2026-01-01T00:00:01Z'), graceMs: undefined });
+  assert.equal(retried.calls.map((c) => c.deadline === deadline), [false, true]);
+  const failing = played(new Error('first'), new Error('second'));
+  try {
+    await readDeletion(failing.client, POD, Date.now() + 1000);
+    assert.unreachable('thrown');
+  } catch (err) {
+    assert.is((err as Error).message, 'second');
+  }
+  const late = played(new Error('late'), { metadata: {} });
+  try {
+    await readDeletion(late.client, POD, Date.now() - 1);
+    assert.unreachable('thrown');
+  } catch (err) {
+    assert.is((err as Error).message, 'late', 'no time left: no second try');
+  }
+});
+
+test.run();
