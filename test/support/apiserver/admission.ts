@@ -57,12 +57,16 @@ export class PolicyAdmission {
     this.#store = store;
   }
 
+  /** Whether a write of `type` has any binding to answer to: the registry skips building the request when not. */
+  applies(type: ResourceType): boolean {
+    // Admission configuration itself is exempt (rules.IsExemptAdmissionConfigurationResource).
+    return type.group !== GROUP && this.#store.list(BINDINGS).length > 0;
+  }
+
   /** Throws the first denial, as kube-apiserver answers it. */
   admit(request: AdmissionRequest): void {
-    // Admission configuration itself is exempt (rules.IsExemptAdmissionConfigurationResource).
-    if (request.type.group === GROUP) return;
+    if (!this.applies(request.type)) return;
     const bindings = this.#store.list(BINDINGS);
-    if (bindings.length === 0) return;
     const denials: Denial[] = [];
     for (const policy of this.#store.list(POLICIES)) {
       const spec = policy.spec ?? {};

@@ -99,6 +99,7 @@ export class Registry {
   /** Validating admission by policies: after the type's own checks, before storage (the store's create/update/deleteValidation). */
   #admit(request: Omit<AdmissionRequest, 'object' | 'oldObject'>, object: KubeObject | undefined, old: KubeObject | undefined): void {
     const { type } = request;
+    if (!this.#policies.applies(type)) return;
     this.#policies.admit({ ...request, object: object ? this.served(type, object) : null, oldObject: old ? this.served(type, old) : null });
   }
 
