@@ -875,6 +875,49 @@ contract('admission policy: drainguard’s as shipped lets its operator change o
   assert.equal([after.subjects, after.metadata.labels, after.metadata.finalizers], [before.subjects, undefined, undefined], 'nothing refused was written');
 });
 
+contract('admission policy: object and oldObject by operation, messageExpression and reason, an evaluation error under failurePolicy Fail', async (c) => {
+  const { name: ns } = await c.namespace('vap-cel');
+  const name = `${ns}.cel`;
+  // Held to this namespace (its name label) and these names, so that it touches nothing else of a shared control plane.
+  const guarded = (expression: string) => `request.operation == 'DELETE' || ${expression}`;
+  await c.create({
+    apiVersion: ADMISSION,
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+        resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE', 'DELETE'], resources: ['configmaps'], resourceNames: ['probe', 'a'] }],
+      },
+      validations: [
+        { expression: "request.operation != 'DELETE' || (object == null && oldObject.metadata.name == request.name)", message: 'delete' },
+        { expression: "request.operation != 'CREATE' || (oldObject == null && object.metadata.name == request.name && request.namespace == '" + ns + "')", message: 'create' },
+        { expression: guarded("!has(object.data) || object.data.v != 'deny'"), messageExpression: "'value ' + object.data.v + ' refused'", reason: 'Forbidden' },
+        { expression: guarded("!has(object.data) || object.data.v != 'error' || object.metadata.labels.a == 'b'") },
+      ],
+    },
+  }, 'validatingadmissionpolicies');
+  await c.create({ apiVersion: ADMISSION, kind: 'ValidatingAdmissionPolicyBinding', metadata: { name }, spec: { policyName: name, validationActions: ['Deny'] } });
+  const denied = (object: string, message: string) => `configmaps "${object}" is forbidden: ValidatingAdmissionPolicy '${name}' with binding '${name}' denied request: ${message}`;
+  // In force at once on the stand-in, a second or two later on the real server.
+  await c.waitFor(async () => {
+    const probe = await c.api.request('POST', cmPath(ns), { ...cm(ns, 'probe'), data: { v: 'deny' } });
+    if (probe.status === 201) await c.api.delete(cmPath(ns, 'probe'));
+    return probe.status === 403;
+  }, 30_000, 'the admission policy in force');
+
+  assert.equal((await c.api.request('POST', cmPath(ns), { ...cm(ns, 'a'), data: { v: 'ok' } })).status, 201);
+  const deny = await c.api.request('PATCH', cmPath(ns, 'a'), { data: { v: 'deny' } }, 'application/merge-patch+json');
+  assert.equal([deny.status, deny.body.reason, deny.body.message], [403, 'Forbidden', denied('a', 'value deny refused')]);
+  const error = await c.api.request('PATCH', cmPath(ns, 'a'), { data: { v: 'error' } }, 'application/merge-patch+json');
+  const expression = "request.operation == 'DELETE' || !has(object.data) || object.data.v != 'error' || object.metadata.labels.a == 'b'";
+  assert.equal([error.status, error.body.reason, error.body.message], [422, 'Invalid', denied('a', `expression '${expression}' resulted in error: no such key: labels`)]);
+  assert.equal((await c.api.request('PATCH', cmPath(ns, 'a'), { metadata: { labels: { a: 'b' } }, data: { v: 'error' } }, 'application/merge-patch+json')).status, 200);
+  assert.equal((await c.api.request('DELETE', cmPath(ns, 'a'))).status, 200);
+  assert.equal((await c.api.request('POST', cmPath(ns), { ...cm(ns, 'other'), data: { v: 'deny' } })).status, 201, 'a name the policy does not list');
+});
+
 // ---- registration ---------------------------------------------------------------------------
 
 const shared = await useCluster();
