@@ -154,6 +154,22 @@ test('shipped policy: the admin is not the operator (matchConditions), and other
   assert.is(refusal(() => env.registry.delete(crb, undefined, 'operator', {}, AS_OPERATOR)), undefined, 'DELETE is not among the operations');
 });
 
+test('shipped policy with the hold (the chart adds apps/deployments by name): finalizers only; the status subresource is not matched', () => {
+  const env = setUp();
+  env.registry.create(env.type('', 'namespaces'), undefined, { metadata: { name: 'ns' } }, ADMIN);
+  const withHold = shippedPolicy();
+  withHold.spec.matchConstraints.resourceRules.push({ apiGroups: ['apps'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['deployments'], resourceNames: ['web'] });
+  install(env, withHold);
+  const d = env.type('apps', 'deployments');
+  const spec = { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } };
+  env.registry.create(d, 'ns', { metadata: { name: 'web' }, spec }, ADMIN);
+  const patch = (body: unknown, subresource?: string) => refusal(() => env.registry.patch(d, 'ns', 'web', body, 'application/merge-patch+json', AS_OPERATOR, subresource));
+  assert.is(patch({ metadata: { finalizers: ['drainguard.dev/holder-p'] } }), undefined);
+  assert.is(patch({ spec: { replicas: 3 } })?.message, `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'drainguard.ns.web' with binding 'drainguard.ns.web' denied request: the operator's ServiceAccount may change only metadata.finalizers of this Deployment`);
+  assert.is(patch({ status: { replicas: 1 } }, 'status'), undefined, 'deployments/status is another resource to the rules');
+  assert.is(patch({ metadata: { finalizers: null } }), undefined);
+});
+
 // ---- the plugin on small policies --------------------------------------------------------
 
 const CM = (name: string, extra: Record<string, unknown> = {}) => ({ metadata: { name, ...extra } });
