@@ -230,7 +230,7 @@ test('CEL: object and oldObject by operation; request; namespaceObject; variable
       { expression: "request.operation != 'UPDATE' || (object.data.v == '2' && oldObject.data.v == '1')" },
       { expression: "request.resource.group == '' && request.resource.version == 'v1' && request.resource.resource == 'configmaps' && request.kind.kind == 'ConfigMap' && !has(request.subResource)" },
       { expression: "request.namespace == 'ns' && namespaceObject.metadata.labels.team == 'a' && request.userInfo.groups.exists(g, g == 'system:masters')" },
-      { expression: "params == null && variables.op.startsWith(request.operation + ':admin')" },
+      { expression: "variables.op.startsWith(request.operation + ':admin')" },
     ],
   });
   assert.is(create({ ...CM('c'), data: { v: '1' } }), undefined);
@@ -318,6 +318,14 @@ test('the policy types: defaults; refused when an expression does not parse, or 
   const broken = refusal(() => env.registry.create(policies, undefined, policy('broken', { validations: [{ expression: '1 +' }] }), ADMIN));
   assert.is(broken?.code, 422);
   assert.match(broken?.message ?? '', 'ValidatingAdmissionPolicy.admissionregistration.k8s.io "broken" is invalid: spec.validations[0].expression: Invalid value: "1 +": compilation failed: ERROR: ');
+  const typo = refusal(() => env.registry.create(policies, undefined, policy('typo', { validations: [{ expression: "object.data == oldobject.data || [1].all(x, x > 0) || params == null" }] }), ADMIN));
+  assert.is(
+    typo?.message,
+    'ValidatingAdmissionPolicy.admissionregistration.k8s.io "typo" is invalid: spec.validations[0].expression: Invalid value: "object.data == oldobject.data || [1].all(x, x > 0) || params == null": compilation failed: ' +
+      "ERROR: <input>:1:16: undeclared reference to 'oldobject' (in container '')\n | object.data == oldobject.data || [1].all(x, x > 0) || params == null\n | ...............^\n" +
+      "ERROR: <input>:1:55: undeclared reference to 'params' (in container '')\n | object.data == oldobject.data || [1].all(x, x > 0) || params == null\n | ......................................................^",
+    'params is declared only with a paramKind',
+  );
   assert.match(refusal(() => env.registry.create(policies, undefined, policy('params', { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' }, validations: [{ expression: 'true' }] }), ADMIN))?.message ?? '', 'spec.paramKind: Forbidden: the stand-in API server does not model it');
   assert.match(refusal(() => env.registry.create(bindings, undefined, bindingOf('p', 'b', { paramRef: { name: 'x' } }), ADMIN))?.message ?? '', 'spec.paramRef: Forbidden');
   assert.match(refusal(() => env.registry.create(bindings, undefined, { metadata: { name: 'b' }, spec: { policyName: 'p' } }, ADMIN))?.message ?? '', 'spec.validationActions: Required value');

@@ -130,7 +130,6 @@ export class PolicyAdmission {
       object: request.object,
       oldObject: request.oldObject,
       request: admissionRequest(request),
-      params: null,
       namespaceObject: namespaceObject(this.#store, request.namespace),
       variables,
     };

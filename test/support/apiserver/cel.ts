@@ -5,9 +5,9 @@
 // reaches them, and errors worded as kube-apiserver words them
 // (k8s.io/apiserver/pkg/admission/plugin/cel/activation.go).
 //
-// What Kubernetes' CEL has and this one has not: static type checking (an
-// unknown variable or function is an error when evaluated, not when the policy
-// is created), optional types (`?.`, `.orValue`), and the Kubernetes libraries
+// What Kubernetes' CEL has and this one has not: static type checking beyond
+// undeclared variables (an unknown function or field of `request` is an error
+// when evaluated, not when the policy is created), optional types (`?.`, `.orValue`), and the Kubernetes libraries
 // (lists, regex find, URLs, IPs and CIDRs, quantities, semver, sets, format,
 // authorizer), plus `quote` of the strings extension.
 
@@ -17,8 +17,13 @@ import { strings } from '@bufbuild/cel/ext';
 /** The functions every expression may call: the standard ones and the strings extension. */
 const ENV = celEnv({ funcs: strings });
 
-/** An expression that does not parse; the message is the evaluator's, after cel-go's `ERROR: ` prefix. */
+/** An expression that does not parse, or names a variable no policy has; worded as cel-go words it, but for the parser's own text. */
 export class CompileError extends Error {}
+
+type Expr = ReturnType<typeof parse>['expr'];
+
+/** The variables of a ValidatingAdmissionPolicy's expressions; `params` only with a paramKind, which the stand-in refuses. */
+const DECLARED = new Set(['object', 'oldObject', 'request', 'namespaceObject', 'authorizer', 'variables']);
 
 export type Outcome = { readonly value: CelValue } | { readonly error: string };
 
@@ -26,7 +31,6 @@ export interface Bindings {
   readonly object: unknown;
   readonly oldObject: unknown;
   readonly request: unknown;
-  readonly params: unknown;
   readonly namespaceObject: unknown;
   /** The policy's variables by name, each evaluated when first reached. */
   readonly variables: ReadonlyMap<string, () => Outcome>;
@@ -47,6 +51,10 @@ export function compile(expression: string): Program {
   } catch (err) {
     throw new CompileError(`ERROR: ${(err as Error).message}`);
   }
+  const unknown = undeclared(parsed.expr, new Set());
+  if (unknown.length > 0) {
+    throw new CompileError(unknown.map(({ id, name }) => located(expression, Number(parsed.sourceInfo?.positions[id.toString()] ?? 0), `undeclared reference to '${name}' (in container '')`)).join('\n'));
+  }
   const evaluate = plan(ENV, parsed);
   return {
     expression,
@@ -55,7 +63,6 @@ export function compile(expression: string): Program {
         object: toCel(bindings.object),
         oldObject: toCel(bindings.oldObject),
         request: toCel(bindings.request),
-        params: toCel(bindings.params),
         namespaceObject: toCel(bindings.namespaceObject),
         variables: celMap(lazyVariables(bindings.variables)),
       });
@@ -63,6 +70,39 @@ export function compile(expression: string): Program {
       return { error: `expression '${expression}' resulted in error: ${goWording(result.message)}` };
     },
   };
+}
+
+/** Identifiers that are neither declared nor bound by an enclosing comprehension (a macro such as all() or filter()). */
+function undeclared(e: Expr | undefined, bound: ReadonlySet<string>): { id: bigint; name: string }[] {
+  if (!e) return [];
+  const k = e.exprKind;
+  switch (k.case) {
+    case 'identExpr':
+      return DECLARED.has(k.value.name) || bound.has(k.value.name) ? [] : [{ id: e.id, name: k.value.name }];
+    case 'selectExpr':
+      return undeclared(k.value.operand, bound);
+    case 'callExpr':
+      return [k.value.target, ...k.value.args].flatMap((a) => undeclared(a, bound));
+    case 'listExpr':
+      return k.value.elements.flatMap((a) => undeclared(a, bound));
+    case 'structExpr':
+      return k.value.entries.flatMap((entry) => [...(entry.keyKind.case === 'mapKey' ? undeclared(entry.keyKind.value, bound) : []), ...undeclared(entry.value, bound)]);
+    case 'comprehensionExpr': {
+      const c = k.value;
+      const inner = new Set([...bound, c.iterVar, c.iterVar2, c.accuVar].filter(Boolean));
+      return [...undeclared(c.iterRange, bound), ...undeclared(c.accuInit, bound), ...[c.loopCondition, c.loopStep, c.result].flatMap((a) => undeclared(a, inner))];
+    }
+    default:
+      return [];
+  }
+}
+
+/** cel-go's `ERROR: <input>:LINE:COLUMN: MESSAGE` with the line and a caret under the place. */
+function located(text: string, offset: number, message: string): string {
+  const before = text.slice(0, offset).split('\n');
+  const line = before.length;
+  const column = before[line - 1]!.length;
+  return `ERROR: <input>:${line}:${column + 1}: ${message}\n | ${text.split('\n')[line - 1]}\n | ${'.'.repeat(column)}^`;
 }
 
 /** JSON as CEL sees an unstructured object: maps, int64 for whole numbers, double for the rest. */
