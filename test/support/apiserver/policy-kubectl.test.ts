@@ -1,6 +1,7 @@
-// kubectl apply of a ValidatingAdmissionPolicy and its binding, as the manifests
-// drainguard ships hold them (admissionregistration.k8s.io/v1, folded CEL):
-// created, unchanged when applied again, configured when changed, deleted.
+// kubectl apply, client-side and server-side (as helm 4 applies), of a
+// ValidatingAdmissionPolicy and its binding as the manifests drainguard ships
+// hold them (admissionregistration.k8s.io/v1, folded CEL): created, unchanged
+// when applied again, configured when changed, deleted.
 // Runs on the run's control plane, the stand-in or the real one.
 
 import { execFileSync } from 'node:child_process';
@@ -64,6 +65,20 @@ test('kubectl apply: a policy and its binding created, unchanged, configured, de
     kubectl(['delete', '--ignore-not-found', binding, policy]);
   }
   assert.is(kubectl(['get', '--ignore-not-found', policy, binding]), '');
+});
+
+test('kubectl apply --server-side (as helm 4 applies): the policy and its binding applied, changed, deleted', () => {
+  const name = `drainguard.ssa-${randomBytes(4).toString('hex')}`;
+  const policy = `validatingadmissionpolicy.admissionregistration.k8s.io/${name}`;
+  const binding = `validatingadmissionpolicybinding.admissionregistration.k8s.io/${name}`;
+  try {
+    assert.is(kubectl(['apply', '--server-side', '-f', '-'], manifests(name, 'first')), `${policy} serverside-applied\n${binding} serverside-applied\n`);
+    assert.is(kubectl(['apply', '--server-side', '-f', '-'], manifests(name, 'second')), `${policy} serverside-applied\n${binding} serverside-applied\n`);
+    const applied = JSON.parse(kubectl(['get', policy, '-o', 'json']));
+    assert.equal([applied.spec.validations.length, applied.spec.validations[0].message, applied.spec.failurePolicy], [1, 'second', 'Fail']);
+  } finally {
+    kubectl(['delete', '--ignore-not-found', binding, policy]);
+  }
 });
 
 test.run();
