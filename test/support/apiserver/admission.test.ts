@@ -294,6 +294,18 @@ test('matching: operations, names, subresources, scope, namespace and object sel
   assert.is(refusal(() => deployments.registry.create(d, 'ns', { metadata: { name: 'web' }, spec }, ADMIN))?.code, 422);
 });
 
+test('a Namespace: its own name as request.namespace, no namespaceObject, selected by its own labels', () => {
+  const env = setUp();
+  install(env, policy('p', {
+    matchConstraints: { namespaceSelector: { matchLabels: { guarded: 'yes' } }, resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['namespaces'] }] },
+    validations: [{ expression: 'request.namespace == request.name && namespaceObject == null && !has(object.metadata.annotations)', message: 'no annotations' }],
+  }));
+  const ns = env.type('', 'namespaces');
+  assert.is(refusal(() => env.registry.create(ns, undefined, { metadata: { name: 'free', annotations: { a: 'b' } } }, ADMIN)), undefined);
+  assert.is(refusal(() => env.registry.create(ns, undefined, { metadata: { name: 'held', labels: { guarded: 'yes' } } }, ADMIN)), undefined);
+  assert.is(refusal(() => env.registry.patch(ns, undefined, 'held', { metadata: { annotations: { a: 'b' } } }, 'application/merge-patch+json', ADMIN))?.message, `namespaces "held" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p' denied request: no annotations`);
+});
+
 test('status subresource: a rule must name deployments/status', () => {
   const env = setUp();
   env.registry.create(env.type('', 'namespaces'), undefined, { metadata: { name: 'ns' } }, ADMIN);

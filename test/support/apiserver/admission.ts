@@ -12,7 +12,7 @@
 // matchPolicy Equivalent beyond the exact resource, the authorizer variable,
 // the cost budget, status.typeChecking.
 
-import { type Bindings, CompileError, type Outcome, type Program, compile } from './cel.ts';
+import { type Activation, CompileError, type Outcome, type Program, compile } from './cel.ts';
 import { ApiError, type FieldError, invalid, qualified } from './errors.ts';
 import type { UserInfo } from './rbac.ts';
 import type { ResourceType } from './resources.ts';
@@ -33,6 +33,7 @@ export interface AdmissionRequest {
   readonly subresource?: string;
   /** The name on the URL, or in the body of a create; '' for a create by generateName. */
   readonly name: string;
+  /** The object's namespace; none for a cluster-scoped one, a Namespace included. */
   readonly namespace?: string;
   /** The object as it would be stored; null on DELETE. */
   readonly object: KubeObject | null;
@@ -85,10 +86,10 @@ export class PolicyAdmission {
     const spec = policy.spec;
     const name = policy.metadata.name;
     const fail = (spec.failurePolicy ?? 'Fail') === 'Fail';
-    const bindings = this.#bindings(spec, request);
+    const activation = this.#activation(spec, request);
     const run = (expression: string): Outcome => {
       const program = this.#program(expression);
-      return program instanceof CompileError ? { error: `compilation error: ${program.message}` } : program.run(bindings);
+      return program instanceof CompileError ? { error: `compilation error: ${program.message}` } : program.run(activation);
     };
     // matchConditions: any false skips the policy; errors fail it only if none is false.
     const errors: string[] = [];
@@ -123,14 +124,15 @@ export class PolicyAdmission {
     return `failed expression: ${String(validation.expression).trim()}`;
   }
 
-  #bindings(spec: any, request: AdmissionRequest): Bindings {
+  #activation(spec: any, request: AdmissionRequest): Activation {
     const variables = new Map<string, () => Outcome>();
     const done = new Map<string, Outcome>();
-    const bindings: Bindings = {
+    const activation: Activation = {
       object: request.object,
       oldObject: request.oldObject,
       request: admissionRequest(request),
-      namespaceObject: namespaceObject(this.#store, request.namespace),
+      // A Namespace's own request has none (dispatcher.go).
+      namespaceObject: isNamespace(request.type) ? null : namespaceObject(this.#store, request.namespace),
       variables,
     };
     for (const v of spec.variables ?? []) {
@@ -140,12 +142,12 @@ export class PolicyAdmission {
         // A variable may name only those before it; a loop is an error, not a hang.
         done.set(v.name, { error: `expression '${v.expression}' resulted in error: variable ${v.name} refers to itself` });
         const program = this.#program(v.expression);
-        const outcome = program instanceof CompileError ? { error: `composited variable "${v.name}" fails to compile: ${program.message}` } : program.run(bindings);
+        const outcome = program instanceof CompileError ? { error: `composited variable "${v.name}" fails to compile: ${program.message}` } : program.run(activation);
         done.set(v.name, outcome);
         return outcome;
       });
     }
-    return bindings;
+    return activation;
   }
 
   #program(expression: string): Program | CompileError {
@@ -184,10 +186,10 @@ const anyOf = (items: string[] | undefined, wanted: string) => (items ?? []).som
 /** rules.Matcher: scope, operation, group, version, and resource with its subresource ("*" is every resource, not their subresources). */
 function ruleMatches(rule: any, request: AdmissionRequest): boolean {
   const { type } = request;
-  const isNamespace = type.group === '' && type.resource === 'namespaces';
+  const clusterScoped = isNamespace(type) || !request.namespace;
   const scope = rule.scope ?? '*';
-  if (scope === 'Namespaced' && (isNamespace || !request.namespace)) return false;
-  if (scope === 'Cluster' && !(isNamespace || !request.namespace)) return false;
+  if (scope === 'Namespaced' && clusterScoped) return false;
+  if (scope === 'Cluster' && !clusterScoped) return false;
   if (!['*', 'Namespaced', 'Cluster'].includes(scope)) return false;
   if (!anyOf(rule.operations, request.operation)) return false;
   if (!anyOf(rule.apiGroups, type.group) || !anyOf(rule.apiVersions, type.version)) return false;
@@ -200,9 +202,8 @@ function ruleMatches(rule: any, request: AdmissionRequest): boolean {
 /** A cluster-scoped object always matches; a namespace by its own labels; the rest by their namespace's. */
 function namespaceMatches(selector: any, request: AdmissionRequest, store: Store): boolean {
   if (isEmptySelector(selector)) return true;
-  const isNamespace = request.type.group === '' && request.type.resource === 'namespaces';
-  if (!request.namespace && !isNamespace) return true;
-  const labels = isNamespace ? (request.object ?? request.oldObject)?.metadata.labels : store.get('/namespaces', undefined, request.namespace!)?.metadata.labels;
+  if (!request.namespace && !isNamespace(request.type)) return true;
+  const labels = isNamespace(request.type) ? (request.object ?? request.oldObject)?.metadata.labels : store.get('/namespaces', undefined, request.namespace!)?.metadata.labels;
   return matchesLabelSelector(selector, labels ?? {});
 }
 
@@ -210,6 +211,8 @@ function objectMatches(selector: any, request: AdmissionRequest): boolean {
   if (isEmptySelector(selector)) return true;
   return [request.object, request.oldObject].some((o) => o !== null && matchesLabelSelector(selector, o.metadata.labels ?? {}));
 }
+
+const isNamespace = (type: ResourceType) => type.group === '' && type.resource === 'namespaces';
 
 const isEmptySelector = (s: any) => !s || (Object.keys(s.matchLabels ?? {}).length === 0 && (s.matchExpressions ?? []).length === 0);
 
@@ -231,7 +234,8 @@ function admissionRequest(r: AdmissionRequest): Record<string, unknown> {
     requestResource: resource,
     ...(r.subresource && { requestSubResource: r.subresource }),
     ...(r.name && { name: r.name }),
-    ...(r.namespace && { namespace: r.namespace }),
+    // A Namespace's requests carry its own name as their namespace (admission.Attributes).
+    ...((isNamespace(type) ? r.name : r.namespace) && { namespace: isNamespace(type) ? r.name : r.namespace }),
     operation: r.operation,
     userInfo: { ...(user.name && { username: user.name }), ...(user.uid && { uid: user.uid }), ...(user.groups.length && { groups: [...user.groups] }), ...(user.extra && Object.keys(user.extra).length && { extra: user.extra }) },
     dryRun: false,

@@ -27,7 +27,8 @@ const DECLARED = new Set(['object', 'oldObject', 'request', 'namespaceObject', '
 
 export type Outcome = { readonly value: CelValue } | { readonly error: string };
 
-export interface Bindings {
+/** What an expression's variables are bound to (cel-go's activation). */
+export interface Activation {
   readonly object: unknown;
   readonly oldObject: unknown;
   readonly request: unknown;
@@ -38,7 +39,7 @@ export interface Bindings {
 
 export interface Program {
   readonly expression: string;
-  run(bindings: Bindings): Outcome;
+  run(activation: Activation): Outcome;
 }
 
 /** Thrown out of the evaluator when an expression reaches a variable that failed: the expression fails with it. */
@@ -58,13 +59,13 @@ export function compile(expression: string): Program {
   const evaluate = plan(ENV, parsed);
   return {
     expression,
-    run(bindings) {
+    run(activation) {
       const result = evaluate({
-        object: toCel(bindings.object),
-        oldObject: toCel(bindings.oldObject),
-        request: toCel(bindings.request),
-        namespaceObject: toCel(bindings.namespaceObject),
-        variables: celMap(lazyVariables(bindings.variables)),
+        object: toCel(activation.object),
+        oldObject: toCel(activation.oldObject),
+        request: toCel(activation.request),
+        namespaceObject: toCel(activation.namespaceObject),
+        variables: celMap(lazyVariables(activation.variables)),
       });
       if (!isCelError(result)) return { value: result };
       return { error: `expression '${expression}' resulted in error: ${goWording(result.message)}` };

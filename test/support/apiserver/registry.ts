@@ -304,7 +304,7 @@ export class Registry {
       throw conflict(byKind, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${stored.metadata.resourceVersion}). The object might have been modified`);
     }
     if (isNamespace(type) && IMMORTAL.has(name)) throw forbidden(subjectOf(type, name), 'this namespace may not be deleted');
-    this.#admit({ operation: 'DELETE', type, name, namespace: isNamespace(type) ? name : ns, user: caller.user }, undefined, stored);
+    this.#admit({ operation: 'DELETE', type, name, namespace: ns, user: caller.user }, undefined, stored);
     const now = this.#now();
     const obj = structuredClone(stored);
     const meta = obj.metadata;
