@@ -849,6 +849,159 @@ contract('the hold: a watch by fieldSelector metadata.name sees that object alon
   assert.ok(elapsed >= 1900 && elapsed < 10_000, `ended after timeoutSeconds (${elapsed} ms)`);
 });
 
+// ---- admission policies (issue 33) -----------------------------------------------------------
+
+const ADMISSION = 'admissionregistration.k8s.io/v1';
+
+/** drainguard's policy as shipped (deploy/components/rbac/admission-policy.yaml), its placeholders filled and its folded lines joined. */
+function drainguardPolicy(n: { namespace: string; deployment: string; serviceAccount: string; operatorRole: string; operatorBinding: string }) {
+  const own = `drainguard:${n.namespace}:${n.deployment}`;
+  const same = (f: string) => `has(object.${f}) == has(oldObject.${f}) && (!has(object.${f}) || object.${f} == oldObject.${f})`;
+  const only = "the operator's ServiceAccount may change only metadata.finalizers of this object";
+  return {
+    apiVersion: ADMISSION,
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: `drainguard.${n.namespace}.${n.deployment}`, labels: { 'app.kubernetes.io/name': 'drainguard', 'drainguard.dev/uninstall': 'last' }, annotations: { 'helm.sh/resource-policy': 'keep' } },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: {
+        resourceRules: [
+          { apiGroups: ['rbac.authorization.k8s.io'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['clusterroles'], resourceNames: [n.operatorRole, own] },
+          { apiGroups: ['rbac.authorization.k8s.io'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['clusterrolebindings'], resourceNames: [n.operatorBinding, own] },
+          { apiGroups: ['rbac.authorization.k8s.io'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['roles', 'rolebindings'], resourceNames: [own] },
+          { apiGroups: [''], apiVersions: ['*'], operations: ['UPDATE'], resources: ['serviceaccounts'], resourceNames: [n.serviceAccount] },
+        ],
+      },
+      matchConditions: [{ name: 'operator-serviceaccount', expression: `request.userInfo.username == 'system:serviceaccount:' + '${n.namespace}' + ':' + '${n.serviceAccount}'` }],
+      validations: [
+        {
+          expression: "(has(object.metadata.finalizers) ? object.metadata.finalizers : []).filter(f, !f.startsWith('drainguard.dev/holder-')) == (has(oldObject.metadata.finalizers) ? oldObject.metadata.finalizers : []).filter(f, !f.startsWith('drainguard.dev/holder-'))",
+          message: "the operator's ServiceAccount may add or remove only drainguard.dev/holder- finalizers on this object",
+        },
+        { expression: [same('metadata.labels'), same('metadata.annotations'), same('metadata.ownerReferences')].join(' && '), message: only },
+        { expression: `!(request.resource.resource in ['clusterroles', 'roles']) || (${same('rules')} && ${same('aggregationRule')})`, message: only },
+        { expression: `!(request.resource.resource in ['clusterrolebindings', 'rolebindings']) || (object.roleRef == oldObject.roleRef && ${same('subjects')})`, message: only },
+        { expression: `request.resource.resource != 'serviceaccounts' || (${same('secrets')} && ${same('imagePullSecrets')} && ${same('automountServiceAccountToken')})`, message: only },
+        { expression: "request.resource.resource != 'deployments' || object.spec == oldObject.spec", message: "the operator's ServiceAccount may change only metadata.finalizers of this Deployment" },
+      ],
+    },
+  };
+}
+
+contract('admission policy: drainguard’s as shipped lets its operator change only holder finalizers of its own binding; merge, strategic merge and PUT alike; not the admin', async (c) => {
+  const served = (await raw(c, 'GET', `/apis/${ADMISSION}`)).body.resources;
+  const kinds = Object.fromEntries(served.map((r: any) => [r.name, [r.kind, r.namespaced]]));
+  assert.equal(kinds.validatingadmissionpolicies, ['ValidatingAdmissionPolicy', false]);
+  assert.equal(kinds['validatingadmissionpolicies/status'], ['ValidatingAdmissionPolicy', false]);
+  assert.equal(kinds.validatingadmissionpolicybindings, ['ValidatingAdmissionPolicyBinding', false]);
+
+  const { name: ns } = await c.namespace('vap');
+  // The operator's ServiceAccount `op`, with patch on the ClusterRoleBinding that binds it to the role it holds: the shape drainguard ships.
+  const { token, role } = await subject(c, ns, [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterrolebindings'], resourceNames: [`${ns}-op`], verbs: ['get', 'patch', 'update'] }], { cluster: true, name: 'op' });
+  const policy = drainguardPolicy({ namespace: ns, deployment: 'web', serviceAccount: 'op', operatorRole: role, operatorBinding: role });
+  const name = policy.metadata.name;
+  await c.create(policy, 'validatingadmissionpolicies');
+  await c.create({ apiVersion: ADMISSION, kind: 'ValidatingAdmissionPolicyBinding', metadata: { name, labels: policy.metadata.labels }, spec: { policyName: name, validationActions: ['Deny'] } });
+
+  const as = c.api.as(token);
+  const path = resourcePath(RBAC, 'clusterrolebindings', undefined, role);
+  const merge = (body: unknown) => as.request('PATCH', path, body, 'application/merge-patch+json');
+  const strategic = (body: unknown) => as.request('PATCH', path, body, 'application/strategic-merge-patch+json');
+  const put = async (change: (o: any) => void) => {
+    const o = (await as.request('GET', path)).body;
+    change(o);
+    return as.request('PUT', path, o);
+  };
+  // The real server's policy is in force a second or two after it and its binding were made (its informers), the
+  // stand-in's at once: wait until a label the policy forbids is refused, taking it off again while it is not.
+  await c.waitFor(async () => {
+    const probe = await merge({ metadata: { labels: { probe: 'x' } } });
+    if (probe.status === 200) await c.api.patch(path, { metadata: { labels: null } });
+    return probe.status === 422;
+  }, 30_000, 'the admission policy in force');
+
+  const denied = (message: string) => `clusterrolebindings.rbac.authorization.k8s.io "${role}" is forbidden: ValidatingAdmissionPolicy '${name}' with binding '${name}' denied request: ${message}`;
+  const onlyFinalizers = denied("the operator's ServiceAccount may change only metadata.finalizers of this object");
+  const onlyHolders = denied("the operator's ServiceAccount may add or remove only drainguard.dev/holder- finalizers on this object");
+  const before = await c.api.get(path);
+  const anyone = { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:authenticated' };
+  const widened = [...before.subjects, anyone];
+  const holder = 'drainguard.dev/holder-x';
+
+  // (a) A subject added by the operator: what RBAC's bind check lets through (kubernetes-facts.md), the policy refuses.
+  const added = await merge({ subjects: widened });
+  assert.equal([added.status, added.body.reason, added.body.code, added.body.message], [422, 'Invalid', 422, onlyFinalizers]);
+  assert.equal([added.body.details?.name, added.body.details?.group, added.body.details?.kind], [role, 'rbac.authorization.k8s.io', 'clusterrolebindings']);
+  assert.equal([(await strategic({ subjects: widened })).body.message, (await put((o) => (o.subjects = widened))).body.message], [onlyFinalizers, onlyFinalizers]);
+  // (b) Its own holder finalizer, on and off, three ways.
+  assert.equal((await merge({ metadata: { finalizers: [holder] } })).status, 200);
+  assert.equal((await merge({ metadata: { finalizers: null } })).status, 200);
+  assert.equal((await strategic({ metadata: { finalizers: [holder] } })).status, 200);
+  assert.equal((await strategic({ metadata: { '$deleteFromPrimitiveList/finalizers': [holder] } })).status, 200);
+  assert.equal((await put((o) => (o.metadata.finalizers = [holder]))).status, 200);
+  assert.equal((await put((o) => delete o.metadata.finalizers)).status, 200);
+  // (c) A label, (d) a finalizer not drainguard's holder: refused, three ways.
+  for (const [write, message] of [
+    [() => merge({ metadata: { labels: { a: 'b' } } }), onlyFinalizers],
+    [() => strategic({ metadata: { labels: { a: 'b' } } }), onlyFinalizers],
+    [() => put((o) => (o.metadata.labels = { a: 'b' })), onlyFinalizers],
+    [() => merge({ metadata: { finalizers: ['example.com/other'] } }), onlyHolders],
+    [() => strategic({ metadata: { finalizers: ['example.com/other'] } }), onlyHolders],
+    [() => put((o) => (o.metadata.finalizers = [holder, 'example.com/other'])), onlyHolders],
+  ] as const) {
+    const refused = await write();
+    assert.equal([refused.status, refused.body.message], [422, message]);
+  }
+  // (e) The same subject change by the admin: the policy's matchCondition names the operator alone.
+  assert.equal((await c.api.request('PATCH', path, { subjects: widened }, 'application/merge-patch+json')).status, 200);
+  assert.equal((await c.api.request('PATCH', path, { subjects: before.subjects }, 'application/merge-patch+json')).status, 200);
+  const after = await c.api.get(path);
+  assert.equal([after.subjects, after.metadata.labels, after.metadata.finalizers], [before.subjects, undefined, undefined], 'nothing refused was written');
+});
+
+contract('admission policy: object and oldObject by operation, messageExpression and reason, an evaluation error under failurePolicy Fail', async (c) => {
+  const { name: ns } = await c.namespace('vap-cel');
+  const name = `${ns}.cel`;
+  // Held to this namespace (its name label) and these names, so that it touches nothing else of a shared control plane.
+  const guarded = (expression: string) => `request.operation == 'DELETE' || ${expression}`;
+  await c.create({
+    apiVersion: ADMISSION,
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+        resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE', 'DELETE'], resources: ['configmaps'], resourceNames: ['probe', 'a'] }],
+      },
+      validations: [
+        { expression: "request.operation != 'DELETE' || (object == null && oldObject.metadata.name == request.name)", message: 'delete' },
+        { expression: "request.operation != 'CREATE' || (oldObject == null && object.metadata.name == request.name && request.namespace == '" + ns + "')", message: 'create' },
+        { expression: guarded("!has(object.data) || object.data.v != 'deny'"), messageExpression: "'value ' + object.data.v + ' refused'", reason: 'Forbidden' },
+        { expression: guarded("!has(object.data) || object.data.v != 'error' || object.metadata.labels.a == 'b'") },
+      ],
+    },
+  }, 'validatingadmissionpolicies');
+  await c.create({ apiVersion: ADMISSION, kind: 'ValidatingAdmissionPolicyBinding', metadata: { name }, spec: { policyName: name, validationActions: ['Deny'] } });
+  const denied = (object: string, message: string) => `configmaps "${object}" is forbidden: ValidatingAdmissionPolicy '${name}' with binding '${name}' denied request: ${message}`;
+  // In force at once on the stand-in, a second or two later on the real server.
+  await c.waitFor(async () => {
+    const probe = await c.api.request('POST', cmPath(ns), { ...cm(ns, 'probe'), data: { v: 'deny' } });
+    if (probe.status === 201) await c.api.delete(cmPath(ns, 'probe'));
+    return probe.status === 403;
+  }, 30_000, 'the admission policy in force');
+
+  assert.equal((await c.api.request('POST', cmPath(ns), { ...cm(ns, 'a'), data: { v: 'ok' } })).status, 201);
+  const deny = await c.api.request('PATCH', cmPath(ns, 'a'), { data: { v: 'deny' } }, 'application/merge-patch+json');
+  assert.equal([deny.status, deny.body.reason, deny.body.message], [403, 'Forbidden', denied('a', 'value deny refused')]);
+  const error = await c.api.request('PATCH', cmPath(ns, 'a'), { data: { v: 'error' } }, 'application/merge-patch+json');
+  const expression = "request.operation == 'DELETE' || !has(object.data) || object.data.v != 'error' || object.metadata.labels.a == 'b'";
+  assert.equal([error.status, error.body.reason, error.body.message], [422, 'Invalid', denied('a', `expression '${expression}' resulted in error: no such key: labels`)]);
+  assert.equal((await c.api.request('PATCH', cmPath(ns, 'a'), { metadata: { labels: { a: 'b' } }, data: { v: 'error' } }, 'application/merge-patch+json')).status, 200);
+  assert.equal((await c.api.request('DELETE', cmPath(ns, 'a'))).status, 200);
+  assert.equal((await c.api.request('POST', cmPath(ns), { ...cm(ns, 'other'), data: { v: 'deny' } })).status, 201, 'a name the policy does not list');
+});
+
 // ---- registration ---------------------------------------------------------------------------
 
 const shared = await useCluster();

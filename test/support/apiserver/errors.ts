@@ -2,7 +2,8 @@
 // (k8s.io/apimachinery/pkg/api/errors).
 
 export interface StatusCause {
-  readonly reason: string;
+  /** Left out when empty, as an admission policy's denial leaves it. */
+  readonly reason?: string;
   readonly message: string;
   readonly field?: string;
 }

@@ -6,6 +6,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
+import { type AdmissionRequest, PolicyAdmission } from './admission.ts';
 import { applyPatch as serverSideApply } from './apply.ts';
 import { crdWrite, pruneCustomResource } from './crd.ts';
 import { ApiError, MODIFIED, alreadyExists, badRequest, conflict, forbidden, invalid, notFound } from './errors.ts';
@@ -52,12 +53,14 @@ export class Registry {
   readonly types: ResourceTypes;
   readonly #now: () => number;
   readonly #rbac: () => RbacView;
+  readonly #policies: PolicyAdmission;
 
   constructor(store: Store, types: ResourceTypes, now: () => number, rbac: () => RbacView) {
     this.store = store;
     this.types = types;
     this.#now = now;
     this.#rbac = rbac;
+    this.#policies = new PolicyAdmission(store);
   }
 
   now(): number {
@@ -93,6 +96,13 @@ export class Registry {
     return { items, resourceVersion: String(this.store.rv) };
   }
 
+  /** Validating admission by policies: after the type's own checks, before storage (the store's create/update/deleteValidation). */
+  #admit(request: Omit<AdmissionRequest, 'object' | 'oldObject'>, object: KubeObject | undefined, old: KubeObject | undefined): void {
+    const { type } = request;
+    if (!this.#policies.applies(type)) return;
+    this.#policies.admit({ ...request, object: object ? this.served(type, object) : null, oldObject: old ? this.served(type, old) : null });
+  }
+
   #context(type: ResourceType, caller: Caller): WriteContext {
     return { type, user: caller.user, now: this.#now(), rbac: this.#rbac(), get: (storage, ns, name) => this.store.get(storage, ns, name) };
   }
@@ -112,6 +122,7 @@ export class Registry {
       meta.namespace = namespace;
     } else delete meta.namespace;
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomSuffix()}`;
+    const requestName = meta.name ?? '';
     if (type.namespaced) this.#admitNamespace(type, namespace!, meta.name);
     const errors = [...nameErrors(type, meta.name ?? ''), ...finalizerErrors(meta.finalizers)];
     if (errors.length) throw invalid(type.kind, type.group, meta.name ?? '', errors);
@@ -136,6 +147,7 @@ export class Registry {
     if (type.group === 'events.k8s.io') {
       obj.apiVersion = 'v1';
     }
+    this.#admit({ operation: 'CREATE', type, name: requestName, namespace: meta.namespace, user: caller.user }, obj, undefined);
     return this.served(type, this.store.create(type.storage, obj));
   }
 
@@ -223,6 +235,8 @@ export class Registry {
     if (type.crd) obj.apiVersion = apiVersionOf(type);
     obj.metadata.resourceVersion = stored.metadata.resourceVersion;
     if (type.generation && this.#specChanged(type, obj, stored)) obj.metadata.generation = (stored.metadata.generation ?? 1) + 1;
+    // Admitted before the no-op check: a write that changes nothing is still a request (store.go Update).
+    this.#admit({ operation: 'UPDATE', type, subresource, name, namespace: ns, user: caller.user }, obj, stored);
     // A write that changes nothing is no write: the resourceVersion stays, no watch event.
     if (isDeepStrictEqual(obj, stored)) return this.served(type, stored);
     // The last finalizer of an object being deleted gone: it is deleted instead of written. The watch
@@ -278,7 +292,7 @@ export class Registry {
 
   // ---- delete -----------------------------------------------------------------------
 
-  delete(type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions, _caller: Caller): { object: KubeObject; deleted: boolean } {
+  delete(type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions, caller: Caller): { object: KubeObject; deleted: boolean } {
     const ns = type.namespaced ? namespace : undefined;
     const stored = this.store.get(type.storage, ns, name);
     if (!stored) throw notFound(subjectOf(type, name));
@@ -290,6 +304,7 @@ export class Registry {
       throw conflict(byKind, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${stored.metadata.resourceVersion}). The object might have been modified`);
     }
     if (isNamespace(type) && IMMORTAL.has(name)) throw forbidden(subjectOf(type, name), 'this namespace may not be deleted');
+    this.#admit({ operation: 'DELETE', type, name, namespace: ns, user: caller.user }, undefined, stored);
     const now = this.#now();
     const obj = structuredClone(stored);
     const meta = obj.metadata;

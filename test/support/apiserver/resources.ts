@@ -108,6 +108,8 @@ export const BUILTIN: readonly ResourceType[] = [
   type(RBAC, 'v1', 'rolebindings', 'RoleBinding', true),
   type('coordination.k8s.io', 'v1', 'leases', 'Lease', true),
   type('events.k8s.io', 'v1', 'events', 'Event', true, { shortNames: ['ev'], storage: 'events' }),
+  type('admissionregistration.k8s.io', 'v1', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', false, { categories: ['api-extensions'], generation: true, subresources: { status: 'status' } }),
+  type('admissionregistration.k8s.io', 'v1', 'validatingadmissionpolicybindings', 'ValidatingAdmissionPolicyBinding', false, { categories: ['api-extensions'], generation: true }),
   type('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false, { shortNames: ['crd', 'crds'], categories: ['api-extensions'], generation: true, subresources: { status: 'status' } }),
   type('authentication.k8s.io', 'v1', 'selfsubjectreviews', 'SelfSubjectReview', false, { verbs: CREATE_ONLY, virtual: true }),
   type('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false, { verbs: CREATE_ONLY, virtual: true }),

@@ -79,3 +79,22 @@ export function fieldSelector(text: string | undefined, type: ResourceType): Sel
   });
   return (obj) => reqs.every((r) => r(obj));
 }
+
+/** A metav1.LabelSelector (matchLabels and matchExpressions) against an object's labels; an empty one selects everything. */
+export function matchesLabelSelector(selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }, labels: Record<string, string>): boolean {
+  const byLabel = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  return byLabel && (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+    switch (operator) {
+      case 'In':
+        return key in labels && values.includes(labels[key]!);
+      case 'NotIn':
+        return !(key in labels) || !values.includes(labels[key]!);
+      case 'Exists':
+        return key in labels;
+      case 'DoesNotExist':
+        return !(key in labels);
+      default:
+        return false;
+    }
+  });
+}

@@ -5,6 +5,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
+import { policyBindingStrategy, policyStrategy } from './admission.ts';
 import { ApiError, type FieldError, forbidden, invalid } from './errors.ts';
 import { type PolicyRule, type RbacView, type UserInfo, authorize, formatRule, isSuperuser, onlyGcFieldsChanged, rulesFor, uncovered } from './rbac.ts';
 import type { ResourceType } from './resources.ts';
@@ -455,6 +456,8 @@ const STRATEGIES: Record<string, Strategy> = {
   'apps/deployments': deployment,
   'apps/replicasets': replicaSet,
   'batch/jobs': job,
+  'admissionregistration.k8s.io/validatingadmissionpolicies': policyStrategy,
+  'admissionregistration.k8s.io/validatingadmissionpolicybindings': policyBindingStrategy,
 };
 
 export const strategyOf = (type: ResourceType): Strategy => STRATEGIES[type.storage] ?? {};
