@@ -41,8 +41,11 @@ async function install(mode: string, withPolicy: boolean): Promise<Installed> {
   }
   const objects = ex.objects.filter((o) => o.kind !== 'CustomResourceDefinition' && (withPolicy || !isPolicy(o)));
   for (const o of objects) await cluster.create(o, plural(o));
-  const token = await cluster.token(ex.namespace, ex.name);
-  return { objects, ns: ex.namespace, name: ex.name, operator: cluster.api.as(token), own: `drainguard:${ex.namespace}:${ex.name}` };
+  // The operator as its Deployment runs it: its namespace and ServiceAccount.
+  const deployment = objects.find((o) => o.kind === 'Deployment')!;
+  const ns = deployment.metadata.namespace!;
+  const token = await cluster.token(ns, deployment.spec.template.spec.serviceAccountName);
+  return { objects, ns, name: deployment.metadata.name, operator: cluster.api.as(token), own: `drainguard:${ns}:${deployment.metadata.name}` };
 }
 
 async function uninstall(i: Installed): Promise<void> {
@@ -63,7 +66,7 @@ async function addSubject(api: Api, path: string) {
   return api.request('PATCH', path, { subjects: [...binding.subjects, EVERYONE] }, MERGE);
 }
 
-const refusedByPolicy = (r: { status: number; body: any }) => r.status === 422 && /^ValidatingAdmissionPolicy '[^']+' with binding '[^']+' denied request: /.test(r.body?.message ?? '');
+const refusedByPolicy = (r: { status: number; body: any }) => r.status === 422 && /ValidatingAdmissionPolicy '[^']+' with binding '[^']+' denied request: /.test(r.body?.message ?? '');
 
 /** The policy takes effect a moment after it is created (a second or two on a real server): until the attack is refused. */
 async function inForce(i: Installed): Promise<void> {

@@ -208,8 +208,9 @@ current-context: test
       await this.api.delete(path);
       const left = await this.api.get(path);
       // Finalizers a test left; the API server's own (a CRD's customresourcecleanup) finish by themselves.
-      const kept = (left?.metadata.finalizers ?? []).filter((f: string) => f.endsWith('.k8s.io'));
-      if (left && kept.length < left.metadata.finalizers.length) await this.api.request('PATCH', path, { metadata: { finalizers: kept } }, 'application/merge-patch+json');
+      const finalizers: string[] = left?.metadata.finalizers ?? [];
+      const kept = finalizers.filter((f) => f.endsWith('.k8s.io'));
+      if (left && kept.length < finalizers.length) await this.api.request('PATCH', path, { metadata: { finalizers: kept } }, 'application/merge-patch+json');
     }
     rmSync(this.dir, { recursive: true, force: true });
   }
