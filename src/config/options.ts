@@ -198,7 +198,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'gracePeriodMs', flag: 'grace-period', value: 'DURATION', parse: duration, commands: SUPERVISING,
-    description: "the pod's terminationGracePeriodSeconds; once read from the Pod (when the API is reachable) the Pod's wins, unless this is shorter",
+    description: "the pod's terminationGracePeriodSeconds; once read from the Pod (when the API is reachable) the Pod's wins, unless this is shorter; a deletion's own deadline (the Pod's deletionTimestamp, read at the stop) wins when it comes sooner",
     default: 30_000, format: formatDuration,
   },
   {

@@ -41,7 +41,7 @@ test('the render names no namespace: helm template | drainguard check -n NS - is
   assert.ok(documents(text).every((o) => o.metadata.namespace === undefined), 'the fixture leaves metadata.namespace out');
   const clean = check(['-n', NS, '-'], text);
   assert.equal([clean.status, clean.findings], [0, []], clean.stdout + clean.stderr);
-  assert.match(clean.stdout, /"checked": 10,/);
+  assert.match(clean.stdout, /"checked": 12,/);
   // What check said before -n: the guard's serviceaccount/widgets/... and the subjects in widgets, the objects in default.
   const unplaced = check(['-'], text);
   assert.equal(unplaced.status, 1);
@@ -67,7 +67,7 @@ test('-f FILE, -f DIR, -f - and --filename, repeatable and beside positional pat
   writeFileSync(join(rest, 'workload.yml'), objects.filter((o) => !rbac.includes(o)).map((o) => stringify(o)).join('---\n'));
   const split = check(['-n', NS, '-f', join(dir, 'rbac.yaml'), '--filename', rest]);
   assert.equal([split.status, split.findings], [0, []], split.stdout + split.stderr);
-  assert.match(split.stdout, /"checked": 10,/);
+  assert.match(split.stdout, /"checked": 12,/);
   // Without the RBAC file the guard is not covered: both -f were read.
   assert.ok(check(['-n', NS, '--filename', rest]).findings.includes(`guard-not-covered Deployment/${NS}/${DEPLOYMENT}`));
   // Standard input with -f, a positional beside -f, and --filename=.

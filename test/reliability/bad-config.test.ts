@@ -78,6 +78,7 @@ function cases(httpInUse: number): Case[] {
     { option: 'drain-timeout', value: '26s', fix: /lower it to at most 25s/ },
     { option: 'drain-timeout', value: '9s', with: { DRAINGUARD_GRACE_PERIOD: '10s', DRAINGUARD_STOP_TIMEOUT: '2s' }, fix: /must fit in the grace period \(10s\).*lower it to at most 8s/ },
     ...['', 'SIGNOPE', 'NOPE', '0', '65', '-15', 'SIG TERM', 'SIGTERM,SIGINT'].map((value) => ({ option: 'stop-signal', value, fix: SIGNAL })),
+    ...['', 'Bad Name!', 'UPPER', '-lease', `${'a'.repeat(254)}`].map((value) => ({ option: 'leader-lease', value, fix: /expected auto, off, or the name of the operator's leader Lease/ })),
     ...['SIGSTOP', 'SIGCHLD', '19'].map((value) => ({ option: 'stop-signal', value, fix: /expected a signal that stops a process \(not SIGSTOP or SIGCHLD\)/ })),
     ...durations('stop-timeout'),
     { option: 'stop-timeout', value: '30s', fix: /must be shorter than the grace period \(30s\); lower it or raise DRAINGUARD_GRACE_PERIOD/ },

@@ -200,11 +200,12 @@ test('stray signals and a storm of 1000 SIGTERM/SIGINT/SIGHUP at the sidecar: su
   console.log('  storm sent', sent, 'sidecar exit', exit);
 });
 
-test('control connections: 1000 drain requests at once join one drain, each hears how it ended; rude ones are refused', async () => {
+test('control connections: 120 drain requests at once join one drain, each hears how it ended; rude ones are refused', async () => {
   const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   const operator = await startOperator(pod, { FX_WORK: '600' });
   const before = memory(pod.sidecar.pid).rssKiB;
-  const requests = 1000;
+  // As many at once as the socket takes before they have spoken (128, docs/protocol.md "Bounds"), less the operator's.
+  const requests = 120;
   const answers = await Promise.all(
     Array.from({ length: requests }, async (_, i) => {
       const s: Socket = connect(pod.socket);
