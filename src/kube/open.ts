@@ -4,7 +4,7 @@
 
 import type { Logger } from '../log/logger.ts';
 import { KubeClient } from './client.ts';
-import { loadApiAccess } from './config.ts';
+import { NoApiConfigError, loadApiAccess } from './config.ts';
 import { apiConfigError } from './locate.ts';
 
 /** An API client, or a ConfigError saying why there is none (`why`: what needs the API). */
@@ -16,6 +16,16 @@ export async function openClient(env: NodeJS.ProcessEnv, logger: Logger, why: st
     throw apiConfigError(why, err);
   }
   return new KubeClient({ access, logger });
+}
+
+/** An API client, or undefined where none is configured: for a step that goes without (the leader Lease, the namespace's resources). */
+export async function openOptionalClient(env: NodeJS.ProcessEnv, logger: Logger): Promise<KubeClient | undefined> {
+  try {
+    return new KubeClient({ access: await loadApiAccess(env), logger });
+  } catch (err) {
+    if (err instanceof NoApiConfigError) return undefined;
+    throw err;
+  }
 }
 
 /** The namespace where holder Leases are looked for when drainguard may not list them cluster-wide. */

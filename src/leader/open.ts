@@ -52,12 +52,5 @@ async function operatorGone(wait: (signal: AbortSignal) => Promise<void>, deadli
   }
 }
 
-async function openClient(env: NodeJS.ProcessEnv, logger: Logger): Promise<KubeClient | undefined> {
-  const [{ NoApiConfigError, loadApiAccess }, { KubeClient }] = await Promise.all([import('../kube/config.ts'), import('../kube/client.ts')]);
-  try {
-    return new KubeClient({ access: await loadApiAccess(env), logger });
-  } catch (err) {
-    if (err instanceof NoApiConfigError) return undefined;
-    throw err;
-  }
-}
+/** The API client, loaded with the rest of the kube layer only when the step runs. */
+const openClient = async (env: NodeJS.ProcessEnv, logger: Logger): Promise<KubeClient | undefined> => (await import('../kube/open.ts')).openOptionalClient(env, logger);
