@@ -8,12 +8,14 @@ export const releaseCommand: CommandDef<ReleaseConfig> = {
   name: 'release',
   summary: 'remove guard finalizers whose holder is gone (recovery, post-delete hook)',
   usage: 'drainguard release [--guard LIST | -f FILE] [--all-objects] [--all --yes] [--wait DURATION] [--delete LIST]',
-  description: `Removes the drainguard.dev/holder-* finalizers of stale holders (holder Lease gone
-or expired) from the objects in --guard (DRAINGUARD_GUARD), or from every object that carries
-one with --all-objects; with --hold (DRAINGUARD_HOLD), also from the Deployments of the
-namespace that carry one (the hold's). Live holders keep theirs unless --all --yes is given. Only finalizers
-are written, and with --delete, once no live holder is left, the objects it names are deleted
-(drainguard's own RBAC, which the uninstall keeps until then). With -f FILE (- for standard
+  description: `Removes the drainguard.dev/holder-* finalizers of stale holders (holder Lease gone,
+expired, or not owned by its Pod) from the objects in --guard (DRAINGUARD_GUARD), or from every
+object that carries one with --all-objects; with --hold (DRAINGUARD_HOLD), also from the
+Deployments of the namespace that carry one (the hold's). Holders are judged by the Leases of
+--pod-namespace (the guarding pods' namespace; default the kubeconfig's, else default). Live
+holders keep theirs unless --all --yes is given. Only finalizers are written, and with --delete,
+once no live holder is left, the objects it names are deleted (drainguard's own RBAC and
+admission policy, which the uninstall keeps until then). With -f FILE (- for standard
 input), the lists come from the manifests that were applied: kubectl kustomize DIR |
 drainguard release --wait 2m -f -. Exit status 0 when every stale
 finalizer was removed (and every --delete object deleted), 1 when some could not be (or, with

@@ -9,8 +9,9 @@ export const statusCommand: CommandDef<StatusConfig> = {
   usage: 'drainguard status [--guard LIST] [--hold KINDS] [--all-objects] [-o json]',
   description: `Prints the objects in --guard (DRAINGUARD_GUARD) and, with --all-objects or when no
 list is given, every object that carries a drainguard.dev/holder- finalizer: whether it exists
-or is being deleted, and its holders, live or stale (holder Lease gone or expired). Then the
-holder Leases themselves. With --hold (DRAINGUARD_HOLD), also the Deployments of the namespace
+or is being deleted, and its holders, live or stale (holder Lease gone, expired or not owned by
+its Pod), judged by the Leases of --pod-namespace (default the kubeconfig's). Then the holder
+Leases themselves. With --hold (DRAINGUARD_HOLD), also the Deployments of the namespace
 that carry a holder finalizer (the hold), and what a hold waits for: the objects of those kinds
 that are being deleted and still carry a finalizer. Reads only.`,
   extra: STATUS_OPTIONS,
