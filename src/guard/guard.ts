@@ -208,12 +208,6 @@ export class Guard {
     this.#wake.abort();
   }
 
-  /** The state of a held object, as status() tells it; undefined when it is not held. */
-  stateOf(target: HeldTarget): ObjectState | undefined {
-    const key = guardTargetKey(target);
-    return this.#objects.find((o) => guardTargetKey(o.target) === key)?.state;
-  }
-
   /**
    * Removes this pod's finalizer from `target` now and never adds it again; resolves with
    * the removal's outcome or its error (then the release tries once more). Never throws.

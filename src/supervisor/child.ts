@@ -15,13 +15,12 @@ export interface ChildExit {
 export interface Child {
   readonly pid: number;
   readonly exited: Promise<ChildExit>;
-  /** True once the child has exited. */
-  readonly gone: boolean;
   /**
-   * Sends a signal to the child's group or the child alone (0: only checks it is there); false when
-   * it was not delivered: nothing was there to receive it, or the system refused (`onSignalRefused`).
+   * Sends a signal to the child's group or the child alone, as DRAINGUARD_SIGNAL_TARGET says (0: only
+   * checks it is there); false when it was not delivered: nothing was there to receive it, or the
+   * system refused (`onSignalRefused`).
    */
-  signal(signal: NodeJS.Signals | 0, target?: SignalTarget): boolean;
+  signal(signal: NodeJS.Signals | 0): boolean;
 }
 
 /** The child could not be started at all (missing command, not executable). */
@@ -88,13 +87,10 @@ export async function startChild(file: string, args: readonly string[], options:
   return {
     pid,
     exited,
-    get gone() {
-      return gone;
-    },
-    signal(sig, target = options.signalTarget) {
+    signal(sig) {
       if (gone) return false;
       try {
-        kill(target === 'group' ? -pid : pid, sig);
+        kill(options.signalTarget === 'group' ? -pid : pid, sig);
         return true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ESRCH') options.onSignalRefused?.(sig, err as NodeJS.ErrnoException);

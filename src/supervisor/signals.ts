@@ -17,15 +17,6 @@ export const FORWARDED: readonly NodeJS.Signals[] = [
   'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGWINCH', 'SIGIO', 'SIGPWR', 'SIGSYS',
 ];
 
-/** Routes every caught signal to `handler`; returns the function that removes the handlers. */
-export function catchSignals(handler: (signal: NodeJS.Signals) => void): () => void {
-  const all = [...TERMINATING, ...JOB_CONTROL, ...FORWARDED];
-  for (const sig of all) process.on(sig, handler);
-  return () => {
-    for (const sig of all) process.off(sig, handler);
-  };
-}
-
 /**
  * From here to exit, termination signals change nothing: the exit status is
  * decided (the operator is gone, the guard released), and a late SIGTERM must
