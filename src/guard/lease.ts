@@ -5,19 +5,11 @@
 
 import type { CallOptions, KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
-import { RESOURCES } from '../kube/objects.ts';
+import { RESOURCES, microTime } from '../kube/objects.ts';
 import type { Logger } from '../log/logger.ts';
 import type { PodRef } from '../kube/pod.ts';
 import type { LeaseObject } from './holders.ts';
 import { GUARDS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, leaseNameFor } from './names.ts';
-
-/**
- * A metav1.MicroTime: RFC 3339 with exactly six fractional digits, as the API
- * server parses it ("2006-01-02T15:04:05.000000Z07:00"); three are refused (400).
- */
-export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
 
 export interface HolderLeaseOptions {
   readonly client: KubeClient;

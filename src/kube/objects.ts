@@ -59,6 +59,15 @@ export const RESOURCES = {
   validatingadmissionpolicybinding: { group: 'admissionregistration.k8s.io', version: 'v1', resource: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding', namespaced: false },
 } as const satisfies Record<string, ResourceRef>;
 
+/**
+ * A metav1.MicroTime (a Lease's acquireTime and renewTime): RFC 3339 UTC with exactly six
+ * fractional digits, as the API server parses it ("2006-01-02T15:04:05.000000Z07:00");
+ * three are refused (400).
+ */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
 export const apiVersion = (r: ResourceRef): string => (r.group ? `${r.group}/${r.version}` : r.version);
 
 /** The URL path of an object, or of the collection when `name` is undefined (all namespaces when `namespace` is too). */

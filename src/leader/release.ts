@@ -16,7 +16,7 @@
 import type { LeaderLeaseSetting } from '../config/options.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { KubeApiError, isConflict, isNotFound, isStatus } from '../kube/errors.ts';
-import { type KubeObject, RESOURCES, objectPath } from '../kube/objects.ts';
+import { type KubeObject, RESOURCES, microTime, objectPath } from '../kube/objects.ts';
 import type { Logger } from '../log/logger.ts';
 
 
@@ -61,11 +61,6 @@ export function podHostname(podName: string): string {
 /** Whether `holder` is client-go's identity of a process in this pod: `<hostname>_<anything>`. */
 export function heldByPod(holder: string | null | undefined, podName: string): boolean {
   return typeof holder === 'string' && holder.startsWith(`${podHostname(podName)}_`);
-}
-
-/** A metav1.MicroTime: RFC 3339 UTC with exactly six fractional digits (the API server refuses three). */
-export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
 /** The Lease as client-go's release leaves it: nobody holds it, and it expires a second from now. */

@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { privateCluster } from '../support/cluster/index.ts';
 import { drainguard, killHard } from '../support/proc.ts';
-import { microTime } from '../../src/guard/lease.ts';
+import { microTime } from '../../src/kube/objects.ts';
 import { type Install, type Pod, finalizer, withCluster } from './cluster.ts';
 
 const { cluster } = await privateCluster();

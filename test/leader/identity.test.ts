@@ -3,7 +3,8 @@
 // kubelet's hostname rule, and MicroTime's six fractional digits.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { heldByPod, microTime, podHostname, released } from '../../src/leader/release.ts';
+import { microTime } from '../../src/kube/objects.ts';
+import { heldByPod, podHostname, released } from '../../src/leader/release.ts';
 
 test("a pod's hostname is its name, cut to 63 characters without a trailing '-' or '.'", () => {
   assert.is(podHostname('op-7d9c8b6f5-x2x4q'), 'op-7d9c8b6f5-x2x4q');
