@@ -3,7 +3,6 @@
 // account rewrite them (add a subject to a binding of a role it holds, say),
 // and drainguard's rights are bound to it.
 
-import type { GuardTarget } from '../config/guard-list.ts';
 import { RESOURCES } from '../kube/objects.ts';
 import type { Manifest } from './finding.ts';
 
@@ -37,5 +36,3 @@ function forUser(policy: Manifest, user: string): boolean {
   const plain = (s: string) => s.replace(/'\s*\+\s*'/g, '');
   return conditions.every((c) => plain(c.expression ?? '').includes(user));
 }
-
-export const policyTargets = (guard: readonly GuardTarget[]) => guard.map((t) => ({ kind: t.kind, name: t.name }));

@@ -9,7 +9,7 @@ import { type Container, type Placement, type PodSpec, drainguardCommand, envOf,
 import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
 import { checkHold } from './hold.ts';
-import { policyTargets, uncoveredByPolicy } from './admission-policy.ts';
+import { uncoveredByPolicy } from './admission-policy.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts';
 import { type Configured, type LayersRow, layersTable } from './layers.ts';
 import { type Command, EVERY_OPTION, type OptionValues, defaultValue } from '../config/options.ts';
@@ -246,7 +246,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
       `add serviceaccount/${w.namespace}/${sa} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`);
   }
-  const uncovered = uncoveredByPolicy(objects, w.namespace, sa, [...policyTargets(guard), ...(hold.length > 0 ? [{ kind: 'deployment' as const, name: w.object.metadata.name }] : [])]);
+  const uncovered = uncoveredByPolicy(objects, w.namespace, sa, [...guard, ...(hold.length > 0 ? [{ kind: 'deployment' as const, name: w.object.metadata.name }] : [])]);
   if (uncovered === undefined || uncovered.length > 0) {
     add('admission-policy-missing', 'warning',
       uncovered === undefined

@@ -6,6 +6,7 @@
 import { ConfigError } from '../errors.ts';
 import { type DeleteTarget, type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
 import { isGuardKind, isPolicyKind } from '../config/guard-kinds.ts';
+import { RESOURCES } from '../kube/objects.ts';
 import type { Manifest } from './finding.ts';
 import { placementOf, podSpecOf, settingOf } from './pod.ts';
 
@@ -39,7 +40,7 @@ export function releaseTargets(objects: readonly Manifest[], source: string): Re
       const kind = o.kind.toLowerCase();
       if (isPolicyKind(kind)) return [{ kind, name: o.metadata.name }];
       if (!isGuardKind(kind)) return [];
-      return [kind === 'role' || kind === 'rolebinding' || kind === 'serviceaccount' ? { kind, namespace: o.metadata.namespace ?? [...namespaces][0]!, name: o.metadata.name } : { kind, name: o.metadata.name }];
+      return [RESOURCES[kind].namespaced ? { kind, namespace: o.metadata.namespace ?? [...namespaces][0]!, name: o.metadata.name } : { kind, name: o.metadata.name }];
     });
   return { guard: [...guard.values()], remove, namespace: [...namespaces][0]! };
 }
