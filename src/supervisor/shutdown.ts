@@ -150,7 +150,7 @@ export class Deadlines {
   readonly #log: Logger;
   readonly #now: () => number;
   #grace: GracePeriod;
-  /** The Pod's deletionTimestamp (epoch ms, whole seconds), once read. */
+  /** The kubelet's SIGKILL by the Pod's deletion (epoch ms), once read. */
   #deletionAt?: number;
   #signalAt?: number;
   #requestAt?: number;
@@ -217,12 +217,17 @@ export class Deadlines {
       else this.#log.info('the Pod is not being deleted: going by the grace period from the termination', fields);
       return false;
     }
-    if (known !== undefined && known <= reading.at) return false;
-    this.#deletionAt = reading.at;
+    // The kubelet counts the deletion's grace period from when it acts on it, which is when it
+    // starts the stop (the signal, the preStop hook): from the start, as drainguard counts. The
+    // deletionTimestamp (the delete's time plus the grace, in whole seconds) is up to a second
+    // and the kubelet's lag earlier, so it is the bound below; a later delete only moves it earlier.
+    const kill = known === undefined && reading.graceMs !== undefined ? Math.max(reading.at, this.terminatedAt() + reading.graceMs) : reading.at;
+    if (known !== undefined && known <= kill) return false;
+    this.#deletionAt = kill;
     this.#log[known === undefined ? 'info' : 'warn'](known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it", {
       deletionTimestamp: new Date(reading.at).toISOString(),
       deletionGracePeriodMs: reading.graceMs,
-      leftMs: reading.at - this.#now(),
+      leftMs: kill - this.#now(),
       drainDeadline: new Date(this.drainDeadline()).toISOString(),
       stopTimeoutMs: this.stopTimeoutMs(),
       releaseDeadline: new Date(this.releaseDeadline()).toISOString(),

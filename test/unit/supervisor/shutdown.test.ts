@@ -119,15 +119,26 @@ test("kubectl delete --grace-period=4 on a 30 s Pod: the drain gives way first, 
   d.signalled(clock.now);
   assert.is(d.drainDeadline(), clock.now + 23_000, 'before the deletion is known: the spec');
   assert.ok(d.adoptDeletion({ state: 'deleting', at: deletion, graceMs: 4000 }));
-  const left = deletion - clock.now; // 3 s
-  assert.is(left, 3000);
+  // The kubelet counts the 4 s from when it acts, its SIGTERM: not from the truncated timestamp.
+  const kill = clock.now + 4000;
   assert.is(d.drainDeadline(), clock.now, 'no time to drain');
-  assert.is(d.stopTimeoutMs(), 1500, 'the stop gets half of what is left');
-  assert.is(d.killTime(clock.now), clock.now + 1500);
-  assert.is(d.releaseDeadline(), deletion - 500);
-  assert.ok(d.releaseDeadline() < deletion);
+  assert.is(d.stopTimeoutMs(), 2000, 'the stop gets half of what is left');
+  assert.is(d.killTime(clock.now), clock.now + 2000);
+  assert.is(d.releaseDeadline(), kill - 500);
   assert.equal(log.lines.at(-1)!.msg, 'deletion read from the Pod');
-  assert.equal(log.lines.at(-1)!.fields!.leftMs, 3000);
+  assert.equal(log.lines.at(-1)!.fields!.leftMs, 4000);
+});
+
+test('the deletionTimestamp bounds it below: a start long before the delete counts from the delete', () => {
+  const { d, clock } = at(spec30);
+  // A drain request 10 s before a delete with a 4 s grace (not the kubelet's preStop): the kill is the delete's.
+  d.drainRequested(clock.now);
+  d.adoptDeletion({ state: 'deleting', at: clock.now + 14_000, graceMs: 4000 });
+  assert.is(d.releaseDeadline(), clock.now + 14_000 - 500);
+  // A later, shorter delete only ever moves it earlier, to its own timestamp.
+  assert.ok(d.adoptDeletion({ state: 'deleting', at: clock.now + 12_000, graceMs: 1000 }));
+  assert.is(d.releaseDeadline(), clock.now + 12_000 - 500);
+  assert.not.ok(d.adoptDeletion({ state: 'deleting', at: clock.now + 13_000, graceMs: 3000 }), 'a longer one changes nothing');
 });
 
 test('a deletion that leaves room: the drain ends so that the stop timeout and 2 s fit before it; the stop timeout stays', () => {
@@ -149,20 +160,18 @@ test("1 s, 0 s or less left by the deletionTimestamp (whole seconds): the kubele
   }
 });
 
-test('a preStop request before any signal, 1 s or less left: everything shrinks to fit, nothing goes past the SIGKILL', () => {
+test('a preStop request before any signal, a 1 s grace whatever the timestamp says: everything shrinks to fit, nothing goes past the SIGKILL', () => {
+  // The kubelet runs the preStop hook when it acts on the deletion and kills 1 s later, even when it acts after the deletionTimestamp.
   for (const leftMs of [1000, 0, -2000]) {
     const { d, clock } = at(spec30);
     d.drainRequested(clock.now);
     d.adoptDeletion({ state: 'deleting', at: clock.now + leftMs, graceMs: 1000 });
-    const kill = clock.now + leftMs;
+    const kill = clock.now + 1000;
     assert.is(d.drainDeadline(), clock.now, `${leftMs}: no drain`);
-    assert.ok(d.killTime(clock.now) <= Math.max(clock.now, kill), `${leftMs}: the operator's SIGKILL by the kubelet's`);
+    assert.ok(d.killTime(clock.now) <= kill, `${leftMs}: the operator's SIGKILL by the kubelet's`);
     assert.ok(d.releaseDeadline() <= kill, `${leftMs}: the release before the kubelet's SIGKILL`);
+    assert.equal([d.stopTimeoutMs(), d.releaseDeadline() - clock.now], [500, 750], `${leftMs}: a second: half to stop, a quarter to release`);
   }
-  const { d, clock } = at(spec30);
-  d.drainRequested(clock.now);
-  d.adoptDeletion({ state: 'deleting', at: clock.now + 1000, graceMs: 1000 });
-  assert.equal([d.stopTimeoutMs(), d.releaseDeadline() - clock.now], [500, 750], 'a second: half to stop, a quarter to release');
 });
 
 test("a deletion with a longer grace period than the spec's: a derived drain takes it; a given one keeps its own; an explicit shorter grace period stays", () => {
