@@ -150,6 +150,8 @@ export class Deadlines {
   readonly #log: Logger;
   readonly #now: () => number;
   #grace: GracePeriod;
+  /** The Pod's deletionTimestamp (epoch ms, whole seconds), once read: a later, earlier one is a second delete. */
+  #deletionStamp?: number;
   /** The kubelet's SIGKILL by the Pod's deletion (epoch ms), once read. */
   #deletionAt?: number;
   #signalAt?: number;
@@ -221,8 +223,10 @@ export class Deadlines {
     // starts the stop (the signal, the preStop hook): from the start, as drainguard counts. The
     // deletionTimestamp (the delete's time plus the grace, in whole seconds) is up to a second
     // and the kubelet's lag earlier, so it is the bound below; a later delete only moves it earlier.
-    const kill = known === undefined && reading.graceMs !== undefined ? Math.max(reading.at, this.terminatedAt() + reading.graceMs) : reading.at;
-    if (known !== undefined && known <= kill) return false;
+    // A later read moves it only when its timestamp is earlier than the first's (a second delete).
+    if (this.#deletionStamp !== undefined && this.#deletionStamp <= reading.at) return false;
+    const kill = known === undefined && reading.graceMs !== undefined ? Math.max(reading.at, this.terminatedAt() + reading.graceMs) : Math.min(known ?? reading.at, reading.at);
+    this.#deletionStamp = reading.at;
     this.#deletionAt = kill;
     this.#log[known === undefined ? 'info' : 'warn'](known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it", {
       deletionTimestamp: new Date(reading.at).toISOString(),

@@ -127,6 +127,9 @@ test("kubectl delete --grace-period=4 on a 30 s Pod: the drain gives way first, 
   assert.is(d.releaseDeadline(), kill - 500);
   assert.equal(log.lines.at(-1)!.msg, 'deletion read from the Pod');
   assert.equal(log.lines.at(-1)!.fields!.leftMs, 4000);
+  // Read again while draining, the same deletion (its same timestamp) moves nothing.
+  assert.not.ok(d.adoptDeletion({ state: 'deleting', at: deletion, graceMs: 4000 }), 'the same deletion again');
+  assert.is(d.releaseDeadline(), kill - 500);
 });
 
 test('the deletionTimestamp bounds it below: a start long before the delete counts from the delete', () => {
