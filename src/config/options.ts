@@ -3,7 +3,7 @@
 
 import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
-import { GUARD_FORMS } from './guard-kinds.ts';
+import { GUARD_FORMS, POLICY_FORMS } from './guard-kinds.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from './hold-list.ts';
 import { parseSignal } from './signals.ts';
 
@@ -407,7 +407,7 @@ export const RELEASE_OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: 'delete', flag: 'delete', value: 'LIST', parse: nonEmpty, commands: ['release'], flagOnly: true,
-    description: "then delete these objects (the forms of --guard, and validatingadmissionpolicy/NAME, validatingadmissionpolicybinding/NAME), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives",
+    description: `then delete these objects (the forms of --guard, and ${POLICY_FORMS}), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives`,
     defaultText: 'delete nothing',
   },
   {
