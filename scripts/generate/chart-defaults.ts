@@ -1,10 +1,10 @@
 // deploy/helm/drainguard/templates/_defaults.tpl: the defaults of drainguard
 // that the library chart computes with (the stop timeout, the drain socket,
 // the margin of the rule drain + stop + margin ≤ grace), from the options table
-// and src/supervisor/shutdown.ts, so that the chart cannot drift from them.
+// and src/config/grace-rule.ts, so that the chart cannot drift from them.
 
 import { EVERY_OPTION, type OptionValues, defaultValue } from '../../src/config/options.ts';
-import { GRACE_MARGIN_MS } from '../../src/supervisor/shutdown.ts';
+import { GRACE_MARGIN_MS } from '../../src/config/grace-rule.ts';
 
 export const CHART_DEFAULTS = 'deploy/helm/drainguard/templates/_defaults.tpl';
 
@@ -23,7 +23,7 @@ export function chartDefaults(): string {
     socket: sidecarDefault('socket'),
   };
   return `{{/*
-Generated from src/config/options.ts and src/supervisor/shutdown.ts by
+Generated from src/config/options.ts and src/config/grace-rule.ts by
 npm run generate; a test fails when it is out of date. drainguard's defaults
 as the chart computes with them. Returns JSON
 (include "drainguard.defaults" . | fromJson).

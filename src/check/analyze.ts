@@ -16,7 +16,7 @@ import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts'
 import { type Configured, type LayersRow, layersTable } from './layers.ts';
 import { type Command, EVERY_OPTION, type OptionValues, defaultValue } from '../config/options.ts';
 import { formatDuration, parseDuration } from '../config/duration.ts';
-import { GRACE_MARGIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../supervisor/shutdown.ts';
+import { GRACE_MARGIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../config/grace-rule.ts';
 
 /** Architectures drainguard's executable and image are built for. */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;

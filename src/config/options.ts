@@ -3,6 +3,7 @@
 
 import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
+import { GRACE_MARGIN_MS } from './grace-rule.ts';
 import { GUARD_FORMS, POLICY_FORMS } from './guard-kinds.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from './hold-list.ts';
 import { parseSignal } from './signals.ts';
@@ -204,7 +205,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'drainTimeoutMs', flag: 'drain-timeout', value: 'DURATION', parse: duration, commands: ['run', 'sidecar', 'prestop'],
     description: 'how long to wait for the drain acknowledgement',
-    defaultText: (c) => (c === 'prestop' ? 'the deadline the supervisor announces' : 'grace period - stop timeout - 2s'),
+    defaultText: (c) => (c === 'prestop' ? 'the deadline the supervisor announces' : `grace period - stop timeout - ${formatDuration(GRACE_MARGIN_MS)}`),
   },
   {
     key: 'stopSignal', flag: 'stop-signal', value: 'SIGNAL', parse: signal, commands: ['run'],

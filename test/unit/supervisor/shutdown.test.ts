@@ -3,7 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { LogFields, Logger } from '../../../src/log/logger.ts';
-import { Deadlines, type DeadlineSettings, Termination, checkFit, defaultDrainTimeout } from '../../../src/supervisor/shutdown.ts';
+import { checkFit, defaultDrainTimeout } from '../../../src/config/grace-rule.ts';
+import { Deadlines, type DeadlineSettings, Termination } from '../../../src/supervisor/shutdown.ts';
 
 function recorder(): Logger & { lines: { level: string; msg: string; fields?: LogFields }[] } {
   const lines: { level: string; msg: string; fields?: LogFields }[] = [];

@@ -1,5 +1,5 @@
 {{/*
-Generated from src/config/options.ts and src/supervisor/shutdown.ts by
+Generated from src/config/options.ts and src/config/grace-rule.ts by
 npm run generate; a test fails when it is out of date. drainguard's defaults
 as the chart computes with them. Returns JSON
 (include "drainguard.defaults" . | fromJson).
