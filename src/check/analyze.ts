@@ -257,7 +257,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   if (guard.some((t) => t.kind === 'serviceaccount') && graceNeeded(drainMs, stopMs) > SERVICE_ACCOUNT_TOKEN_MS) {
     add('serviceaccount-token-expires', 'warning',
       `the ServiceAccount is guarded, but drain ${drainMs / 1000}s + stop ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized`,
-      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - stopMs - GRACE_MARGIN_MS) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);
+      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - graceNeeded(0, stopMs)) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);
   }
 
   const arch = architectureOf(w.pod);
