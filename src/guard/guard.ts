@@ -16,7 +16,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
 import type { PodRef } from '../kube/pod.ts';
-import { backoff, sleep } from '../kube/retry.ts';
+import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { listHolders } from './holders.ts';
@@ -185,7 +185,7 @@ export class Guard {
         this.#failures++;
         this.#errors++;
         this.#lastError = (err as Error).message;
-        wait = Math.min(renewEvery, backoff({ baseDelayMs: 500, maxDelayMs: 10_000, maxAttempts: Infinity }, this.#failures));
+        wait = Math.min(renewEvery, backoff(KEEP_TRYING, this.#failures));
         // The first failure and then every tenth: an API that stays down must not flood the log.
         if (this.#failures === 1 || this.#failures % 10 === 0) {
           this.#log.warn('guard not set: Kubernetes API call failed, the operator runs on and drainguard keeps trying', {

@@ -18,7 +18,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { isStatus } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/objects.ts';
 import type { PodRef } from '../kube/pod.ts';
-import { backoff, sleep } from '../kube/retry.ts';
+import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type Clock, systemClock } from '../supervisor/clock.ts';
 import { type Decision, type Finalizing, RELEASE_REASONS, type ReleaseReason, decide } from './decide.ts';
@@ -133,7 +133,7 @@ export class Hold {
       } catch (err) {
         if (signal.aborted) return;
         this.#warnOnce('the hold cannot find its Deployment yet: Kubernetes API call failed, drainguard keeps trying', err as Error);
-        await sleep(backoff({ baseDelayMs: 500, maxDelayMs: 10_000, maxAttempts: Infinity }, failures), signal);
+        await sleep(backoff(KEEP_TRYING, failures), signal);
       }
     }
     if (signal.aborted || !this.#target) return;
