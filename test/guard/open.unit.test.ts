@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ConfigError } from '../../../src/errors.ts';
-import { type GuardSettings, openGuard } from '../../../src/guard/open.ts';
-import { createLogger, silentLogger } from '../../../src/log/logger.ts';
-import { within } from '../../support/wait.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { type GuardSettings, openGuard } from '../../src/guard/open.ts';
+import { createLogger, silentLogger } from '../../src/log/logger.ts';
+import { within } from '../support/wait.ts';
 
 const home = mkdtempSync(join(tmpdir(), 'guard-open-'));
 test.after(() => rmSync(home, { recursive: true, force: true }));
