@@ -1,6 +1,12 @@
 // The test runner: every test/**/*.test.ts in its own process (real signals and
 // child processes must not leak between files), two at a time, and a last line
-// `N passed, N failed, N skipped`. Arguments filter the files by substring.
+// `N passed, N failed, N skipped`. Arguments filter the files by substring;
+// `--unit` runs only the unit tier, `--no-unit` every file but it (npm test runs
+// the unit tier first, on its own). A unit test is named `*.unit.test.ts`, beside
+// the other tests of its area: it starts nothing outside its own process (no
+// child process, no executable, no control plane, no network; at most a Unix
+// socket between two of its own objects) and moves time only on a fake clock
+// (support/fake-clock.ts), so the whole tier takes seconds.
 //
 // What the machine lets the tests check is decided once, before the first file,
 // and printed: the control plane (test/support/tier.ts: real when
@@ -35,7 +41,15 @@ import { TIER_VARIABLE, clusterTier } from './support/tier.ts';
 
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
-const filters = process.argv.slice(2);
+const UNIT = '.unit.test.ts';
+const args = process.argv.slice(2);
+for (const a of args.filter((x) => x.startsWith('--') && x !== '--unit' && x !== '--no-unit')) {
+  process.stderr.write(`test/run.ts: unknown option ${a}: --unit, --no-unit, or substrings of the files' paths\n`);
+  process.exit(2);
+}
+const filters = args.filter((a) => !a.startsWith('--'));
+/** Whether `file` is in the tier the flags ask for (both, without a flag). */
+const inTier = (file: string) => (args.includes('--unit') ? file.endsWith(UNIT) : args.includes('--no-unit') ? !file.endsWith(UNIT) : true);
 
 function find(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -47,7 +61,7 @@ function find(dir: string): string[] {
 
 const files = find('test')
   .map((f) => relative('.', f))
-  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .filter((f) => inTier(f) && (filters.length === 0 || filters.some((x) => f.includes(x))))
   .sort();
 
 interface Result {

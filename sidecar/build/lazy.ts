@@ -7,7 +7,7 @@
 //   - Every dynamic import() in src/ whose target is not also imported
 //     statically becomes a lazy entry: the main script gets a stub that loads
 //     the asset (once) and returns that entry's exports. Call sites stay plain
-//     `await import('../guard/open.ts')`.
+//     `await import('../kube/open.ts')`.
 //   - Modules the lazy code imports that the main script has too are not
 //     copied into the asset: the asset gets the main script's own instances
 //     (one ConfigError class, so instanceof holds across both).

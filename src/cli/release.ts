@@ -30,7 +30,7 @@ finalizer was removed (and every --delete object deleted), 1 when some could not
     const client = await openClient(io.env, logger, 'drainguard release');
     const namespace = defaultNamespace(client, v.podNamespace);
     // The hold's Deployments: those of the namespace that carry a holder finalizer.
-    const held = v.hold.length > 0 && namespace !== undefined ? await (await import('../hold/status.ts')).heldDeployments(client, namespace) : [];
+    const held = v.hold.length > 0 && namespace !== undefined ? await (await import('../guard/inspect.ts')).heldDeployments(client, namespace) : [];
     const release = { targets: [...v.targets, ...held], allObjects: v.allObjects, all: v.all, waitMs: v.waitMs, remove: v.remove, namespace };
     return releaseStale(client, release, (line) => io.stdout.write(`${line}\n`));
   },

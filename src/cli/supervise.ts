@@ -8,8 +8,7 @@
 // opened when the procedure reaches `running`. A sidecar has no operator to
 // keep waiting and needs the API from the start (DRAINGUARD_OPERATOR_CONTAINER).
 
-import { type GuardUse, lateGuard } from '../guard/late.ts';
-import type { GuardSettings, OpenGuardOptions } from '../guard/open.ts';
+import { type OpenGuardOptions, type SupervisedGuard, openGuard } from '../guard/open.ts';
 import type { PodApi, PodDeletion } from '../kube/pod.ts';
 import { leaderRelease } from '../leader/open.ts';
 import { namespaceFinalizer } from '../namespace/open.ts';
@@ -34,19 +33,19 @@ interface PodLink {
 }
 
 /** `drainguard run -- COMMAND` */
-export function supervise(config: SupervisorConfig, io: CliIO, command: readonly string[]): Promise<number> {
+export async function supervise(config: SupervisorConfig, io: CliIO, command: readonly string[]): Promise<number> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
   const mode = new WrapMode(command, io.env);
   const pod = laterPodLink(config, io.env, logger);
-  // The Kubernetes client is loaded once the operator started (lateGuard's start()).
-  const guard = guarded(config) ? lateGuard(guardSettings(config), guardOptions(config, io.env, logger, () => pod.events)) : undefined;
+  // The Kubernetes client is loaded once the operator started (late: at the guard's start()).
+  const guard = await guardOf(config, { env: io.env, logger, late: true, events: () => pod.events });
   return superviseWith(config, logger, mode, pod, guard, leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: 'exited' }), io.env);
 }
 
 /** `drainguard sidecar` */
 export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Promise<number> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-  const guard = guarded(config) ? await (await import('../guard/open.ts')).openGuard(guardSettings(config), guardOptions(config, io.env, logger, () => pod.events)) : undefined;
+  const guard = await guardOf(config, { env: io.env, logger, late: false, events: () => pod.events });
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
   const pod: PodLink = {
@@ -59,15 +58,14 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
   return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard, leader, io.env);
 }
 
-async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: GuardUse | undefined, releaseLeader: StopProcedureOptions['releaseLeader'], env: NodeJS.ProcessEnv): Promise<number> {
+async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: SupervisedGuard | undefined, releaseLeader: StopProcedureOptions['releaseLeader'], env: NodeJS.ProcessEnv): Promise<number> {
   // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
   const telemetry =
     config.httpAddr &&
     (await (await import('../telemetry/telemetry.ts')).startTelemetry({
       addr: config.httpAddr,
       logger,
-      // With the hold, its series show from the start (before the guard of wrap mode is opened).
-      guard: guard && (config.hold.length > 0 ? () => ({ hold: { held: false, released: {} }, ...guard.report() }) : () => guard.report()),
+      guard: guard && (() => guard.report()),
       prestop: config.prestopToken === undefined || !mode.takesDrainRequests ? undefined : { token: config.prestopToken, startDrain: () => procedure.startDrain('http') },
     }));
   const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
@@ -91,29 +89,26 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
   }
 }
 
-/** The guard holds the RBAC objects of DRAINGUARD_GUARD, and the hold's Deployment (with the Lease for it alone when the list is empty). */
-const guarded = (config: SupervisorConfig): boolean => config.guard.length > 0 || config.hold.length > 0;
-
-/** How the guard is opened: with the hold attached when DRAINGUARD_HOLD is set (loaded only then). */
-function guardOptions(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: Logger, events: () => DrainEventObserver | undefined): OpenGuardOptions {
-  const settings = guardSettings(config);
-  return {
-    env,
-    logger,
-    onReleaseFailed: (objects, fix) => events()?.guardReleaseFailed(objects, fix),
-    ...(config.hold.length > 0 && {
-      attach: async (g, client) =>
-        (await import('../hold/attach.ts')).withHold(g, client, { kinds: config.hold, pod: settings.pod, timeoutMs: config.holdTimeoutMs, settleMs: config.holdSettleMs }, logger, (reason, message) =>
-          events()?.holdReleased(reason, message),
-        ),
-    }),
-  };
-}
-
-/** The guard's part of the configuration (the pod's identity is checked complete when DRAINGUARD_GUARD is resolved). */
-function guardSettings(config: SupervisorConfig): GuardSettings {
+/**
+ * The guard, when DRAINGUARD_GUARD or DRAINGUARD_HOLD is set (the Kubernetes client and hold/ are
+ * loaded only then): the RBAC objects of the list, and the hold's Deployment (with the Lease for it
+ * alone when the list is empty). The pod's identity is checked complete when the config is resolved.
+ */
+async function guardOf(
+  config: SupervisorConfig,
+  { events, ...options }: Pick<OpenGuardOptions, 'env' | 'logger' | 'late'> & { readonly events: () => DrainEventObserver | undefined },
+): Promise<SupervisedGuard | undefined> {
+  if (config.guard.length === 0 && config.hold.length === 0) return undefined;
   const { name, namespace, uid } = config.pod;
-  return { targets: config.guard, pod: { name: name!, namespace: namespace!, uid: uid! }, leaseDurationMs: config.leaseDurationMs };
+  const hold = config.hold.length > 0 ? { kinds: config.hold, timeoutMs: config.holdTimeoutMs, settleMs: config.holdSettleMs } : undefined;
+  return openGuard(
+    { targets: config.guard, pod: { name: name!, namespace: namespace!, uid: uid! }, leaseDurationMs: config.leaseDurationMs, hold },
+    {
+      ...options,
+      onReleaseFailed: (objects, fix) => events()?.guardReleaseFailed(objects, fix),
+      onHoldReleased: (reason, message) => events()?.holdReleased(reason, message),
+    },
+  );
 }
 
 /** The pod's API of wrap mode, opened at the first question (once the operator has started); Events wait for it. */

@@ -5,7 +5,8 @@
 //   start()    Lease, then finalizers; keeps trying while the API is down.
 //   every tick renew the Lease, put back a finalizer someone removed, sweep
 //              stale holders' finalizers.
-//   release()  stop, then remove this pod's finalizers and the Lease, by the deadline.
+//   release()  stop, then remove this pod's finalizers and the Lease, by the deadline
+//              (release-held.ts).
 //   hold(), letGo()  one more object held from now on, and let go of early (the hold's
 //              Deployment, src/hold): swept, released and reported as the others.
 
@@ -13,17 +14,17 @@ import type { GuardTarget } from '../config/guard-list.ts';
 import { DrainguardError } from '../errors.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { isNotFound, isStatus } from '../kube/errors.ts';
+import { isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
 import type { PodRef } from '../kube/pod.ts';
-import { backoff, sleep } from '../kube/retry.ts';
+import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { listHolders } from './holders.ts';
 import { HolderLease } from './lease.ts';
 import { holdersOf, sweep, toSweep } from './sweep.ts';
 import { type HeldTarget, finalizerFor, holderOf, refOf } from './names.ts';
-import { planRelease } from './release-order.ts';
+import { releaseHeld } from './release-held.ts';
 
 export interface GuardOptions {
   readonly client: KubeClient;
@@ -64,25 +65,6 @@ export interface GuardStatus {
   readonly objects: readonly { readonly object: string; readonly state: ObjectState; readonly deleting: boolean; readonly message?: string }[];
   readonly lastError?: string;
 }
-
-/** How long the release may spend opening connections before its burst of removals, at most. */
-const WARM_UP_MS = 1000;
-
-/** What the last wave of a release keeps for itself, at most, while it waits for the others' answers. */
-const CREDENTIAL_RESERVE_MS = 1000;
-
-const RACING =
-  "released together: each is being deleted and is what lets drainguard release another of them, so whichever goes first may take the permission from the others' removals; keep drainguard's own RBAC out of the uninstall (docs/guard.md)";
-
-/** Resolves with `promise`, or after `ms` whatever it does. */
-async function within(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise((r) => (timer = setTimeout(r, Math.max(0, ms))))]);
-  clearTimeout(timer);
-}
-
-/** The command that frees what a failed release left (once the holder is stale); holders count only in their own namespace. */
-const releaseCommand = (objects: readonly string[], namespace: string): string => `drainguard release --pod-namespace ${namespace} --guard ${objects.join(',')}`;
 
 interface Tracked {
   readonly target: HeldTarget;
@@ -185,7 +167,7 @@ export class Guard {
         this.#failures++;
         this.#errors++;
         this.#lastError = (err as Error).message;
-        wait = Math.min(renewEvery, backoff({ baseDelayMs: 500, maxDelayMs: 10_000, maxAttempts: Infinity }, this.#failures));
+        wait = Math.min(renewEvery, backoff(KEEP_TRYING, this.#failures));
         // The first failure and then every tenth: an API that stays down must not flood the log.
         if (this.#failures === 1 || this.#failures % 10 === 0) {
           this.#log.warn('guard not set: Kubernetes API call failed, the operator runs on and drainguard keeps trying', {
@@ -329,146 +311,13 @@ export class Guard {
     return this.#releasing;
   }
 
-  async #release(given: number): Promise<void> {
-    const started = this.#now();
+  async #release(deadline: number): Promise<void> {
     this.#stop.abort();
     if (!this.#loop) return;
-    // The supervisor's deadline (supervisor/shutdown.ts Deadlines) counts from the Pod's deletion, read at the termination and again before the release.
-    const deadline = given;
-    const cutoff = new AbortController();
-    let onDeadline = (): void => {};
-    const expired = new Promise<'deadline'>((resolve) => (onDeadline = () => resolve('deadline')));
-    const timer = setTimeout(() => {
-      cutoff.abort();
-      onDeadline();
-    }, Math.max(0, deadline - this.#now()));
-    try {
-      const outcome = await Promise.race([this.#releaseWithin(() => deadline, cutoff.signal, started), expired]);
-      if (outcome === 'deadline') {
-        this.#log.warn('guard release cut short by the deadline: what is left is stale once this pod is gone, and swept by any drainguard or `drainguard release`', {
-          deadline: new Date(deadline).toISOString(),
-          afterMs: this.#now() - started,
-        });
-      }
-    } finally {
-      clearTimeout(timer);
-      cutoff.abort();
-    }
-  }
-
-  /** The warm-up's time: at most a second, a quarter of what is left when less. */
-  #warmUp(signal: AbortSignal, deadline: number): AbortSignal {
-    return AbortSignal.any([signal, AbortSignal.timeout(Math.floor(Math.min(WARM_UP_MS, Math.max(0, deadline - this.#now()) / 4)))]);
-  }
-
-  /**
-   * Reads every held object once, in parallel, within the warm-up's time: the copies say what
-   * is being deleted now, which decides the order, and the reads open the connections the first
-   * wave's removals go out on together (idle connections are closed after a few seconds, and
-   * renewals keep only one or two). null: gone; absent: not read in time.
-   */
-  async #readAll(held: readonly Tracked[], signal: AbortSignal, deadline: number): Promise<Map<Tracked, KubeObject | null>> {
-    const warm = this.#warmUp(signal, deadline);
-    const copies = new Map<Tracked, KubeObject | null>();
-    await Promise.all(
-      held.map(async (o) => {
-        try {
-          copies.set(o, await this.#client.get(refOf(o.target), { signal: warm, retry: false }));
-        } catch (err) {
-          if (isNotFound(err)) copies.set(o, null);
-        }
-      }),
-    );
-    return copies;
-  }
-
-  /** Opens a connection per request of a later wave, by reading its objects (see #readAll). */
-  async #openConnections(wave: readonly Tracked[], signal: AbortSignal, deadline: number): Promise<void> {
-    const warm = this.#warmUp(signal, deadline);
-    await Promise.allSettled(wave.map((o) => this.#client.get(refOf(o.target), { signal: warm, retry: false })));
-  }
-
-  async #releaseWithin(deadline: () => number, signal: AbortSignal, started: number): Promise<'done'> {
-    await this.#loop;
-    const held = this.#objects.filter((o) => o.mayHold);
-    if (held.length === 0 && !this.#lease.created) {
-      this.#log.info('guard released: nothing was held');
-      return 'done';
-    }
-    const options = { deadline: deadline(), signal };
-    const remove = async (o: Tracked) => {
-      const name = guardTargetKey(o.target);
-      try {
-        const r = await removeFinalizers(this.#client, refOf(o.target), [this.#finalizer], options);
-        return { name, state: r.state, gone: r.state === 'removed' && r.gone };
-      } catch (err) {
-        return { name, state: 'failed' as const, error: (err as Error).message };
-      }
-    };
-    const copies = await this.#readAll(held, signal, deadline());
-    const plan = planRelease(
-      held.map((o) => {
-        const copy = copies.get(o);
-        // Not read in time: it may be being deleted.
-        if (copy === undefined) return { tracked: o, target: o.target, object: o.object, deleting: true, seen: false };
-        return { tracked: o, target: o.target, object: copy ?? undefined, deleting: Boolean(copy?.metadata.deletionTimestamp), seen: true };
-      }),
-      { namespace: this.#pod.namespace, serviceAccount: this.#serviceAccount },
-    );
-    for (const group of plan.racing) {
-      const objects = group.map((h) => guardTargetKey(h.target));
-      // Told only when the copies say so: an object not read in time is taken for one being deleted.
-      if (group.every((h) => h.seen)) this.#log.warn(RACING, { objects });
-      else this.#log.debug('released together: some of these could not be read, so they are taken for being deleted', { objects });
-    }
-    const sent: Promise<Awaited<ReturnType<typeof remove>>>[] = [];
-    for (const [i, wave] of plan.waves.entries()) {
-      if (i === plan.last && sent.length > 0) {
-        // This removal ends drainguard's access (its ServiceAccount's tokens): it goes once every
-        // other removal is answered, keeping a part of the time left for itself.
-        const left = Math.max(0, deadline() - this.#now());
-        await within(Promise.all(sent), left - Math.min(CREDENTIAL_RESERVE_MS, left / 2));
-      }
-      // A wave waits for the one before, but only for its share of the time left: an API that
-      // answers 500 to an early wave must not keep the later ones from going out at all.
-      const share = Math.max(0, deadline() - this.#now()) / (plan.waves.length - i);
-      let timer: NodeJS.Timeout | undefined;
-      const turn = new Promise((r) => (timer = setTimeout(r, share)));
-      if (i > 0) await Promise.race([this.#openConnections(wave.map((h) => h.tracked), signal, deadline()), turn]);
-      // A wave goes out at once, one request per object that needs no read.
-      const answered = wave.map((h) => remove(h.tracked));
-      sent.push(...answered);
-      await Promise.race([Promise.all(answered), turn]);
-      clearTimeout(timer);
-    }
-    const results = await Promise.all(sent);
-    // The holder Lease goes after every removal was answered, so that no sweeper takes this holder
-    // for stale (and the post-delete hook drainguard's own RBAC away) while they are under way.
-    // Once the ServiceAccount went with them its token is refused: the garbage collector deletes
-    // the Lease with the Pod.
-    const credential = new Set(plan.last === undefined ? [] : plan.waves[plan.last]!.filter((h) => h.target.kind === 'serviceaccount').map((h) => guardTargetKey(h.target)));
-    const lease = results.some((r) => r.gone && credential.has(r.name)) ? 'left to the garbage collector' : await this.#lease.delete({ deadline: deadline(), signal });
-    const failed = results.filter((r) => r.state === 'failed');
-    const fields = {
-      released: results.filter((r) => r.state === 'removed').map((r) => r.name),
-      deleted: results.filter((r) => r.gone).map((r) => r.name),
-      waves: plan.waves.length,
-      lease: lease instanceof Error ? 'not deleted' : lease,
-      durationMs: this.#now() - started,
-    };
-    if (lease instanceof Error) this.#log.warn('could not delete the holder Lease: the garbage collector deletes it with the Pod', { error: lease.message });
-    if (failed.length > 0) {
-      const objects = failed.map((f) => f.name);
-      // Loud: after an uninstall no other drainguard may be left to sweep it.
-      this.#log.error(`guard released in part: ${objects.join(', ')} keep this pod's finalizer; once this pod is gone, \`${releaseCommand(objects, this.#pod.namespace)}\` (or the post-delete hook) removes it`, {
-        ...fields,
-        failed: failed.map((f) => `${f.name}: ${f.error}`),
-        fix: releaseCommand(objects, this.#pod.namespace),
-      });
-      this.#onReleaseFailed?.(objects, releaseCommand(objects, this.#pod.namespace));
-    } else {
-      this.#log.info('guard released', fields);
-    }
-    return 'done';
+    const held = this.#loop.then(() => ({
+      objects: this.#objects.filter((o) => o.mayHold),
+      identity: { namespace: this.#pod.namespace, serviceAccount: this.#serviceAccount },
+    }));
+    await releaseHeld({ client: this.#client, finalizer: this.#finalizer, lease: this.#lease, logger: this.#log, now: this.#now, onReleaseFailed: this.#onReleaseFailed, held }, deadline);
   }
 }

@@ -39,6 +39,12 @@ async function objectsWithHolders(client: KubeClient): Promise<{ target: GuardTa
   return lists.flat();
 }
 
+/** The hold's Deployments (src/hold): those in `namespace` that carry a holder finalizer. */
+export async function heldDeployments(client: KubeClient, namespace: string): Promise<HeldTarget[]> {
+  const { items } = await client.list(RESOURCES.deployment, namespace);
+  return items.filter((d) => (d.metadata.finalizers ?? []).some((f) => holderOf(f) !== undefined)).map((d) => ({ kind: 'deployment' as const, namespace, name: d.metadata.name }));
+}
+
 export async function inspect(
   client: KubeClient,
   selection: { readonly targets?: readonly HeldTarget[]; readonly allObjects?: boolean },

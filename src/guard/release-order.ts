@@ -10,7 +10,7 @@
 //   own RBAC, kept through the uninstall) authorise a removal at any time;
 // - a removal that only objects being deleted authorise goes no later than them;
 // - drainguard's ServiceAccount, being deleted, is every request's credential: it
-//   goes last, in a wave of its own, once everything else is answered (guard.ts).
+//   goes last, in a wave of its own, once everything else is answered (release-held.ts).
 //
 // Objects being deleted that authorise each other's removal, with nothing that
 // stays beside them, have no such order: they go in one wave, all at once, and

@@ -1,5 +1,5 @@
 // When the hold lets its Deployment go: the one rule, on what was last seen,
-// with no clock or API of its own (test/unit/hold/decide.test.ts).
+// with no clock or API of its own (test/hold/decide.unit.test.ts).
 
 export type ReleaseReason = 'finalized' | 'timeout' | 'foreground' | 'orphan';
 

@@ -13,12 +13,11 @@
 
 import type { HoldKind } from '../config/hold-list.ts';
 import { holdKindName } from '../config/hold-list.ts';
-import type { Guard } from '../guard/guard.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isStatus } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/objects.ts';
 import type { PodRef } from '../kube/pod.ts';
-import { backoff, sleep } from '../kube/retry.ts';
+import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type Clock, systemClock } from '../supervisor/clock.ts';
 import { type Decision, type Finalizing, RELEASE_REASONS, type ReleaseReason, decide } from './decide.ts';
@@ -29,13 +28,27 @@ import { watchDeployment } from './watch.ts';
 /** How often the listed kinds are listed while the hold waits for their finalizers. */
 export const POLL_MS = 1000;
 
-export interface HoldOptions {
-  readonly client: KubeClient;
-  readonly guard: Pick<Guard, 'hold' | 'letGo' | 'finalizer'>;
-  readonly pod: PodRef;
+/** What the hold is made of: DRAINGUARD_HOLD and its two timings. */
+export interface HoldSettings {
   readonly kinds: readonly HoldKind[];
   readonly timeoutMs: number;
   readonly settleMs: number;
+}
+
+/** What holds the Deployment: the pod's guard (guard/guard.ts), as one more object of its own. */
+export interface Holder {
+  /** This pod's finalizer. */
+  readonly finalizer: string;
+  /** Holds the Deployment from now on; never throws. */
+  hold(deployment: DeploymentTarget): void;
+  /** Removes the finalizer now, for good; resolves with the removal's outcome or its error. */
+  letGo(deployment: DeploymentTarget): Promise<'removed' | 'missing' | Error>;
+}
+
+export interface HoldOptions extends HoldSettings {
+  readonly client: KubeClient;
+  readonly guard: Holder;
+  readonly pod: PodRef;
   readonly logger?: Logger;
   readonly clock?: Clock;
   readonly pollMs?: number;
@@ -133,7 +146,7 @@ export class Hold {
       } catch (err) {
         if (signal.aborted) return;
         this.#warnOnce('the hold cannot find its Deployment yet: Kubernetes API call failed, drainguard keeps trying', err as Error);
-        await sleep(backoff({ baseDelayMs: 500, maxDelayMs: 10_000, maxAttempts: Infinity }, failures), signal);
+        await sleep(backoff(KEEP_TRYING, failures), signal);
       }
     }
     if (signal.aborted || !this.#target) return;

@@ -1,20 +1,12 @@
-// The hold as `drainguard status` and `drainguard release` see it from outside
-// the pod: the Deployments of a namespace that carry holder finalizers, and
-// what a hold on them waits for (the listed kinds' objects still finalizing).
+// The hold as `drainguard status` sees it from outside the pod: what a hold
+// waits for (the listed kinds' objects still finalizing). Which Deployments
+// carry holder finalizers is the guard's to tell (guard/inspect.ts).
 
 import type { HoldKind } from '../config/hold-list.ts';
 import { holdKindName } from '../config/hold-list.ts';
-import { type HeldTarget, holderOf } from '../guard/names.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { RESOURCES } from '../kube/objects.ts';
 import type { Finalizing } from './decide.ts';
 import { FinalizingObjects } from './finalizing.ts';
-
-/** The Deployments in `namespace` that carry a drainguard.dev/holder- finalizer. */
-export async function heldDeployments(client: KubeClient, namespace: string): Promise<HeldTarget[]> {
-  const { items } = await client.list(RESOURCES.deployment, namespace);
-  return items.filter((d) => (d.metadata.finalizers ?? []).some((f) => holderOf(f) !== undefined)).map((d) => ({ kind: 'deployment' as const, namespace, name: d.metadata.name }));
-}
 
 export interface HoldStatus {
   readonly kinds: readonly string[];

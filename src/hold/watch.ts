@@ -6,7 +6,7 @@
 import type { KubeClient, WatchEvent } from '../kube/client.ts';
 import { isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES } from '../kube/objects.ts';
-import { backoff, sleep } from '../kube/retry.ts';
+import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
 import type { DeploymentTarget } from './deployment.ts';
 
 /** How long the server keeps one watch open: client-go's reflector picks 5 to 10 minutes. */
@@ -67,7 +67,7 @@ export async function watchDeployment(o: DeploymentWatchOptions): Promise<void> 
       failures++;
       resourceVersion = undefined;
       o.onError(err as Error);
-      await sleep(backoff({ baseDelayMs: 500, maxDelayMs: 10_000, maxAttempts: Infinity }, failures), signal);
+      await sleep(backoff(KEEP_TRYING, failures), signal);
     }
   }
 }

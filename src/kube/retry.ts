@@ -11,6 +11,9 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { baseDelayMs: 200, maxDelayMs: 5_000, maxAttempts: 5 };
 
+/** The background loops' policy (the guard's renewals, the hold's search and watch): never give up, at most 10 s apart. */
+export const KEEP_TRYING: RetryPolicy = { baseDelayMs: 500, maxDelayMs: 10_000, maxAttempts: Infinity };
+
 export type Delay = (ms: number, signal?: AbortSignal) => Promise<void>;
 
 export const sleep: Delay = (ms, signal) =>

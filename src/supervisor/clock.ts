@@ -1,6 +1,6 @@
 // The time of the stop: what the drain, the stop and the release read the
 // moment from, and what they wait with. Tests hand in a clock they move
-// themselves (test/unit/support/fake-clock.ts).
+// themselves (test/support/fake-clock.ts).
 
 export interface Clock {
   /** Epoch ms. */

@@ -59,19 +59,32 @@ async function mustHelm(args: string[]): Promise<HelmResult> {
   return r;
 }
 
-/** Polls CHECK every 50 ms while PROMISE runs; resolves with its result and what CHECK saw, with times. */
-async function observe<T>(promise: Promise<T>, check: () => Promise<string[]>): Promise<{ result: T; seen: Map<string, number> }> {
+/** Polls CHECK every 50 ms while PROMISE runs; resolves with its result, what CHECK saw first when, and every poll's answer. */
+async function observe<T>(promise: Promise<T>, check: () => Promise<string[]>): Promise<{ result: T; seen: Map<string, number>; polls: string[][] }> {
   const seen = new Map<string, number>();
+  const polls: string[][] = [];
   let done = false;
   const loop = (async () => {
     while (!done) {
-      for (const what of await check().catch(() => [])) if (!seen.has(what)) seen.set(what, Date.now());
+      const state = await check().catch(() => []);
+      polls.push(state);
+      for (const what of state) if (!seen.has(what)) seen.set(what, Date.now());
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
   const result = await promise.finally(() => (done = true));
   await loop;
-  return { result, seen };
+  return { result, seen, polls };
+}
+
+/**
+ * FIRST came before THEN: both were seen, and no poll saw THEN without FIRST. Two
+ * states first seen in the same poll are not ordered by their times (equal), but
+ * a poll that saw THEN alone would show the wrong order.
+ */
+function assertBefore(polls: string[][], first: string, then: string, seen: Map<string, number>, t0: number): void {
+  assert.ok(seen.has(first) && seen.has(then), timeline(seen, t0));
+  assert.not.ok(polls.some((p) => p.includes(then) && !p.includes(first)), `${then} seen before ${first}:\n${timeline(seen, t0)}`);
 }
 
 
@@ -182,11 +195,11 @@ test('drainguard on (native sidecar): install, a rolling update, uninstall --wai
     assert.not.equal(second.metadata.uid, first.metadata.uid);
 
     const t0 = Date.now();
-    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--wait', '--timeout', '30s']), releaseState(ns));
+    const { result, seen, polls } = await observe(helm(['uninstall', 'ex', '-n', ns, '--wait', '--timeout', '30s']), releaseState(ns));
     if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --wait, drainguard on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
     assert.equal(result.code, 0, `helm uninstall --wait: ${result.stderr}${result.stdout}`);
     // The pre-delete hook: the custom resources went first, while the operator ran with its RBAC.
-    assert.ok(seen.get('installation gone')! < seen.get('deployment gone')!, timeline(seen, t0));
+    assertBefore(polls, 'installation gone', 'deployment gone', seen, t0);
     // The guard: the binding stayed, terminating and held, while the pod drained.
     assert.ok(seen.has('clusterrolebinding deleting, held by 1'), timeline(seen, t0));
     const out = await operatorOutput(kubelet, second.metadata.name);
@@ -205,7 +218,7 @@ test("uninstall without --wait (sidecar): the post-delete hook runs while the po
     const pod = await installed(ns, true);
     const own = `${RBAC}/clusterroles/drainguard:${ns}:example-operator`;
     const t0 = Date.now();
-    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--timeout', '60s']), async () => {
+    const { result, seen, polls } = await observe(helm(['uninstall', 'ex', '-n', ns, '--timeout', '60s']), async () => {
       const state = await releaseState(ns)();
       const role = await cluster.api.get(own);
       state.push(!role ? "drainguard's ClusterRole gone" : `drainguard's ClusterRole held by ${holdersOf(role).length}`);
@@ -216,7 +229,7 @@ test("uninstall without --wait (sidecar): the post-delete hook runs while the po
     assert.match(result.stdout + result.stderr, /These resources were kept due to the resource policy:/);
     // drainguard's own RBAC stayed, held, while the pod drained, and went only after it.
     assert.ok(seen.has("drainguard's ClusterRole held by 1"), timeline(seen, t0));
-    assert.ok(seen.get("drainguard's ClusterRole gone")! > seen.get('clusterrolebinding gone')!, timeline(seen, t0));
+    assertBefore(polls, 'clusterrolebinding gone', "drainguard's ClusterRole gone", seen, t0);
     const out = await operatorOutput(kubelet, pod.metadata.name);
     assert.ok(out.includes('stop: delete state 200'), out.join('\n'));
     await nothingLeft(ns);
@@ -255,12 +268,12 @@ test('helm uninstall --no-hooks with drainguard.hold.kinds: the Deployment held 
     const pod = await installed(ns, true);
     await cluster.waitFor(async () => holdersOf(await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, 'the hold on the Deployment');
     const t0 = Date.now();
-    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '60s']), holdState(ns));
+    const { result, seen, polls } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '60s']), holdState(ns));
     if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --no-hooks --wait, the hold on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
     assert.equal(result.code, 0, `helm uninstall --no-hooks --wait: ${result.stderr}${result.stdout}`);
     // The hold: the Deployment stayed, held by the pod, until the Installation was gone; the guard kept the binding while the pod drained.
     assert.ok(seen.has('deployment deleting, held by 1'), timeline(seen, t0));
-    assert.ok(seen.get('installation gone')! < seen.get('deployment gone')!, timeline(seen, t0));
+    assertBefore(polls, 'installation gone', 'deployment gone', seen, t0);
     assert.ok(seen.has('clusterrolebinding deleting, held by 1'), timeline(seen, t0));
     const out = await operatorOutput(kubelet, pod.metadata.name);
     for (const r of ['installations', 'apiservers']) {

@@ -166,7 +166,7 @@ test('deletion: preStop, then SIGTERM, SIGKILL when the grace period runs out, t
         {
           name: 'main',
           image: 'example.com/signals',
-          env: [{ name: 'FIXTURE_ON_TERM', value: 'ignore' }, { name: 'FIXTURE_CLIENT', value: '0' }],
+          env: [{ name: 'FIXTURE_ON_TERM', value: 'ignore' }, { name: 'FIXTURE_CONNECT', value: 'never' }],
           lifecycle: { preStop: { exec: { command: ['/bin/sh', '-c', 'echo hook; sleep 0.5'] } } },
         },
       ],
@@ -216,7 +216,7 @@ test("a second delete with a shorter grace period: the SIGKILL comes at the seco
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name },
-    spec: { terminationGracePeriodSeconds: 30, containers: [{ name: 'main', image: 'example.com/signals', env: [{ name: 'FIXTURE_ON_TERM', value: 'ignore' }, { name: 'FIXTURE_CLIENT', value: '0' }] }] },
+    spec: { terminationGracePeriodSeconds: 30, containers: [{ name: 'main', image: 'example.com/signals', env: [{ name: 'FIXTURE_ON_TERM', value: 'ignore' }, { name: 'FIXTURE_CONNECT', value: 'never' }] }] },
   });
   await cluster.api.must('POST', `/api/v1/namespaces/${ns}/pods`, pod('shortened'));
   await (await kubelet.process('shortened', 'main')).line('ready', 20_000);

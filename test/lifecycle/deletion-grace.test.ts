@@ -50,7 +50,7 @@ async function running(): Promise<Running> {
   const kubelet = await Kubelet.start({
     cluster: c.access,
     namespaces: [ex.namespace],
-    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [ex.image]: operatorImage(fixture('reliability/operator.ts'), { FX_WORK: '8000', FX_WORK_AT: 'usr2' }) },
+    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '8000', FIXTURE_WORK_AT: 'usr2' }) },
   });
   const guarded = objects.filter((o) => GUARDED.includes(o.kind));
   const holders = async (o: KubeObject) => ((await c.api.must('GET', pathOf(o))).metadata.finalizers ?? []).filter((f: string) => f.startsWith(HOLDER)).map((f: string) => f.slice(HOLDER.length));

@@ -49,7 +49,7 @@ async function install(edit: (deployment: KubeObject) => void = () => {}, operat
   const kubelet = await Kubelet.start({
     cluster: c.access,
     namespaces: [ex.namespace],
-    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [ex.image]: operatorImage(fixture('reliability/operator.ts'), { FX_WORK: '2500', FX_WORK_AT: 'usr2', ...operatorEnv }) },
+    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '2500', FIXTURE_WORK_AT: 'usr2', ...operatorEnv }) },
   });
   c.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   const deployment = `/apis/apps/v1/namespaces/${ex.namespace}/deployments/${ex.name}`;
@@ -103,7 +103,7 @@ function drainedCleanly(dg: Proc): void {
 
 test('rolling update (kubectl rollout restart, maxSurge 1): the new pod starts, the old one drains; two holders; no reconcile interrupted', async () => {
   // In wrap mode nothing gates the new pod's readiness on its guard: work long enough that the old pod still holds then.
-  const i = await install(undefined, { FX_WORK: '8000' });
+  const i = await install(undefined, { FIXTURE_WORK: '8000' });
   try {
     const [old] = await i.pods();
     const oldDg = await i.drainguard(old.metadata.name);
@@ -161,7 +161,7 @@ test('eviction through the Eviction API: the pod drains and releases its own hol
 
 test('namespace deletion: the pod drains, the namespaced objects it holds go with the namespace, no holder is left on the cluster-scoped ones', async () => {
   // The namespace controller reaches the pods after some seconds: work long enough to be in flight then.
-  const i = await install(undefined, { FX_WORK: '12000' });
+  const i = await install(undefined, { FIXTURE_WORK: '12000' });
   try {
     const [pod] = await i.pods();
     const dg = await i.drainguard(pod.metadata.name);
@@ -202,7 +202,7 @@ test("Kubebuilder's defaults (terminationGracePeriodSeconds 10, nothing set for 
 
 test("Kubebuilder's defaults, worst case: a drain that cannot finish still releases inside the grace period", async () => {
   // Work that outlasts the grace period, and an operator that ignores SIGTERM.
-  const i = await install((d) => (d.spec.template.spec.terminationGracePeriodSeconds = 10), { FX_WORK: '60000', FX_ON_TERM: 'ignore' });
+  const i = await install((d) => (d.spec.template.spec.terminationGracePeriodSeconds = 10), { FIXTURE_WORK: '60000', FIXTURE_ON_TERM: 'ignore' });
   try {
     const [pod] = await i.pods();
     const dg = await i.drainguard(pod.metadata.name);

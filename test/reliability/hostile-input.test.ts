@@ -17,7 +17,7 @@ import { type Prng, prng } from '../support/random.ts';
 import { sizes } from './support/sizes.ts';
 import { inOrder, logOf, noErrors, noWorkInterrupted } from './support/timeline.ts';
 
-const OPERATOR = fixture('reliability/operator.ts');
+const OPERATOR = fixture('operator.ts');
 const DRAIN_TIMEOUT_MS = 4000;
 const SLACK_MS = 1500;
 const WORKERS = 8;
@@ -32,7 +32,7 @@ const HELD_UNGREETED = MAX_UNGREETED - WORKERS - DRIBBLERS - 8;
 
 function start(socket: string, wrapper: string[] = []): Proc {
   const args = ['run', '--', NODE, OPERATOR];
-  const env = { DRAINGUARD_SOCKET: socket, DRAINGUARD_DRAIN_TIMEOUT: `${DRAIN_TIMEOUT_MS}ms`, FX_WORK: '1000', FX_WORK_AT: 'usr2' };
+  const env = { DRAINGUARD_SOCKET: socket, DRAINGUARD_DRAIN_TIMEOUT: `${DRAIN_TIMEOUT_MS}ms`, FIXTURE_WORK: '1000', FIXTURE_WORK_AT: 'usr2' };
   return wrapper.length ? new Proc(wrapper[0]!, [...wrapper.slice(1), EXE, ...args], env) : new Proc(EXE, args, env);
 }
 

@@ -20,7 +20,7 @@ import { prng } from '../support/random.ts';
 import { sizes } from './support/sizes.ts';
 import { count, inOrder, logOf, messages, noErrors, noWorkInterrupted } from './support/timeline.ts';
 
-const OPERATOR = fixture('reliability/operator.ts');
+const OPERATOR = fixture('operator.ts');
 const SLACK_MS = 1500;
 
 interface Pod {
@@ -52,7 +52,7 @@ async function endNative(pod: Pod): Promise<void> {
 
 test('the operator acknowledges: the hook returns once its work is done; the kubelet stops it; the sidecar releases', async () => {
   const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '5s' });
-  const operator = await startOperator(pod, { FX_WORK: '300,700' });
+  const operator = await startOperator(pod, { FIXTURE_WORK: '300,700' });
   const hook = prestop(pod);
   assert.equal((await hook.exit()).code, 0, hook.stderr.join('\n'));
   inOrder(operator.stdout, [/^drain remainingMs=/, 'work done 0', 'work done 1'], 'operator');
@@ -67,7 +67,7 @@ test('the operator acknowledges: the hook returns once its work is done; the kub
 
 test('the operator never acknowledges: the hook returns at the deadline, after the work that fit', async () => {
   const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '1s' });
-  const operator = await startOperator(pod, { FX_ACK: 'never', FX_WORK: '300' });
+  const operator = await startOperator(pod, { FIXTURE_ACK: 'never', FIXTURE_WORK: '300' });
   const t0 = Date.now();
   const hook = prestop(pod);
   assert.equal((await hook.exit()).code, 0);
@@ -87,7 +87,7 @@ for (const [how, ack, code] of [
 ] as const) {
   test(`the operator ${how} during the drain: the hook returns at once, the sidecar releases at once`, async () => {
     const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '8s' });
-    const operator = await startOperator(pod, { FX_ACK: ack, FX_WORK: '20000' });
+    const operator = await startOperator(pod, { FIXTURE_ACK: ack, FIXTURE_WORK: '20000' });
     const t0 = Date.now();
     const hook = prestop(pod);
     assert.equal((await hook.exit()).code, 0);
@@ -100,7 +100,7 @@ for (const [how, ack, code] of [
 
 test('the operator acknowledges, then hangs and ignores SIGTERM (plain sidecar): released only once the kubelet killed it', async () => {
   const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '5s', DRAINGUARD_GRACE_PERIOD: '20s' });
-  const operator = await startOperator(pod, { FX_ACK: 'block', FX_WORK: '200' });
+  const operator = await startOperator(pod, { FIXTURE_ACK: 'block', FIXTURE_WORK: '200' });
   const hook = prestop(pod);
   // A plain sidecar gets its SIGTERM with the hook.
   pod.sidecar.kill('SIGTERM');
@@ -140,7 +140,7 @@ test('SIGTERM before any client connected: no drain to wait for, released at onc
 
 test('the sidecar SIGKILLed and restarted: the operator lives on, reconnects to the new sidecar, and drains through it', async () => {
   const first = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '5s' });
-  const operator = await startOperator(first, { FX_WORK: '400', FX_WORK_AT: 'usr2' });
+  const operator = await startOperator(first, { FIXTURE_WORK: '400', FIXTURE_WORK_AT: 'usr2' });
   first.sidecar.kill('SIGKILL');
   assert.equal((await first.sidecar.exit()).signal, 'SIGKILL');
   await operator.line('client error ECONNREFUSED');
@@ -171,7 +171,7 @@ test('the sidecar SIGKILLed and restarted: the operator lives on, reconnects to 
 test('stray signals and a storm of 1000 SIGTERM/SIGINT/SIGHUP at the sidecar: survived, then one drain, the operator never signalled', async () => {
   const random = prng(sizes.seed);
   const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '5s' });
-  const operator = await startOperator(pod, { FX_WORK: '20000' });
+  const operator = await startOperator(pod, { FIXTURE_WORK: '20000' });
   // Signals a sidecar has no use for are caught, not fatal: a closed terminal, a shared process namespace.
   for (let i = 0; i < 200; i++) process.kill(pod.sidecar.pid, random.pick(['SIGHUP', 'SIGUSR1', 'SIGUSR2', 'SIGQUIT', 'SIGALRM', 'SIGWINCH'] as const));
   const probe = connect(pod.socket);
@@ -202,7 +202,7 @@ test('stray signals and a storm of 1000 SIGTERM/SIGINT/SIGHUP at the sidecar: su
 
 test('control connections: 120 drain requests at once join one drain, each hears how it ended; rude ones are refused', async () => {
   const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '5s' });
-  const operator = await startOperator(pod, { FX_WORK: '600' });
+  const operator = await startOperator(pod, { FIXTURE_WORK: '600' });
   const before = memory(pod.sidecar.pid).rssKiB;
   // As many at once as the socket takes before they have spoken (128, docs/protocol.md "Bounds"), less the operator's.
   const requests = 120;

@@ -27,7 +27,7 @@ import { logOf, noWorkInterrupted } from './support/timeline.ts';
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-const OPERATOR = fixture('reliability/operator.ts');
+const OPERATOR = fixture('operator.ts');
 
 /** Heap in use after a full collection, in bytes. */
 function heap(): number {
@@ -63,8 +63,8 @@ test(`soak: ${sizes.soakCycles} start/drain/stop cycles of the executable leave 
   const cycle = async (i: number) => {
     const p: Proc = drainguard(['run', '--', NODE, OPERATOR], {
       TMPDIR: tmp,
-      FX_SOAK: soakId,
-      FX_WORK: String(50 + (i % 5) * 20),
+      FIXTURE_SOAK: soakId,
+      FIXTURE_WORK: String(50 + (i % 5) * 20),
       DRAINGUARD_DRAIN_TIMEOUT: '5s',
     });
     await p.line('ready');
@@ -83,7 +83,7 @@ test(`soak: ${sizes.soakCycles} start/drain/stop cycles of the executable leave 
   }));
 
   // Nothing left: no operator, no private socket directory, no bound socket, no descriptor of ours.
-  assert.equal(processesWithEnv('FX_SOAK', soakId), [], 'operators left running');
+  assert.equal(processesWithEnv('FIXTURE_SOAK', soakId), [], 'operators left running');
   assert.equal(readdirSync(tmp), [], 'files left in TMPDIR');
   assert.equal(unixSocketsUnder(tmp), [], 'sockets left bound');
   assert.ok(descriptors('self').length <= fdsBefore, `the test's own descriptors: ${fdsBefore} -> ${descriptors('self').length}`);

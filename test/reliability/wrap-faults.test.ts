@@ -19,7 +19,7 @@ import { prng } from '../support/random.ts';
 import { sizes } from './support/sizes.ts';
 import { between, count, inOrder, logOf, messages, noErrors, noWorkInterrupted, signalCounts } from './support/timeline.ts';
 
-const OPERATOR = fixture('reliability/operator.ts');
+const OPERATOR = fixture('operator.ts');
 const SLACK_MS = 1500;
 
 const run = (env: NodeJS.ProcessEnv, flags: string[] = []) =>
@@ -28,7 +28,7 @@ const run = (env: NodeJS.ProcessEnv, flags: string[] = []) =>
 const operatorPid = (p: Proc): number => logOf(p, 'operator started').pid as number;
 
 test('the operator acknowledges: the stop signal follows drained, in-flight work finishes', async () => {
-  const p = run({ FX_WORK: '300,700', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  const p = run({ FIXTURE_WORK: '300,700', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 0);
@@ -43,7 +43,7 @@ test('the operator acknowledges: the stop signal follows drained, in-flight work
 });
 
 test('the operator never acknowledges: the stop signal comes at the deadline, not before, not much after', async () => {
-  const p = run({ FX_ACK: 'never', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '1s' });
+  const p = run({ FIXTURE_ACK: 'never', FIXTURE_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '1s' });
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 0);
@@ -58,7 +58,7 @@ test('the operator never acknowledges: the stop signal comes at the deadline, no
 });
 
 test('the operator crashes during the drain: its status is passed on, no stop signal, no waiting', async () => {
-  const p = run({ FX_ACK: 'crash', FX_WORK: '10000', DRAINGUARD_DRAIN_TIMEOUT: '8s' });
+  const p = run({ FIXTURE_ACK: 'crash', FIXTURE_WORK: '10000', DRAINGUARD_DRAIN_TIMEOUT: '8s' });
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 3);
@@ -73,7 +73,7 @@ test('the operator crashes during the drain: its status is passed on, no stop si
 });
 
 test('the operator exits without acknowledging: drainguard exits with it at once', async () => {
-  const p = run({ FX_ACK: 'exit', FX_WORK: '10000', DRAINGUARD_DRAIN_TIMEOUT: '8s' });
+  const p = run({ FIXTURE_ACK: 'exit', FIXTURE_WORK: '10000', DRAINGUARD_DRAIN_TIMEOUT: '8s' });
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 0);
@@ -85,7 +85,7 @@ test('the operator exits without acknowledging: drainguard exits with it at once
 });
 
 test('the operator acknowledges and then hangs: SIGKILL exactly one stop timeout after the stop signal', async () => {
-  const p = run({ FX_ACK: 'block', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' }, ['--stop-timeout', '800ms']);
+  const p = run({ FIXTURE_ACK: 'block', FIXTURE_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' }, ['--stop-timeout', '800ms']);
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 128 + 9);
@@ -98,7 +98,7 @@ test('the operator acknowledges and then hangs: SIGKILL exactly one stop timeout
 });
 
 test('the operator acknowledges and then ignores SIGTERM: SIGKILL after the stop timeout', async () => {
-  const p = run({ FX_ON_TERM: 'ignore', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' }, ['--stop-timeout', '600ms']);
+  const p = run({ FIXTURE_ON_TERM: 'ignore', FIXTURE_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' }, ['--stop-timeout', '600ms']);
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 128 + 9);
@@ -109,7 +109,7 @@ test('the operator acknowledges and then ignores SIGTERM: SIGKILL after the stop
 });
 
 test('an operator without a client that ignores SIGTERM: no drain, SIGKILL after the stop timeout', async () => {
-  const p = run({ FX_CONNECT: 'never', FX_ON_TERM: 'ignore' }, ['--stop-timeout', '500ms']);
+  const p = run({ FIXTURE_CONNECT: 'never', FIXTURE_ON_TERM: 'ignore' }, ['--stop-timeout', '500ms']);
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 128 + 9);
@@ -130,7 +130,7 @@ test('an operator drainguard may not signal (it became root through a setuid pro
   const p = new Proc('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', EXE, 'run', '--stop-timeout', '500ms', '--', ...asRoot], {
     DRAINGUARD_LOG_LEVEL: 'debug',
     DRAINGUARD_DRAIN_TIMEOUT: '5s',
-    FX_WORK: '300',
+    FIXTURE_WORK: '300',
   });
   await p.line('ready');
   const pid = operatorPid(p);
@@ -161,7 +161,7 @@ test('an operator drainguard may not signal (it became root through a setuid pro
 });
 
 test("children in the operator's process group holding stdout open get the stop signal too", async () => {
-  const p = run({ FX_CHILDREN: 'group', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  const p = run({ FIXTURE_CHILDREN: 'group', FIXTURE_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   await p.line('ready');
   const sleeper = Number(p.stdout.find((l) => l.startsWith('sleeper '))!.split(' ')[1]);
   assert.equal(sessionOf(sleeper).pgrp, operatorPid(p), 'the sleeper is in the operator group');
@@ -173,7 +173,7 @@ test("children in the operator's process group holding stdout open get the stop 
 });
 
 test('children in a session of their own holding stdout open do not keep drainguard waiting', async () => {
-  const p = run({ FX_CHILDREN: 'session', FX_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  const p = run({ FIXTURE_CHILDREN: 'session', FIXTURE_WORK: '200', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   await p.line('ready');
   const sleeper = Number(p.stdout.find((l) => l.startsWith('sleeper '))!.split(' ')[1]);
   p.kill('SIGTERM');
@@ -188,7 +188,7 @@ test('children in a session of their own holding stdout open do not keep draingu
 test('the operator is already gone when SIGTERM arrives: its status, never a failure of drainguard', async () => {
   const outcomes = new Map<string, number>();
   for (let i = 0; i < 8; i++) {
-    const p = run({ FX_EXIT_AFTER: '50', FX_EXIT_CODE: '7', FX_CONNECT: i % 2 ? 'start' : 'never' });
+    const p = run({ FIXTURE_EXIT_AFTER: '50', FIXTURE_EXIT_CODE: '7', FIXTURE_CONNECT: i % 2 ? 'start' : 'never' });
     // The operator prints its counts right before it exits: SIGTERM races its end.
     await p.line(/^counts /);
     p.kill('SIGTERM');
@@ -203,7 +203,7 @@ test('the operator is already gone when SIGTERM arrives: its status, never a fai
 });
 
 test("nobody reads drainguard's log any more (stderr a broken pipe): the drain works as ever", async () => {
-  const p = run({ FX_WORK: '300', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  const p = run({ FIXTURE_WORK: '300', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   p.child.stderr!.destroy();
   await p.line('ready');
   p.kill('SIGTERM');
@@ -228,7 +228,7 @@ test('drainguard SIGKILLed: the operator, in its own session, lives on and its c
   assert.ok(existsSync(socket), 'nobody removed the socket file');
 
   // The next drainguard on that path clears the stale socket, and the orphan's client attaches to it.
-  const next = run({ DRAINGUARD_SOCKET: socket, FX_CONNECT: 'never' });
+  const next = run({ DRAINGUARD_SOCKET: socket, FIXTURE_CONNECT: 'never' });
   await next.line('ready');
   await until(
     (check) => {
@@ -248,7 +248,7 @@ test('drainguard SIGKILLed: the operator, in its own session, lives on and its c
 test('SIGTERM while drainguard itself is starting: the operator is never started', async () => {
   const dir = tempDir();
   const marker = join(dir, 'started');
-  const p = run({ FX_MARKER: marker });
+  const p = run({ FIXTURE_MARKER: marker });
   // The runtime is still booting: no handler is installed yet, so SIGTERM ends drainguard as it would any process.
   p.kill('SIGTERM');
   const exit = await p.exit();
@@ -263,7 +263,7 @@ test('SIGTERM at any moment of the start: either not started (143) or started an
   // From the first millisecond on, until the operator was started a few times (later on a loaded machine).
   for (let delay = 0; outcomes.started < 4 && delay <= 3000; delay += outcomes.notStarted > 15 ? 40 : 10) {
     const marker = join(dir, `started-${delay}`);
-    const p = run({ FX_MARKER: marker, FX_WORK: '100' });
+    const p = run({ FIXTURE_MARKER: marker, FIXTURE_WORK: '100' });
     await within(1000, 'the delay', new Promise((r) => setTimeout(r, delay)));
     p.kill('SIGTERM');
     const exit = await p.exit();
@@ -294,7 +294,7 @@ test('a SIGTERM received before the operator is started is honoured (library, re
     5000,
     'runWrapped',
     runWrapped(config, [NODE, OPERATOR], {
-      env: { ...process.env, FX_MARKER: marker },
+      env: { ...process.env, FIXTURE_MARKER: marker },
       logger,
       // The socket listens; the kernel delivers SIGTERM now, before the operator is started.
       onServer: () => process.kill(process.pid, 'SIGTERM'),
@@ -306,7 +306,7 @@ test('a SIGTERM received before the operator is started is honoured (library, re
 });
 
 test('SIGTERM before the client connected: the drain ends at once (no client)', async () => {
-  const p = run({ FX_CONNECT: 'usr1', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  const p = run({ FIXTURE_CONNECT: 'usr1', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 0);
@@ -319,7 +319,7 @@ test('SIGTERM before the client connected: the drain ends at once (no client)', 
 test('a client that connects while the drain is under way gets drain right after welcome', async () => {
   const dir = tempDir();
   const socket = join(dir, 'drain.sock');
-  const p = run({ DRAINGUARD_SOCKET: socket, FX_CONNECT: 'usr1', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  const p = run({ DRAINGUARD_SOCKET: socket, FIXTURE_CONNECT: 'usr1', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   await p.line('ready');
   // Another client holds the drain open until the late one has drained.
   const early = connect(socket);
@@ -352,7 +352,7 @@ test('a storm of 1000 SIGTERM/SIGINT/SIGHUP: one stop signal, SIGHUP forwarded, 
   const random = prng(sizes.seed);
   console.log(`  storm seed ${sizes.seed} (FUZZ_SEED)`);
   // The operator outlives the storm (it ignores SIGTERM), so every signal passed on reaches it while it runs.
-  const p = run({ FX_WORK: '20000', FX_ON_TERM: 'ignore', DRAINGUARD_DRAIN_TIMEOUT: '10s' }, ['--stop-timeout', '1500ms']);
+  const p = run({ FIXTURE_WORK: '20000', FIXTURE_ON_TERM: 'ignore', DRAINGUARD_DRAIN_TIMEOUT: '10s' }, ['--stop-timeout', '1500ms']);
   await p.line('ready');
   const sent = { SIGTERM: 0, SIGINT: 0, SIGHUP: 0 };
   for (let i = 0; i < 1000; i++) {
@@ -376,7 +376,7 @@ test('a storm of 1000 SIGTERM/SIGINT/SIGHUP: one stop signal, SIGHUP forwarded, 
 });
 
 test('a storm of 1000 SIGHUP during a drain: forwarded, and the drain is not disturbed', async () => {
-  const p = run({ FX_WORK: '700', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
+  const p = run({ FIXTURE_WORK: '700', DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   await p.line('ready');
   p.kill('SIGTERM');
   await p.line(/^drain /);

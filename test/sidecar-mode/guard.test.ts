@@ -234,7 +234,7 @@ for (const [native, grace] of [[true, 4], [false, 4], [true, 1], [false, 1]] as 
 
 test('an operator without the protocol: the release waits for the API to report its container terminated', async () => {
   await recreateRole();
-  const p = await run({ name: 'no-protocol', native: false, hook: 'none', operatorEnv: { FIXTURE_CLIENT: '0', FIXTURE_ON_TERM: 'ignore' }, sidecarEnv: { DRAINGUARD_OPERATOR_CONTAINER: 'manager' } });
+  const p = await run({ name: 'no-protocol', native: false, hook: 'none', operatorEnv: { FIXTURE_CONNECT: 'never', FIXTURE_ON_TERM: 'ignore' }, sidecarEnv: { DRAINGUARD_OPERATOR_CONTAINER: 'manager' } });
   await uninstall('no-protocol');
   await p.operator.line('signal SIGTERM');
   await p.sidecar.log('waiting for the Kubernetes API to report the operator container terminated');

@@ -69,7 +69,7 @@ test('an operator that gives up at the announced deadline and acknowledges then 
 });
 
 test('no protocol client: the kill is passed on at once', async () => {
-  const p = run({ FIXTURE_CLIENT: '0', FIXTURE_WORK: '5000' });
+  const p = run({ FIXTURE_CONNECT: 'never', FIXTURE_WORK: '5000' });
   await p.line('ready');
   p.kill('SIGTERM');
   const exit = await p.exit();
@@ -106,7 +106,7 @@ test('a child killed by signal N makes drainguard exit 128+N', async () => {
 });
 
 test('signals other than SIGTERM/SIGINT go to the child unchanged', async () => {
-  const p = run({ FIXTURE_CLIENT: '0' });
+  const p = run({ FIXTURE_CONNECT: 'never' });
   await p.line('ready');
   for (const sig of ['SIGHUP', 'SIGUSR1', 'SIGUSR2', 'SIGWINCH', 'SIGQUIT', 'SIGALRM', 'SIGURG'] as const) {
     p.kill(sig);
@@ -182,7 +182,7 @@ test('a flag wins over its variable', async () => {
 test('the socket is private (0600), exported to the child, and removed at exit', async () => {
   const dir = tempDir();
   const path = join(dir, 'drain.sock');
-  const p = run({ DRAINGUARD_SOCKET: path, FIXTURE_CLIENT: '0' }, [], ['sh', '-c', 'echo "socket=$DRAINGUARD_SOCKET"; echo ready; exec sleep 100']);
+  const p = run({ DRAINGUARD_SOCKET: path, FIXTURE_CONNECT: 'never' }, [], ['sh', '-c', 'echo "socket=$DRAINGUARD_SOCKET"; echo ready; exec sleep 100']);
   await p.line('ready');
   assert.ok(p.stdout.includes(`socket=${path}`));
   const st = statSync(path);
@@ -192,7 +192,7 @@ test('the socket is private (0600), exported to the child, and removed at exit',
   assert.equal((await p.exit()).code, 128 + 15);
   assert.not.ok(existsSync(path), 'socket file removed');
 
-  const q = run({ FIXTURE_CLIENT: '0' }, [], ['sh', '-c', 'echo "socket=$DRAINGUARD_SOCKET"; echo ready; exec sleep 100']);
+  const q = run({ FIXTURE_CONNECT: 'never' }, [], ['sh', '-c', 'echo "socket=$DRAINGUARD_SOCKET"; echo ready; exec sleep 100']);
   await q.line('ready');
   const own = q.stdout.find((l) => l.startsWith('socket='))!.slice(7);
   assert.equal(statSync(own).mode & 0o777, 0o600);
@@ -205,9 +205,9 @@ test('the socket is private (0600), exported to the child, and removed at exit',
 test('a stale socket left by a killed drainguard is replaced; a live one is refused', async () => {
   const dir = tempDir();
   const path = join(dir, 'drain.sock');
-  const first = run({ DRAINGUARD_SOCKET: path, FIXTURE_CLIENT: '0' });
+  const first = run({ DRAINGUARD_SOCKET: path, FIXTURE_CONNECT: 'never' });
   await first.line('ready');
-  const second = run({ DRAINGUARD_SOCKET: path, FIXTURE_CLIENT: '0' });
+  const second = run({ DRAINGUARD_SOCKET: path, FIXTURE_CONNECT: 'never' });
   assert.equal((await second.exit()).code, 2);
   assert.match(second.stderr.join('\n'), /in use by another process/);
   first.kill('SIGKILL');
@@ -223,9 +223,9 @@ test('a stale socket left by a killed drainguard is replaced; a live one is refu
 });
 
 test('a grandchild holding stdout open does not keep drainguard waiting', async () => {
-  const p = run({ FIXTURE_CLIENT: '0', FIXTURE_GRANDCHILD: '1' }, ['--signal-target', 'child']);
+  const p = run({ FIXTURE_CONNECT: 'never', FIXTURE_CHILDREN: 'session' }, ['--signal-target', 'child']);
   await p.line('ready');
-  const grandchild = Number(p.stdout.find((l) => l.startsWith('grandchild '))!.split(' ')[1]);
+  const grandchild = Number(p.stdout.find((l) => l.startsWith('sleeper '))!.split(' ')[1]);
   p.kill('SIGTERM');
   const exit = await p.processExit();
   assert.equal(exit.code, 0);

@@ -7,7 +7,6 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import * as k8s from '@kubernetes/client-node';
 import { parse, parseAllDocuments } from 'yaml';
 
 export const ROOT = resolve('.');
@@ -68,25 +67,28 @@ export async function problems(object: KubeObject): Promise<string[]> {
     found.push(`${id(object)}: ${(err as Error).message}`);
   }
   const typeName = `${version![0]!.toUpperCase()}${version!.slice(1)}${object.kind}`;
-  found.push(...unknownFields(object, typeName, '').map((path) => `${id(object)}: unknown field ${path}`));
+  clientModels ??= (await import('@kubernetes/client-node')) as unknown as Models;
+  found.push(...unknownFields(clientModels, object, typeName, '').map((path) => `${id(object)}: unknown field ${path}`));
   return found;
 }
 
-const models = k8s as unknown as Record<string, { getAttributeTypeMap?: () => { baseName: string; type: string }[] }>;
+type Models = Record<string, { getAttributeTypeMap?: () => { baseName: string; type: string }[] }>;
+/** client-node's generated models, imported by the first problems(): the import takes seconds, and most files reading manifests here validate none. */
+let clientModels: Models | undefined;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function unknownFields(value: unknown, type: string, path: string): string[] {
+function unknownFields(models: Models, value: unknown, type: string, path: string): string[] {
   const array = /^Array<(.+)>$/.exec(type);
-  if (array) return Array.isArray(value) ? value.flatMap((v, i) => unknownFields(v, array[1]!, `${path}[${i}]`)) : [];
+  if (array) return Array.isArray(value) ? value.flatMap((v, i) => unknownFields(models, v, array[1]!, `${path}[${i}]`)) : [];
   const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
-  if (map) return isObject(value) ? Object.entries(value).flatMap(([k, v]) => unknownFields(v, map[1]!, `${path}[${k}]`)) : [];
+  if (map) return isObject(value) ? Object.entries(value).flatMap(([k, v]) => unknownFields(models, v, map[1]!, `${path}[${k}]`)) : [];
   const attributes = models[type]?.getAttributeTypeMap?.();
   if (!attributes || !isObject(value)) return [];
   const known = new Map(attributes.map((a) => [a.baseName, a.type]));
   return Object.entries(value).flatMap(([key, v]) => {
     const field = path === '' ? key : `${path}.${key}`;
     const fieldType = known.get(key);
-    return fieldType === undefined ? [field] : unknownFields(v, fieldType, field);
+    return fieldType === undefined ? [field] : unknownFields(models, v, fieldType, field);
   });
 }
 

@@ -2,7 +2,7 @@
 // self-signed certificate): IP literals of 127.0.0.0/8 and ::1, and localhost; names never.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isLoopbackHost } from '../../../src/idle/loopback.ts';
+import { isLoopbackHost } from '../../src/idle/loopback.ts';
 
 const host = (url: string) => new URL(url).hostname;
 

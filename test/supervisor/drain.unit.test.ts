@@ -3,12 +3,12 @@
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DrainClient } from '../../../src/protocol/client.ts';
-import { DrainServer } from '../../../src/protocol/server.ts';
-import { Drain, type DrainOptions, type DrainResult } from '../../../src/supervisor/drain.ts';
-import { silentLogger } from '../../../src/log/logger.ts';
-import { tempDir } from '../../support/proc.ts';
-import { within } from '../../support/wait.ts';
+import { DrainClient } from '../../src/protocol/client.ts';
+import { DrainServer } from '../../src/protocol/server.ts';
+import { Drain, type DrainOptions, type DrainResult } from '../../src/supervisor/drain.ts';
+import { silentLogger } from '../../src/log/logger.ts';
+import { tempDir } from '../support/proc.ts';
+import { within } from '../support/wait.ts';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 
 async function setup(options: Partial<DrainOptions> = {}, timeoutMs = 3000) {

@@ -1,7 +1,7 @@
 // A clock the test moves itself, for the timing rules of the stop: nothing
 // waits on real time, and a rule about seconds is checked in microseconds.
 
-import type { Clock } from '../../../src/supervisor/clock.ts';
+import type { Clock } from '../../src/supervisor/clock.ts';
 
 interface Timer {
   readonly at: number;

@@ -5,11 +5,11 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CLOCK_SKEW_MS, type LeaseObject, listHolders } from '../../../src/guard/holders.ts';
-import { microTime } from '../../../src/kube/objects.ts';
-import { HolderLease } from '../../../src/guard/lease.ts';
-import type { KubeClient } from '../../../src/kube/client.ts';
-import { silentLogger } from '../../../src/log/logger.ts';
+import { CLOCK_SKEW_MS, type LeaseObject, listHolders } from '../../src/guard/holders.ts';
+import { microTime } from '../../src/kube/objects.ts';
+import { HolderLease } from '../../src/guard/lease.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import { silentLogger } from '../../src/log/logger.ts';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 const NS = 'op';

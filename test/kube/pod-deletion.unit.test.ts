@@ -3,9 +3,9 @@
 // and a second try only when the first failed otherwise and time is left.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { KubeClient } from '../../../src/kube/client.ts';
-import { KubeApiError, KubeUnreachableError } from '../../../src/kube/errors.ts';
-import { readDeletion } from '../../../src/kube/pod.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import { KubeApiError, KubeUnreachableError } from '../../src/kube/errors.ts';
+import { readDeletion } from '../../src/kube/pod.ts';
 
 const POD = { name: 'op-0', namespace: 'ns' };
 

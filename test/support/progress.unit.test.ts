@@ -4,7 +4,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ProgressReader } from '../../support/progress.ts';
+import { ProgressReader } from './progress.ts';
 
 function reader() {
   let now = 1_000;

@@ -5,10 +5,10 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DeploymentController } from '../../support/apiserver/controllers/deployment.ts';
-import { Registry } from '../../support/apiserver/registry.ts';
-import { ResourceTypes } from '../../support/apiserver/resources.ts';
-import { Store } from '../../support/apiserver/store.ts';
+import { DeploymentController } from './deployment.ts';
+import { Registry } from '../registry.ts';
+import { ResourceTypes } from '../resources.ts';
+import { Store } from '../store.ts';
 
 const SYSTEM = { user: { name: 'system:admin', groups: ['system:masters'] } };
 

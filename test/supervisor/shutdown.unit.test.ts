@@ -2,9 +2,9 @@
 // Pod's grace period, with no clock at all (they take the moments as numbers).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { LogFields, Logger } from '../../../src/log/logger.ts';
-import { checkFit, defaultDrainTimeout } from '../../../src/config/grace-rule.ts';
-import { Deadlines, type DeadlineSettings, Termination } from '../../../src/supervisor/shutdown.ts';
+import type { LogFields, Logger } from '../../src/log/logger.ts';
+import { checkFit, defaultDrainTimeout } from '../../src/config/grace-rule.ts';
+import { Deadlines, type DeadlineSettings, Termination } from '../../src/supervisor/shutdown.ts';
 
 function recorder(): Logger & { lines: { level: string; msg: string; fields?: LogFields }[] } {
   const lines: { level: string; msg: string; fields?: LogFields }[] = [];

@@ -3,9 +3,9 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decide } from '../../../src/hold/decide.ts';
-import { Hold } from '../../../src/hold/hold.ts';
-import type { KubeClient } from '../../../src/kube/client.ts';
+import { decide } from '../../src/hold/decide.ts';
+import { Hold } from '../../src/hold/hold.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 
 const T0 = Date.UTC(2026, 0, 1);

@@ -1,8 +1,8 @@
 // boundedWarn with a clock the test moves: the first line at once, then one per interval counting the ones left out.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { LogFields, Logger } from '../../../src/log/logger.ts';
-import { boundedWarn } from '../../../src/protocol/bounded-log.ts';
+import type { LogFields, Logger } from '../../src/log/logger.ts';
+import { boundedWarn } from '../../src/protocol/bounded-log.ts';
 
 function capture(): { logger: Logger; lines: { msg: string; fields?: LogFields }[] } {
   const lines: { msg: string; fields?: LogFields }[] = [];
