@@ -19,6 +19,10 @@ export type OptionValues = { [S in (typeof EVERY_OPTION)[number] as S['key']]: S
 /** A parsed list is read-only: every reader of the options gets the same one. */
 type Shared<T> = T extends readonly (infer E)[] ? readonly E[] : T;
 
+/** The keys whose table entry has one default for every command: they always have a value. */
+export type DefaultedKey = KeyWithDefault<(typeof EVERY_OPTION)[number]>;
+type KeyWithDefault<S> = S extends { readonly key: infer K; readonly default: infer D } ? (D extends (command: Command) => unknown ? never : K) : never;
+
 /** DRAINGUARD_LEADER_LEASE: the operator's leader Lease found by its holder's identity, named, or left alone. */
 export type LeaderLeaseSetting = 'auto' | 'off' | { readonly name: string };
 
