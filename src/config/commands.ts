@@ -1,43 +1,35 @@
 // The resolved configuration of the commands that supervise nothing (prestop,
 // release, status, predelete, install, check): defaults from the options table
 // filled in, the rules about their arguments checked before they start.
-// run and sidecar resolve in supervisor.ts.
+// Each type takes its options' types from the table (Settings) with the list
+// of keys that also fills it in (settings). run and sidecar resolve in
+// supervisor/config.ts.
 
 import { statSync } from 'node:fs';
-import type { LogFormat, LogLevel } from '../log/logger.ts';
 import { ConfigError } from '../errors.ts';
-import type { HoldKind } from './hold-list.ts';
 import { type DeleteTarget, type GuardTarget, parseDeleteList, parseGuardList } from './guard-list.ts';
-import { type ParsedArgs, setting } from './load.ts';
+import { type ParsedArgs, type Settings, setting, settings } from './load.ts';
 import type { OptionValues } from './options.ts';
 
-export interface LogConfig {
-  readonly logLevel: LogLevel;
-  /** undefined: json unless stderr is a terminal. */
-  readonly logFormat?: LogFormat;
-}
+const LOG = ['logLevel', 'logFormat'] as const;
+export type LogConfig = Settings<typeof LOG>;
 
-export interface PrestopConfig extends LogConfig {
+const PRESTOP = [...LOG, 'drainTimeoutMs'] as const;
+export interface PrestopConfig extends Settings<typeof PRESTOP> {
+  /** Always set: prestop's default is the sidecar's path. */
   readonly socket: string;
-  /** undefined: the deadline the supervisor announces. */
-  readonly drainTimeoutMs?: number;
 }
 
+// hold: the Deployments in the namespace that carry holder finalizers are looked at too;
+// podNamespace: where holder Leases are looked for (undefined: the client's namespace rules, kube/open.ts).
+const GUARD_QUERY = [...LOG, 'allObjects', 'hold', 'podNamespace'] as const;
 /** What release and status look at: the objects named, or every one with a holder finalizer. */
-export interface GuardQueryConfig extends LogConfig {
+export interface GuardQueryConfig extends Settings<typeof GUARD_QUERY> {
   readonly targets: readonly GuardTarget[];
-  readonly allObjects: boolean;
-  /** The hold's kinds: the Deployments in the namespace that carry holder finalizers are looked at too. */
-  readonly hold: readonly HoldKind[];
-  /** Where holder Leases are looked for; undefined: the client's namespace rules (kube/open.ts). */
-  readonly podNamespace?: string;
 }
 
-export interface ReleaseConfig extends GuardQueryConfig {
-  /** Also the finalizers of live holders (confirmed with --yes). */
-  readonly all: boolean;
-  /** undefined: one pass. */
-  readonly waitMs?: number;
+const RELEASE = ['all', 'waitMs'] as const;
+export interface ReleaseConfig extends GuardQueryConfig, Settings<typeof RELEASE> {
   /** Deleted once no live holder is left. */
   readonly remove: readonly DeleteTarget[];
   /** -f: manifests that add their guard lists, namespace and drainguard's own RBAC to the above. */
@@ -48,16 +40,10 @@ export interface StatusConfig extends GuardQueryConfig {
   readonly output: OptionValues['output'];
 }
 
-export interface PredeleteConfig extends LogConfig {
+const PREDELETE = [...LOG, 'namespace', 'allNamespaces', 'timeoutMs', 'order', 'propagation', 'requireReady'] as const;
+export interface PredeleteConfig extends Settings<typeof PREDELETE> {
   /** The RESOURCE arguments as given (parsed against the API server's discovery). */
   readonly resources: readonly string[];
-  /** undefined: the kubeconfig context's, in a pod its own, else default. */
-  readonly namespace?: string;
-  readonly allNamespaces: boolean;
-  readonly timeoutMs: number;
-  readonly order: boolean;
-  readonly propagation: OptionValues['propagation'];
-  readonly requireReady?: string;
 }
 
 export interface InstallConfig extends LogConfig {
@@ -74,16 +60,14 @@ export interface CheckConfig {
   readonly namespace?: { readonly name: string; readonly source: string };
 }
 
-const log = (args: ParsedArgs): LogConfig => ({ logLevel: setting(args, 'logLevel')!, logFormat: args.values.logFormat });
-
 export function resolvePrestopConfig(args: ParsedArgs): PrestopConfig {
-  return Object.freeze({ ...log(args), socket: setting(args, 'socket')!, drainTimeoutMs: args.values.drainTimeoutMs });
+  return Object.freeze({ ...settings(args, PRESTOP), socket: setting(args, 'socket')! });
 }
 
 function guardQuery(args: ParsedArgs): GuardQueryConfig {
   const v = args.values;
   const targets = v.guard === undefined ? [] : parseGuardList(v.guard, args.sources.guard ?? 'DRAINGUARD_GUARD');
-  return { ...log(args), targets: Object.freeze(targets), allObjects: setting(args, 'allObjects')!, hold: setting(args, 'hold')!, podNamespace: v.podNamespace };
+  return { ...settings(args, GUARD_QUERY), targets: Object.freeze(targets) };
 }
 
 export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
@@ -92,35 +76,24 @@ export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
   if (query.targets.length === 0 && !query.allObjects && query.hold.length === 0 && manifests === undefined) {
     throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the objects to release: --guard LIST (DRAINGUARD_GUARD), -f FILE (the manifests that were applied), --hold KINDS (DRAINGUARD_HOLD: the held Deployments of the namespace), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
   }
-  const all = setting(args, 'all')!;
-  if (all && !setting(args, 'yes')) {
+  const given = settings(args, RELEASE);
+  if (given.all && !setting(args, 'yes')) {
     throw new ConfigError('DG_CONFIG_CONFIRM', '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
   }
   const remove = args.values.delete === undefined ? [] : parseDeleteList(args.values.delete, args.sources.delete ?? '--delete');
-  return Object.freeze({ ...query, all, waitMs: args.values.waitMs, remove: Object.freeze(remove), manifests });
+  return Object.freeze({ ...query, ...given, remove: Object.freeze(remove), manifests });
 }
 
 export function resolveStatusConfig(args: ParsedArgs): StatusConfig {
   const query = guardQuery(args);
   // With no list, status shows every object that has a holder.
-  return Object.freeze({ ...query, allObjects: query.allObjects || query.targets.length === 0, output: setting(args, 'output')! });
+  return Object.freeze({ ...query, allObjects: query.allObjects || query.targets.length === 0, output: setting(args, 'output') });
 }
 
 export function resolvePredeleteConfig(args: ParsedArgs): PredeleteConfig {
   if (args.positionals.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard predelete' needs at least one RESOURCE, such as installations.operator.tigera.io/default");
-  const v = args.values;
-  return Object.freeze({
-    ...log(args),
-    resources: Object.freeze([...args.positionals]),
-    namespace: v.namespace,
-    allNamespaces: setting(args, 'allNamespaces')!,
-    timeoutMs: setting(args, 'timeoutMs')!,
-    order: setting(args, 'order')!,
-    propagation: setting(args, 'propagation')!,
-    requireReady: v.requireReady,
-  });
+  return Object.freeze({ ...settings(args, PREDELETE), resources: Object.freeze([...args.positionals]) });
 }
-
 export function resolveInstallConfig(args: ParsedArgs): InstallConfig {
   if (args.positionals.length !== 1) {
     throw new ConfigError('DG_CONFIG_ARGUMENTS', `'drainguard install' needs exactly one DIR, got ${args.positionals.length === 0 ? 'none' : JSON.stringify(args.positionals)}`);
@@ -131,7 +104,7 @@ export function resolveInstallConfig(args: ParsedArgs): InstallConfig {
     stat = statSync(dir);
   } catch {}
   if (stat && !stat.isDirectory()) throw new ConfigError('DG_INSTALL_DIR', `DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
-  return Object.freeze({ ...log(args), dir });
+  return Object.freeze({ ...settings(args, LOG), dir });
 }
 
 export function resolveCheckConfig(args: ParsedArgs): CheckConfig {
@@ -142,5 +115,5 @@ export function resolveCheckConfig(args: ParsedArgs): CheckConfig {
   if (deployment && namespace && namespace.name !== deployment.namespace) {
     throw new ConfigError('DG_CONFIG_ARGUMENTS', `--deployment ${deployment.namespace}/${deployment.name} is in namespace ${deployment.namespace}, ${namespace.source} names ${namespace.name}: give one namespace`);
   }
-  return Object.freeze({ output: setting(args, 'output')!, deployment, paths: Object.freeze(paths), ...(namespace && { namespace }) });
+  return Object.freeze({ output: setting(args, 'output'), deployment, paths: Object.freeze(paths), ...(namespace && { namespace }) });
 }

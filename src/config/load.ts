@@ -7,7 +7,7 @@
 // and reports unknown options in its own words without the name as a field.
 
 import { ConfigError } from '../errors.ts';
-import { type Command, EVERY_OPTION, type OptionSpec, type OptionValues, OPTIONS, defaultValue, envName } from './options.ts';
+import { type Command, type DefaultedKey, EVERY_OPTION, type OptionSpec, type OptionValues, OPTIONS, defaultValue, envName } from './options.ts';
 
 export interface ParsedArgs {
   readonly command: Command;
@@ -99,12 +99,25 @@ export function parseArgs(
   return Object.freeze({ command, values: Object.freeze(values) as Partial<OptionValues>, sources: Object.freeze(sources), positionals, help });
 }
 
+/** What setting() gives for a key: a value when the table has one default for every command, else maybe nothing. */
+type Setting<K extends keyof OptionValues> = K extends DefaultedKey ? OptionValues[K] : OptionValues[K] | undefined;
+
+/** What settings() gives for these keys, read-only: those that may have no value are optional. */
+export type Settings<Keys extends readonly (keyof OptionValues)[]> = Readonly<
+  Pick<OptionValues, Keys[number] & DefaultedKey> & Partial<Pick<OptionValues, Exclude<Keys[number], DefaultedKey>>>
+>;
+
 /**
  * The value given, else the option's default for the command (undefined when it has none).
  * Also for an option the command does not take: the supervisors share one config type.
  */
-export function setting<K extends keyof OptionValues>(args: ParsedArgs, key: K): OptionValues[K] | undefined {
-  if (args.values[key] !== undefined) return args.values[key];
+export function setting<K extends keyof OptionValues>(args: ParsedArgs, key: K): Setting<K> {
+  if (args.values[key] !== undefined) return args.values[key] as Setting<K>;
   const spec = EVERY_OPTION.find((s) => s.key === key);
-  return spec && (defaultValue(spec, args.command) as OptionValues[K] | undefined);
+  return (spec && defaultValue(spec, args.command)) as Setting<K>;
+}
+
+/** setting() of each key, in one object: a config type takes the same keys with Settings. */
+export function settings<const Keys extends readonly (keyof OptionValues)[]>(args: ParsedArgs, keys: Keys): Settings<Keys> {
+  return Object.fromEntries(keys.map((key) => [key, setting(args, key)])) as Settings<Keys>;
 }

@@ -1,5 +1,6 @@
 // The one list of drainguard's options and their defaults. Flags, environment
-// variables, `--help` and the README's table of variables are all generated from it.
+// variables, `--help`, the README's table of variables and the types of the
+// parsed values (OptionValues) all come from it.
 
 import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
@@ -10,46 +11,18 @@ import { parseSignal } from './signals.ts';
 
 export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check';
 
-/** What each option's parser returns, by key: the one cast from text to types is in load.ts. */
-export interface OptionValues {
-  socket: string;
-  gracePeriodMs: number;
-  drainTimeoutMs: number;
-  stopSignal: NodeJS.Signals;
-  stopTimeoutMs: number;
-  signalTarget: 'group' | 'child';
-  guard: string;
-  hold: readonly HoldKind[];
-  holdTimeoutMs: number;
-  holdSettleMs: number;
-  leaseDurationMs: number;
-  podName: string;
-  podNamespace: string;
-  podUid: string;
-  httpAddr: HostPort;
-  prestopToken: string;
-  prestopTokenFile: string;
-  operatorContainer: readonly string[];
-  logLevel: 'debug' | 'info' | 'warn' | 'error';
-  logFormat: 'json' | 'text';
-  checkDeployment: { readonly namespace: string; readonly name: string };
-  filenames: readonly string[];
-  namespace: string;
-  allNamespaces: boolean;
-  timeoutMs: number;
-  order: boolean;
-  propagation: 'Background' | 'Foreground' | 'Orphan';
-  requireReady: string;
-  allObjects: boolean;
-  all: boolean;
-  yes: boolean;
-  waitMs: number;
-  delete: string;
-  releaseManifests: string;
-  output: 'text' | 'json';
-  idleMetrics: URL;
-  leaderLease: LeaderLeaseSetting;
-}
+/**
+ * What each option's parser returns, by key: the table below is the one source
+ * of the names and types (the one cast from text to types is in load.ts).
+ */
+export type OptionValues = { [S in (typeof EVERY_OPTION)[number] as S['key']]: Shared<ReturnType<S['parse']>> };
+
+/** A parsed list is read-only: every reader of the options gets the same one. */
+type Shared<T> = T extends readonly (infer E)[] ? readonly E[] : T;
+
+/** The keys whose table entry has one default for every command: they always have a value. */
+export type DefaultedKey = KeyWithDefault<(typeof EVERY_OPTION)[number]>;
+type KeyWithDefault<S> = S extends { readonly key: infer K; readonly default: infer D } ? (D extends (command: Command) => unknown ? never : K) : never;
 
 /** DRAINGUARD_LEADER_LEASE: the operator's leader Lease found by its holder's identity, named, or left alone. */
 export type LeaderLeaseSetting = 'auto' | 'off' | { readonly name: string };
@@ -60,8 +33,8 @@ export interface HostPort {
 }
 
 export interface OptionSpec {
-  /** Field name in the parsed values. */
-  readonly key: keyof OptionValues;
+  /** Field name in the parsed values (OptionValues is made of these). */
+  readonly key: string;
   /** Long flag without dashes; the variable is DRAINGUARD_ + its upper snake case. */
   readonly flag: string;
   readonly short?: string;
@@ -190,7 +163,7 @@ function boolean(raw: string, source: string): boolean {
   return value === 'true' || value === '1' || value === 'yes';
 }
 
-export const OPTIONS: readonly OptionSpec[] = [
+const SHARED_OPTIONS = [
   {
     key: 'socket', flag: 'socket', value: 'PATH', parse: socketPath, commands: ['run', 'sidecar', 'prestop'],
     description: 'path of the drain socket (Unix domain, stream, mode 0600)',
@@ -303,17 +276,20 @@ export const OPTIONS: readonly OptionSpec[] = [
     key: 'logFormat', flag: 'log-format', value: 'FORMAT', parse: oneOf('json', 'text'), commands: ALL,
     description: 'json or text', defaultText: 'json when stderr is not a terminal',
   },
-];
+] as const satisfies readonly OptionSpec[];
+
+/** The options that several commands share (the lists below are single commands' own), as plain specs: the literal types stay with SHARED_OPTIONS, for OptionValues. */
+export const OPTIONS: readonly OptionSpec[] = SHARED_OPTIONS;
 
 // `drainguard check`: the options only it has (the command's extra options).
 /** How status and check print what they found. */
-const OUTPUT: OptionSpec = {
+const OUTPUT = {
   key: 'output', flag: 'output', short: 'o', value: 'FORMAT', commands: ['status', 'check'], parse: oneOf('text', 'json'),
   description: 'text or json', default: 'text',
-};
+} as const satisfies OptionSpec;
 
 /** predelete's and check's -n: one variable, DRAINGUARD_NAMESPACE, as kubectl's one flag. */
-const NAMESPACE_OPTION: OptionSpec = {
+const NAMESPACE_OPTION = {
   key: 'namespace', flag: 'namespace', short: 'n', value: 'NAMESPACE', commands: ['predelete', 'check'],
   parse: (raw, source) => {
     if (!NAMESPACE.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'a namespace name (a DNS label)', raw);
@@ -321,9 +297,9 @@ const NAMESPACE_OPTION: OptionSpec = {
   },
   description: 'namespace of namespaced resources; predelete: also of the pods --require-ready looks for; check: of the objects that name none, as kubectl apply -n puts them (an object naming another is refused, exit 2)',
   defaultText: (c) => (c === 'check' ? 'default' : "the kubeconfig context's namespace, in a pod its own, else default"),
-};
+} as const satisfies OptionSpec;
 
-export const CHECK_OPTIONS: readonly OptionSpec[] = [
+export const CHECK_OPTIONS = [
   OUTPUT,
   NAMESPACE_OPTION,
   {
@@ -340,16 +316,16 @@ export const CHECK_OPTIONS: readonly OptionSpec[] = [
     parse: (raw, source) => {
       const [namespace, name, ...rest] = raw.trim().split('/');
       if (rest.length > 0 || !namespace || !name || !NAMESPACE.test(namespace) || !POD_NAME.test(name)) throw invalid('DG_CONFIG_VALUE', source, 'NAMESPACE/NAME of a Deployment, such as operator-system/my-operator', raw);
-      return { namespace, name };
+      return { namespace, name } as const;
     },
     description: 'check this Deployment as the Kubernetes API has it (with the RBAC objects and ServiceAccounts there) instead of manifests',
     defaultText: 'read the manifests named as arguments',
   },
-];
+] as const satisfies readonly OptionSpec[];
 
 
 // `drainguard predelete`: the options only it has.
-export const PREDELETE_OPTIONS: readonly OptionSpec[] = [
+export const PREDELETE_OPTIONS = [
   NAMESPACE_OPTION,
   {
     key: 'allNamespaces', flag: 'all-namespaces', short: 'A', commands: ['predelete'], parse: boolean,
@@ -368,7 +344,7 @@ export const PREDELETE_OPTIONS: readonly OptionSpec[] = [
     key: 'propagation', flag: 'propagation', value: 'POLICY', commands: ['predelete'],
     parse: (raw, source) => {
       const v = oneOf('background', 'foreground', 'orphan')(raw, source);
-      return (v[0]!.toUpperCase() + v.slice(1)) as OptionValues['propagation'];
+      return ({ background: 'Background', foreground: 'Foreground', orphan: 'Orphan' } as const)[v];
     },
     description: 'propagationPolicy of the deletes', default: 'Background', format: (v: string) => v.toLowerCase(),
   },
@@ -381,16 +357,16 @@ export const PREDELETE_OPTIONS: readonly OptionSpec[] = [
     description: 'refuse to delete anything unless a ready pod matches this label selector in the namespace (the operator that removes the finalizers)',
     defaultText: 'no check',
   },
-];
+] as const satisfies readonly OptionSpec[];
 
-const ALL_OBJECTS: OptionSpec = {
+const ALL_OBJECTS = {
   key: 'allObjects', flag: 'all-objects', parse: boolean, commands: ['release', 'status'],
   description: 'every ClusterRole, ClusterRoleBinding, Role, RoleBinding and ServiceAccount that carries a drainguard.dev/holder- finalizer, besides the --guard list',
   default: false, format: onOff,
-};
+} as const satisfies OptionSpec;
 
 // `drainguard release`: the options only it has.
-export const RELEASE_OPTIONS: readonly OptionSpec[] = [
+export const RELEASE_OPTIONS = [
   ALL_OBJECTS,
   {
     key: 'all', flag: 'all', parse: boolean, commands: ['release'], flagOnly: true,
@@ -416,13 +392,13 @@ export const RELEASE_OPTIONS: readonly OptionSpec[] = [
     description: "take the guard list, its pods' namespace and the objects to --delete from the manifests that were applied (a file, a directory, or - for standard input: kubectl kustomize DIR | drainguard release -f -): every DRAINGUARD_GUARD in them, and drainguard's own RBAC (label app.kubernetes.io/name=drainguard)",
     defaultText: 'none',
   },
-];
+] as const satisfies readonly OptionSpec[];
 
 // `drainguard status`: the options only it has.
-export const STATUS_OPTIONS: readonly OptionSpec[] = [
+export const STATUS_OPTIONS = [
   { ...ALL_OBJECTS, commands: ['status'] },
   OUTPUT,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** The shared options and those of single commands: the default of every key. */
-export const EVERY_OPTION: readonly OptionSpec[] = [...OPTIONS, ...CHECK_OPTIONS, ...PREDELETE_OPTIONS, ...RELEASE_OPTIONS, ...STATUS_OPTIONS];
+export const EVERY_OPTION = [...SHARED_OPTIONS, ...CHECK_OPTIONS, ...PREDELETE_OPTIONS, ...RELEASE_OPTIONS, ...STATUS_OPTIONS] as const;
