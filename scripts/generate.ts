@@ -5,6 +5,7 @@
 //   docs/errors.md                  the table of error codes, from src/errors.ts
 //   deploy/rendered/*.yaml          kubectl kustomize deploy/examples/*
 //   deploy/helm/drainguard/templates/_defaults.tpl  the chart's defaults, from the options
+//   deploy/helm/drainguard/templates/_grace-rule.tpl  the grace rule, from src/config/grace-rule.ts
 //   deploy/helm/drainguard/templates/_admission-rules.tpl  the admission policy's rules, from the component's
 // `npm run generate` writes them; `npm run generate -- --check` only reports
 // the ones that differ (exit 1), as the drift test does.
@@ -15,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { LAUNCHER_MODULE, assembleLauncher, launcherModule } from './generate/launcher.ts';
 import { CHART_DEFAULTS, chartDefaults } from './generate/chart-defaults.ts';
 import { ADMISSION_RULES, admissionRules } from './generate/admission-rules.ts';
+import { GRACE_RULE, graceRuleTemplate } from './generate/grace-rule.ts';
 import { ERRORS_DOC, errorsDoc } from './generate/errors.ts';
 import { RENDERED_EXAMPLES, renderedExample, renderedPath } from './generate/rendered.ts';
 import { VARIABLES_DOC, withVariablesTable } from './generate/variables.ts';
@@ -36,6 +38,7 @@ export function generateAll(root = ROOT): Generated[] {
     { path: VARIABLES_DOC, content: withLayersTable(withVariablesTable(current(VARIABLES_DOC))) },
     { path: ERRORS_DOC, content: errorsDoc() },
     { path: CHART_DEFAULTS, content: chartDefaults() },
+    { path: GRACE_RULE, content: graceRuleTemplate() },
     { path: ADMISSION_RULES, content: admissionRules(root) },
     ...RENDERED_EXAMPLES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
   ];

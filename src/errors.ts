@@ -5,8 +5,9 @@
 // An error keeps its own message; where it is shown (the command's last line,
 // a log line, the protocol's `error` message) the code comes first:
 //   drainguard run: DG_CONFIG_DURATION: DRAINGUARD_STOP_TIMEOUT: expected ...
-
-import { GUARD_FORMS } from './config/guard-kinds.ts';
+//
+// Every module may import this one, so it imports none: a fix points at what
+// the message or the README lists rather than copying it here.
 
 export interface ErrorSpec {
   /** The exit status when it ends a command; undefined for errors that end no command (the protocol's). */
@@ -27,7 +28,7 @@ export const ERRORS = {
   DG_CONFIG_CHOICE: { exit: 2, meaning: 'an option that takes one of a few words got another', fix: 'use one of the words the message lists' },
   DG_CONFIG_VALUE: { exit: 2, meaning: 'an option value is not of the form it needs (a namespace, container names, a label selector, a Deployment, a path)', fix: 'give a value of the form the message names' },
   DG_CONFIG_TIMEOUTS: { exit: 2, meaning: 'the drain timeout and the stop timeout do not fit in the grace period', fix: 'shorten the drain or stop timeout, or raise terminationGracePeriodSeconds with DRAINGUARD_GRACE_PERIOD' },
-  DG_CONFIG_GUARD_LIST: { exit: 2, meaning: 'DRAINGUARD_GUARD (--guard) names an object in a form drainguard does not know', fix: `use ${GUARD_FORMS}, comma-separated` },
+  DG_CONFIG_GUARD_LIST: { exit: 2, meaning: 'DRAINGUARD_GUARD (--guard) names an object in a form drainguard does not know', fix: 'use the forms the message lists (those of DRAINGUARD_GUARD in the README), comma-separated' },
   DG_CONFIG_HOLD_LIST: { exit: 2, meaning: 'DRAINGUARD_HOLD (--hold) names a kind not as PLURAL.GROUP, the name of its CustomResourceDefinition', fix: 'use the CRD names, comma-separated, such as installations.operator.tigera.io,apiservers.operator.tigera.io (kubectl get crd lists them)' },
   DG_CONFIG_POD_IDENTITY: { exit: 2, meaning: "DRAINGUARD_POD_NAME, _NAMESPACE or _UID is not a valid pod name, namespace or UID", fix: 'set them from the downward API (fieldRef metadata.name, metadata.namespace, metadata.uid)' },
   DG_CONFIG_POD_MISSING: { exit: 2, meaning: 'the guard, the hold or DRAINGUARD_OPERATOR_CONTAINER needs to know its pod, and DRAINGUARD_POD_* are not set', fix: 'set DRAINGUARD_POD_NAME, DRAINGUARD_POD_NAMESPACE and DRAINGUARD_POD_UID from the downward API' },

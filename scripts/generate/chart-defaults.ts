@@ -1,10 +1,9 @@
 // deploy/helm/drainguard/templates/_defaults.tpl: the defaults of drainguard
-// that the library chart computes with (the stop timeout, the drain socket,
-// the margin of the rule drain + stop + margin ≤ grace), from the options table
-// and src/supervisor/shutdown.ts, so that the chart cannot drift from them.
+// that the library chart computes with (the stop timeout, the drain socket),
+// from the options table, so that the chart cannot drift from them. The rule
+// they are used in is generated beside them (grace-rule.ts).
 
 import { EVERY_OPTION, type OptionValues, defaultValue } from '../../src/config/options.ts';
-import { GRACE_MARGIN_MS } from '../../src/supervisor/shutdown.ts';
 
 export const CHART_DEFAULTS = 'deploy/helm/drainguard/templates/_defaults.tpl';
 
@@ -19,11 +18,10 @@ function seconds(ms: unknown, what: string): number {
 export function chartDefaults(): string {
   const defaults = {
     stopTimeoutSeconds: seconds(sidecarDefault('stopTimeoutMs'), 'the default stop timeout'),
-    graceMarginSeconds: seconds(GRACE_MARGIN_MS, 'the grace margin'),
     socket: sidecarDefault('socket'),
   };
   return `{{/*
-Generated from src/config/options.ts and src/supervisor/shutdown.ts by
+Generated from src/config/options.ts by
 npm run generate; a test fails when it is out of date. drainguard's defaults
 as the chart computes with them. Returns JSON
 (include "drainguard.defaults" . | fromJson).

@@ -4,6 +4,8 @@
 // namespace (namespace.ts); nothing is read or sent.
 
 import { type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
+import { GUARD_FORMS } from '../config/guard-kinds.ts';
+import { RESOURCES } from '../kube/objects.ts';
 import { type Finding, type Manifest, objectId } from './finding.ts';
 import { type Container, type Placement, type PodSpec, drainguardCommand, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
@@ -14,7 +16,7 @@ import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts'
 import { type Configured, type LayersRow, layersTable } from './layers.ts';
 import { type Command, EVERY_OPTION, type OptionValues, defaultValue } from '../config/options.ts';
 import { formatDuration, parseDuration } from '../config/duration.ts';
-import { GRACE_MARGIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../supervisor/shutdown.ts';
+import { GRACE_MARGIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../config/grace-rule.ts';
 
 /** Architectures drainguard's executable and image are built for. */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;
@@ -30,14 +32,6 @@ const SHARED_SOCKET = optionDefault('socket', 'sidecar');
 const SERVICE_ACCOUNT_TOKEN_MS = 60_000;
 /** The least drain a grace period must leave: less is no drain at all. */
 const MIN_DRAIN_MS = 1000;
-
-const KIND: Record<GuardTarget['kind'], { kind: string; group: string; resource: string }> = {
-  clusterrole: { kind: 'ClusterRole', group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
-  clusterrolebinding: { kind: 'ClusterRoleBinding', group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings' },
-  role: { kind: 'Role', group: 'rbac.authorization.k8s.io', resource: 'roles' },
-  rolebinding: { kind: 'RoleBinding', group: 'rbac.authorization.k8s.io', resource: 'rolebindings' },
-  serviceaccount: { kind: 'ServiceAccount', group: '', resource: 'serviceaccounts' },
-};
 
 /** Helm (and Argo CD) do not delete an object so annotated at an uninstall. */
 const KEEP_ANNOTATION = 'helm.sh/resource-policy';
@@ -190,7 +184,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   try {
     guard = parseGuardList(raw, `DRAINGUARD_GUARD in ${where}`);
   } catch (err) {
-    add('guard-invalid', 'error', (err as Error).message, 'write the list as comma-separated clusterrole/NAME, clusterrolebinding/NAME, role/NAMESPACE/NAME, rolebinding/NAMESPACE/NAME, serviceaccount/NAMESPACE/NAME');
+    add('guard-invalid', 'error', (err as Error).message, `write the list as comma-separated ${GUARD_FORMS}`);
   }
   let hold: HoldKind[] = [];
   try {
@@ -218,7 +212,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   }
   const present = new Set(objects.map((o) => objectId(o)));
   for (const t of guard) {
-    const k = KIND[t.kind];
+    const k = RESOURCES[t.kind];
     const entry = `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`;
     if (!present.has(`${k.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`)) {
       add('guarded-object-missing', 'error', `the guard names ${entry}, which these manifests do not contain: nothing holds what the operator needs at uninstall, or the name is wrong`,
@@ -233,7 +227,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   // The release: each removal must be authorised by RBAC that no earlier removal can take away,
   // objects the uninstall keeps; and the token it is sent with must outlive it.
   const firm = authorizerFor(objects.filter(kept), w.namespace, sa);
-  const patch = (t: GuardTarget) => ({ verb: 'patch', group: KIND[t.kind].group, resource: KIND[t.kind].resource, name: t.name, namespace: t.namespace });
+  const patch = (t: GuardTarget) => ({ verb: 'patch', group: RESOURCES[t.kind].group, resource: RESOURCES[t.kind].resource, name: t.name, namespace: t.namespace });
   const exposed = guard.filter((t) => can.allows(patch(t)) && !firm.allows(patch(t))).map(guardTargetKey);
   if (exposed.length > 0) {
     add('release-unauthorised', 'error',
@@ -263,7 +257,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   if (guard.some((t) => t.kind === 'serviceaccount') && graceNeeded(drainMs, stopMs) > SERVICE_ACCOUNT_TOKEN_MS) {
     add('serviceaccount-token-expires', 'warning',
       `the ServiceAccount is guarded, but drain ${drainMs / 1000}s + stop ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized`,
-      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - stopMs - GRACE_MARGIN_MS) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);
+      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - graceNeeded(0, stopMs)) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);
   }
 
   const arch = architectureOf(w.pod);

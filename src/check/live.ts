@@ -3,13 +3,13 @@
 // ServiceAccount that may grant to it or be guarded by it, the admission
 // policies that may hold it to finalizers, and the CRDs of the kinds it holds.
 
+import { GUARD_KINDS, POLICY_KINDS } from '../config/guard-kinds.ts';
 import { parseHoldList } from '../config/hold-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isStatus } from '../kube/errors.ts';
+import { RESOURCES, apiVersion, pathOf } from '../kube/objects.ts';
 import type { Manifest } from './finding.ts';
 import { placementOf, podSpecOf, settingOf } from './pod.ts';
-
-const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 
 interface List {
   readonly items: Omit<Manifest, 'apiVersion' | 'kind'>[];
@@ -17,19 +17,12 @@ interface List {
 
 export async function liveManifests(client: KubeClient, namespace: string, name: string): Promise<Manifest[]> {
   const deployment = await client.request<Manifest>('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`, { what: `deployment/${namespace}/${name}` });
-  const lists: [string, string, string][] = [
-    ['rbac.authorization.k8s.io/v1', 'ClusterRole', `${RBAC}/clusterroles`],
-    ['rbac.authorization.k8s.io/v1', 'ClusterRoleBinding', `${RBAC}/clusterrolebindings`],
-    ['rbac.authorization.k8s.io/v1', 'Role', `${RBAC}/namespaces/${namespace}/roles`],
-    ['rbac.authorization.k8s.io/v1', 'RoleBinding', `${RBAC}/namespaces/${namespace}/rolebindings`],
-    ['v1', 'ServiceAccount', `/api/v1/namespaces/${namespace}/serviceaccounts`],
-    ['admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicy', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies'],
-    ['admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicyBinding', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings'],
-  ];
-  const read = await Promise.all(lists.map(([, , path]) => client.request<List>('GET', path)));
+  // The guarded kinds (the RBAC that may grant to the Deployment) and the admission policy's.
+  const kinds = [...GUARD_KINDS, ...POLICY_KINDS].map((kind) => RESOURCES[kind]);
+  const read = await Promise.all(kinds.map((r) => client.request<List>('GET', pathOf(r, namespace))));
   const object: Manifest = { ...deployment, apiVersion: 'apps/v1', kind: 'Deployment' };
   // A list's items carry no apiVersion and kind.
-  return [object, ...read.flatMap((list, i) => list.items.map((o) => ({ ...o, apiVersion: lists[i]![0], kind: lists[i]![1] }) as Manifest)), ...(await heldDefinitions(client, object))];
+  return [object, ...read.flatMap((list, i) => list.items.map((o) => ({ ...o, apiVersion: apiVersion(kinds[i]!), kind: kinds[i]!.kind }) as Manifest)), ...(await heldDefinitions(client, object))];
 }
 
 /** The CRDs of the kinds the Deployment's drainguard holds: those that exist (a missing one is a finding). */

@@ -12,7 +12,7 @@ export type GuardKind = (typeof GUARD_KINDS)[number];
 export const isGuardKind = (kind: string): kind is GuardKind => (GUARD_KINDS as readonly string[]).includes(kind);
 
 /** `clusterrole/NAME`, `role/NAMESPACE/NAME`: how one object of the kind is named. */
-export const guardForm = (kind: GuardKind): string => (RESOURCES[kind].namespaced ? `${kind}/NAMESPACE/NAME` : `${kind}/NAME`);
+export const guardForm = (kind: GuardKind | PolicyKind): string => (RESOURCES[kind].namespaced ? `${kind}/NAMESPACE/NAME` : `${kind}/NAME`);
 
 /** Every form, `a, b, … or e`: for help texts and messages. */
 export const GUARD_FORMS = `${GUARD_KINDS.slice(0, -1).map(guardForm).join(', ')} or ${guardForm(GUARD_KINDS.at(-1)!)}`;
@@ -21,5 +21,8 @@ export const GUARD_FORMS = `${GUARD_KINDS.slice(0, -1).map(guardForm).join(', ')
 export const POLICY_KINDS = ['validatingadmissionpolicy', 'validatingadmissionpolicybinding'] as const;
 
 export type PolicyKind = (typeof POLICY_KINDS)[number];
+
+/** `validatingadmissionpolicy/NAME, …`: the forms `release --delete` takes besides the guard's. */
+export const POLICY_FORMS = POLICY_KINDS.map(guardForm).join(', ');
 
 export const isPolicyKind = (kind: string): kind is PolicyKind => (POLICY_KINDS as readonly string[]).includes(kind);

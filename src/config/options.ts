@@ -4,7 +4,8 @@
 
 import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.ts';
 import { invalid } from './errors.ts';
-import { GUARD_FORMS } from './guard-kinds.ts';
+import { GRACE_MARGIN_MS } from './grace-rule.ts';
+import { GUARD_FORMS, POLICY_FORMS } from './guard-kinds.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from './hold-list.ts';
 import { parseSignal } from './signals.ts';
 
@@ -177,7 +178,7 @@ const SHARED_OPTIONS = [
   {
     key: 'drainTimeoutMs', flag: 'drain-timeout', value: 'DURATION', parse: duration, commands: ['run', 'sidecar', 'prestop'],
     description: 'how long to wait for the drain acknowledgement',
-    defaultText: (c) => (c === 'prestop' ? 'the deadline the supervisor announces' : 'grace period - stop timeout - 2s'),
+    defaultText: (c) => (c === 'prestop' ? 'the deadline the supervisor announces' : `grace period - stop timeout - ${formatDuration(GRACE_MARGIN_MS)}`),
   },
   {
     key: 'stopSignal', flag: 'stop-signal', value: 'SIGNAL', parse: signal, commands: ['run'],
@@ -383,7 +384,7 @@ export const RELEASE_OPTIONS = [
   },
   {
     key: 'delete', flag: 'delete', value: 'LIST', parse: nonEmpty, commands: ['release'], flagOnly: true,
-    description: "then delete these objects (the forms of --guard, and validatingadmissionpolicy/NAME, validatingadmissionpolicybinding/NAME), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives",
+    description: `then delete these objects (the forms of --guard, and ${POLICY_FORMS}), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives`,
     defaultText: 'delete nothing',
   },
   {

@@ -2,7 +2,7 @@
 // every default filled in and every rule that spans settings checked up front.
 
 import type { PodRef } from '../kube/pod.ts';
-import { checkFit, defaultDrainTimeout } from './shutdown.ts';
+import { checkFit, defaultDrainTimeout } from '../config/grace-rule.ts';
 import { type PrestopToken, resolvePrestopToken } from '../config/prestop-token.ts';
 import { ConfigError } from '../errors.ts';
 import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';

@@ -5,6 +5,8 @@
 // announced to them, when cut short by a second signal, or (wrap mode) when the
 // operator exits. A drain is for good: the operator stops taking work.
 
+import { formatDuration } from '../config/duration.ts';
+import { GRACE_MARGIN_MS } from '../config/grace-rule.ts';
 import type { LogFields, Logger } from '../log/logger.ts';
 import type { Clock } from './clock.ts';
 import type { DrainServer, DrainTally } from '../protocol/server.ts';
@@ -135,7 +137,7 @@ export class Drain {
     onStart(source);
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     if (timeoutMs === 0 && clients > 0) {
-      logger.warn("the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period");
+      logger.warn(`the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a ${formatDuration(GRACE_MARGIN_MS)} margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period`);
     }
     if (idle) {
       stopIdle = new AbortController();

@@ -7,12 +7,10 @@
 //      └──── the Pod's deletionTimestamp, else the grace period ────▶ the kubelet's SIGKILL
 //                                     release deadline ◀─ margin ─┘
 
-import { formatDuration } from '../config/duration.ts';
+import { GRACE_MARGIN_MS, defaultDrainTimeout } from '../config/grace-rule.ts';
 import type { PodDeletion } from '../kube/pod.ts';
 import type { Logger } from '../log/logger.ts';
 
-/** Kept between the end of the stop timeout and the end of the grace period. */
-export const GRACE_MARGIN_MS = 2000;
 /**
  * Kept between the end of the release and the kubelet's SIGKILL: enough to exit. The kubelet
  * counts the grace period from when it saw the deletion, at or after the Pod's
@@ -96,40 +94,6 @@ export interface GracePeriod {
   readonly ms: number;
   /** 'pod', or the flag or variable it was configured with, or 'default'. */
   readonly from: string;
-}
-
-/**
- * The grace period a drain and a stop need for the guard to be released in it:
- * drain + stop + margin ≤ grace is the rule the defaults are made to, that
- * `drainguard check` and the chart hold manifests to.
- */
-export function graceNeeded(drainTimeoutMs: number, stopTimeoutMs: number): number {
-  return drainTimeoutMs + stopTimeoutMs + GRACE_MARGIN_MS;
-}
-
-/** The drain timeout a grace period leaves by that rule: grace − stop timeout − margin. */
-export function defaultDrainTimeout(gracePeriodMs: number, stopTimeoutMs: number): number {
-  return Math.max(0, gracePeriodMs - stopTimeoutMs - GRACE_MARGIN_MS);
-}
-
-/**
- * The limit below that rule, checked once the settings are known: the drain and
- * the stop timeout must fit in the grace period, or the kubelet kills the
- * operator first (a drain given explicitly may eat the margin). Returns what is
- * wrong, or undefined.
- */
-export function checkFit(
-  settings: Omit<DeadlineSettings, 'gracePeriodSource' | 'drainTimeoutExplicit' | 'drainTimeoutMs'> & { readonly drainTimeoutMs?: number },
-  sources: { readonly stop: string; readonly drain: string },
-): string | undefined {
-  const { gracePeriodMs: grace, stopTimeoutMs: stop, drainTimeoutMs: drain } = settings;
-  if (stop >= grace && grace > 0) {
-    return `${sources.stop}: the stop timeout (${formatDuration(stop)}) must be shorter than the grace period (${formatDuration(grace)}); lower it or raise DRAINGUARD_GRACE_PERIOD`;
-  }
-  if (drain !== undefined && drain + stop > grace) {
-    return `${sources.drain}: the drain timeout (${formatDuration(drain)}) plus the stop timeout (${formatDuration(stop)}) must fit in the grace period (${formatDuration(grace)}), or the kubelet kills the operator first; lower it to at most ${formatDuration(Math.max(0, grace - stop))}`;
-  }
-  return undefined;
 }
 
 /**

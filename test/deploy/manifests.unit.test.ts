@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
 import { type Command } from '../../src/config/options.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
-import { GRACE_MARGIN_MS } from '../../src/supervisor/shutdown.ts';
+import { GRACE_MARGIN_MS } from '../../src/config/grace-rule.ts';
 import { type EnvVar, type KubeObject, kubeletEnv, rendered, theDeployment } from './support/manifests.ts';
 
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;

@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EXAMPLE, cleanupCharts, stageChart, templateError } from './support/charts.ts';
+import { graceRuleTemplate } from '../../scripts/generate/grace-rule.ts';
 
 const NS = 'operator-system';
 const chart = stageChart(EXAMPLE);
@@ -33,12 +34,20 @@ test('a grace period too short for drain + stop timeout + margin', () => {
   renders({ 'drainguard.terminationGracePeriodSeconds': 10 });
 });
 
-test("the rule's margin and the stop timeout come from the generated defaults (templates/_defaults.tpl), not from the chart's text", () => {
+test("the rule and the stop timeout come from the generated templates (_grace-rule.tpl from graceNeeded, _defaults.tpl), not from the chart's text", () => {
   const other = stageChart(EXAMPLE);
-  writeFileSync(join(other, 'charts/drainguard/templates/_defaults.tpl'), '{{- define "drainguard.defaults" -}}{"stopTimeoutSeconds":9,"graceMarginSeconds":3,"socket":"/run/drainguard/drain.sock"}{{- end -}}');
+  const templates = join(other, 'charts/drainguard/templates');
+  writeFileSync(join(templates, '_defaults.tpl'), '{{- define "drainguard.defaults" -}}{"stopTimeoutSeconds":9,"socket":"/run/drainguard/drain.sock"}{{- end -}}');
+  const graceNeeded = (drainMs: number, stopMs: number) => drainMs + stopMs + 3000;
+  writeFileSync(join(templates, '_grace-rule.tpl'), graceRuleTemplate({ graceNeeded, defaultDrainTimeout: (graceMs, stopMs) => Math.max(0, graceMs - graceNeeded(0, stopMs)) }));
+  const fails = (set: Record<string, unknown>) => templateError(other, { namespace: NS, set }) ?? '(rendered)';
   assert.match(
-    templateError(other, { namespace: NS, set: { 'drainguard.terminationGracePeriodSeconds': 12 } }) ?? '(rendered)',
+    fails({ 'drainguard.terminationGracePeriodSeconds': 12 }),
     'drainguard: terminationGracePeriodSeconds 12 leaves no time to drain after stopTimeoutSeconds 9 and the 3 s margin: set terminationGracePeriodSeconds to at least 13',
+  );
+  assert.match(
+    fails({ 'drainguard.terminationGracePeriodSeconds': 20, 'drainguard.drainTimeoutSeconds': 9 }),
+    'drainguard: terminationGracePeriodSeconds 20 is too short for drainTimeoutSeconds 9 + stopTimeoutSeconds 9 + 3 s margin: set it to at least 21',
   );
   renders({ 'drainguard.terminationGracePeriodSeconds': 12 });
 });

@@ -3,7 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { LogFields, Logger } from '../../src/log/logger.ts';
-import { Deadlines, type DeadlineSettings, Termination, checkFit, defaultDrainTimeout } from '../../src/supervisor/shutdown.ts';
+import { defaultDrainTimeout } from '../../src/config/grace-rule.ts';
+import { Deadlines, type DeadlineSettings, Termination } from '../../src/supervisor/shutdown.ts';
 
 function recorder(): Logger & { lines: { level: string; msg: string; fields?: LogFields }[] } {
   const lines: { level: string; msg: string; fields?: LogFields }[] = [];
@@ -14,19 +15,6 @@ function recorder(): Logger & { lines: { level: string; msg: string; fields?: Lo
 
 /** Kubebuilder's scaffold: terminationGracePeriodSeconds 10, drainguard's stop timeout 5s. */
 const scaffold: DeadlineSettings = { gracePeriodMs: 10_000, gracePeriodSource: 'default', drainTimeoutMs: defaultDrainTimeout(10_000, 5000), drainTimeoutExplicit: false, stopTimeoutMs: 5000 };
-
-test('the drain timeout a grace period leaves: grace - stop timeout - 2s, never below 0', () => {
-  assert.is(defaultDrainTimeout(10_000, 5000), 3000);
-  assert.is(defaultDrainTimeout(30_000, 5000), 23_000);
-  assert.is(defaultDrainTimeout(6000, 5000), 0);
-});
-
-test('checkFit: the stop timeout inside the grace period, drain + stop within it', () => {
-  const sources = { stop: 'DRAINGUARD_STOP_TIMEOUT', drain: 'DRAINGUARD_DRAIN_TIMEOUT' };
-  assert.is(checkFit({ gracePeriodMs: 10_000, stopTimeoutMs: 5000, drainTimeoutMs: 5000 }, sources), undefined);
-  assert.match(checkFit({ gracePeriodMs: 10_000, stopTimeoutMs: 10_000 }, sources)!, /^DRAINGUARD_STOP_TIMEOUT: the stop timeout \(10s\) must be shorter than the grace period \(10s\)/);
-  assert.match(checkFit({ gracePeriodMs: 10_000, stopTimeoutMs: 5000, drainTimeoutMs: 6000 }, sources)!, /^DRAINGUARD_DRAIN_TIMEOUT: .* lower it to at most 5s$/);
-});
 
 test("the Pod's grace period replaces the default one, and the derived drain timeout follows it", () => {
   const log = recorder();

@@ -96,11 +96,11 @@ the chart's root context. Returns JSON (include "drainguard.config" . | fromJson
 {{- $chartGrace := 0 -}}
 {{- if not (kindIs "invalid" $pod.terminationGracePeriodSeconds) }}{{ $chartGrace = int $pod.terminationGracePeriodSeconds }}{{ end -}}
 {{- $grace := max (int $v.terminationGracePeriodSeconds) $chartGrace | int -}}
-{{- $margin := int $defaults.graceMarginSeconds -}}
+{{- $margin := include "drainguard.graceMargin" . | int -}}
 {{- $stop := int $defaults.stopTimeoutSeconds -}}
 {{- if not (kindIs "invalid" $v.stopTimeoutSeconds) }}{{ $stop = int $v.stopTimeoutSeconds }}{{ end -}}
-{{- /* drainguard's default drain: what the rule drain + stop + margin ≤ grace leaves. */ -}}
-{{- $drain := sub (sub $grace $stop) $margin | int -}}
+{{- /* drainguard's default drain: what the rule drain + stop + margin ≤ grace leaves (_grace-rule.tpl). */ -}}
+{{- $drain := include "drainguard.defaultDrain" (dict "grace" $grace "stop" $stop) | int -}}
 {{- if not (kindIs "invalid" $v.drainTimeoutSeconds) }}{{ $drain = int $v.drainTimeoutSeconds }}{{ end -}}
 {{- $image := printf "%s:%s" $v.image.repository $v.image.tag -}}
 {{- dict
@@ -120,10 +120,11 @@ fails the render with the setting to change. Argument: the root context.
 {{- $v := .Values.drainguard -}}
 {{- $grace := int $c.grace }}{{ $stop := int $c.stop }}{{ $drain := int $c.drain }}{{ $margin := int $c.margin -}}
 {{- if lt $drain 1 -}}
-{{- fail (printf "drainguard: terminationGracePeriodSeconds %d leaves no time to drain after stopTimeoutSeconds %d and the %d s margin: set terminationGracePeriodSeconds to at least %d" $grace $stop $margin (add $stop $margin 1)) -}}
+{{- fail (printf "drainguard: terminationGracePeriodSeconds %d leaves no time to drain after stopTimeoutSeconds %d and the %d s margin: set terminationGracePeriodSeconds to at least %d" $grace $stop $margin (include "drainguard.graceNeeded" (dict "drain" 1 "stop" $stop) | int)) -}}
 {{- end -}}
-{{- if gt (add $drain $stop $margin) $grace -}}
-{{- fail (printf "drainguard: terminationGracePeriodSeconds %d is too short for drainTimeoutSeconds %d + stopTimeoutSeconds %d + %d s margin: set it to at least %d, or shorten the drain" $grace $drain $stop $margin (add $drain $stop $margin)) -}}
+{{- $needed := include "drainguard.graceNeeded" (dict "drain" $drain "stop" $stop) | int -}}
+{{- if gt $needed $grace -}}
+{{- fail (printf "drainguard: terminationGracePeriodSeconds %d is too short for drainTimeoutSeconds %d + stopTimeoutSeconds %d + %d s margin: set it to at least %d, or shorten the drain" $grace $drain $stop $margin $needed) -}}
 {{- end -}}
 {{- if not (hasPrefix "/run/drainguard/" $v.socket) -}}
 {{- fail (printf "drainguard: socket %q is outside the shared volume mounted at /run/drainguard in both containers: use a path under /run/drainguard/" $v.socket) -}}
