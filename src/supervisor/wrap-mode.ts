@@ -10,7 +10,7 @@ import { type Child, type ChildExit, SpawnError, startChild } from './child.ts';
 import type { DrainResult, DrainTicket } from './drain.ts';
 import { warnIfNoReaper } from './reaper.ts';
 import { FORWARDED, JOB_CONTROL } from './signals.ts';
-import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from './stop-procedure.ts';
+import type { Mode, ModeContext } from './stop-procedure.ts';
 
 export class WrapMode implements Mode {
   readonly otherSignals = [...JOB_CONTROL, ...FORWARDED];
@@ -95,9 +95,4 @@ export class WrapMode implements Mode {
       target: config.signalTarget,
     });
   }
-}
-
-/** `drainguard run`'s supervision of `command`, in this process; resolves with the status drainguard exits with. */
-export function runWrapped(config: SupervisorConfig, command: readonly string[], options: StopProcedureOptions & { readonly env: NodeJS.ProcessEnv }): Promise<number> {
-  return new StopProcedure(config, new WrapMode(command, options.env), options).run();
 }

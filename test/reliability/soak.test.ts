@@ -15,7 +15,8 @@ import { parseArgs } from '../../src/config/load.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
 import { DrainServer, type ServerEvent } from '../../src/protocol/server.ts';
-import { runWrapped } from '../../src/supervisor/wrap-mode.ts';
+import { StopProcedure } from '../../src/supervisor/stop-procedure.ts';
+import { WrapMode } from '../../src/supervisor/wrap-mode.ts';
 import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { countSockets, descriptors, memory, mib, processesWithEnv, unixSocketsUnder } from './support/procfs.ts';
@@ -237,12 +238,12 @@ test('soak: the wrap supervisor run again and again in one process restores its 
   const config = resolveSupervisorConfig(parseArgs('run', ['--stop-timeout=2s', '--drain-timeout=1s'], {}));
   const listeners = () => Object.fromEntries(['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGUSR1', 'exit'].map((e) => [e, process.listenerCount(e)]));
   const run = (i: number) =>
-    runWrapped(config, ['sleep', '30'], {
-      env: { PATH: process.env.PATH, TMPDIR: tmp },
+    // What `drainguard run` builds, without the pod's API, the guard and the HTTP listener.
+    new StopProcedure(config, new WrapMode(['sleep', '30'], { PATH: process.env.PATH, TMPDIR: tmp }), {
       // Stopped once it runs: a real SIGTERM through the whole drain and stop.
       observer: { phase: (phase) => phase === 'running' && i % 2 === 0 && process.kill(process.pid, 'SIGTERM') },
       onServer: () => i % 2 === 1 && process.kill(process.pid, 'SIGTERM'),
-    });
+    }).run();
   assert.equal(await within(10_000, 'a first run', run(0)), 143);
   const before = listeners();
   const fds = descriptors('self').length;
