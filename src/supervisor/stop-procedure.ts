@@ -72,7 +72,6 @@ export interface StopProcedureOptions {
   readonly logger?: Logger;
   readonly clock?: Clock;
   readonly guard?: GuardHandle;
-  readonly observer?: SupervisorObserver;
   /** Waits for the Events still on their way, until the moment given (epoch ms). */
   readonly flushEvents?: (deadline: number) => Promise<void>;
   /** Asked once the operator runs: the Pod's terminationGracePeriodSeconds, in ms, when the API tells it. */
@@ -89,6 +88,11 @@ export interface StopProcedureOptions {
    * signal aborts it. Never throws. (namespace/open.ts: a namespace being deleted.)
    */
   readonly beforeDrain?: (deadline: number, signal: AbortSignal) => Promise<unknown>;
+}
+
+/** What watches a run: handed to run(), so that it may be built on the procedure (the HTTP listener's preStop route). */
+export interface RunWatchers {
+  readonly observer?: SupervisorObserver;
   /** Called once the socket listens, with its server (the HTTP listener counts its clients). */
   readonly onServer?: (server: DrainServer) => void;
 }
@@ -110,6 +114,7 @@ export class StopProcedure {
   readonly #clock: Clock;
   readonly #deadlines: Deadlines;
   readonly #termination: Termination;
+  #watchers: RunWatchers = {};
   #phase: Phase = 'starting';
   #server?: DrainServer;
   #drain?: Drain;
@@ -149,12 +154,13 @@ export class StopProcedure {
     this.#deadlines.drainRequested(this.#clock.now());
     const ticket = this.#drain!.request(source, announce);
     // The first request is reported as the drain starts (Drain's onStart); a joining one here.
-    if (ticket.joined) this.#options.observer?.drainRequested?.(source);
+    if (ticket.joined) this.#watchers.observer?.drainRequested?.(source);
     return ticket;
   }
 
   /** Runs the mode's operator from start to exit; resolves with the status drainguard exits with. */
-  async run(): Promise<number> {
+  async run(watchers: RunWatchers = {}): Promise<number> {
+    this.#watchers = watchers;
     const mode = this.#mode;
     // Signals first: a SIGTERM between making the socket's private directory and catching it would leave the directory.
     const onSignal = (sig: NodeJS.Signals) => (TERMINATING.includes(sig) ? this.#onTermination(sig) : mode.onOtherSignal(sig));
@@ -206,13 +212,13 @@ export class StopProcedure {
       operatorGone: mode.exited,
       untilIdle: this.#options.untilIdle,
       onStart: (source) => {
-        this.#options.observer?.drainRequested?.(source);
+        this.#watchers.observer?.drainRequested?.(source);
         this.#setPhase('draining');
         this.#pollDeletion();
       },
       onEnd: (r) => {
         this.#stopPolling();
-        this.#options.observer?.drainEnded?.(r.outcome, r.durationMs);
+        this.#watchers.observer?.drainEnded?.(r.outcome, r.durationMs);
       },
     });
     void this.#termination.cutShort.then(() => drain.cutShort());
@@ -225,7 +231,7 @@ export class StopProcedure {
     const mode = this.#mode;
     if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource ?? 'DRAINGUARD_SOCKET');
     await this.#listen(server);
-    this.#options.onServer?.(server);
+    this.#watchers.onServer?.(server);
     await signalsHandled();
     const calledOff = this.#termination.count > 0;
     if (calledOff && mode.statusIfCalledOff !== undefined) {
@@ -385,7 +391,7 @@ export class StopProcedure {
   #setPhase(phase: Phase): void {
     if (this.#phase === phase) return;
     this.#phase = phase;
-    this.#options.observer?.phase?.(phase);
+    this.#watchers.observer?.phase?.(phase);
   }
 }
 

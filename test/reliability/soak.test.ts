@@ -239,11 +239,11 @@ test('soak: the wrap supervisor run again and again in one process restores its 
   const listeners = () => Object.fromEntries(['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGUSR1', 'exit'].map((e) => [e, process.listenerCount(e)]));
   const run = (i: number) =>
     // What `drainguard run` builds, without the pod's API, the guard and the HTTP listener.
-    new StopProcedure(config, new WrapMode(['sleep', '30'], { PATH: process.env.PATH, TMPDIR: tmp }), {
+    new StopProcedure(config, new WrapMode(['sleep', '30'], { PATH: process.env.PATH, TMPDIR: tmp })).run({
       // Stopped once it runs: a real SIGTERM through the whole drain and stop.
       observer: { phase: (phase) => phase === 'running' && i % 2 === 0 && process.kill(process.pid, 'SIGTERM') },
       onServer: () => i % 2 === 1 && process.kill(process.pid, 'SIGTERM'),
-    }).run();
+    });
   assert.equal(await within(10_000, 'a first run', run(0)), 143);
   const before = listeners();
   const fds = descriptors('self').length;

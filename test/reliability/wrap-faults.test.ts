@@ -294,11 +294,10 @@ test('a SIGTERM received before the operator is started is honoured (library, re
   const status = await within(
     5000,
     'the stop procedure',
-    new StopProcedure(config, new WrapMode([NODE, OPERATOR], { ...process.env, FIXTURE_MARKER: marker }), {
-      logger,
+    new StopProcedure(config, new WrapMode([NODE, OPERATOR], { ...process.env, FIXTURE_MARKER: marker }), { logger }).run({
       // The socket listens; the kernel delivers SIGTERM now, before the operator is started.
       onServer: () => process.kill(process.pid, 'SIGTERM'),
-    }).run(),
+    }),
   );
   assert.equal(status, 143);
   assert.not.ok(existsSync(marker), 'the operator was started');

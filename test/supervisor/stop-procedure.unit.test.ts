@@ -69,7 +69,7 @@ function guardOf(clock: FakeClock) {
   return { guard, calls };
 }
 
-function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[] } = {}) {
+function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[]; onServer?: () => void } = {}) {
   const clock = new FakeClock();
   const phases: Phase[] = [];
   const flushes: number[] = [];
@@ -80,16 +80,17 @@ function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOp
   const p = new StopProcedure(resolveSupervisorConfig(parseArgs(options.command ?? 'run', [...(options.flags ?? SCAFFOLD), ...flags], {})), mode, {
     clock,
     guard,
-    observer: { phase: (phase) => phases.push(phase) },
     flushEvents: async (deadline) => void flushes.push(deadline - clock.now()),
     ...options,
+  });
+  const running = p.run({
+    observer: { phase: (phase) => phases.push(phase) },
     onServer: (s) => {
       server = s;
-      options.onServer?.(s);
+      options.onServer?.();
       listening();
     },
   });
-  const running = p.run();
   return { p, clock, phases, flushes, guardCalls: calls, running, listens, server: () => server! };
 }
 
