@@ -3,11 +3,13 @@
 // later requests join it, and all wait for the same end. It ends when every
 // client that said hello has said drained (or disconnected), at the deadline
 // announced to them, when cut short by a second signal, or (wrap mode) when the
-// operator exits. A drain is for good: the operator stops taking work.
+// operator exits. A drain is for good: the operator stops taking work. The
+// socket's server tells the clients and hands back their answers; what they
+// add up to is decided here.
 
 import type { LogFields, Logger } from '../log/logger.ts';
 import type { Clock } from './clock.ts';
-import type { DrainServer, DrainTally } from '../protocol/server.ts';
+import type { DrainServer } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource } from './observer.ts';
 
 export interface DrainResult {
@@ -96,13 +98,24 @@ export class Drain {
     const startedAt = now();
     let deadline = Math.max(startedAt, this.#options.deadline());
     const timeoutMs = deadline - Math.min(startedAt, this.#options.countedFrom?.() ?? startedAt);
-    // The clients first (a client that greets later is told the deadline as it is then).
-    const serverDrain = server.drain(() => deadline);
-    const clients = serverDrain.told;
+    // The clients first (a client that greets later is told the deadline as it is then); each answer is counted here.
+    let acknowledged = 0;
+    let gone = 0;
+    let answered = (_undrained: number): void => {};
+    const clients = server.tellDrain({
+      deadline: () => deadline,
+      onAnswer: (answer, client, undrained) => {
+        if (answer === 'gone') gone++;
+        else {
+          acknowledged++;
+          logger.info('client drained', { client: client.id, name: client.name, afterMs: now() - startedAt });
+        }
+        answered(undrained);
+      },
+    });
     announce?.();
     // An acknowledgement that comes at or after the deadline is an operator that gave up there.
-    const outcomeOf = (t: DrainTally): DrainOutcome =>
-      now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained';
+    const outcome = (): DrainOutcome => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && acknowledged === 0 ? 'no-client' : gone > 0 ? 'disconnected' : 'drained');
     // No client to tell: where the operator's metrics are known, wait until no reconcile runs.
     const idle = clients === 0 ? this.#options.untilIdle : undefined;
     let over = false;
@@ -147,8 +160,11 @@ export class Drain {
     void operatorGone?.then(() => this.#end('child-exited'));
     this.#ticket = { startedAt, deadline, clients, joined: false, ended };
     if (this.#cut) this.#end('cut-short');
-    // Last: with no client to wait for, the drain ends here and now.
-    if (!idle) serverDrain.whenDone((t) => this.#end(outcomeOf(t)));
+    // Last: the drain ends in the same turn as the last answer (with idle metrics, the wait decides), here and now with none to wait for.
+    if (!idle) {
+      answered = (undrained) => undrained === 0 && this.#end(outcome());
+      answered(server.undrained());
+    }
     return this.#ticket;
   }
 }
