@@ -36,10 +36,6 @@ export interface DrainOptions {
   readonly countedFrom?: () => number;
   readonly logger: Logger;
   readonly clock: Clock;
-  /** Called right after the clients were told and the request announced, before the drain's own lines. */
-  readonly onStart: (source: DrainSource) => void;
-  /** Called the moment the drain ends. */
-  readonly onEnd: (result: DrainResult) => void;
   /** Ends the drain early (wrap mode: the operator exited). */
   readonly operatorGone?: Promise<unknown>;
   /** For an operator that speaks no protocol (no client said hello). */
@@ -93,7 +89,7 @@ export class Drain {
   }
 
   #start(source: DrainSource, announce: (() => void) | undefined): DrainTicket {
-    const { server, logger, clock, onStart, onEnd, operatorGone } = this.#options;
+    const { server, logger, clock, operatorGone } = this.#options;
     const now = () => clock.now();
     const startedAt = now();
     let deadline = Math.max(startedAt, this.#options.deadline());
@@ -133,7 +129,6 @@ export class Drain {
         ...(outcome === 'deadline' && { waitingFor: server.clients().filter((c) => c.greeted && !c.drained).map((c) => c.name ?? c.id) }),
         ...idle?.summary(),
       });
-      onEnd(result);
       resolve(result);
     };
     let cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
@@ -145,7 +140,6 @@ export class Drain {
       cancelDeadline();
       cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
     };
-    onStart(source);
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     if (timeoutMs === 0 && clients > 0) {
       logger.warn("the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a 2s margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period");

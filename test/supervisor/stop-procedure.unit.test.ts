@@ -14,9 +14,9 @@ import type { ChildExit } from '../../src/supervisor/child.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import type { DrainResult, DrainTicket } from '../../src/supervisor/drain.ts';
 import type { PodDeletion } from '../../src/kube/pod.ts';
-import type { GuardHandle, Phase } from '../../src/supervisor/observer.ts';
+import { type GuardHandle, type Phase, type SupervisorObserver, combineObservers } from '../../src/supervisor/observer.ts';
 import { SidecarMode } from '../../src/supervisor/sidecar-mode.ts';
-import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from '../../src/supervisor/stop-procedure.ts';
+import { type Mode, type ModeContext, type StartedOperator, StopProcedure, type StopProcedureOptions } from '../../src/supervisor/stop-procedure.ts';
 import { WrapMode } from '../../src/supervisor/wrap-mode.ts';
 import { tempDir } from '../support/proc.ts';
 import { until as waitUntil, within } from '../support/wait.ts';
@@ -29,6 +29,7 @@ class PlayedMode implements Mode {
   readonly otherSignals: NodeJS.Signals[] = [];
   readonly takesDrainRequests = false;
   readonly statusIfCalledOff = 143;
+  readonly countsClientsAtTermination = false;
   readonly calls: string[] = [];
   readonly exited: Promise<ChildExit>;
   exit!: (exit: ChildExit) => void;
@@ -38,15 +39,14 @@ class PlayedMode implements Mode {
     this.exited = new Promise((r) => (this.exit = r));
   }
   onOtherSignal(): void {}
-  attach(context: ModeContext): void {
+  async start(context: ModeContext): Promise<StartedOperator> {
     this.context = context;
-  }
-  async start(): Promise<void> {
     this.calls.push('start');
+    return { exited: this.exited };
   }
-  async stop(drain: DrainTicket, result: DrainResult): Promise<number> {
+  async stop(context: ModeContext, drain: DrainTicket, result: DrainResult): Promise<number> {
     this.calls.push(`stop ${result.outcome}`);
-    this.stopped = { drain, result, at: this.context!.clock.now() };
+    this.stopped = { drain, result, at: context.clock.now() };
     return 0;
   }
 }
@@ -69,7 +69,7 @@ function guardOf(clock: FakeClock) {
   return { guard, calls };
 }
 
-function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[]; onServer?: () => void } = {}) {
+function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[]; onServer?: () => void; observer?: SupervisorObserver } = {}) {
   const clock = new FakeClock();
   const phases: Phase[] = [];
   const flushes: number[] = [];
@@ -84,7 +84,7 @@ function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOp
     ...options,
   });
   const running = p.run({
-    observer: { phase: (phase) => phases.push(phase) },
+    observer: combineObservers({ phase: (phase) => phases.push(phase) }, options.observer),
     onServer: (s) => {
       server = s;
       options.onServer?.();
@@ -113,6 +113,23 @@ test('a SIGTERM with no client: drain, stop, release, exit, in that order; the r
   // Nothing took time on the clock: the release has the grace period less its margin, Events a second each.
   assert.equal(s.guardCalls, ['guard start', 'guard release by +9500']);
   assert.equal(s.flushes, [1000, 1000]);
+});
+
+test('the observer hears each event once, in the stated order: the starting request before draining, drainEnded before stopping', async () => {
+  const mode = new PlayedMode();
+  const heard: string[] = [];
+  const s = procedure(mode, [], {
+    observer: {
+      phase: (phase) => heard.push(phase),
+      drainRequested: (source) => heard.push(`requested ${source}`),
+      drainEnded: (outcome) => heard.push(`ended ${outcome}`),
+    },
+  });
+  await s.listens;
+  await until(() => heard.includes('running'), 'running');
+  sigterm();
+  assert.is(await within(5000, 'exit', s.running), 0);
+  assert.equal(heard, ['running', 'requested signal', 'draining', 'ended no-client', 'stopping', 'releasing', 'exited']);
 });
 
 test('a client that never drains: the stop comes at the drain deadline (grace - stop timeout - 2s), the release by the grace period', async () => {
