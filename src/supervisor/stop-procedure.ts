@@ -223,6 +223,7 @@ export class StopProcedure {
   /** The phases in their order; each one is set here. */
   async #supervise(server: DrainServer): Promise<number> {
     const mode = this.#mode;
+    // starting
     if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource ?? 'DRAINGUARD_SOCKET');
     await this.#listen(server);
     this.#watchers.onServer?.(server);
@@ -234,6 +235,7 @@ export class StopProcedure {
       this.#log.info('terminated before the operator was started; not starting it');
       return mode.statusIfCalledOff;
     }
+    // running
     let exited = new Promise<ChildExit>(() => {});
     if (!calledOff) {
       ({ exited } = await mode.start(context));
@@ -249,16 +251,18 @@ export class StopProcedure {
       await this.#release();
       return byItself.status;
     }
+    // draining: the drain a preStop request began, else the signal's
     const ticket = this.#drain!.started ?? (await this.#signalDrain(!calledOff));
     this.#setPhase('draining');
     const stopPolling = this.#pollDeletion();
     const result = await ticket.ended;
     stopPolling();
     this.#watchers.observer?.drainEnded?.(result.outcome, result.durationMs);
-    // A drain the preStop hook asked for may be over before the signal: the operator is stopped once it came.
+    // stopping: a drain the preStop hook asked for may be over before the signal, which the stop waits for
     await this.#termination.requested;
     this.#setPhase('stopping');
     const status = await mode.stop(context, ticket, result);
+    // releasing; with the operator never started, nothing was held: only the Events are flushed
     if (calledOff) await this.#flushEvents();
     else await this.#release();
     if (mode.lastLine) this.#log.info(mode.lastLine, { afterSignalMs: this.#clock.now() - this.#termination.at! });
