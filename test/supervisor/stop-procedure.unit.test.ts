@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
+import { createLogger } from '../../src/log/logger.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
 import type { DrainServer } from '../../src/protocol/server.ts';
 import type { ChildExit } from '../../src/supervisor/child.ts';
@@ -236,6 +237,26 @@ test('a preStop request over HTTP: the drain starts at once, and ends sooner onc
   sigterm();
   await s.clock.advance(10_000);
   await within(5000, 'exit', s.running);
+});
+
+test('a SIGTERM after a preStop drain is over joins it at once: the termination is logged before the sidecar stops, the Pod not yet read', async () => {
+  const path = join(tempDir(), 'drain.sock');
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'info', format: 'json', stream: { write: (l: string) => lines.push(String(JSON.parse(l).msg)) } });
+  const s = procedure(new SidecarMode(), [`--socket=${path}`], { command: 'sidecar', logger, podDeletion: () => new Promise(() => {}) });
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  const ticket = s.p.startDrain('http');
+  assert.is((await within(5000, 'drain end', ticket.ended)).outcome, 'no-client');
+  await settle();
+  assert.equal(s.phases, ['running', 'draining'], 'the stop waits for the signal');
+  sigterm();
+  await until(() => s.phases.includes('releasing'), 'releasing without a second on the clock: the read of the Pod is not waited for');
+  const at = (msg: string) => lines.indexOf(msg);
+  assert.ok(at('termination requested') >= 0 && at('termination requested') < at('no operator client connected: releasing at once'), lines.join(' | '));
+  await s.clock.advance(1000);
+  assert.is(await within(5000, 'exit', s.running), 0);
+  assert.is(lines.at(-1), 'sidecar stopped');
 });
 
 test('a second delete, shorter, read at the second signal, moves the release deadline', async () => {
