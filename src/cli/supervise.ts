@@ -59,6 +59,17 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
 }
 
 async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: SupervisedGuard | undefined, releaseLeader: StopProcedureOptions['releaseLeader'], env: NodeJS.ProcessEnv): Promise<number> {
+  const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
+  const procedure = new StopProcedure(config, mode, {
+    logger,
+    guard,
+    untilIdle,
+    flushEvents: async (deadline) => pod.events?.flush(deadline),
+    podGracePeriod: () => pod.gracePeriod(),
+    podDeletion: pod.deletion,
+    releaseLeader,
+    beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger }),
+  });
   // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
   const telemetry =
     config.httpAddr &&
@@ -68,21 +79,9 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
       guard: guard && (() => guard.report()),
       prestop: config.prestopToken === undefined || !mode.takesDrainRequests ? undefined : { token: config.prestopToken, startDrain: () => procedure.startDrain('http') },
     }));
-  const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
-  const procedure: StopProcedure = new StopProcedure(config, mode, {
-    logger,
-    guard,
-    untilIdle,
-    observer: combineObservers(telemetry?.observer, pod.events),
-    onServer: telemetry?.attach,
-    flushEvents: async (deadline) => pod.events?.flush(deadline),
-    podGracePeriod: () => pod.gracePeriod(),
-    podDeletion: pod.deletion,
-    releaseLeader,
-    beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger }),
-  });
   try {
-    return await procedure.run();
+    // The listener watches the run: it is started before it, on the procedure (the preStop route).
+    return await procedure.run({ observer: combineObservers(telemetry?.observer, pod.events), onServer: telemetry?.attach });
   } finally {
     holdTerminationSignals();
     await telemetry?.close();

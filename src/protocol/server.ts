@@ -1,5 +1,7 @@
 // The drainguard end of the drain protocol: accepts operator clients on a
-// Unix socket, tells them to drain, and reports when all have drained.
+// Unix socket, tells them to drain, and reports each one's answer. What the
+// answers mean (when the drain is over, and how it ended) is the drain's
+// (supervisor/drain.ts).
 
 import { chmodSync, unlinkSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
@@ -44,7 +46,7 @@ export interface ClientInfo {
 export type ServerEvent =
   | { type: 'hello'; client: ClientInfo }
   | { type: 'inflight'; client: ClientInfo }
-  | { type: 'drained'; client: ClientInfo; afterMs: number }
+  | { type: 'drained'; client: ClientInfo }
   | { type: 'disconnect'; client: ClientInfo }
   | { type: 'rejected'; client: ClientInfo; reason: string };
 
@@ -71,32 +73,16 @@ interface Client extends ClientInfo {
   helloTimer?: NodeJS.Timeout;
 }
 
-/** How the clients ended their part of a drain. */
-export interface DrainTally {
-  readonly acknowledged: number;
-  readonly disconnected: number;
-}
-
-/** A drain under way, as drain() returns it. */
-export interface SocketDrain {
-  /** How many operator clients were told when it started. */
-  readonly told: number;
+/** What the drain (supervisor/drain.ts) gives the server to tell the clients, and hears back. */
+export interface DrainListener {
+  /** The deadline to tell a client, read as it is told (a client that greets during the drain gets the one in force then). */
+  deadline(): number;
   /**
-   * Calls `onDone` once every client told (or greeted since) has said
-   * `drained` or disconnected: in the same turn as the last of them, or at
-   * once when none is left.
+   * A greeted client answered the drain: it said `drained`, or went away without
+   * saying it (`gone`). `undrained`: the greeted clients yet to say drained, this
+   * one counted out: in the same turn as the last answer, it is 0.
    */
-  whenDone(onDone: (tally: DrainTally) => void): void;
-}
-
-interface DrainUnderWay {
-  readonly startedAt: number;
-  readonly deadline: () => number;
-  readonly handle: SocketDrain;
-  onDone?: (tally: DrainTally) => void;
-  acknowledged: number;
-  disconnected: number;
-  over: boolean;
+  onAnswer(answer: 'drained' | 'gone', client: ClientInfo, undrained: number): void;
 }
 
 export class DrainServer {
@@ -117,9 +103,10 @@ export class DrainServer {
   readonly #logRejected: (fields: Record<string, unknown>) => void;
   #server?: Server;
   #nextId = 1;
-  /** Greeted clients that have not said drained: the drain waits for this to reach 0. */
+  /** Greeted clients that have not said drained. */
   #undrained = 0;
-  #drain?: DrainUnderWay;
+  /** Once the clients were told to drain. */
+  #drain?: DrainListener;
 
   constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest, limits = INTAKE_LIMITS }: DrainServerOptions) {
     this.path = path;
@@ -166,30 +153,28 @@ export class DrainServer {
     return [...this.#clients.values()].map(publicInfo);
   }
 
+  /** Greeted clients that have not said drained. */
+  undrained(): number {
+    return this.#undrained;
+  }
+
   /**
-   * Sends `drain` to every greeted client (and to any that greets later). A
-   * drain is for good: a later call returns the one under way. The deadline is
-   * the caller's (read again for each client that greets later), announced here
-   * and enforced there.
+   * Sends `drain` to every greeted client, and to any that greets later, with
+   * the listener's deadline (announced here, enforced there); from now on each
+   * greeted client's answer goes to the listener. A drain is for good: a later
+   * call tells no one. Returns how many clients were told.
    */
-  drain(deadline: number | (() => number)): SocketDrain {
-    if (this.#drain) return this.#drain.handle;
-    const now = this.#now();
-    const deadlineAt = typeof deadline === 'number' ? () => deadline : deadline;
-    const line = drainLine(deadlineAt(), now);
+  tellDrain(listener: DrainListener): number {
+    if (this.#drain) return 0;
+    this.#drain = listener;
+    const line = drainLine(listener.deadline(), this.#now());
     let told = 0;
     for (const client of this.#clients.values()) {
       if (!client.greeted) continue;
       this.#write(client, line);
       told++;
     }
-    const whenDone = (onDone: (tally: DrainTally) => void): void => {
-      drain.onDone = onDone;
-      this.#checkDrained();
-    };
-    const drain: DrainUnderWay = { startedAt: now, deadline: deadlineAt, handle: { told, whenDone }, acknowledged: 0, disconnected: 0, over: false };
-    this.#drain = drain;
-    return drain.handle;
+    return told;
   }
 
   /** Stops accepting, closes every connection and removes the socket file. */
@@ -287,15 +272,13 @@ export class DrainServer {
       return;
     }
     this.#clients.delete(client.id);
-    if (client.greeted && !client.drained) {
-      this.#undrained--;
-      if (this.#drain) this.#drain.disconnected++;
-    }
+    const answered = client.greeted && !client.drained;
+    if (answered) this.#undrained--;
     if (client.greeted) {
       this.#logger.debug('client disconnected', { client: client.id, name: client.name });
       this.#onEvent({ type: 'disconnect', client: publicInfo(client) });
     }
-    this.#checkDrained();
+    if (answered) this.#drain?.onAnswer('gone', publicInfo(client), this.#undrained);
   }
 
   #handle(client: Client, line: string): void {
@@ -328,13 +311,8 @@ export class DrainServer {
         if (client.drained) return;
         client.drained = true;
         this.#undrained--;
-        const afterMs = this.#drain ? this.#now() - this.#drain.startedAt : 0;
-        if (this.#drain) {
-          this.#drain.acknowledged++;
-          this.#logger.info('client drained', { client: client.id, name: client.name, afterMs });
-        }
-        this.#onEvent({ type: 'drained', client: publicInfo(client), afterMs });
-        this.#checkDrained();
+        this.#onEvent({ type: 'drained', client: publicInfo(client) });
+        this.#drain?.onAnswer('drained', publicInfo(client), this.#undrained);
         return;
       }
       default:
@@ -378,25 +356,17 @@ export class DrainServer {
     this.#onEvent({ type: 'rejected', client: publicInfo(client), reason });
     this.#clients.delete(client.id);
     this.#settled(client);
-    if (client.greeted && !client.drained) {
-      this.#undrained--;
-      if (this.#drain) this.#drain.disconnected++;
-    }
+    const answered = client.greeted && !client.drained;
+    const info = publicInfo(client);
+    if (answered) this.#undrained--;
     client.greeted = false;
-    this.#checkDrained();
+    if (answered) this.#drain?.onAnswer('gone', info, this.#undrained);
     client.socket.end(encode({ type: 'error', message: reason }));
     client.socket.removeAllListeners('data');
     // Neither a peer that never reads nor one that keeps sending keeps the half-closed socket alive.
     this.#linger(client.socket);
   }
 
-  #checkDrained(): void {
-    const drain = this.#drain;
-    if (!drain || drain.over || this.#undrained > 0) return;
-    drain.over = true;
-    const tally = { acknowledged: drain.acknowledged, disconnected: drain.disconnected };
-    drain.onDone?.(tally);
-  }
 }
 
 function drainLine(deadline: number, now: number): string {

@@ -3,13 +3,15 @@
 // later requests join it, and all wait for the same end. It ends when every
 // client that said hello has said drained (or disconnected), at the deadline
 // announced to them, when cut short by a second signal, or (wrap mode) when the
-// operator exits. A drain is for good: the operator stops taking work.
+// operator exits. A drain is for good: the operator stops taking work. The
+// socket's server tells the clients and hands back their answers; what they
+// add up to is decided here.
 
 import { formatDuration } from '../config/duration.ts';
 import { GRACE_MARGIN_MS } from '../config/grace-rule.ts';
 import type { LogFields, Logger } from '../log/logger.ts';
 import type { Clock } from './clock.ts';
-import type { DrainServer, DrainTally } from '../protocol/server.ts';
+import type { DrainServer } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource } from './observer.ts';
 
 export interface DrainResult {
@@ -36,10 +38,6 @@ export interface DrainOptions {
   readonly countedFrom?: () => number;
   readonly logger: Logger;
   readonly clock: Clock;
-  /** Called right after the clients were told and the request announced, before the drain's own lines. */
-  readonly onStart: (source: DrainSource) => void;
-  /** Called the moment the drain ends. */
-  readonly onEnd: (result: DrainResult) => void;
   /** Ends the drain early (wrap mode: the operator exited). */
   readonly operatorGone?: Promise<unknown>;
   /** For an operator that speaks no protocol (no client said hello). */
@@ -93,18 +91,29 @@ export class Drain {
   }
 
   #start(source: DrainSource, announce: (() => void) | undefined): DrainTicket {
-    const { server, logger, clock, onStart, onEnd, operatorGone } = this.#options;
+    const { server, logger, clock, operatorGone } = this.#options;
     const now = () => clock.now();
     const startedAt = now();
     let deadline = Math.max(startedAt, this.#options.deadline());
     const timeoutMs = deadline - Math.min(startedAt, this.#options.countedFrom?.() ?? startedAt);
-    // The clients first (a client that greets later is told the deadline as it is then).
-    const serverDrain = server.drain(() => deadline);
-    const clients = serverDrain.told;
+    // The clients first (a client that greets later is told the deadline as it is then); each answer is counted here.
+    let acknowledged = 0;
+    let gone = 0;
+    let answered = (_undrained: number): void => {};
+    const clients = server.tellDrain({
+      deadline: () => deadline,
+      onAnswer: (answer, client, undrained) => {
+        if (answer === 'gone') gone++;
+        else {
+          acknowledged++;
+          logger.info('client drained', { client: client.id, name: client.name, afterMs: now() - startedAt });
+        }
+        answered(undrained);
+      },
+    });
     announce?.();
     // An acknowledgement that comes at or after the deadline is an operator that gave up there.
-    const outcomeOf = (t: DrainTally): DrainOutcome =>
-      now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && t.acknowledged === 0 ? 'no-client' : t.disconnected > 0 ? 'disconnected' : 'drained';
+    const outcome = (): DrainOutcome => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && acknowledged === 0 ? 'no-client' : gone > 0 ? 'disconnected' : 'drained');
     // No client to tell: where the operator's metrics are known, wait until no reconcile runs.
     const idle = clients === 0 ? this.#options.untilIdle : undefined;
     let over = false;
@@ -122,7 +131,6 @@ export class Drain {
         ...(outcome === 'deadline' && { waitingFor: server.clients().filter((c) => c.greeted && !c.drained).map((c) => c.name ?? c.id) }),
         ...idle?.summary(),
       });
-      onEnd(result);
       resolve(result);
     };
     let cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
@@ -134,7 +142,6 @@ export class Drain {
       cancelDeadline();
       cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
     };
-    onStart(source);
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     if (timeoutMs === 0 && clients > 0) {
       logger.warn(`the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a ${formatDuration(GRACE_MARGIN_MS)} margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period`);
@@ -149,8 +156,11 @@ export class Drain {
     void operatorGone?.then(() => this.#end('child-exited'));
     this.#ticket = { startedAt, deadline, clients, joined: false, ended };
     if (this.#cut) this.#end('cut-short');
-    // Last: with no client to wait for, the drain ends here and now.
-    if (!idle) serverDrain.whenDone((t) => this.#end(outcomeOf(t)));
+    // Last: the drain ends in the same turn as the last answer (with idle metrics, the wait decides), here and now with none to wait for.
+    if (!idle) {
+      answered = (undrained) => undrained === 0 && this.#end(outcome());
+      answered(server.undrained());
+    }
     return this.#ticket;
   }
 }

@@ -12,6 +12,14 @@ export type DrainOutcome = 'drained' | 'disconnected' | 'deadline' | 'no-client'
 /** Who asked for a drain: the termination signal, `drainguard prestop` on the socket, or the httpGet preStop route. */
 export type DrainSource = 'signal' | 'socket' | 'http';
 
+/**
+ * What the stop procedure reports, each event from one place and in this order:
+ * phase('running') once the operator is started; drainRequested for each
+ * request, the one that starts the drain before phase('draining'); drainEnded
+ * once, before phase('stopping'); then 'releasing' and 'exited'. (An operator
+ * that exits by itself goes from 'running' to 'releasing'; a start called off,
+ * to 'exited'.)
+ */
 export interface SupervisorObserver {
   phase?(phase: Phase): void;
   drainRequested?(source: DrainSource): void;

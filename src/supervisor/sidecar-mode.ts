@@ -12,10 +12,9 @@
 // connected means a native sidecar (stopped after the main containers) or an
 // operator already gone, and the release starts at once.
 
-import { EventEmitter } from 'node:events';
-import type { ChildExit } from './child.ts';
+import type { Logger } from '../log/logger.ts';
 import { FORWARDED } from './signals.ts';
-import type { Mode, ModeContext } from './stop-procedure.ts';
+import type { Mode, ModeContext, StartedOperator } from './stop-procedure.ts';
 
 export interface SidecarModeOptions {
   /**
@@ -31,41 +30,29 @@ export class SidecarMode implements Mode {
   // terminal, a shared process namespace) cannot end the sidecar before it released the guard.
   readonly otherSignals = FORWARDED;
   readonly takesDrainRequests = true;
-  /** The operator is another container's process: drainguard never sees it exit. */
-  readonly exited = new Promise<ChildExit>(() => {});
+  // Clients still connected at SIGTERM mean a plain sidecar; none, a native one (see above).
+  readonly countsClientsAtTermination = true;
+  // The sidecar itself is what stops: its last line comes once the guard is released.
+  readonly lastLine = 'sidecar stopped';
   readonly #options: SidecarModeOptions;
-  /** Fires whenever an operator client comes or goes. */
-  readonly #clientsChanged = new EventEmitter().setMaxListeners(0);
-  #context?: ModeContext;
 
   constructor(options: SidecarModeOptions = {}) {
     this.#options = options;
   }
 
-  onOtherSignal(sig: NodeJS.Signals): void {
-    this.#context?.log.debug('signal ignored: a sidecar has no child to pass it to', { signal: sig });
+  onOtherSignal(sig: NodeJS.Signals, log: Logger): void {
+    log.debug('signal ignored: a sidecar has no child to pass it to', { signal: sig });
   }
 
-  onClientEvent(): void {
-    this.#clientsChanged.emit('change');
-  }
-
-  attach(context: ModeContext): void {
-    this.#context = context;
-  }
-
-  async start(): Promise<void> {
-    const { log, server, deadlines } = this.#context!;
+  async start({ log, server, deadlines }: ModeContext): Promise<StartedOperator> {
     log.info('sidecar ready', { socket: server.path, drainTimeoutMs: deadlines.drainTimeoutMs() });
-  }
-
-  terminationFields(): Record<string, unknown> {
-    return { clients: this.#operators() };
+    // The operator is another container's process: drainguard never sees it exit.
+    return { exited: new Promise(() => {}) };
   }
 
   /** Waits until the operator has stopped, the wait deadline, or a second signal says stop waiting. */
-  async stop(): Promise<number> {
-    const { log, clock, deadlines, termination } = this.#context!;
+  async stop(context: ModeContext): Promise<number> {
+    const { log, clock, deadlines, termination, server } = context;
     const now = () => clock.now();
     const signalAt = termination.at!;
     const waitDeadline = deadlines.operatorWaitDeadline();
@@ -73,16 +60,16 @@ export class SidecarMode implements Mode {
     let cancelDeadline = () => {};
     const deadline = new Promise<'deadline'>((r) => (cancelDeadline = clock.after(waitDeadline - now(), () => r('deadline'))));
     const cutShort = termination.cutShort.then(() => 'cut-short' as const);
-    const gone = this.#operatorGone(stop.signal).then(() => 'stopped' as const);
+    const gone = this.#operatorGone(context, stop.signal).then(() => 'stopped' as const);
     try {
-      const connected = this.#operators();
+      const connected = server.greetedCount();
       const waiting = connected > 0 || this.#options.operatorStopped !== undefined;
       if (waiting) log.info('waiting for the operator to stop', { clients: connected, timeoutMs: Math.max(0, waitDeadline - now()) });
       else log.info('no operator client connected: releasing at once');
       const how = await Promise.race([gone, deadline, cutShort]);
       if (how === 'stopped' && waiting) log.info('operator stopped', { afterSignalMs: now() - signalAt });
-      else if (how === 'deadline') log.warn('the operator has not stopped and the grace period is running out: releasing anyway', { clients: this.#operators() });
-      else if (how === 'cut-short') log.info('second termination signal: releasing now', { clients: this.#operators() });
+      else if (how === 'deadline') log.warn('the operator has not stopped and the grace period is running out: releasing anyway', { clients: server.greetedCount() });
+      else if (how === 'cut-short') log.info('second termination signal: releasing now', { clients: server.greetedCount() });
     } finally {
       cancelDeadline();
       stop.abort();
@@ -90,30 +77,22 @@ export class SidecarMode implements Mode {
     return 0;
   }
 
-  onReleased(): void {
-    const { log, clock, termination } = this.#context!;
-    log.info('sidecar stopped', { afterSignalMs: clock.now() - termination.at! });
-  }
-
   /** Resolves once no operator client is connected and, where the API hook is given, the operator container has terminated. */
-  #operatorGone(signal: AbortSignal): Promise<unknown> {
+  #operatorGone({ log, server, watchClients }: ModeContext, signal: AbortSignal): Promise<unknown> {
     const disconnected = new Promise<void>((resolve) => {
+      const stopWatching = new AbortController();
+      signal.addEventListener('abort', () => stopWatching.abort(), { once: true });
       const check = () => {
-        if (this.#operators() > 0) return;
-        this.#clientsChanged.off('change', check);
+        if (server.greetedCount() > 0) return;
+        stopWatching.abort();
         resolve();
       };
-      this.#clientsChanged.on('change', check);
-      signal.addEventListener('abort', () => this.#clientsChanged.off('change', check), { once: true });
+      watchClients(check, stopWatching.signal);
       check();
     });
     const api = this.#options.operatorStopped?.(signal).catch((err: unknown) => {
-      if (!signal.aborted) this.#context!.log.warn('cannot tell from the Kubernetes API whether the operator stopped; going by its connections', { error: err });
+      if (!signal.aborted) log.warn('cannot tell from the Kubernetes API whether the operator stopped; going by its connections', { error: err });
     });
     return Promise.all([disconnected, api]);
-  }
-
-  #operators(): number {
-    return this.#context?.server.greetedCount() ?? 0;
   }
 }

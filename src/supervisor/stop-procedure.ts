@@ -1,25 +1,27 @@
 // The stop, the same in both modes and in one fixed order, as
 // controller-runtime's engageStopProcedure has it. A mode (wrap-mode.ts,
-// sidecar-mode.ts) supplies only how its operator is started, how it is stopped
-// and how drainguard learns that it is gone.
+// sidecar-mode.ts) is two calls, start(context) and stop(context, drain,
+// result), and a few facts as data; #supervise sets every phase itself:
 //
 //   starting   the drain socket listens; the mode starts its operator
 //   running    the operator works; the guard is held
 //   draining   the first SIGTERM or SIGINT (or a preStop request): the clients are told
-//   stopping   the drain is over: the mode stops the operator and waits until it is gone
+//   stopping   the drain is over and the signal came: the mode stops the operator and waits until it is gone
 //   releasing  Events, then the guard, by the release deadline
 //   exited     the socket closed and removed
 //
-// A second SIGTERM or SIGINT cuts the drain (and a sidecar's wait) short;
-// later ones change nothing.
+// Every drain request (the signal, the socket, HTTP) goes through
+// #requestDrain. A second SIGTERM or SIGINT cuts the drain (and a sidecar's
+// wait) short; later ones change nothing.
 
+import { EventEmitter } from 'node:events';
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import type { PodDeletion } from '../kube/pod.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
-import { DrainServer, type ServerEvent } from '../protocol/server.ts';
+import { DrainServer } from '../protocol/server.ts';
 import { claimSocketPath, privateSocketPath } from '../protocol/socket-path.ts';
 import type { ChildExit } from './child.ts';
 import { type Clock, systemClock } from './clock.ts';
@@ -29,50 +31,57 @@ import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './obse
 import { DELETION_POLL_MS, DELETION_READ_MS, Deadlines, type DeletionReading, Termination } from './shutdown.ts';
 import { TERMINATING } from './signals.ts';
 
-/** What the stop procedure hands a mode. */
+/** What a mode's start and stop are handed: what they work with. */
 export interface ModeContext {
   readonly config: SupervisorConfig;
   readonly log: Logger;
   readonly clock: Clock;
   readonly deadlines: Deadlines;
   readonly termination: Termination;
+  /** The drain socket's server, listening. */
   readonly server: DrainServer;
+  /** Calls `onChange` at each hello, inflight, drained, disconnect and rejection of a client, until `signal` aborts. */
+  readonly watchClients: (onChange: () => void, signal: AbortSignal) => void;
 }
 
-/** How a mode's operator is started, stopped and known to be gone. */
+/** A mode's operator, once started. */
+export interface StartedOperator {
+  /** Resolves once the operator has exited, with its status; never, where it is not drainguard's child. */
+  readonly exited: Promise<ChildExit>;
+}
+
+/**
+ * How a mode's operator is started and stopped: two calls that take what they
+ * need, as controller-runtime starts a runnable with a context; the rest is
+ * what the mode is, as plain data.
+ */
 export interface Mode {
-  /** Signals besides SIGTERM and SIGINT that the mode catches, and what it does with each. */
+  /** Signals besides SIGTERM and SIGINT that the mode catches. */
   readonly otherSignals: readonly NodeJS.Signals[];
-  onOtherSignal(signal: NodeJS.Signals): void;
   /** Whether the socket takes drain requests (`drainguard prestop`); elsewhere they are refused. */
   readonly takesDrainRequests: boolean;
-  /** Each hello, drained, disconnect and rejection of a client. */
-  onClientEvent?(event: ServerEvent): void;
   /**
    * The exit status when a termination signal came before the start: the
    * operator is then not started. Undefined: drain and stop as usual, only
    * without the guard.
    */
   readonly statusIfCalledOff?: number;
-  /** Hands the mode what it works with, once the socket's server is made (before it listens). */
-  attach(context: ModeContext): void;
+  /** Whether the first termination signal's line says how many operator clients are connected. */
+  readonly countsClientsAtTermination: boolean;
+  /** The line that ends the log once the guard is released, with the time since the termination signal. */
+  readonly lastLine?: string;
+  /** What it does with one of its other signals, at any moment from run() to the exit. */
+  onOtherSignal(signal: NodeJS.Signals, log: Logger): void;
   /** Starts the operator (or, in sidecar mode, is ready for it): the socket listens by now. */
-  start(): Promise<void>;
-  /** Resolves once the operator has exited, with its status; never, where it is not drainguard's child. */
-  readonly exited: Promise<ChildExit>;
-  /** Fields for the first termination signal's log line, such as the clients connected. */
-  terminationFields?(): Record<string, unknown>;
+  start(context: ModeContext): Promise<StartedOperator>;
   /** The drain is over: stops the operator and resolves with the exit status once it is gone, or no longer waited for. */
-  stop(drain: DrainTicket, result: DrainResult): Promise<number>;
-  /** The very end, after the release. */
-  onReleased?(): void;
+  stop(context: ModeContext, drain: DrainTicket, result: DrainResult): Promise<number>;
 }
 
 export interface StopProcedureOptions {
   readonly logger?: Logger;
   readonly clock?: Clock;
   readonly guard?: GuardHandle;
-  readonly observer?: SupervisorObserver;
   /** Waits for the Events still on their way, until the moment given (epoch ms). */
   readonly flushEvents?: (deadline: number) => Promise<void>;
   /** Asked once the operator runs: the Pod's terminationGracePeriodSeconds, in ms, when the API tells it. */
@@ -89,6 +98,11 @@ export interface StopProcedureOptions {
    * signal aborts it. Never throws. (namespace/open.ts: a namespace being deleted.)
    */
   readonly beforeDrain?: (deadline: number, signal: AbortSignal) => Promise<unknown>;
+}
+
+/** What watches a run: handed to run(), so that it may be built on the procedure (the HTTP listener's preStop route). */
+export interface RunWatchers {
+  readonly observer?: SupervisorObserver;
   /** Called once the socket listens, with its server (the HTTP listener counts its clients). */
   readonly onServer?: (server: DrainServer) => void;
 }
@@ -110,17 +124,20 @@ export class StopProcedure {
   readonly #clock: Clock;
   readonly #deadlines: Deadlines;
   readonly #termination: Termination;
+  /** Fires at every event of a client on the socket (ModeContext.watchClients). */
+  readonly #clientEvents = new EventEmitter().setMaxListeners(0);
+  /** The operator's exit, once the mode has started it: it ends a drain (wrap mode). */
+  readonly #operatorExit = deferred<ChildExit>();
+  /** The first drain request's ticket, whoever asked. */
+  readonly #drainBegun = deferred<DrainTicket>();
+  #watchers: RunWatchers = {};
   #phase: Phase = 'starting';
   #server?: DrainServer;
   #drain?: Drain;
-  /** The drain the first termination signal starts, once the Pod's deletion is read. */
-  #signalDrain?: Promise<DrainTicket>;
+  /** The first termination signal's line, once it came. */
+  #announce?: () => void;
   /** The read of the Pod's deletion under way. */
   #reading?: Promise<void>;
-  /** Ends the reads of the Pod's deletion while the drain runs. */
-  #stopPolling = (): void => {};
-  /** The step before the drain (beforeDrain), once the signal began it. */
-  #beforeDrain?: Promise<void>;
 
   constructor(config: SupervisorConfig, mode: Mode, options: StopProcedureOptions = {}) {
     this.#config = config;
@@ -135,29 +152,22 @@ export class StopProcedure {
   }
 
   /**
-   * Starts the drain, or joins the one under way (a preStop request over HTTP):
+   * A preStop request over HTTP: starts the drain, or joins the one under way,
    * at once, with the deadlines known; the Pod's deletion is read meanwhile and
    * ends the drain sooner if it says so.
    */
-  startDrain(source: DrainSource, announce?: () => void): DrainTicket {
-    const ticket = this.#startDrain(source, announce);
+  startDrain(source: DrainSource): DrainTicket {
+    const ticket = this.#requestDrain(source);
     void this.#readDeletion();
     return ticket;
   }
 
-  #startDrain(source: DrainSource, announce?: () => void): DrainTicket {
-    this.#deadlines.drainRequested(this.#clock.now());
-    const ticket = this.#drain!.request(source, announce);
-    // The first request is reported as the drain starts (Drain's onStart); a joining one here.
-    if (ticket.joined) this.#options.observer?.drainRequested?.(source);
-    return ticket;
-  }
-
   /** Runs the mode's operator from start to exit; resolves with the status drainguard exits with. */
-  async run(): Promise<number> {
+  async run(watchers: RunWatchers = {}): Promise<number> {
+    this.#watchers = watchers;
     const mode = this.#mode;
     // Signals first: a SIGTERM between making the socket's private directory and catching it would leave the directory.
-    const onSignal = (sig: NodeJS.Signals) => (TERMINATING.includes(sig) ? this.#onTermination(sig) : mode.onOtherSignal(sig));
+    const onSignal = (sig: NodeJS.Signals) => (TERMINATING.includes(sig) ? this.#onTermination(sig) : mode.onOtherSignal(sig, this.#log));
     const caught = [...TERMINATING, ...mode.otherSignals];
     for (const sig of caught) process.on(sig, onSignal);
     let ownDirectory: (() => void) | undefined;
@@ -189,13 +199,12 @@ export class StopProcedure {
 
   /** The drain socket's server at `path` (it listens once run), and the drain on it. */
   #serve(path: string): void {
-    const mode = this.#mode;
     const server = new DrainServer({
       path,
       logger: this.#log,
       now: () => this.#clock.now(),
-      onEvent: (event) => mode.onClientEvent?.(event),
-      onDrainRequest: mode.takesDrainRequests ? (request, channel) => this.#answerDrainRequest(request.source, channel) : undefined,
+      onEvent: () => this.#clientEvents.emit('change'),
+      onDrainRequest: this.#mode.takesDrainRequests ? (request, channel) => this.#answerDrainRequest(request.source, channel) : undefined,
     });
     const drain = new Drain({
       server,
@@ -203,59 +212,106 @@ export class StopProcedure {
       countedFrom: () => this.#deadlines.terminatedAt(),
       logger: this.#log,
       clock: this.#clock,
-      operatorGone: mode.exited,
+      operatorGone: this.#operatorExit.promise,
       untilIdle: this.#options.untilIdle,
-      onStart: (source) => {
-        this.#options.observer?.drainRequested?.(source);
-        this.#setPhase('draining');
-        this.#pollDeletion();
-      },
-      onEnd: (r) => {
-        this.#stopPolling();
-        this.#options.observer?.drainEnded?.(r.outcome, r.durationMs);
-      },
     });
     void this.#termination.cutShort.then(() => drain.cutShort());
     this.#server = server;
     this.#drain = drain;
-    mode.attach({ config: this.#config, log: this.#log, clock: this.#clock, deadlines: this.#deadlines, termination: this.#termination, server });
   }
 
+  /** The phases in their order; each one is set here. */
   async #supervise(server: DrainServer): Promise<number> {
     const mode = this.#mode;
+    // starting
     if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource ?? 'DRAINGUARD_SOCKET');
     await this.#listen(server);
-    this.#options.onServer?.(server);
+    this.#watchers.onServer?.(server);
     await signalsHandled();
+    const context = this.#contextOn(server);
     const calledOff = this.#termination.count > 0;
     if (calledOff && mode.statusIfCalledOff !== undefined) {
+      this.#announce!();
       this.#log.info('terminated before the operator was started; not starting it');
       return mode.statusIfCalledOff;
     }
+    // running
+    let exited = new Promise<ChildExit>(() => {});
     if (!calledOff) {
-      await mode.start();
+      ({ exited } = await mode.start(context));
+      void exited.then(this.#operatorExit.resolve);
       this.#setPhase('running');
       this.#options.guard?.start();
       void this.#options.podGracePeriod?.().then((ms) => ms !== undefined && this.#deadlines.adoptPodGracePeriod(ms));
     }
-    const byItself = await Promise.race([mode.exited, this.#termination.requested.then(() => undefined)]);
+    // Until the operator exits, a termination signal comes, or a preStop request asks for the drain.
+    const byItself = await Promise.race([exited, this.#termination.requested.then(() => undefined), this.#drainBegun.promise.then(() => undefined)]);
     if (byItself !== undefined) {
       this.#log.info('operator exited by itself', { status: byItself.status, code: byItself.code, signal: byItself.signal });
       await this.#release();
       return byItself.status;
     }
-    // Started by the signal handler (or a preStop request), unless the signal came while the operator was being started.
-    this.#signalDrain ??= this.#readDeletion().then(() => this.#startDrain('signal'));
-    const ticket: DrainTicket = this.#drain!.started ?? (await this.#signalDrain);
-    // A second signal during the step before the drain cuts the drain short as well.
-    if (this.#beforeDrain && this.#termination.count > 1) this.#drain!.cutShort();
+    // draining: the drain a preStop request began, else the signal's
+    const ticket = this.#drain!.started ?? (await this.#signalDrain(!calledOff));
+    this.#setPhase('draining');
+    const stopPolling = this.#pollDeletion();
     const result = await ticket.ended;
+    stopPolling();
+    this.#watchers.observer?.drainEnded?.(result.outcome, result.durationMs);
+    // stopping: a drain the preStop hook asked for may be over before the signal, which the stop waits for
+    await this.#termination.requested;
     this.#setPhase('stopping');
-    const status = await mode.stop(ticket, result);
+    const status = await mode.stop(context, ticket, result);
+    // releasing; with the operator never started, nothing was held: only the Events are flushed
     if (calledOff) await this.#flushEvents();
     else await this.#release();
-    mode.onReleased?.();
+    if (mode.lastLine) this.#log.info(mode.lastLine, { afterSignalMs: this.#clock.now() - this.#termination.at! });
     return status;
+  }
+
+  /** What the mode's start and stop work with. */
+  #contextOn(server: DrainServer): ModeContext {
+    const events = this.#clientEvents;
+    return {
+      config: this.#config,
+      log: this.#log,
+      clock: this.#clock,
+      deadlines: this.#deadlines,
+      termination: this.#termination,
+      server,
+      watchClients: (onChange, signal) => {
+        events.on('change', onChange);
+        signal.addEventListener('abort', () => events.off('change', onChange), { once: true });
+      },
+    };
+  }
+
+  /**
+   * The first termination signal's drain, once the Pod's deletion is read (the
+   * deadline told to the clients is then the one that holds). Where the
+   * operator runs, the step before the drain (a namespace being deleted) comes
+   * first, inside the drain's time, from the same deadline.
+   */
+  async #signalDrain(operatorRuns: boolean): Promise<DrainTicket> {
+    await this.#readDeletion();
+    const step = this.#options.beforeDrain;
+    if (!step || !operatorRuns) return this.#requestDrain('signal', this.#announce);
+    this.#announce!();
+    await this.#runBeforeDrain(step);
+    return this.#requestDrain('signal');
+  }
+
+  /**
+   * The one way to a drain, whoever asks (the signal, the socket, HTTP): starts
+   * it or joins the one under way. `announce` logs what asked: once the
+   * clients are told, before the drain's own lines.
+   */
+  #requestDrain(source: DrainSource, announce?: () => void): DrainTicket {
+    this.#deadlines.drainRequested(this.#clock.now());
+    const ticket = this.#drain!.request(source, announce);
+    this.#watchers.observer?.drainRequested?.(source);
+    if (!ticket.joined) this.#drainBegun.resolve(ticket);
+    return ticket;
   }
 
   /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
@@ -286,16 +342,17 @@ export class StopProcedure {
    * Reads the Pod's deletion every DELETION_POLL_MS while the drain runs: a
    * second, shorter delete moves the kubelet's SIGKILL with no signal of its
    * own, and the drain must end in time for the stop and the release.
+   * Returns what ends the reads.
    */
-  #pollDeletion(): void {
-    if (!this.#options.podDeletion) return;
+  #pollDeletion(): () => void {
+    if (!this.#options.podDeletion) return () => {};
     let polling = true;
     let cancel = (): void => {};
     const next = (): void => {
       if (polling) cancel = this.#clock.after(DELETION_POLL_MS, () => void this.#readDeletion().then(next));
     };
     next();
-    this.#stopPolling = () => {
+    return () => {
       polling = false;
       cancel();
     };
@@ -340,30 +397,25 @@ export class StopProcedure {
   /** A preStop request: answered once the Pod's deletion is read, so that the deadline it is told is the one that holds. */
   #answerDrainRequest(by: string | undefined, channel: ControlChannel): void {
     void this.#readDeletion().then(() => {
-      const ticket = this.#startDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
+      const ticket = this.#requestDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
       answerDrainRequest(channel, ticket, this.#clock.now());
     });
   }
 
   #onTermination(sig: NodeJS.Signals): void {
-    const mode = this.#mode;
     const step = this.#termination.signal();
     if (step === 'drain') {
       this.#deadlines.signalled(this.#termination.at!);
       const grace = this.#deadlines.gracePeriod;
-      const announce = () => this.#log.info('termination requested', { signal: sig, ...mode.terminationFields?.(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
-      // Before the operator runs there is nothing to drain yet: the start is called off, or the drain begins once it runs.
-      // The drain waits for the Pod's deletion to be read (DELETION_READ_MS at most): its deadline is told to the clients.
-      if (this.#phase === 'starting' && mode.statusIfCalledOff !== undefined) announce();
-      else if (this.#options.beforeDrain && this.#phase === 'running') {
-        // The step before the drain (a namespace being deleted) runs inside the drain's time, from the same deadline.
-        const step = this.#options.beforeDrain;
-        this.#beforeDrain = this.#readDeletion().then(() => {
-          announce();
-          return this.#runBeforeDrain(step);
-        });
-        this.#signalDrain = this.#beforeDrain.then(() => this.#startDrain('signal'));
-      } else this.#signalDrain = this.#readDeletion().then(() => this.#startDrain('signal', announce));
+      const clients = () => (this.#mode.countsClientsAtTermination ? { clients: this.#server?.greetedCount() ?? 0 } : {});
+      const announce = () => this.#log.info('termination requested', { signal: sig, ...clients(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+      this.#announce = announce;
+      // A drain under way (a preStop request's) has told its deadline: the signal joins it at once; the Pod's deletion, read meanwhile, may end it sooner.
+      if (this.#drain?.started) {
+        this.#requestDrain('signal', announce);
+        void this.#readDeletion();
+      } else if (this.#phase === 'releasing') announce(); // the operator exited by itself: nothing to drain
+      // Otherwise #supervise drains (#signalDrain) once the operator runs, or calls its start off.
     } else if (step === 'cut-short') {
       if (this.#phase === 'draining') this.#log.info('second termination signal: cutting the drain short', { signal: sig });
       // A second delete with a shorter grace period moves the kubelet's SIGKILL: the stop and the release go by it.
@@ -385,8 +437,15 @@ export class StopProcedure {
   #setPhase(phase: Phase): void {
     if (this.#phase === phase) return;
     this.#phase = phase;
-    this.#options.observer?.phase?.(phase);
+    this.#watchers.observer?.phase?.(phase);
   }
+}
+
+/** A promise with its resolve at hand. */
+function deferred<T>(): { readonly promise: Promise<T>; readonly resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 /** The default socket: in a fresh private directory under TMPDIR. */

@@ -6,22 +6,20 @@
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { SupervisorConfig } from './config.ts';
-import { type Child, type ChildExit, SpawnError, startChild } from './child.ts';
+import { type Child, SpawnError, startChild } from './child.ts';
 import type { DrainResult, DrainTicket } from './drain.ts';
 import { warnIfNoReaper } from './reaper.ts';
 import { FORWARDED, JOB_CONTROL } from './signals.ts';
-import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from './stop-procedure.ts';
+import type { Mode, ModeContext, StartedOperator } from './stop-procedure.ts';
 
 export class WrapMode implements Mode {
   readonly otherSignals = [...JOB_CONTROL, ...FORWARDED];
   readonly takesDrainRequests = false;
   /** A SIGTERM before the start: the operator is not started, and drainguard exits as SIGTERM would have ended it. */
   readonly statusIfCalledOff = 128 + 15;
-  readonly exited: Promise<ChildExit>;
+  readonly countsClientsAtTermination = false;
   readonly #command: readonly string[];
   readonly #env: NodeJS.ProcessEnv;
-  #exited!: (exit: ChildExit) => void;
-  #context?: ModeContext;
   #child?: Child;
   /** Signals the system would not let drainguard send, each told once (a storm of SIGHUP must not flood the log). */
   readonly #refused = new Set<NodeJS.Signals | 0>();
@@ -30,15 +28,9 @@ export class WrapMode implements Mode {
     if (command[0] === undefined) throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard run' needs a command: drainguard run [OPTIONS] -- COMMAND [ARGS...]");
     this.#command = command;
     this.#env = env;
-    this.exited = new Promise((resolve) => (this.#exited = resolve));
   }
 
-  attach(context: ModeContext): void {
-    this.#context = context;
-  }
-
-  async start(): Promise<void> {
-    const { config, log, server } = this.#context!;
+  async start({ config, log, server }: ModeContext): Promise<StartedOperator> {
     warnIfNoReaper(log);
     const [file, ...args] = this.#command as [string, ...string[]];
     try {
@@ -52,12 +44,11 @@ export class WrapMode implements Mode {
       throw err;
     }
     log.info('operator started', { pid: this.#child.pid, command: file, socket: server.path });
-    void this.#child.exited.then(this.#exited);
+    return { exited: this.#child.exited };
   }
 
   /** The stop signal, unless the operator is gone already; SIGKILL at the kill time. Resolves with its status once it exited. */
-  async stop(drain: DrainTicket, result: DrainResult): Promise<number> {
-    const { config, log, clock, deadlines } = this.#context!;
+  async stop({ config, log, clock, deadlines }: ModeContext, drain: DrainTicket, result: DrainResult): Promise<number> {
     const child = this.#child!;
     if (result.outcome !== 'child-exited') {
       const stopAt = clock.now();
@@ -73,17 +64,16 @@ export class WrapMode implements Mode {
     return exit.status;
   }
 
-  onOtherSignal(sig: NodeJS.Signals): void {
+  onOtherSignal(sig: NodeJS.Signals, log: Logger): void {
     const child = this.#child;
-    const log = this.#context?.log;
     if (JOB_CONTROL.includes(sig)) {
       child?.signal('SIGSTOP');
-      log?.info('stopped by job control', { signal: sig });
+      log.info('stopped by job control', { signal: sig });
       process.kill(process.pid, 'SIGSTOP');
       return;
     }
     const delivered = child?.signal(sig) ?? false;
-    log?.debug(delivered ? 'signal forwarded' : 'signal not forwarded: no operator running', { signal: sig });
+    log.debug(delivered ? 'signal forwarded' : 'signal not forwarded: no operator running', { signal: sig });
   }
 
   #signalRefused(sig: NodeJS.Signals | 0, err: NodeJS.ErrnoException, config: SupervisorConfig, log: Logger): void {
@@ -95,9 +85,4 @@ export class WrapMode implements Mode {
       target: config.signalTarget,
     });
   }
-}
-
-/** `drainguard run`'s supervision of `command`, in this process; resolves with the status drainguard exits with. */
-export function runWrapped(config: SupervisorConfig, command: readonly string[], options: StopProcedureOptions & { readonly env: NodeJS.ProcessEnv }): Promise<number> {
-  return new StopProcedure(config, new WrapMode(command, options.env), options).run();
 }

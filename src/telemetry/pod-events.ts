@@ -50,6 +50,7 @@ export function drainEventObserver(record: RecordPodEvent, logger: Logger = sile
       await Promise.race([Promise.all(pending), new Promise((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
       clearTimeout(timer);
     },
+    // The request that starts the drain is reported before phase('draining') (SupervisorObserver): its source is the one told.
     drainRequested: (s) => {
       source ??= s;
     },

@@ -4,6 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DrainClient } from '../../src/protocol/client.ts';
 import { DrainServer, type ServerEvent } from '../../src/protocol/server.ts';
+import { tellDrain } from '../support/drain.ts';
 import { tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 
@@ -53,10 +54,10 @@ test('draining fires at the drain, deadline at the deadline, drained goes after 
   const endB = c.begin();
   await event('inflight', 2);
   const deadline = Date.now() + 400;
-  const drain = s.drain(deadline);
+  const drain = tellDrain(s, deadline);
   assert.is(drain.told, 1, 'one client told');
-  assert.is(s.drain(deadline + 1000), drain, 'a drain is for good: a second call returns it');
-  const drained = new Promise((r) => drain.whenDone(r));
+  assert.is(tellDrain(s, deadline + 1000).told, 0, 'a drain is for good: a second one tells no one');
+  const drained = drain.answered;
   await aborted(c.draining);
   assert.ok(Math.abs(c.deadlineAt!.getTime() - deadline) < 50);
   assert.is(c.deadline.aborted, false);
@@ -80,9 +81,9 @@ test('drained at once when the drain starts with nothing in flight; manual mode 
   const auto = new DrainClient({ socketPath: path });
   const manual = new DrainClient({ socketPath: path, autoDrained: false });
   await Promise.all([auto.ready(), manual.ready()]);
-  const drain = s.drain(Date.now() + 10_000);
+  const drain = tellDrain(s, Date.now() + 10_000);
   assert.is(drain.told, 2, 'both clients told');
-  const done = new Promise((r) => drain.whenDone(r));
+  const done = drain.answered;
   await aborted(manual.draining);
   await within(5000, 'auto drained', auto.drainedSent());
   await event('drained');

@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createLogger } from '../../src/log/logger.ts';
 import { type IntakeLimits, DrainServer } from '../../src/protocol/server.ts';
+import { tellDrain } from '../support/drain.ts';
 import { tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { RawClient } from '../support/raw-client.ts';
@@ -97,7 +98,7 @@ test('no hello within the deadline: error and closed, a half line too; a greeted
     await c.close();
   }
   // The greeted client was not cut: it is still told to drain.
-  server.drain(Date.now() + 5000);
+  tellDrain(server, Date.now() + 5000);
   await hello.message('drain');
   assert.not.ok(hello.closed);
   await within(5000, 'the server to close', server.close());

@@ -15,7 +15,9 @@ import { parseArgs } from '../../src/config/load.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
 import { DrainServer, type ServerEvent } from '../../src/protocol/server.ts';
-import { runWrapped } from '../../src/supervisor/wrap-mode.ts';
+import { StopProcedure } from '../../src/supervisor/stop-procedure.ts';
+import { WrapMode } from '../../src/supervisor/wrap-mode.ts';
+import { tellDrain } from '../support/drain.ts';
 import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { countSockets, descriptors, memory, mib, processesWithEnv, unixSocketsUnder } from './support/procfs.ts';
@@ -141,9 +143,9 @@ test(`soak: one drain server, ${sizes.soakServerCycles} clients connecting, gree
   const heapAfter = heap();
   assert.equal(server.clients(), []);
   // A drain with nobody connected still ends at once, after all that.
-  const drain = server.drain(Date.now() + 1000);
+  const drain = tellDrain(server, Date.now() + 1000);
   assert.is(drain.told, 0);
-  assert.equal(await within(1000, 'drain', new Promise((r) => drain.whenDone(r))), { acknowledged: 0, disconnected: 0 });
+  assert.equal(await within(1000, 'drain', drain.answered), { acknowledged: 0, disconnected: 0 });
   await server.close();
   const grown = heapAfter - heapBefore;
   console.log(`  ${sizes.soakServerCycles + 200} connections in ${ms} ms, events ${JSON.stringify(events)}; heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB`);
@@ -161,7 +163,7 @@ test(`soak: drain servers started, drained and closed ${Math.ceil(sizes.soakServ
     const client = new DrainClient({ socketPath: path, name: 'soak', reconnectDelayMs: [5, 20] });
     await within(5000, 'welcome', client.ready());
     const end = client.begin();
-    const drained = new Promise((r) => server.drain(Date.now() + 5000).whenDone(r));
+    const drained = tellDrain(server, Date.now() + 5000).answered;
     await within(5000, 'the drain to reach the client', new Promise((r) => client.draining.addEventListener('abort', r)));
     end();
     assert.equal(await within(5000, 'drained', drained), { acknowledged: 1, disconnected: 0 });
@@ -237,8 +239,8 @@ test('soak: the wrap supervisor run again and again in one process restores its 
   const config = resolveSupervisorConfig(parseArgs('run', ['--stop-timeout=2s', '--drain-timeout=1s'], {}));
   const listeners = () => Object.fromEntries(['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGUSR1', 'exit'].map((e) => [e, process.listenerCount(e)]));
   const run = (i: number) =>
-    runWrapped(config, ['sleep', '30'], {
-      env: { PATH: process.env.PATH, TMPDIR: tmp },
+    // What `drainguard run` builds, without the pod's API, the guard and the HTTP listener.
+    new StopProcedure(config, new WrapMode(['sleep', '30'], { PATH: process.env.PATH, TMPDIR: tmp })).run({
       // Stopped once it runs: a real SIGTERM through the whole drain and stop.
       observer: { phase: (phase) => phase === 'running' && i % 2 === 0 && process.kill(process.pid, 'SIGTERM') },
       onServer: () => i % 2 === 1 && process.kill(process.pid, 'SIGTERM'),

@@ -11,7 +11,8 @@ import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
-import { runWrapped } from '../../src/supervisor/wrap-mode.ts';
+import { StopProcedure } from '../../src/supervisor/stop-procedure.ts';
+import { WrapMode } from '../../src/supervisor/wrap-mode.ts';
 import { EXE, NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { until, within } from '../support/wait.ts';
 import { alive, sessionOf } from './support/procfs.ts';
@@ -292,10 +293,8 @@ test('a SIGTERM received before the operator is started is honoured (library, re
   const config = resolveSupervisorConfig(parseArgs('run', [], {}));
   const status = await within(
     5000,
-    'runWrapped',
-    runWrapped(config, [NODE, OPERATOR], {
-      env: { ...process.env, FIXTURE_MARKER: marker },
-      logger,
+    'the stop procedure',
+    new StopProcedure(config, new WrapMode([NODE, OPERATOR], { ...process.env, FIXTURE_MARKER: marker }), { logger }).run({
       // The socket listens; the kernel delivers SIGTERM now, before the operator is started.
       onServer: () => process.kill(process.pid, 'SIGTERM'),
     }),

@@ -8,15 +8,16 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
+import { createLogger } from '../../src/log/logger.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
 import type { DrainServer } from '../../src/protocol/server.ts';
 import type { ChildExit } from '../../src/supervisor/child.ts';
 import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import type { DrainResult, DrainTicket } from '../../src/supervisor/drain.ts';
 import type { PodDeletion } from '../../src/kube/pod.ts';
-import type { GuardHandle, Phase } from '../../src/supervisor/observer.ts';
+import { type GuardHandle, type Phase, type SupervisorObserver, combineObservers } from '../../src/supervisor/observer.ts';
 import { SidecarMode } from '../../src/supervisor/sidecar-mode.ts';
-import { type Mode, type ModeContext, StopProcedure, type StopProcedureOptions } from '../../src/supervisor/stop-procedure.ts';
+import { type Mode, type ModeContext, type StartedOperator, StopProcedure, type StopProcedureOptions } from '../../src/supervisor/stop-procedure.ts';
 import { WrapMode } from '../../src/supervisor/wrap-mode.ts';
 import { tempDir } from '../support/proc.ts';
 import { until as waitUntil, within } from '../support/wait.ts';
@@ -29,6 +30,7 @@ class PlayedMode implements Mode {
   readonly otherSignals: NodeJS.Signals[] = [];
   readonly takesDrainRequests = false;
   readonly statusIfCalledOff = 143;
+  readonly countsClientsAtTermination = false;
   readonly calls: string[] = [];
   readonly exited: Promise<ChildExit>;
   exit!: (exit: ChildExit) => void;
@@ -38,15 +40,14 @@ class PlayedMode implements Mode {
     this.exited = new Promise((r) => (this.exit = r));
   }
   onOtherSignal(): void {}
-  attach(context: ModeContext): void {
+  async start(context: ModeContext): Promise<StartedOperator> {
     this.context = context;
-  }
-  async start(): Promise<void> {
     this.calls.push('start');
+    return { exited: this.exited };
   }
-  async stop(drain: DrainTicket, result: DrainResult): Promise<number> {
+  async stop(context: ModeContext, drain: DrainTicket, result: DrainResult): Promise<number> {
     this.calls.push(`stop ${result.outcome}`);
-    this.stopped = { drain, result, at: this.context!.clock.now() };
+    this.stopped = { drain, result, at: context.clock.now() };
     return 0;
   }
 }
@@ -69,7 +70,7 @@ function guardOf(clock: FakeClock) {
   return { guard, calls };
 }
 
-function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[] } = {}) {
+function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[]; onServer?: () => void; observer?: SupervisorObserver } = {}) {
   const clock = new FakeClock();
   const phases: Phase[] = [];
   const flushes: number[] = [];
@@ -80,16 +81,17 @@ function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOp
   const p = new StopProcedure(resolveSupervisorConfig(parseArgs(options.command ?? 'run', [...(options.flags ?? SCAFFOLD), ...flags], {})), mode, {
     clock,
     guard,
-    observer: { phase: (phase) => phases.push(phase) },
     flushEvents: async (deadline) => void flushes.push(deadline - clock.now()),
     ...options,
+  });
+  const running = p.run({
+    observer: combineObservers({ phase: (phase) => phases.push(phase) }, options.observer),
     onServer: (s) => {
       server = s;
-      options.onServer?.(s);
+      options.onServer?.();
       listening();
     },
   });
-  const running = p.run();
   return { p, clock, phases, flushes, guardCalls: calls, running, listens, server: () => server! };
 }
 
@@ -112,6 +114,23 @@ test('a SIGTERM with no client: drain, stop, release, exit, in that order; the r
   // Nothing took time on the clock: the release has the grace period less its margin, Events a second each.
   assert.equal(s.guardCalls, ['guard start', 'guard release by +9500']);
   assert.equal(s.flushes, [1000, 1000]);
+});
+
+test('the observer hears each event once, in the stated order: the starting request before draining, drainEnded before stopping', async () => {
+  const mode = new PlayedMode();
+  const heard: string[] = [];
+  const s = procedure(mode, [], {
+    observer: {
+      phase: (phase) => heard.push(phase),
+      drainRequested: (source) => heard.push(`requested ${source}`),
+      drainEnded: (outcome) => heard.push(`ended ${outcome}`),
+    },
+  });
+  await s.listens;
+  await until(() => heard.includes('running'), 'running');
+  sigterm();
+  assert.is(await within(5000, 'exit', s.running), 0);
+  assert.equal(heard, ['running', 'requested signal', 'draining', 'ended no-client', 'stopping', 'releasing', 'exited']);
 });
 
 test('a client that never drains: the stop comes at the drain deadline (grace - stop timeout - 2s), the release by the grace period', async () => {
@@ -218,6 +237,26 @@ test('a preStop request over HTTP: the drain starts at once, and ends sooner onc
   sigterm();
   await s.clock.advance(10_000);
   await within(5000, 'exit', s.running);
+});
+
+test('a SIGTERM after a preStop drain is over joins it at once: the termination is logged before the sidecar stops, the Pod not yet read', async () => {
+  const path = join(tempDir(), 'drain.sock');
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'info', format: 'json', stream: { write: (l: string) => lines.push(String(JSON.parse(l).msg)) } });
+  const s = procedure(new SidecarMode(), [`--socket=${path}`], { command: 'sidecar', logger, podDeletion: () => new Promise(() => {}) });
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  const ticket = s.p.startDrain('http');
+  assert.is((await within(5000, 'drain end', ticket.ended)).outcome, 'no-client');
+  await settle();
+  assert.equal(s.phases, ['running', 'draining'], 'the stop waits for the signal');
+  sigterm();
+  await until(() => s.phases.includes('releasing'), 'releasing without a second on the clock: the read of the Pod is not waited for');
+  const at = (msg: string) => lines.indexOf(msg);
+  assert.ok(at('termination requested') >= 0 && at('termination requested') < at('no operator client connected: releasing at once'), lines.join(' | '));
+  await s.clock.advance(1000);
+  assert.is(await within(5000, 'exit', s.running), 0);
+  assert.is(lines.at(-1), 'sidecar stopped');
 });
 
 test('a second delete, shorter, read at the second signal, moves the release deadline', async () => {
