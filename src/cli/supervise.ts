@@ -45,11 +45,14 @@ export async function supervise(config: SupervisorConfig, io: CliIO, command: re
 /** `drainguard sidecar` */
 export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Promise<number> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-  const guard = await guardOf(config, { env: io.env, logger, late: false, events: () => pod.events });
+  // The guard first: its configuration errors are the ones a sidecar shows. It reports to the pod's Events, opened next.
+  let events: DrainEventObserver | undefined;
+  const guard = await guardOf(config, { env: io.env, logger, late: false, events: () => events });
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
+  events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
   const pod: PodLink = {
-    events: api.recordEvent && drainEventObserver(api.recordEvent, logger),
+    events,
     gracePeriod: () => readGracePeriod(api, logger),
     deletion: api.readDeletion && ((ms) => readDeletion(api, ms)),
   };
