@@ -19,7 +19,7 @@ import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
 import { type Mode, StopProcedure, type StopProcedureOptions } from '../supervisor/stop-procedure.ts';
 import { WrapMode } from '../supervisor/wrap-mode.ts';
-import { type DrainEventObserver, drainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
+import { type DrainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
 
 /** What the stop procedure gets of the pod's API. */
@@ -45,14 +45,14 @@ export async function supervise(config: SupervisorConfig, io: CliIO, command: re
 /** `drainguard sidecar` */
 export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Promise<number> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
-  // The guard first: its configuration errors are the ones a sidecar shows. It reports to the pod's Events, opened next.
-  let events: DrainEventObserver | undefined;
+  // The guard first: its configuration errors are the ones a sidecar shows. It reports to the pod's Events, connected next.
+  const events = laterPodEvents(logger);
   const guard = await guardOf(config, { env: io.env, logger, late: false, events: () => events });
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
-  events = api.recordEvent && drainEventObserver(api.recordEvent, logger);
+  events.connect(api.recordEvent);
   const pod: PodLink = {
-    events,
+    events: api.recordEvent && events,
     gracePeriod: () => readGracePeriod(api, logger),
     deletion: api.readDeletion && ((ms) => readDeletion(api, ms)),
   };

@@ -34,7 +34,7 @@ export interface DrainEventObserver extends SupervisorObserver {
 }
 
 /** An observer that records DrainStarted and Drained / DrainTimedOut / DrainCutShort with the duration. */
-export function drainEventObserver(record: RecordPodEvent, logger: Logger = silentLogger): DrainEventObserver {
+function drainEventObserver(record: RecordPodEvent, logger: Logger = silentLogger): DrainEventObserver {
   let source: DrainSource | undefined;
   const pending = new Set<Promise<unknown>>();
   const emit = (event: PodEvent) => {
