@@ -24,6 +24,8 @@ export interface FileDifference {
 export interface ReproducibleResult {
   readonly files: number;
   readonly differences: readonly FileDifference[];
+  /** `drainguard --version` of both, when they differ: dist/ was built from another checkout. */
+  readonly versions?: readonly [string, string];
   readonly buildMs: number;
 }
 
@@ -39,7 +41,8 @@ export async function runReproducible(progress: (line: string) => void): Promise
       const d = compare(file, join(ROOT, 'dist', file), join(out, file));
       return d ? [d] : [];
     });
-    return { files: files.length, differences, buildMs };
+    const versions = [versionOf(join(ROOT, 'dist/drainguard')), versionOf(join(out, 'drainguard'))] as const;
+    return { files: files.length, differences, buildMs, ...(versions[0] !== versions[1] && { versions }) };
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -50,6 +53,14 @@ export function describe(d: FileDifference): string {
   const size = (n: number | null) => (n === null ? 'missing' : `${n} bytes`);
   const hex = (n: number) => `0x${n.toString(16)}`;
   return `dist/${d.file}: ${size(d.sizes[0])} against ${size(d.sizes[1])}; ${d.bytes} bytes differ, from offset ${hex(d.offsets[0])} to ${hex(d.offsets[1])}`;
+}
+
+function versionOf(exe: string): string {
+  try {
+    return execFileSync(exe, ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'no version';
+  }
 }
 
 function filesUnder(dir: string): string[] {

@@ -157,6 +157,9 @@ try {
     process.stderr.write(
       `\nbench: FAILED: two builds of one checkout differ, so what follows would measure one build, not the commit:\n` +
         `${reproducible.differences.map((d) => `  ${describe(d)}\n`).join('')}` +
+        (reproducible.versions
+          ? `dist/ is of another checkout (${reproducible.versions[0]}; this one: ${reproducible.versions[1]}): npm run bench builds it first\n`
+          : '') +
         '(docs/development.md, "Releases"; --only without reproducible measures this build anyway)\n',
     );
     process.exit(1);
