@@ -5,6 +5,8 @@
 //   npm run build                      dist/drainguard, for this machine
 //   npm run build -- --arch arm64      dist/drainguard-linux-arm64 (under qemu-user; cached)
 //   npm run build -- --arch all        both
+//   npm run build -- --out-dir DIR     into DIR instead of dist/ (the same bytes: npm run bench
+//                                      builds a second time to check that)
 //
 // The code that only some commands need is a SEA asset of its own, compiled
 // only when first imported (build/lazy.ts); dist/drainguard.cjs and
@@ -18,7 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type BuildOptions, build } from 'esbuild';
@@ -26,14 +28,14 @@ import { LAZY_FILE, buildSplit } from './build/lazy.ts';
 import { runtimeFor } from './build/runtime.ts';
 import { stampDefines, stampOf } from './build/stamp.ts';
 import { buildExecutable } from './build/sea.ts';
-import { type Arch, TARGETS, executablePath, isArch } from './build/targets.ts';
+import { type Arch, TARGETS, executableName, isArch } from './build/targets.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const dist = join(root, 'dist');
 const stamp = stampOf(root);
 const cacheDir = process.env.DRAINGUARD_BUILD_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'drainguard-build');
 
-const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch } } });
+const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch }, 'out-dir': { type: 'string', default: join(root, 'dist') } } });
+const dist = resolve(values['out-dir']);
 const archs: Arch[] = values.arch === 'all' ? (Object.keys(TARGETS) as Arch[]) : isArch(values.arch) ? [values.arch] : [];
 if (archs.length === 0) throw new Error(`--arch: expected ${Object.keys(TARGETS).join(', ')} or all, got ${JSON.stringify(values.arch)}`);
 
@@ -68,7 +70,7 @@ process.stdout.write(`lazy asset: ${split.lazyEntries.length} entries, ${split.s
 for (const arch of archs) {
   const started = Date.now();
   const target = TARGETS[arch];
-  const output = executablePath(root, arch);
+  const output = join(dist, executableName(arch));
   // The main script's code cache is taken after the start of `run` in front of an operator that exits at once,
   // at the default log level: its log lines are on the way of every start.
   const training = ['run', '--', '/bin/true'];
@@ -89,5 +91,7 @@ await build({
   target: 'node20',
   logLevel: 'warning',
 });
-execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json')], { stdio: 'inherit' });
+execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json'), '--outDir', join(dist, 'types')], {
+  stdio: 'inherit',
+});
 process.stdout.write(`built ${join(dist, 'client.js')}\n`);

@@ -79,14 +79,14 @@ function make({ target, runtime, bundle, lazy, training }: ExecutableOptions, st
   const codeCache = join(dirname(fileURLToPath(import.meta.url)), 'code-cache.ts');
   try {
     // With the executable's own V8 flags: V8 accepts a code cache only from the same flags.
-    run(runtime.command([...EXEC_ARGV, codeCache, 'lazy', lazy, lazyCache]));
+    run(runtime.command([...BUILD_ARGV, ...EXEC_ARGV, codeCache, 'lazy', lazy, lazyCache]), { env: BUILD_ENV });
     writeFileSync(main, wrapMain(readFileSync(bundle, 'utf8')));
-    run(runtime.command([...EXEC_ARGV, codeCache, 'main', main, mainCache, ...training]));
+    run(runtime.command([...BUILD_ARGV, ...EXEC_ARGV, codeCache, 'main', main, mainCache, ...training]), { env: BUILD_ENV });
     writeFileSync(boot, BOOT_SOURCE);
     const assets = { [LAZY_ASSET]: lazy, [LAZY_CACHE_ASSET]: lazyCache, [MAIN_ASSET]: main, [MAIN_CACHE_ASSET]: mainCache };
     // Run beside the boot script and name it bare: the blob keeps the name (stack traces show it), not the build's path.
     writeFileSync(config, JSON.stringify({ ...seaConfig(BOOT_FILE, blob), assets }));
-    run(runtime.command(['--experimental-sea-config', config]), dirname(bundle));
+    run(runtime.command([...BUILD_ARGV, '--experimental-sea-config', config]), { cwd: dirname(bundle), env: BUILD_ENV });
     copyFileSync(runtime.node, staging);
     run([isNative(target.arch) ? 'strip' : `${target.gnu}-strip`, '--strip-all', staging]);
     run([process.execPath, POSTJECT, staging, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
@@ -105,6 +105,24 @@ function make({ target, runtime, bundle, lazy, training }: ExecutableOptions, st
  * These leave V8's flag hash (so every code cache) as it is.
  */
 const EXEC_ARGV = ['--v8-pool-size=1', '--min-semi-space-size=2', '--max-semi-space-size=2'];
+/**
+ * V8 flags of the build's own runs of the runtime, never of the executable.
+ * A code cache holds strings hashed with the process's hash seed, which V8
+ * draws from its random number generator: made under a random seed, two
+ * builds of one commit differ in their code caches. --random-seed fixes that
+ * generator in the build's processes alone; unlike --hash-seed, it is left
+ * out of V8's flag hash, so the executable accepts the cache and still draws
+ * its own seed at every start (docs/development.md, "Releases").
+ */
+const BUILD_ARGV = ['--random-seed=1'];
+/**
+ * The environment of the build's runs of the runtime: PATH alone, not the
+ * builder's. The training run is drainguard, which takes its options from the
+ * environment (DRAINGUARD_HTTP_ADDR made it start a listener, and the build
+ * fail), and NODE_OPTIONS would change the V8 flags the caches are checked
+ * against: the caches are the commit's, whoever builds it.
+ */
+const BUILD_ENV = { PATH: process.env.PATH ?? '' };
 /**
  * NODE_OPTIONS is the operator's, not drainguard's: it shares drainguard's
  * environment in wrap mode, and a Node operator's `--require ./tracing.js`
@@ -150,9 +168,9 @@ function prune(dir: string, prefix: string): void {
 }
 
 /** Runs a build tool; its output shows only when it fails (postject's notes about ELF sections are noise). */
-function run([file, ...args]: readonly string[], cwd?: string): void {
+function run([file, ...args]: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): void {
   try {
-    execFileSync(file!, args, { stdio: 'pipe', cwd });
+    execFileSync(file!, args, { stdio: 'pipe', ...options });
   } catch (err) {
     const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
     process.stderr.write(`${stdout ?? ''}${stderr ?? ''}`);

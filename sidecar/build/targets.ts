@@ -26,6 +26,8 @@ export function isArch(name: string): name is Arch {
 /** Runs natively on this machine (else under qemu-user). */
 export const isNative = (arch: Arch): boolean => arch === process.arch;
 
+export const executableName = (arch: Arch): string => (isNative(arch) ? 'drainguard' : `drainguard-linux-${arch}`);
+
 export function executablePath(root: string, arch: Arch): string {
-  return join(root, 'dist', isNative(arch) ? 'drainguard' : `drainguard-linux-${arch}`);
+  return join(root, 'dist', executableName(arch));
 }

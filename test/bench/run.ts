@@ -1,6 +1,8 @@
 // `npm run bench`: every benchmark of drainguard in one run, so the figures
 // are comparable on a noisy machine; prints a table and writes
 // bench-results.json at the repository root. `--help` lists the knobs.
+// First it builds a second time and stops, exit 1, when the two builds
+// differ: what is measured must be the commit's, not one build's.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -12,17 +14,19 @@ import { killReported } from './lib/fixture-output.ts';
 import { EXE, NODE, ROOT } from './lib/paths.ts';
 import { runFanout } from './fanout.ts';
 import { runLatency } from './latency.ts';
+import { describe, runReproducible } from './reproducible.ts';
 import { type Results, evaluateGoals, printReport } from './report.ts';
 import { runShutdown } from './shutdown.ts';
 import { runSize } from './size.ts';
 import { privateCopies, runMemory, runStart } from './startup.ts';
 
-const SECTIONS = ['size', 'start', 'memory', 'latency', 'fanout', 'shutdown'] as const;
+const SECTIONS = ['reproducible', 'size', 'start', 'memory', 'latency', 'fanout', 'shutdown'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const HELP = `npm run bench [-- OPTIONS]    (or: node test/bench/run.ts OPTIONS after npm run build)
 
-  --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all)
+  --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all;
+                       reproducible: a second build, which must be the same bytes as dist/)
   --full               larger samples: 200 shutdown iterations, 1000 latency runs,
                        100 start runs (about 25 minutes on 2 cores)
   --seed N             seed of the workload and stop moments (default 1)
@@ -148,6 +152,19 @@ async function section<T>(name: Section, title: string, body: () => Promise<T>):
 }
 
 try {
+  const reproducible = await section('reproducible', 'a second build of this checkout, against dist/', () => runReproducible((l) => log(`  ${l}`)));
+  if (reproducible && reproducible.differences.length > 0) {
+    process.stderr.write(
+      `\nbench: FAILED: two builds of one checkout differ, so what follows would measure one build, not the commit:\n` +
+        `${reproducible.differences.map((d) => `  ${describe(d)}\n`).join('')}` +
+        (reproducible.versions
+          ? `dist/ is of another checkout (${reproducible.versions[0]}; this one: ${reproducible.versions[1]}): npm run bench builds it first\n`
+          : '') +
+        '(docs/development.md, "Releases"; --only without reproducible measures this build anyway)\n',
+    );
+    process.exit(1);
+  }
+  if (reproducible) log(`  the same bytes: ${reproducible.files} files (the second build took ${(reproducible.buildMs / 1000).toFixed(1)} s)`);
   const size = await section('size', 'executable size', runSize);
   const copies = wants('start') || wants('memory') ? privateCopies() : undefined;
   let start, memory;
@@ -217,6 +234,7 @@ try {
     }),
     ...(fanout && { fanout: fanout.raw, fanoutTsClient: fanout.ts }),
     ...(size && size),
+    ...(reproducible && { reproducibleFiles: reproducible.files }),
   });
   const goals = evaluateGoals(results as Results);
   const meta = {

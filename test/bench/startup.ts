@@ -85,6 +85,10 @@ export interface StartFigures {
   /** `node -e 0`. */
   readonly nodeMs: number;
   readonly ratio: number;
+  /** The fastest of the runs of `drainguard run -- /bin/true` and of `node -e 0`, and their ratio: less noisy than the medians on a busy machine. */
+  readonly drainguardMinMs: number;
+  readonly nodeMinMs: number;
+  readonly minRatio: number;
   /** The floor executable (lib/floor-exe.ts) with /bin/true: what any supervisor in a Node.js executable costs, median ms. */
   readonly floorMs: number;
   readonly floorRatio: number;
@@ -139,6 +143,9 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
       versionMs: median(samples.version),
       nodeMs: median(samples.node),
       ratio: median(samples.dg) / median(samples.node),
+      drainguardMinMs: Math.min(...samples.dg),
+      nodeMinMs: Math.min(...samples.node),
+      minRatio: Math.min(...samples.dg) / Math.min(...samples.node),
       floorMs: median(samples.floor),
       floorRatio: median(samples.floor) / median(samples.node),
       podGuardMs: median(samples.pod),

@@ -2,7 +2,7 @@
 // loaded asset (sidecar/build/lazy.ts), built three times. The lazy entries
 // were once listed in the order esbuild's parallel parse found them, so the
 // asset's module order changed from build to build. (The executables around
-// them still differ in V8's code caches: docs/development.md, "Releases".)
+// them are the same too: docs/development.md, "Releases".)
 
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
