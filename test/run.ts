@@ -1,8 +1,9 @@
 // The test runner: every test/**/*.test.ts in its own process (real signals and
 // child processes must not leak between files), two at a time, and a last line
 // `N passed, N failed, N skipped`. Arguments filter the files by substring;
-// `--unit` runs only the unit tier, `--no-unit` every file but it (npm test runs
-// the unit tier first, on its own). A unit test is named `*.unit.test.ts`, beside
+// `--unit` runs only the unit tier, `--no-unit` every file but it. npm test runs
+// the unit tier first, on its own, to fail in seconds, then every file, so that
+// its last line counts the whole suite (the unit tier again: some seconds). A unit test is named `*.unit.test.ts`, beside
 // the other tests of its area: it starts nothing outside its own process (no
 // child process, no executable, no control plane, no network; at most a Unix
 // socket between two of its own objects) and moves time only on a fake clock
