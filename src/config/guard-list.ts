@@ -23,9 +23,10 @@ export function parseDeleteList(raw: string, source: string): DeleteTarget[] {
   const policies = items.filter((item) => isPolicyKind(item.split('/')[0]!.toLowerCase()));
   const out: DeleteTarget[] = parseGuardList(items.filter((item) => !policies.includes(item)).join(','), source);
   for (const item of policies) {
-    const [kind, name, ...rest] = item.split('/');
-    if (rest.length > 0 || !name || !PATH_SEGMENT.test(name)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${kind!.toLowerCase()}/NAME (${POLICY_KINDS.join(', ')} are cluster-scoped)`, item);
-    out.push(Object.freeze({ kind: kind!.toLowerCase() as PolicyKind, name }));
+    const [given, name, ...rest] = item.split('/');
+    const kind = given!.toLowerCase() as PolicyKind;
+    if (rest.length > 0 || !name || !PATH_SEGMENT.test(name)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${guardForm(kind)} (${POLICY_KINDS.join(', ')} are cluster-scoped)`, item);
+    out.push(Object.freeze({ kind, name }));
   }
   return out;
 }
