@@ -58,6 +58,12 @@ test('release: objects must be named, --all needs --yes', () => {
   assert.equal([config.targets, config.allObjects, config.all, config.waitMs], [[{ kind: 'clusterrole', name: 'op' }], false, true, 2000]);
 });
 
+test('release --delete: the guard forms and the admission policy by name, a malformed policy item named with its form', () => {
+  const config = resolveReleaseConfig(args('release', ['--delete', 'clusterrole/dg,validatingadmissionpolicy/dg.ns.op'], { DRAINGUARD_GUARD: 'clusterrole/op' }));
+  assert.equal(config.remove, [{ kind: 'clusterrole', name: 'dg' }, { kind: 'validatingadmissionpolicy', name: 'dg.ns.op' }]);
+  throwsCode(() => resolveReleaseConfig(args('release', ['--delete', 'validatingadmissionpolicybinding/ns/dg'], { DRAINGUARD_GUARD: 'clusterrole/op' })), 'DG_CONFIG_GUARD_LIST', /validatingadmissionpolicybinding\/NAME \(validatingadmissionpolicy, validatingadmissionpolicybinding are cluster-scoped\)/);
+});
+
 test('status: no list means every object with a holder; -o json', () => {
   const all = resolveStatusConfig(args('status', []));
   assert.equal([all.targets, all.allObjects, all.output], [[], true, 'text']);
