@@ -10,7 +10,7 @@
 // longer what the rule leaves, fails the generation, and so the drift test,
 // until the chart is taught the new rule.
 
-import { defaultDrainTimeout, graceNeeded } from '../../src/config/grace-rule.ts';
+import { MIN_DRAIN_MS, defaultDrainTimeout, graceNeeded } from '../../src/config/grace-rule.ts';
 
 export const GRACE_RULE = 'deploy/helm/drainguard/templates/_grace-rule.tpl';
 
@@ -45,6 +45,12 @@ function coefficients(rule: GraceRule): { perDrain: number; perStop: number; mar
   return { perDrain, perStop, margin };
 }
 
+/** MIN_DRAIN_MS in the chart's whole seconds; a fraction of a second cannot be said there. */
+function minDrainSeconds(): number {
+  if (MIN_DRAIN_MS % 1000 !== 0) fail(`MIN_DRAIN_MS (${MIN_DRAIN_MS} ms) is not a whole number of seconds`);
+  return MIN_DRAIN_MS / 1000;
+}
+
 const term = (coefficient: number, value: string): string[] => (coefficient === 0 ? [] : [coefficient === 1 ? value : `(mul ${coefficient} ${value})`]);
 
 export function graceRuleTemplate(rule: GraceRule = { graceNeeded, defaultDrainTimeout }): string {
@@ -76,6 +82,11 @@ grace − graceNeeded(0, stop), at least 0. Argument: (dict "grace" SECONDS
 {{/* The rule's margin in seconds, as the chart's messages name it. */}}
 {{- define "drainguard.graceMargin" -}}
 ${margin}
+{{- end -}}
+
+{{/* The least drain a grace period must leave when the drain is the default (MIN_DRAIN_MS), in seconds. */}}
+{{- define "drainguard.minDrain" -}}
+${minDrainSeconds()}
 {{- end -}}
 `;
 }

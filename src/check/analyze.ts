@@ -16,7 +16,7 @@ import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts'
 import { type Configured, type LayersRow, layersTable } from './layers.ts';
 import { type Command, EVERY_OPTION, type OptionValues, defaultValue } from '../config/options.ts';
 import { formatDuration, parseDuration } from '../config/duration.ts';
-import { GRACE_MARGIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../config/grace-rule.ts';
+import { GRACE_MARGIN_MS, MIN_DRAIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../config/grace-rule.ts';
 
 /** Architectures drainguard's executable and image are built for. */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;
@@ -30,8 +30,6 @@ const optionDefault = <K extends keyof OptionValues>(key: K, command: Command): 
 const SHARED_SOCKET = optionDefault('socket', 'sidecar');
 /** A deleted ServiceAccount's tokens are refused 60 s after its deletionTimestamp, finalizer or not. */
 const SERVICE_ACCOUNT_TOKEN_MS = 60_000;
-/** The least drain a grace period must leave: less is no drain at all. */
-const MIN_DRAIN_MS = 1000;
 
 /** Helm (and Argo CD) do not delete an object so annotated at an uninstall. */
 const KEEP_ANNOTATION = 'helm.sh/resource-policy';

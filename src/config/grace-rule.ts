@@ -10,6 +10,9 @@ import { formatDuration } from './duration.ts';
 /** Kept between the end of the stop timeout and the end of the grace period. */
 export const GRACE_MARGIN_MS = 2000;
 
+/** The least drain a grace period must leave when the drain timeout is the default: less is no drain at all. */
+export const MIN_DRAIN_MS = 1000;
+
 /**
  * The grace period a drain and a stop need for the guard to be released in it:
  * drain + stop + margin ≤ grace is the rule the defaults are made to, that

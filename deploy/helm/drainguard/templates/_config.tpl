@@ -119,8 +119,9 @@ fails the render with the setting to change. Argument: the root context.
 {{- $c := include "drainguard.config" . | fromJson -}}
 {{- $v := .Values.drainguard -}}
 {{- $grace := int $c.grace }}{{ $stop := int $c.stop }}{{ $drain := int $c.drain }}{{ $margin := int $c.margin -}}
-{{- if lt $drain 1 -}}
-{{- fail (printf "drainguard: terminationGracePeriodSeconds %d leaves no time to drain after stopTimeoutSeconds %d and the %d s margin: set terminationGracePeriodSeconds to at least %d" $grace $stop $margin (include "drainguard.graceNeeded" (dict "drain" 1 "stop" $stop) | int)) -}}
+{{- $minDrain := include "drainguard.minDrain" . | int -}}
+{{- if lt $drain $minDrain -}}
+{{- fail (printf "drainguard: terminationGracePeriodSeconds %d leaves no time to drain after stopTimeoutSeconds %d and the %d s margin: set terminationGracePeriodSeconds to at least %d" $grace $stop $margin (include "drainguard.graceNeeded" (dict "drain" $minDrain "stop" $stop) | int)) -}}
 {{- end -}}
 {{- $needed := include "drainguard.graceNeeded" (dict "drain" $drain "stop" $stop) | int -}}
 {{- if gt $needed $grace -}}

@@ -25,3 +25,8 @@ grace − graceNeeded(0, stop), at least 0. Argument: (dict "grace" SECONDS
 {{- define "drainguard.graceMargin" -}}
 2
 {{- end -}}
+
+{{/* The least drain a grace period must leave when the drain is the default (MIN_DRAIN_MS), in seconds. */}}
+{{- define "drainguard.minDrain" -}}
+1
+{{- end -}}
