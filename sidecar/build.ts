@@ -16,14 +16,13 @@
 // by default ~/.cache/drainguard-build (outside the clone, so a fresh clone
 // on the same machine finds it).
 
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type BuildOptions, build } from 'esbuild';
+import type { BuildOptions } from 'esbuild';
+import { bundleClient, emitClientTypes } from './build/client.ts';
 import { LAZY_FILE, buildSplit } from './build/lazy.ts';
 import { runtimeFor } from './build/runtime.ts';
 import { stampDefines, stampOf } from './build/stamp.ts';
@@ -82,16 +81,6 @@ renameSync(lazy, join(dist, LAZY_FILE));
 rmSync(work, { recursive: true, force: true });
 
 // The TypeScript client as a library, for operators that depend on this package.
-await build({
-  entryPoints: [join(root, 'src/protocol/client.ts')],
-  outfile: join(dist, 'client.js'),
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  logLevel: 'warning',
-});
-execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json'), '--outDir', join(dist, 'types')], {
-  stdio: 'inherit',
-});
+await bundleClient(root, join(dist, 'client.js'));
+emitClientTypes(root, join(dist, 'types'));
 process.stdout.write(`built ${join(dist, 'client.js')}\n`);

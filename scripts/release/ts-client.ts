@@ -6,11 +6,8 @@
 
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { build } from 'esbuild';
-
-const require = createRequire(import.meta.url);
+import { bundleClient, emitClientTypes } from '../../sidecar/build/client.ts';
 
 /** Fills DIR (made, empty) with the package's files; resolves with its package.json. */
 export async function stageClientPackage(root: string, dir: string, version: string): Promise<Record<string, unknown>> {
@@ -22,23 +19,10 @@ export async function stageClientPackage(root: string, dir: string, version: str
   }
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   copyFileSync(join(root, 'clients/ts/README.md'), join(dir, 'README.md'));
-  await build({
-    entryPoints: [join(root, 'src/protocol/client.ts')],
-    outfile: join(dir, 'index.js'),
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    legalComments: 'none',
-    banner: { js: `// @drainguard/client ${version}: built from src/protocol/client.ts of https://github.com/drainguard/drainguard` },
-    logLevel: 'warning',
-  });
+  await bundleClient(root, join(dir, 'index.js'), `// @drainguard/client ${version}: built from src/protocol/client.ts of https://github.com/drainguard/drainguard`);
   const types = mkdtempSync(join(dir, '..', '.client-types-'));
   try {
-    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json'), '--outDir', types], {
-      stdio: 'inherit',
-      env: { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' },
-    });
+    emitClientTypes(root, types);
     const dts = readFileSync(join(types, 'protocol/client.d.ts'), 'utf8');
     // One declaration file: the client's own types must not reach into the rest of drainguard.
     if (/^\s*import\b|from\s+['"]\.|import\(['"]\./m.test(dts)) throw new Error('src/protocol/client.ts: its declarations import other files; index.d.ts would be incomplete');
