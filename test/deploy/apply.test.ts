@@ -92,7 +92,12 @@ async function scenario(mode: string, guardContainer: string, ex: Example = exam
     const first = await cluster.poll(lease, (_b, s) => s === 200, 10_000, 'the holder Lease');
     assert.equal(first.metadata.ownerReferences.map((r: any) => [r.kind, r.uid]), [['Pod', pod.metadata.uid]]);
     assert.is(first.metadata.labels['app.kubernetes.io/managed-by'], 'drainguard');
-    await cluster.poll(lease, (b) => b.spec.renewTime !== first.spec.renewTime, 10_000, 'a renewal of the Lease');
+    await cluster.poll(lease, (b) => b.spec.renewTime !== first.spec.renewTime, 10_000, 'a renewal of the Lease').catch(async (err: Error) => {
+      // Still a failure; what came after says why (a late renewal after a request that hung, or none).
+      const late = await cluster.poll(lease, (b) => b.spec.renewTime !== first.spec.renewTime, 15_000, 'a late renewal').then((b) => `renewed late, at ${b.spec.renewTime}`, () => 'not renewed 15 s later either');
+      const lines = drainguardLogs(kubelet).filter((l) => l.level !== 'info' || l.msg.startsWith('guard')).map((l) => JSON.stringify(l));
+      throw new Error(`${err.message}\n${late}; drainguard's warnings and guard lines:\n${lines.join('\n')}`);
+    });
     const guard = await kubelet.process(pod.metadata.name, guardContainer);
     const operator = mode === 'wrap' ? guard : await kubelet.process(pod.metadata.name, 'manager');
     await operator.line('work done 0', 20_000);
