@@ -37,7 +37,7 @@ import { join, relative } from 'node:path';
 import { type SharedCluster, needsCluster, startSharedCluster } from './support/cluster-runner.ts';
 import { STATE_VARIABLE } from './support/cluster/index.ts';
 import { GO_MODULES_VARIABLE, ctrlUnavailable } from './support/go.ts';
-import { PROGRESS_FD_VARIABLE, ProgressReader } from './support/progress.ts';
+import { BEFORE_HOOK_FAILED, PROGRESS_FD_VARIABLE, ProgressReader } from './support/progress.ts';
 import { TIER_VARIABLE, clusterTier } from './support/tier.ts';
 
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
@@ -248,6 +248,9 @@ function failureSummary(output: string): string[] {
     if (j !== -1 && (next === -1 || j < next)) for (; j < lines.length && /^\s{8}\S/.test(lines[j]!) && diff.length < 38; j++) diff.push(lines[j]!);
     summary.push(`  ${name}`, `    ${(lines[i + 1] ?? '').trim().slice(0, 1000)}`, ...diff);
   }
+  // A before hook that failed: every test of the file failed with it, and uvu names none of them.
+  const hook = lines.findIndex((l) => l.startsWith(BEFORE_HOOK_FAILED));
+  if (hook !== -1) summary.unshift(`  ${lines[hook]!.slice(0, 1000)}`, ...lines.slice(hook + 1, hook + 4).map((l) => `    ${l.trim()}`));
   return summary.length > 0 ? summary : [`  ${output.trim().split('\n').slice(-5).join('\n  ')}`];
 }
 

@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { writeSync } from 'node:fs';
 
 export const PROGRESS_FD_VARIABLE = 'TEST_PROGRESS_FD';
+/** Begins the line (on stderr) with which a file names a failed before hook, which uvu does not show. */
+export const BEFORE_HOOK_FAILED = 'before hook failed:';
 
 const fd = Number(process.env[PROGRESS_FD_VARIABLE]) || undefined;
 // Read once, and not handed down: a process the test starts has another file at that number.
