@@ -22,14 +22,12 @@ const { values } = parseArgs({ options: { seconds: { type: 'string', default: '1
 const seconds = Number(values.seconds);
 /** Startup calls (Lease, finalizers, the hold's lookup and first list) are not idle. */
 const WARM_UP_MS = 5_000;
-const RBAC = 'rbac.authorization.k8s.io/v1';
 
 const cluster = await useCluster();
 const proxy = await startFaultProxy(cluster);
 const { name: ns } = await cluster.namespace('hold-idle');
 await cluster.serviceAccount(ns, 'op');
-await cluster.create({ apiVersion: RBAC, kind: 'ClusterRole', metadata: { name: `${ns}-op` }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
-await cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name: `${ns}-op` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}-op` }, subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }] });
+await cluster.grant(ns, 'op', `${ns}-op`, [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }], { clusterWide: true });
 await cluster.create({
   apiVersion: 'apps/v1',
   kind: 'Deployment',

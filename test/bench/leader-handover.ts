@@ -37,21 +37,13 @@ if (!Number.isSafeInteger(handovers) || handovers < 1 || durationMs === undefine
   process.stderr.write('usage: node test/bench/leader-handover.ts [--handovers N] [--duration WHOLE-SECONDS] [--retry DURATION]\n');
   process.exit(2);
 }
-const RBAC = 'rbac.authorization.k8s.io/v1';
 const LEADER = `${ROOT}/test/fixtures/leader-operator.ts`;
 
 const cluster = await useCluster();
 const { name: ns } = await cluster.namespace('handover');
 await cluster.serviceAccount(ns, 'op');
 // kubebuilder's leader-election Role: all the operator (and so drainguard, as the same ServiceAccount) may do with Leases.
-await cluster.create({ apiVersion: RBAC, kind: 'Role', metadata: { name: 'leader-election', namespace: ns }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }] });
-await cluster.create({
-  apiVersion: RBAC,
-  kind: 'RoleBinding',
-  metadata: { name: 'leader-election', namespace: ns },
-  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leader-election' },
-  subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
-});
+await cluster.grant(ns, 'op', 'leader-election', [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }]);
 const token = await cluster.token(ns, 'op');
 const kubeconfig = cluster.kubeconfigFor(token);
 

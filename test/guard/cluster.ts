@@ -84,19 +84,7 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
   const proxy = options.proxy ? await startFaultProxy(cluster) : undefined;
   await cluster.serviceAccount(ns, 'op');
   // What the operator needs, and nothing of drainguard's.
-  await cluster.create({
-    apiVersion: RBAC_V1,
-    kind: 'ClusterRole',
-    metadata: { name },
-    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] }],
-  });
-  await cluster.create({
-    apiVersion: RBAC_V1,
-    kind: 'ClusterRoleBinding',
-    metadata: { name },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
-  });
+  await cluster.grant(ns, 'op', name, [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] }], { clusterWide: true });
   // drainguard's own, as deploy/components/rbac renders it: get/patch on exactly the guarded objects, kept through the uninstall.
   const rbac = drainguardRbac({ namespace: ns, deployment: 'op', serviceAccount: 'op', clusterRole: name, clusterRoleBinding: name });
   for (const object of rbac) await cluster.create(object);

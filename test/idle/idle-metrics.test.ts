@@ -118,14 +118,7 @@ test('nothing listening: scrapes keep failing until the deadline, the error is r
 test('secure metrics: https with a ServiceAccount token; refused without one', async () => {
   await cluster.serviceAccount(ns, 'scraper');
   const role = `idle-scraper-${ns}`;
-  await cluster.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: role }, rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }] });
-  await cluster.create({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: role },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-    subjects: [{ kind: 'ServiceAccount', name: 'scraper', namespace: ns }],
-  });
+  await cluster.grant(ns, 'scraper', role, [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }], { clusterWide: true });
   const token = await cluster.token(ns, 'scraper');
   const { url } = await manager([], true);
   // The secure listener comes up after the caches synced, once its authentication client is made.

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type Install, RBAC_V1, withCluster } from '../guard/cluster.ts';
+import { type Install, withCluster } from '../guard/cluster.ts';
 import { type TestCluster, resourcePath, useCluster } from '../support/cluster/index.ts';
 import { NODE, Proc, drainguard, fixture } from '../support/proc.ts';
 
@@ -32,14 +32,7 @@ async function setup(verbs: string[]): Promise<Setup> {
   const node = await cluster.node();
   const role = async (sa: string, v: string[]) => {
     await cluster.serviceAccount(ns, sa);
-    await cluster.create({ apiVersion: RBAC_V1, kind: 'Role', metadata: { name: sa, namespace: ns }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: v }] });
-    await cluster.create({
-      apiVersion: RBAC_V1,
-      kind: 'RoleBinding',
-      metadata: { name: sa, namespace: ns },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa },
-      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }],
-    });
+    await cluster.grant(ns, sa, sa, [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: v }]);
   };
   await role('op', verbs);
   await role('elector', ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']);
@@ -159,14 +152,7 @@ test('a Lease write that hangs does not hold up the guard: released in time, the
   await withCluster(
     async (c: Install) => {
       // kubebuilder's leader-election Role, for the operator.
-      await c.cluster.create({ apiVersion: RBAC_V1, kind: 'Role', metadata: { name: 'leader-election', namespace: c.ns }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }] });
-      await c.cluster.create({
-        apiVersion: RBAC_V1,
-        kind: 'RoleBinding',
-        metadata: { name: 'leader-election', namespace: c.ns },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leader-election' },
-        subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: c.ns }],
-      });
+      await c.cluster.grant(c.ns, 'op', 'leader-election', [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }]);
       const pod = await c.pod('op-0', 6);
       const token = await c.cluster.token(c.ns, 'op', { pod });
       // drainguard's PUT of a leader Lease is held at the fault proxy past the kubelet's kill.

@@ -19,7 +19,6 @@ import * as assert from 'uvu/assert';
 import { type TestCluster, resourcePath, useCluster } from '../support/cluster/index.ts';
 import { NODE, drainguard, fixture } from '../support/proc.ts';
 
-const RBAC = 'rbac.authorization.k8s.io/v1';
 const OPERATOR = fixture('namespace-operator.ts');
 
 async function scenario(withStep: boolean, stuck = false): Promise<{ c: TestCluster; ns: string; group: string; gone: boolean; log: { msg: string; [k: string]: unknown }[]; stdout: string[] }> {
@@ -33,10 +32,8 @@ async function scenario(withStep: boolean, stuck = false): Promise<{ c: TestClus
   await c.waitFor(async () => (await c.api.get(`/apis/${group}/v1`).catch(() => undefined)) !== undefined, 30_000, 'the group served');
   await c.serviceAccount(ns, 'op');
   // The operator's rights in its namespace; and, for drainguard, get on this Namespace alone.
-  await c.create({ apiVersion: RBAC, kind: 'Role', metadata: { name: 'op', namespace: ns }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
-  await c.create({ apiVersion: RBAC, kind: 'RoleBinding', metadata: { name: 'op', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'op' }, subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }] });
-  await c.create({ apiVersion: RBAC, kind: 'ClusterRole', metadata: { name: `${ns}-namespace` }, rules: [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }] });
-  await c.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name: `${ns}-namespace` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}-namespace` }, subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }] });
+  await c.grant(ns, 'op', 'op', [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }]);
+  await c.grant(ns, 'op', `${ns}-namespace`, [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }], { clusterWide: true });
   const made = await c.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'op-0', namespace: ns }, spec: { nodeName: await c.node(), serviceAccountName: 'op', terminationGracePeriodSeconds: 10, containers: [{ name: 'manager', image: 'example.com/operator' }] } });
   const pod = { name: 'op-0', uid: made.metadata.uid as string };
   const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;

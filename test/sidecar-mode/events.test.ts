@@ -9,7 +9,6 @@ import { type FaultProxy, startFaultProxy } from '../support/faultproxy/index.ts
 import { tempDir } from '../support/proc.ts';
 import { prestop, startOperator, startSidecar } from './support.ts';
 
-const RBAC_V1 = 'rbac.authorization.k8s.io/v1';
 const POD = 'op-7d9f';
 
 const cluster: TestCluster = await useCluster();
@@ -27,22 +26,10 @@ interface SetUp {
 async function setUp(options: { terminationGracePeriodSeconds?: number; proxy?: boolean } = {}): Promise<SetUp> {
   const { name: ns } = await cluster.namespace('events');
   await cluster.serviceAccount(ns, 'op');
-  await cluster.create({
-    apiVersion: RBAC_V1,
-    kind: 'Role',
-    metadata: { name: 'op-events', namespace: ns },
-    rules: [
-      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-      { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
-    ],
-  });
-  await cluster.create({
-    apiVersion: RBAC_V1,
-    kind: 'RoleBinding',
-    metadata: { name: 'op-events', namespace: ns },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'op-events' },
-    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
-  });
+  await cluster.grant(ns, 'op', 'op-events', [
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+  ]);
   const { terminationGracePeriodSeconds } = options;
   const pod = await cluster.create({
     apiVersion: 'v1',

@@ -32,19 +32,12 @@ test.before(async () => {
   ns = await c.namespace('sidecar');
   role = `op-${ns}`;
   await c.cluster.serviceAccount(ns, 'op');
-  await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRole', metadata: { name: role }, rules: [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [role], verbs: ['get', 'patch'] }] });
-  await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name: role }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role }, subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }] });
-  await c.cluster.create({
-    apiVersion: RBAC,
-    kind: 'Role',
-    metadata: { name: 'drainguard', namespace: ns },
-    rules: [
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
-      { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
-    ],
-  });
-  await c.cluster.create({ apiVersion: RBAC, kind: 'RoleBinding', metadata: { name: 'drainguard', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'drainguard' }, subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }] });
+  await c.cluster.grant(ns, 'op', role, [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [role], verbs: ['get', 'patch'] }], { clusterWide: true });
+  await c.cluster.grant(ns, 'op', 'drainguard', [
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  ]);
   kubelet = await Kubelet.start({ cluster: c.access, namespaces: [ns], images: { [DRAINGUARD_IMAGE]: drainguardImage({ DRAINGUARD_LOG_LEVEL: 'debug' }), [OPERATOR_IMAGE]: operatorImage(fixture('operator.ts')) } });
 });
 

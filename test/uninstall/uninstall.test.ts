@@ -58,16 +58,16 @@ async function install(withDrainguard: boolean, operatorEnv: NodeJS.ProcessEnv =
   const kubelet = await Kubelet.start({ cluster: c.access, namespaces: [ns], images: { [DRAINGUARD_IMAGE]: drainguardImage(), [CR_OPERATOR_IMAGE]: crOperatorImage(operatorEnv) } });
   for (const kind of ['APIServer', 'Installation']) await c.api.must('POST', `/apis/${GROUP}/v1/${kind.toLowerCase()}s`, { apiVersion: `${GROUP}/v1`, kind, metadata: { name: 'default', finalizers: [`${GROUP}/cleanup`] } });
   await c.cluster.serviceAccount(ns, name);
-  await c.cluster.create({
-    apiVersion: RBAC,
-    kind: 'ClusterRole',
-    metadata: { name },
-    rules: [
+  await c.cluster.grant(
+    ns,
+    name,
+    name,
+    [
       { apiGroups: [GROUP], resources: ['apiservers', 'installations'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'delete'] },
     ],
-  });
-  await c.cluster.create({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] });
+    { clusterWide: true },
+  );
   // drainguard's own, as deploy/components/rbac renders it (the hooks' comments ask for it): get/patch on the
   // guarded objects, its Lease, its Pod, Events; kept through the uninstall (helm.sh/resource-policy: keep) and guarded too.
   const rbac = drainguardRbac({ namespace: ns, deployment: name, serviceAccount: name, clusterRole: name, clusterRoleBinding: name });

@@ -4,6 +4,7 @@
 //   const cluster = await useCluster();          // the run's shared control plane
 //   const ns = await cluster.namespace('guard'); // fresh, deleted (and waited for) at the end of the file
 //   const sa = await cluster.serviceAccount(ns.name, 'op');
+//   await cluster.grant(ns.name, 'op', 'op-leases', [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get'] }]);
 //   const token = await cluster.token(ns.name, 'op', { pod });
 //   const kubeconfig = cluster.kubeconfigFor(token);
 
@@ -97,6 +98,23 @@ export class TestCluster {
 
   serviceAccount(namespace: string, name: string): Promise<any> {
     return this.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } });
+  }
+
+  /**
+   * `rules` for the ServiceAccount NAMESPACE/SERVICE_ACCOUNT: a Role and a RoleBinding `name` in its
+   * namespace, or with `clusterWide` a ClusterRole and a ClusterRoleBinding (give a unique name).
+   */
+  async grant(namespace: string, serviceAccount: string, name: string, rules: object[], { clusterWide = false } = {}): Promise<void> {
+    const [role, binding] = clusterWide ? ['ClusterRole', 'ClusterRoleBinding'] : ['Role', 'RoleBinding'];
+    const metadata = clusterWide ? { name } : { name, namespace };
+    await this.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: role, metadata, rules });
+    await this.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: binding,
+      metadata,
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: role, name },
+      subjects: [{ kind: 'ServiceAccount', name: serviceAccount, namespace }],
+    });
   }
 
   /** A token of the ServiceAccount from the TokenRequest API; bound to `pod` when given (`kubectl create token --bound-object-kind Pod`). */
