@@ -31,6 +31,16 @@ interface Installed {
   readonly own: string;
 }
 
+/** Runs `attack` on the example of MODE, installed for it (with or without drainguard's admission policy) and removed after it. */
+async function withInstalled(mode: string, withPolicy: boolean, attack: (i: Installed) => Promise<void>): Promise<void> {
+  const i = await install(mode, withPolicy);
+  try {
+    await attack(i);
+  } finally {
+    await uninstall(i);
+  }
+}
+
 /** The example of MODE created in the cluster (with or without drainguard's admission policy); the operator's ServiceAccount's API. */
 async function install(mode: string, withPolicy: boolean): Promise<Installed> {
   const ex = example(mode, `sec-${randomBytes(3).toString('hex')}`);
@@ -76,21 +86,17 @@ async function inForce(i: Installed): Promise<void> {
   }, 30_000, "drainguard's admission policy in force");
 }
 
-test('without the policy, the operator adds everyone to its ClusterRoleBinding (the hole is real)', async () => {
-  const i = await install('wrap', false);
-  try {
+test('without the policy, the operator adds everyone to its ClusterRoleBinding (the hole is real)', () =>
+  withInstalled('wrap', false, async (i) => {
     const r = await addSubject(i.operator, crb(i.name));
     assert.is(r.status, 200, JSON.stringify(r.body));
     const after = (await cluster.api.get(crb(i.name))) as any;
     assert.ok(after.subjects.some((s: any) => s.name === 'system:authenticated'), 'everyone holds the operator\'s role');
-  } finally {
-    await uninstall(i);
-  }
-});
+  }),
+);
 
-test("with the policy: no subject added to the operator's binding nor drainguard's, no rule widened; drainguard's finalizers come and go", async () => {
-  const i = await install('wrap', true);
-  try {
+test("with the policy: no subject added to the operator's binding nor drainguard's, no rule widened; drainguard's finalizers come and go", () =>
+  withInstalled('wrap', true, async (i) => {
     await inForce(i);
     for (const binding of [i.name, i.own]) {
       const r = await addSubject(i.operator, crb(binding));
@@ -116,14 +122,11 @@ test("with the policy: no subject added to the operator's binding nor drainguard
     // The same change by someone else (an administrator) is theirs to make.
     const admin = await addSubject(cluster.api, crb(i.name));
     assert.is(admin.status, 200);
-  } finally {
-    await uninstall(i);
-  }
-});
+  }),
+);
 
-test("hold: the held Deployment's pod template and ServiceAccount are not the operator's to change; its finalizer is", async () => {
-  const i = await install('hold', true);
-  try {
+test("hold: the held Deployment's pod template and ServiceAccount are not the operator's to change; its finalizer is", () =>
+  withInstalled('hold', true, async (i) => {
     await inForce(i);
     const path = `/apis/apps/v1/namespaces/${i.ns}/deployments/${i.name}`;
     const account = await i.operator.request('PATCH', path, { spec: { template: { spec: { serviceAccountName: 'default' } } } }, MERGE);
@@ -133,9 +136,7 @@ test("hold: the held Deployment's pod template and ServiceAccount are not the op
     const holder = `drainguard.dev/holder-${randomBytes(8).toString('hex')}`;
     assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: [holder] } }, MERGE)).status, 200);
     assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: null } }, MERGE)).status, 200);
-  } finally {
-    await uninstall(i);
-  }
-});
+  }),
+);
 
 test.run();
