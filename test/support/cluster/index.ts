@@ -117,6 +117,14 @@ export class TestCluster {
     });
   }
 
+  /** Waits until the list at `path` is empty; past `ms`, fails naming what is still there. */
+  async emptied(path: string, what: string, ms = 30_000): Promise<void> {
+    const names = async () => (await this.api.list(path)).map((o: any) => o.metadata.name as string);
+    await this.waitFor(async () => (await names()).length === 0, ms, `no ${what} left`).catch(async () => {
+      throw new Error(`${what} still there after ${ms} ms: ${(await names()).join(', ')}`);
+    });
+  }
+
   /** A token of the ServiceAccount from the TokenRequest API; bound to `pod` when given (`kubectl create token --bound-object-kind Pod`). */
   async token(namespace: string, serviceAccount: string, options: { pod?: { name: string; uid: string }; expirationSeconds?: number } = {}): Promise<string> {
     const { pod, expirationSeconds = 3600 } = options;
