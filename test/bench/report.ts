@@ -158,6 +158,8 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
         ['executables', 'drainguard run -- /bin/true', 'node -e 0', 'ratio', 'fastest: drainguard / node', 'floor: a bare supervisor', 'ratio', 'drainguard --version', 'in a pod, guard set: operator started', 'node -e 0 there', 'ratio'],
         [row('read', 'read back from disk'), row('written', 'freshly written')],
       ),
+      // The ratios move with the host (the floor's with them); this distance is drainguard's own.
+      `drainguard above the floor: ${f(r.start.read.drainguardMs - r.start.read.floorMs)} ms read back, ${f(r.start.written.drainguardMs - r.start.written.floorMs)} ms written`,
       '',
     );
   }
