@@ -82,11 +82,13 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
       guard: guard && (() => guard.report()),
       prestop: config.prestopToken === undefined || !mode.takesDrainRequests ? undefined : { token: config.prestopToken, startDrain: () => procedure.startDrain('http') },
     }));
+  // In the same turn as the run's own handlers (signals reach them from the event loop, not
+  // before): when the run removes those at its end, these stay, with no moment in between.
+  holdTerminationSignals();
   try {
     // The listener watches the run: it is started before it, on the procedure (the preStop route).
     return await procedure.run({ observer: combineObservers(telemetry?.observer, pod.events), onServer: telemetry?.attach });
   } finally {
-    holdTerminationSignals();
     await telemetry?.close();
   }
 }

@@ -18,9 +18,11 @@ export const FORWARDED: readonly NodeJS.Signals[] = [
 ];
 
 /**
- * From here to exit, termination signals change nothing: the exit status is
- * decided (the operator is gone, the guard released), and a late SIGTERM must
- * not turn it into 143 while telemetry closes or Events are flushed.
+ * Once the run has removed its handlers, termination signals change nothing:
+ * the exit status is decided (the operator is gone, the guard released), and a
+ * late SIGTERM must not turn it into 143 while telemetry closes or Events are
+ * flushed. Installed with the run's own handlers, not after them: between the
+ * run's removal and a later install the default action would end drainguard.
  */
 export function holdTerminationSignals(): void {
   for (const sig of [...TERMINATING, 'SIGHUP'] as const) process.on(sig, () => {});
