@@ -94,7 +94,7 @@ async function helmUninstall(): Promise<Outcome> {
     const t0 = Date.now();
     const r = await helmRun(['uninstall', 'ex', '-n', ns.name, ...(values.wait ? ['--wait'] : []), '--timeout', '60s', ...admin], 150_000);
     const ms = Date.now() - t0;
-    await cluster.waitFor(async () => (await cluster.api.list(`/api/v1/namespaces/${ns.name}/pods`)).length === 0, 60_000, 'the pods gone').catch(() => {});
+    await cluster.emptied(`/api/v1/namespaces/${ns.name}/pods`, 'pod', 60_000).catch(() => {});
     const left = (await Promise.all(releaseRbac(ns.name).map(async (path) => ((await cluster.api.get(path)) ? path.split('/').slice(-2).join('/') : undefined)))).filter((x) => x !== undefined);
     const stuck = (await Promise.all(['installations', 'apiservers'].map(async (p) => ((await cluster.api.get(`${GROUP}/${p}/default`)) ? p : undefined)))).filter((x) => x !== undefined);
     const logs = kubelet.events.filter((e) => e.proc && e.container === 'drainguard').flatMap((e) => e.proc!.logs());

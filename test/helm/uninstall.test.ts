@@ -141,7 +141,7 @@ async function nothingLeft(ns: string, kept: readonly string[] = []): Promise<vo
   for (const path of kept) assert.equal(holdersOf(await cluster.api.get(path)), [], `${path} kept, held by nobody`);
   for (const path of [`${GROUP}/installations/default`, `${GROUP}/apiservers/default`, ...releaseRbac(ns).filter((p) => !kept.includes(p))]) assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
   // The pods first: helm --wait returns once the Deployment is gone, while its pod may still be releasing.
-  await cluster.waitFor(async () => (await cluster.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0, 30_000, 'no pod left');
+  await cluster.emptied(`/api/v1/namespaces/${ns}/pods`, 'pod');
   // A holder Lease drainguard could no longer delete (its ServiceAccount went in the release) is owned by
   // its Pod: the garbage collector takes it, a moment after the Pod.
   await cluster.emptied(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, 'Lease');
