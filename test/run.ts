@@ -26,6 +26,10 @@
 // failing or not. A run with failures ends by naming each failed test with the
 // first line of its message and its diff, so the tail of a long log says what
 // failed (a failing file's whole output, printed above, can be thousands of lines).
+// With TEST_KUBERNETES_COMPAT=DIR (a KUBEBUILDER_ASSETS of an older release:
+// `npm run k8s -- 1.30` prints it), the files of COMPAT_FILES among those
+// selected run a second time, on a control plane of that release, and count
+// in the last line like the others.
 // A file killed past its time limit (TEST_FILE_TIMEOUT_MS), or ended before its
 // summary, is reported with the test it was running and the waits it had open
 // (or the last one that ended), as it told them on fd 3 (support/progress.ts).
@@ -38,11 +42,14 @@ import { type SharedCluster, needsCluster, startSharedCluster } from './support/
 import { STATE_VARIABLE } from './support/cluster/index.ts';
 import { GO_MODULES_VARIABLE, ctrlUnavailable } from './support/go.ts';
 import { BEFORE_HOOK_FAILED, PROGRESS_FD_VARIABLE, ProgressReader } from './support/progress.ts';
-import { TIER_VARIABLE, clusterTier } from './support/tier.ts';
+import { type ClusterTier, TIER_VARIABLE, clusterTier, detectTier } from './support/tier.ts';
 
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
 const UNIT = '.unit.test.ts';
+/** The files that run again on the oldest supported release: the chart, the admission policy, the guard. */
+const COMPAT_FILES = ['test/helm/', 'test/guard/', 'test/security/attacks', 'test/deploy/rbac'];
+const COMPAT_ASSETS = process.env.TEST_KUBERNETES_COMPAT;
 const args = process.argv.slice(2);
 for (const a of args.filter((x) => x.startsWith('--') && x !== '--unit' && x !== '--no-unit')) {
   process.stderr.write(`test/run.ts: unknown option ${a}: --unit, --no-unit, or substrings of the files' paths\n`);
@@ -108,6 +115,9 @@ const needsCtrl = (file: string) => readFileSync(file, 'utf8').includes("'client
 
 const tier = files.some((f) => needsCluster(f)) ? clusterTier() : undefined;
 if (tier) process.stdout.write(`cluster tier: ${tier.description}\n`);
+const compatFiles = COMPAT_ASSETS ? files.filter((f) => COMPAT_FILES.some((c) => f.startsWith(c)) && needsCluster(f)) : [];
+const compatTier = compatFiles.length > 0 ? detectTier({ ...process.env, KUBEBUILDER_ASSETS: COMPAT_ASSETS }) : undefined;
+if (compatTier) process.stdout.write(`compatibility tier (${compatFiles.length} files again): ${compatTier.description}\n`);
 const ctrlMissing = files.some(needsCtrl) ? ctrlUnavailable() : undefined;
 if (files.some(needsCtrl)) process.stdout.write(`clients/go/ctrl: ${ctrlMissing ?? 'Go and its modules are there'}\n`);
 
@@ -117,7 +127,23 @@ function unmet(file: string): string | undefined {
   return undefined;
 }
 
+/** The files of one pass, the control plane they share and its tier. */
+interface Pass {
+  readonly files: readonly string[];
+  readonly cluster: SharedCluster | undefined;
+  readonly tier: ClusterTier | undefined;
+  /** Said after each file's name: which release it ran on, for the compatibility pass. */
+  readonly label: string;
+  /** The files' environment, beside the runner's. */
+  readonly env: NodeJS.ProcessEnv;
+}
+
 const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f) && !unmet(f)) ? startSharedCluster() : undefined;
+const passes: Pass[] = [{ files, cluster, tier, label: '', env: {} }];
+if (compatTier) {
+  const version = /v\d+\.\d+\.\d+/.exec(compatTier.description)?.[0] ?? COMPAT_ASSETS!;
+  passes.push({ files: compatFiles, cluster: undefined, tier: compatTier, label: ` on ${version}`, env: { KUBEBUILDER_ASSETS: COMPAT_ASSETS } });
+}
 const running = new Set<ChildProcess>();
 let interrupted = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -125,7 +151,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     interrupted = true;
     process.stdout.write(`runner: ${signal}, stopping\n`);
     for (const child of running) killGroup(child);
-    void (cluster?.stop() ?? Promise.resolve()).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    void Promise.all(passes.map((p) => p.cluster?.stop())).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   });
 }
 
@@ -138,12 +164,12 @@ function killGroup(child: ChildProcess): void {
   }
 }
 
-async function runFile(file: string): Promise<Result> {
+async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pass): Promise<Result> {
   const started = Date.now();
-  const notRun = (failed: number, skips: string[], output: string): Result => ({ file, passed: 0, failed, skipped: 1 - failed, skips, output, ms: Date.now() - started, leftovers: [] });
+  const notRun = (failed: number, skips: string[], output: string): Result => ({ file: `${file}${label}`, passed: 0, failed, skipped: 1 - failed, skips, output, ms: Date.now() - started, leftovers: [] });
   const reason = unmet(file);
   if (reason) return notRun(0, [`skip: the whole file: ${reason}`], '');
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...passEnv, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
   if (tier) env[TIER_VARIABLE] = JSON.stringify(tier);
   env[GO_MODULES_VARIABLE] = ctrlMissing ?? 'ok';
   if (cluster && needsCluster(file)) {
@@ -210,29 +236,38 @@ async function runFile(file: string): Promise<Result> {
         output += `\n  runner: ${skipped - skips.length} test(s) skipped without a reason (realOnly() gives one)\n`;
         skipped = skips.length;
       }
-      resolve({ file, passed, failed, skipped, skips, output, ms: Date.now() - started, leftovers });
+      resolve({ file: `${file}${label}`, passed, failed, skipped, skips, output, ms: Date.now() - started, leftovers });
     });
   });
 }
 
 const results: Result[] = [];
-let next = 0;
-await Promise.all(
-  Array.from({ length: Math.min(CONCURRENCY, files.length) }, async () => {
-    while (next < files.length && !interrupted) {
-      const file = files[next++]!;
-      const result = await runFile(file);
+for (const [i, pass] of passes.entries()) {
+  // The compatibility pass starts its control plane once the first has stopped: one at a time on 2 cores.
+  const current: Pass = i === 0 ? pass : { ...pass, cluster: startSharedCluster({ ...process.env, ...pass.env, [TIER_VARIABLE]: JSON.stringify(pass.tier) }) };
+  passes[i] = current;
+  await runPass(current);
+  await current.cluster?.stop();
+}
+
+async function runPass(pass: Pass): Promise<void> {
+  let next = 0;
+  await Promise.all(
+  Array.from({ length: Math.min(CONCURRENCY, pass.files.length) }, async () => {
+    while (next < pass.files.length && !interrupted) {
+      const file = pass.files[next++]!;
+      const result = await runFile(file, pass);
       results.push(result);
       const mark = result.failed > 0 ? 'FAIL' : result.passed === 0 ? 'skip' : 'ok  ';
-      process.stdout.write(`${mark} ${file} (${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped, ${result.ms} ms)\n`);
+      process.stdout.write(`${mark} ${result.file} (${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped, ${result.ms} ms)\n`);
       for (const l of result.skips) process.stdout.write(`     ${l}\n`);
       if (result.failed > 0 || process.env.TEST_VERBOSE) process.stdout.write(`${result.output.trim()}\n\n`);
-      for (const l of result.leftovers) process.stdout.write(`     leftover of ${file}: ${l}\n`);
+      for (const l of result.leftovers) process.stdout.write(`     leftover of ${result.file}: ${l}\n`);
     }
   }),
-);
+  );
+}
 
-await cluster?.stop();
 if (cluster && process.env.TEST_VERBOSE) process.stdout.write(`control plane: ${cluster.output().trim()}\n`);
 
 /** Each failed test of a file's uvu output: its name, the first line of its message and the diff, at most 40 lines. */

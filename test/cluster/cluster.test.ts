@@ -4,12 +4,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { useCluster } from '../support/cluster/index.ts';
+import { apiserverVersion, findBinaries } from '../support/cluster/binaries.ts';
 
 const cluster = await useCluster();
 
 test('the admin is cluster-admin through the client certificate, RBAC is on for everyone else', async () => {
   const version = await cluster.api.get('/version');
-  assert.equal(`${version.major}.${version.minor}`, '1.32');
+  // The server the run started is the release its binaries were built as (test/support/kubernetes).
+  assert.equal(`Kubernetes ${version.gitVersion}`, apiserverVersion(findBinaries()));
   const review = await cluster.api.create('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SelfSubjectAccessReview',

@@ -9,7 +9,8 @@
 // `node test/support/tier.ts` prints the tier (.ci/run does, before the tests).
 
 import type { Test } from 'uvu';
-import { apiserverVersion, locateBinaries } from './cluster/binaries.ts';
+import { dirname } from 'node:path';
+import { apiserverVersion, etcdVersion, locateBinaries } from './cluster/binaries.ts';
 
 export const TIER_VARIABLE = 'TEST_CLUSTER_TIER';
 
@@ -17,10 +18,11 @@ export type ClusterTier =
   | { readonly kind: 'real'; readonly description: string }
   | { readonly kind: 'stand-in'; readonly description: string };
 
-function detect(): ClusterTier {
-  const found = locateBinaries();
+/** The tier ENV gives: its KUBEBUILDER_ASSETS, else the pinned release's cache, else the stand-in. */
+export function detectTier(env: NodeJS.ProcessEnv = process.env): ClusterTier {
+  const found = locateBinaries(env);
   if ('missing' in found) return { kind: 'stand-in', description: `stand-in control plane (test/support/apiserver, held to the real one by its contract suite): no real one here, ${found.missing}` };
-  return { kind: 'real', description: `real control plane: ${apiserverVersion(found)} from KUBEBUILDER_ASSETS=${process.env.KUBEBUILDER_ASSETS}` };
+  return { kind: 'real', description: `real control plane: ${apiserverVersion(found)} from ${dirname(found.apiserver)}, etcd ${etcdVersion(found)}` };
 }
 
 let tier: ClusterTier | undefined;
@@ -29,7 +31,7 @@ let tier: ClusterTier | undefined;
 export function clusterTier(): ClusterTier {
   if (tier) return tier;
   const given = process.env[TIER_VARIABLE];
-  tier = given ? (JSON.parse(given) as ClusterTier) : detect();
+  tier = given ? (JSON.parse(given) as ClusterTier) : detectTier();
   return tier;
 }
 

@@ -1,12 +1,14 @@
-// Where the real control plane's binaries come from: $KUBEBUILDER_ASSETS, the
-// envtest convention (`setup-envtest use 1.32.x -p path` fills it with etcd and
-// kube-apiserver; kube-controller-manager comes from the Kubernetes server
-// release). kube-apiserver and kube-controller-manager must be there; etcd is
-// taken from there, else from PATH (Debian: etcd-server). Nothing is downloaded.
+// Where the real control plane's binaries come from: $KUBEBUILDER_ASSETS when
+// it is set (the envtest convention: `npm run k8s -- 1.30` prints such a
+// directory), else the release test/support/kubernetes pins, once
+// `npm run k8s` has built it into the cache. kube-apiserver and
+// kube-controller-manager must be there; etcd is taken from there, else from
+// PATH (Debian: etcd-server). Nothing is downloaded here.
 
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
+import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts';
 
 export interface Binaries {
   readonly etcd: string;
@@ -29,13 +31,13 @@ function onPath(name: string): string | undefined {
 
 /** The binaries, or why the real control plane cannot be started here. */
 export function locateBinaries(env: NodeJS.ProcessEnv = process.env): Binaries | { missing: string } {
-  const assets = env.KUBEBUILDER_ASSETS;
-  if (!assets) return { missing: 'KUBEBUILDER_ASSETS is not set' };
+  const assets = env.KUBEBUILDER_ASSETS || builtRelease(pinnedRelease());
+  if (!assets) return { missing: `KUBEBUILDER_ASSETS is not set and ${releaseDir(pinnedRelease())} is not built (npm run k8s)` };
   const [apiserver, controllerManager] = ['kube-apiserver', 'kube-controller-manager'].map((n) => join(assets, n));
   const absent = [apiserver!, controllerManager!].filter((b) => !executable(b));
-  if (absent.length > 0) return { missing: `KUBEBUILDER_ASSETS=${assets} has no executable ${absent.join(', ')}` };
+  if (absent.length > 0) return { missing: `${assets} has no executable ${absent.join(', ')}` };
   const etcd = [join(assets, 'etcd')].find(executable) ?? onPath('etcd');
-  if (!etcd) return { missing: `no etcd in KUBEBUILDER_ASSETS=${assets} nor on PATH (Debian: apt-get install etcd-server)` };
+  if (!etcd) return { missing: `no etcd in ${assets} nor on PATH (Debian: apt-get install etcd-server)` };
   return { etcd, apiserver: apiserver!, controllerManager: controllerManager! };
 }
 
@@ -48,4 +50,10 @@ export function findBinaries(env: NodeJS.ProcessEnv = process.env): Binaries {
 /** `kube-apiserver --version`'s answer, e.g. `Kubernetes v1.32.6`. */
 export function apiserverVersion(binaries: Binaries): string {
   return execFileSync(binaries.apiserver, ['--version'], { encoding: 'utf8' }).trim();
+}
+
+/** `etcd --version`'s release, e.g. `3.4.23 (/usr/bin/etcd)`. */
+export function etcdVersion(binaries: Binaries): string {
+  const out = execFileSync(binaries.etcd, ['--version'], { encoding: 'utf8' });
+  return `${/etcd Version: (\S+)/.exec(out)?.[1] ?? out.trim()} (${binaries.etcd})`;
 }
