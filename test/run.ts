@@ -10,8 +10,8 @@
 // (support/fake-clock.ts), so the whole tier takes seconds.
 //
 // What the machine lets the tests check is decided once, before the first file,
-// and printed: the control plane (test/support/tier.ts: real when
-// KUBEBUILDER_ASSETS has its binaries, else the stand-in) and
+// and printed: the control plane (test/support/tier.ts: KUBEBUILDER_ASSETS, or
+// the release `npm run k8s` built) and
 // clients/go/ctrl's Go modules (test/support/go.ts). A file that needs what is
 // not there is not run: it is counted as one skip, with the reason. When a
 // file needs the control plane, one is started for the whole run and stopped
@@ -122,8 +122,9 @@ const ctrlMissing = files.some(needsCtrl) ? ctrlUnavailable() : undefined;
 if (files.some(needsCtrl)) process.stdout.write(`clients/go/ctrl: ${ctrlMissing ?? 'Go and its modules are there'}\n`);
 
 /** Why `file` cannot run here, or undefined. */
-function unmet(file: string): string | undefined {
+function unmet(file: string, fileTier: ClusterTier | undefined): string | undefined {
   if (ctrlMissing && needsCtrl(file)) return ctrlMissing;
+  if (fileTier?.kind === 'none' && needsCluster(file)) return fileTier.description;
   return undefined;
 }
 
@@ -138,7 +139,7 @@ interface Pass {
   readonly env: NodeJS.ProcessEnv;
 }
 
-const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f) && !unmet(f)) ? startSharedCluster() : undefined;
+const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f) && !unmet(f, tier)) ? startSharedCluster() : undefined;
 const passes: Pass[] = [{ files, cluster, tier, label: '', env: {} }];
 if (compatTier) {
   const version = /v\d+\.\d+\.\d+/.exec(compatTier.description)?.[0] ?? COMPAT_ASSETS!;
@@ -167,7 +168,7 @@ function killGroup(child: ChildProcess): void {
 async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pass): Promise<Result> {
   const started = Date.now();
   const notRun = (failed: number, skips: string[], output: string): Result => ({ file: `${file}${label}`, passed: 0, failed, skipped: 1 - failed, skips, output, ms: Date.now() - started, leftovers: [] });
-  const reason = unmet(file);
+  const reason = unmet(file, tier);
   if (reason) return notRun(0, [`skip: the whole file: ${reason}`], '');
   const env: NodeJS.ProcessEnv = { ...process.env, ...passEnv, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
   if (tier) env[TIER_VARIABLE] = JSON.stringify(tier);
@@ -233,7 +234,7 @@ async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pas
       // A skip must say why: one without its reason (a bare test.skip, a stray test.only) fails the file.
       if (skips.length < skipped) {
         failed += skipped - skips.length;
-        output += `\n  runner: ${skipped - skips.length} test(s) skipped without a reason (realOnly() gives one)\n`;
+        output += `\n  runner: ${skipped - skips.length} test(s) skipped without a reason (print a line 'skip: NAME: WHY')\n`;
         skipped = skips.length;
       }
       resolve({ file: `${file}${label}`, passed, failed, skipped, skips, output, ms: Date.now() - started, leftovers });
@@ -244,7 +245,7 @@ async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pas
 const results: Result[] = [];
 for (const [i, pass] of passes.entries()) {
   // The compatibility pass starts its control plane once the first has stopped: one at a time on 2 cores.
-  const current: Pass = i === 0 ? pass : { ...pass, cluster: startSharedCluster({ ...process.env, ...pass.env, [TIER_VARIABLE]: JSON.stringify(pass.tier) }) };
+  const current: Pass = i === 0 || pass.tier?.kind !== 'real' ? pass : { ...pass, cluster: startSharedCluster({ ...process.env, ...pass.env, [TIER_VARIABLE]: JSON.stringify(pass.tier) }) };
   passes[i] = current;
   await runPass(current);
   await current.cluster?.stop();

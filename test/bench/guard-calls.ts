@@ -115,7 +115,7 @@ function print(name: string, phases: Phase[]): void {
 try {
   const results = [];
   for (let i = 0; i < runs; i++) results.push(await once());
-  process.stdout.write(`drainguard guard API calls, ${GUARD.split(',').length} guarded objects (${GUARD}), ${values.uninstall ? 'uninstall' : 'objects kept'}, on the ${cluster.tier} control plane${cluster.tier === 'real' ? '' : ' (its times are not the real one\'s)'}\n`);
+  process.stdout.write(`drainguard guard API calls, ${GUARD.split(',').length} guarded objects (${GUARD}), ${values.uninstall ? 'uninstall' : 'objects kept'}, on Kubernetes ${cluster.release}\n`);
   print('start (pod read, Lease, finalizers)', results.map((r) => r.start));
   print('release (after the operator stopped)', results.map((r) => r.release));
   process.stdout.write(`\nrelease as drainguard logged it ("guard released" durationMs): median ${median(results.map((r) => r.releaseLogMs))} ms (${results.map((r) => r.releaseLogMs).join(', ')})\n`);

@@ -118,7 +118,7 @@ const on = await measure('auto');
 const line = (name: string, { gaps, released }: { gaps: number[]; released: number }) =>
   `  ${name.padEnd(22)} p50 ${String(percentile(gaps, 50)).padStart(6)} ms   p99 ${String(percentile(gaps, 99)).padStart(6)} ms   min ${Math.min(...gaps)} ms   max ${Math.max(...gaps)} ms   (released by drainguard: ${released}/${gaps.length})`;
 process.stdout.write(
-  `leaderless time per hand-over, ${handovers} hand-overs per case, lease duration ${durationMs / 1000} s, retry period ${retryMs} ms (client-go jitter 1.2 on acquire), ${Math.round((Date.now() - t0) / 1000)} s in all, ${cluster.tier} control plane:\n` +
+  `leaderless time per hand-over, ${handovers} hand-overs per case, lease duration ${durationMs / 1000} s, retry period ${retryMs} ms (client-go jitter 1.2 on acquire), ${Math.round((Date.now() - t0) / 1000)} s in all, Kubernetes ${cluster.release}:\n` +
     `${line('release off (before)', off)}\n${line('release on (after)', on)}\n`,
 );
 for (const p of all) p.killAll();

@@ -65,7 +65,7 @@ const jitterMs = Number(values.jitter);
 const cluster = await useCluster();
 // On the stand-in the authorizer's lag is the stand-in's (INFORMER_LAG_MS), not the real one's: the
 // figures say which control plane they are of, and --jitter supplies the spread a busy machine has.
-const plane = cluster.tier === 'real' ? 'the real control plane' : "the stand-in control plane (its authorizer's lag is the stand-in's)";
+const plane = `Kubernetes ${cluster.release}`;
 process.stdout.write(`on ${plane}\n`);
 // The load: busy loops beside the control plane and drainguard, as on a busy node.
 const busy = Array.from({ length: busyLoops }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));

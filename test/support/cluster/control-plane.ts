@@ -10,13 +10,13 @@ import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findBinaries } from './binaries.ts';
+import { apiserverVersion, findBinaries } from './binaries.ts';
 import { type Pki, makePki } from './pki.ts';
 
 /** What a test process needs to reach a control plane (the runner hands it over as a JSON file). */
 export interface ControlPlaneState {
-  /** Which control plane: the real binaries, or the stand-in (test/support/apiserver). */
-  readonly tier: 'real' | 'stand-in';
+  /** The release the API server runs, as it says it (v1.37.2). */
+  readonly release: string;
   readonly url: string;
   readonly dir: string;
   readonly caFile: string;
@@ -53,7 +53,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** A kubeconfig for `url` with a client certificate; also the stand-in's (test/support/apiserver). */
+/** A kubeconfig for `url` with a client certificate. */
 export function writeKubeconfig(path: string, url: string, ca: string, cert: string, key: string): string {
   writeFileSync(
     path,
@@ -180,7 +180,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
   const pki = makePki(join(dir, 'pki'));
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const url = `https://127.0.0.1:${apiPort}`;
-  const state = controlPlaneState('real', url, dir, pki);
+  const state = controlPlaneState(apiserverVersion(bin).replace(/^Kubernetes /, ''), url, dir, pki);
   const cmKubeconfig = writeKubeconfig(join(dir, 'controller-manager.kubeconfig'), url, pki.caCert, pki.controllerManagerCert, pki.controllerManagerKey);
   const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
   let stopping = false;
@@ -268,13 +268,13 @@ export async function startControlPlane(): Promise<ControlPlane> {
 }
 
 /** The state of a control plane at `url` whose PKI is `pki`, with its admin kubeconfig written in `dir`. */
-export function controlPlaneState(tier: ControlPlaneState['tier'], url: string, dir: string, pki: Pki): ControlPlaneState {
+function controlPlaneState(release: string, url: string, dir: string, pki: Pki): ControlPlaneState {
   const adminKubeconfig = writeKubeconfig(join(dir, 'admin.kubeconfig'), url, pki.caCert, pki.adminCert, pki.adminKey);
-  return { tier, url, dir, caFile: pki.caCert, caKey: pki.caKey, servingCert: pki.servingCert, servingKey: pki.servingKey, adminKubeconfig, adminCert: pki.adminCert, adminKey: pki.adminKey };
+  return { release, url, dir, caFile: pki.caCert, caKey: pki.caKey, servingCert: pki.servingCert, servingKey: pki.servingKey, adminKubeconfig, adminCert: pki.adminCert, adminKey: pki.adminKey };
 }
 
 /** The part of a control plane a test process in another process gets. */
 export function stateOf(cp: ControlPlane): ControlPlaneState {
-  const { tier, url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey } = cp;
-  return { tier, url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey };
+  const { release, url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey } = cp;
+  return { release, url, dir, caFile, caKey, servingCert, servingKey, adminKubeconfig, adminCert, adminKey };
 }

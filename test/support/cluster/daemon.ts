@@ -2,12 +2,11 @@
 // runner starts it, reads `ready STATE_FILE` from its stdout, and ends it by
 // closing its stdin (also what happens when the runner dies, however) or by
 // SIGTERM/SIGINT. It then stops etcd, kube-apiserver and kube-controller-manager
-// (or the stand-in) and removes their directory.
+// and removes their directory.
 
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stateOf } from './control-plane.ts';
-import { startTierControlPlane } from './start.ts';
+import { startControlPlane, stateOf } from './control-plane.ts';
 
 // Asked to stop while still starting: it stops as soon as it has started.
 let stopRequested = false;
@@ -15,7 +14,7 @@ let stop = () => void (stopRequested = true);
 process.stdin.on('end', () => stop()).on('close', () => stop()).resume();
 process.on('SIGTERM', () => stop()).on('SIGINT', () => stop());
 
-const cp = await startTierControlPlane();
+const cp = await startControlPlane();
 let stopping: Promise<void> | undefined;
 stop = () => {
   stopping ??= cp.stop().then(() => process.exit(0));

@@ -1,4 +1,4 @@
-// The control plane for a test file, real or the stand-in (test/support/tier.ts);
+// The control plane for a test file (test/support/tier.ts says where it comes from);
 // see README.md beside this file.
 //
 //   const cluster = await useCluster();          // the run's shared control plane
@@ -16,7 +16,7 @@ import { onFileEnd } from '../file-end.ts';
 import { within } from '../wait.ts';
 import { Api } from './api.ts';
 import type { ControlPlane, ControlPlaneState } from './control-plane.ts';
-import { startTierControlPlane } from './start.ts';
+import { startControlPlane } from './control-plane.ts';
 
 export { Api, ApiCallError } from './api.ts';
 export type { ApiResponse, WatchEvent } from './api.ts';
@@ -49,8 +49,8 @@ export interface Namespace {
 }
 
 export class TestCluster {
-  /** Which control plane this is: the real binaries, or the stand-in. */
-  readonly tier: 'real' | 'stand-in';
+  /** The release the API server runs (v1.37.2). */
+  readonly release: string;
   readonly url: string;
   readonly caFile: string;
   readonly ca: string;
@@ -66,7 +66,7 @@ export class TestCluster {
 
   constructor(state: ControlPlaneState, options: { cleanUp?: boolean } = {}) {
     this.state = state;
-    this.tier = state.tier;
+    this.release = state.release;
     this.url = state.url;
     this.caFile = state.caFile;
     this.ca = readFileSync(state.caFile, 'utf8');
@@ -262,7 +262,7 @@ export function useCluster(): Promise<TestCluster> {
  * server or stop the controller-manager; stopped at the end of the file.
  */
 export async function privateCluster(): Promise<{ cluster: TestCluster; controlPlane: ControlPlane }> {
-  const controlPlane = await startTierControlPlane();
+  const controlPlane = await startControlPlane();
   onFileEnd(() => controlPlane.stop());
   return { cluster: new TestCluster(controlPlane, { cleanUp: false }), controlPlane };
 }

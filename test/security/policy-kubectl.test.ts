@@ -2,13 +2,13 @@
 // ValidatingAdmissionPolicy and its binding as the manifests drainguard ships
 // hold them (admissionregistration.k8s.io/v1, folded CEL): created, unchanged
 // when applied again, configured when changed, deleted.
-// Runs on the run's control plane, the stand-in or the real one.
+// Runs on the run's control plane.
 
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { useCluster } from '../cluster/index.ts';
+import { useCluster } from '../support/cluster/index.ts';
 
 const cluster = await useCluster();
 const kubectl = (args: string[], input?: string) => execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, ...args], { input, encoding: 'utf8', timeout: 30_000 });
