@@ -47,9 +47,12 @@ function crd(plural: string, kind: string): any {
 // The CRDs once for the file; established and served before any test runs.
 await cluster.create(crd('apiservers', 'APIServer'));
 await cluster.create(crd('installations', 'Installation'));
+// Discovery lists a new type before its storage is ready: until then (1.37) a list answers 429 "storage is (re)initializing".
 await cluster.waitFor(async () => {
   const r = await api.request('GET', `/apis/${V1}`);
-  return r.status === 200 && r.body.resources?.length === 2;
+  if (r.status !== 200 || r.body.resources?.length !== 2) return false;
+  const lists = await Promise.all(['apiservers', 'installations'].map((plural) => api.request('GET', resourcePath(V1, plural))));
+  return lists.every((l) => l.status === 200);
 }, 30_000, `the API group ${V1} served`);
 
 const TYPES = ['apiservers', 'installations'];
