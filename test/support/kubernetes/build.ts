@@ -77,8 +77,10 @@ function makeModule(release: string, dir: string): void {
     `require k8s.io/kubernetes ${release}`, '',
     'replace (', ...staging.map((m) => `\t${m} => ${m} ${staged}`), ')', '',
   ].join('\n'));
+  // etcd at the release of the etcd client Kubernetes requires: a newer one would raise grpc and the rest under it.
+  const etcd = /^\s*go\.etcd\.io\/etcd\/client\/v3 (v\S+)/m.exec(upstream)![1]!;
   // The commands are main packages: a file of blank imports would not build, so `go get` them.
-  go(['get', ...Object.values(COMMANDS).map((pkg) => (pkg.startsWith('k8s.io/') ? `${pkg}@${release}` : pkg))], dir);
+  go(['get', ...Object.values(COMMANDS).map((pkg) => `${pkg}@${pkg.startsWith('k8s.io/') ? release : etcd}`)], dir);
 }
 
 /** Builds RELEASE unless built; returns its directory. */
