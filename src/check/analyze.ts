@@ -7,7 +7,12 @@ import { type GuardTarget, guardTargetKey, parseGuardList } from '../config/guar
 import { GUARD_FORMS } from '../config/guard-kinds.ts';
 import { RESOURCES } from '../kube/objects.ts';
 import { type Finding, type Manifest, objectId } from './finding.ts';
-import { type Container, type Placement, type PodSpec, drainguardCommand, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
+import { type Container, type Placement, type PodSpec, drainguardCommand, envOf, flagOf, groupOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
+import { checkEntrypoint } from './entrypoint.ts';
+import { checkGuardScope } from './guard-scope.ts';
+import { checkHooks } from './lifecycle.ts';
+import { checkWrapMemory } from './memory.ts';
+import { checkToken } from './token.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
 import { checkHold } from './hold.ts';
@@ -75,6 +80,25 @@ function holdOf(c: Container): HoldKind[] {
   }
 }
 
+/**
+ * The pods that run no drainguard and should: with none running it, every one;
+ * beside one that runs it, each long-running workload (not a Helm hook, not a
+ * Job) whose ServiceAccount a binding in the manifests names, as an operator's.
+ */
+function withoutDrainguard(pods: readonly { object: Manifest; pod: PodSpec }[], workloads: readonly Workload[], objects: readonly Manifest[]): Manifest[] {
+  const running = new Set(workloads.map((w) => w.object));
+  const others = pods.filter(({ object }) => !running.has(object));
+  if (workloads.length === 0) return others.map(({ object }) => object);
+  const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
+  const bound = (namespace: string, account: string): boolean =>
+    bindings.some((b) => ((b.subjects ?? []) as { kind: string; name: string; namespace?: string }[]).some((s) => s.kind === 'ServiceAccount' && s.name === account && (s.namespace || b.metadata.namespace) === namespace));
+  return others
+    .filter(({ object, pod }) => object.kind !== 'Pod' && !isHook(object) && bound(object.metadata.namespace ?? 'default', pod.serviceAccountName ?? 'default'))
+    .map(({ object }) => object);
+}
+
+const isHook = (o: Manifest): boolean => (o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] !== undefined;
+
 const isPreDeleteHook = (o: Manifest): boolean =>
   ((o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] ?? '').split(',').map((h) => h.trim()).includes('pre-delete');
 
@@ -89,14 +113,16 @@ export function analyze(objects: readonly Manifest[]): Finding[] {
     const namespace = object.metadata.namespace ?? 'default';
     return placement ? [{ object, pod, placement, namespace, id: objectId(object, namespace) }] : [];
   });
-  if (workloads.length === 0) {
-    for (const { object } of pods) {
-      findings.push({
-        code: 'no-drainguard', severity: 'warning', object: objectId(object),
-        message: 'no container runs drainguard (run, or sidecar)',
-        fix: 'add drainguard in one of its modes: the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/',
-      });
-    }
+  for (const object of withoutDrainguard(pods, workloads, objects)) {
+    findings.push({
+      code: 'no-drainguard', severity: 'warning', object: objectId(object),
+      message: workloads.length === 0
+        ? 'no container runs drainguard (run, or sidecar)'
+        : `no container runs drainguard, though its ServiceAccount is bound to roles as an operator's is and ${workloads.map((w) => w.id).join(', ')} runs it: its stop is not drained and its RBAC not guarded`,
+      fix: workloads.length === 0
+        ? 'add drainguard in one of its modes: the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/'
+        : 'add drainguard to this workload too, each with its own ServiceAccount and guard: the kustomize components in an overlay of its own (docs/deploy.md), the Helm library chart with one entry per Deployment (docs/helm.md)',
+    });
   }
   for (const w of workloads) findings.push(...checkWorkload(w, objects));
   return findings.sort((a, b) => a.object.localeCompare(b.object) || a.code.localeCompare(b.code));
@@ -159,22 +185,29 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     }
     const [a, b] = [userOf(supervisor, w.pod), userOf(operator, w.pod)];
     if (a !== undefined && b !== undefined && a !== b) {
+      const group = groupOf(operator, w.pod) ?? b;
       add('different-users', 'error',
         `${where} runs as user ${a} and container ${operator.name} as user ${b}: the drain socket is mode 0600, the operator cannot connect`,
-        `run both as one user: set securityContext.runAsUser: ${b} in ${where}`);
+        `run drainguard as the operator's user: the Helm library chart: drainguard.runAsUser: ${b} and drainguard.runAsGroup: ${group}; the kustomize components: a patch of the Deployment setting securityContext: {runAsUser: ${b}, runAsGroup: ${group}} in ${where} (docs/deploy.md, step 3)`);
     }
     const preStop = operator.lifecycle?.preStop;
     const execs = preStop?.exec?.command ?? [];
     const viaExec = /(^|\/)drainguard$/.test(execs[0] ?? '') && execs.includes('prestop');
     const viaHttp = preStop?.httpGet?.path === '/prestop';
     if (!viaExec && !viaHttp) {
+      const own = preStop ? Object.keys(preStop).filter((k) => (preStop as Record<string, unknown>)[k] != null) : [];
       add('prestop-missing', 'error',
-        `container ${operator.name} has no preStop hook running drainguard prestop: the kubelet's SIGTERM reaches the operator before any drain`,
-        `add to container ${operator.name}: lifecycle: {preStop: {exec: {command: [/drainguard/drainguard, prestop]}}}, with the install volume mounted at /drainguard`);
+        own.length > 0
+          ? `the preStop hook of container ${operator.name} (${own.join(', ')}) does not run drainguard prestop: the chart's own hook took the place of drainguard's, and the kubelet's SIGTERM reaches the operator before any drain`
+          : `container ${operator.name} has no preStop hook running drainguard prestop: the kubelet's SIGTERM reaches the operator before any drain`,
+        `make the preStop hook of container ${operator.name} drainguard's alone: lifecycle: {preStop: {exec: {command: [/drainguard/drainguard, prestop]}}}, with the install volume mounted at /drainguard (it waits for the drain, which a pause of the chart's own only guesses at)`);
     }
   }
 
   for (const f of checkIdleMetrics(w.placement)) add(f.code, f.severity, f.message, f.fix);
+  for (const f of checkHooks(w.pod)) add(f.code, 'error', f.message, f.fix);
+  for (const f of checkEntrypoint(w.placement)) add(f.code, 'error', f.message, f.fix);
+  if (mode === 'wrap') for (const f of checkWrapMemory(supervisor)) add(f.code, 'warning', f.message, f.fix);
 
   // The pod's identity and the guard.
   const raw = settingOf(supervisor, 'guard') ?? '';
@@ -204,9 +237,14 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   }
 
   const sa = w.pod.serviceAccountName ?? 'default';
+  const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && o.metadata.namespace === w.namespace);
+  for (const f of checkToken(supervisor, w.pod, account)) add(f.code, 'error', f.message, f.fix);
   const can = authorizerFor(objects, w.namespace, sa);
   if (hold.length > 0) {
     checkHold(hold, objects, { workloadKind: w.object.kind, deployment: w.object.metadata.name, namespace: w.namespace, serviceAccount: sa, where, can }, add);
+  }
+  if (guard.length > 0) {
+    for (const f of checkGuardScope(guard, objects, { namespace: w.namespace, serviceAccount: sa, where, kept })) add(f.code, 'error', f.message, f.fix);
   }
   const present = new Set(objects.map((o) => objectId(o)));
   for (const t of guard) {
@@ -232,7 +270,6 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `ServiceAccount ${w.namespace}/${sa} may patch ${exposed.join(', ')} only through roles and bindings the uninstall deletes: once the guard's release has taken the first of them away, the removals after it are refused (403) and keep this pod's finalizer`,
       `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`);
   }
-  const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && o.metadata.namespace === w.namespace);
   if (guard.length > 0 && account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
     add('release-unauthorised', 'error',
       `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
