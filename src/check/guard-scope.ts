@@ -43,7 +43,7 @@ const CHART_VALUE: Record<string, string> = {
   clusterrole: 'clusterRoles', clusterrolebinding: 'clusterRoleBindings', role: 'roles', rolebinding: 'roleBindings', serviceaccount: 'serviceAccount',
 };
 const howToAdd = (t: GuardTarget): string =>
-  `the Helm library chart: drainguard.guard.${CHART_VALUE[t.kind]}: [${t.namespace ? `${t.namespace}/` : ''}${t.name}]; the kustomize components: ${guardTargetKey(t)} in data.guard of the drainguard ConfigMap`;
+  `the Helm library chart: drainguard.guard.${CHART_VALUE[t.kind]}: [${t.namespace ? `${t.namespace}/` : ''}${t.name}]; the kustomize components: ${guardTargetKey(t)} in data.guard and ${t.name} in data.guardNames of the drainguard ConfigMap, with the guard-more component`;
 
 const TEXT = {
   'binding-not-guarded': {
