@@ -71,11 +71,15 @@ function bindsAccount(b: Manifest, namespace: string, name: string): boolean {
     (s.kind === 'ServiceAccount' && s.name === name && (s.namespace || own) === namespace) || (s.kind === 'User' && s.name === `system:serviceaccount:${namespace}:${name}`));
 }
 
-/** The role BINDING binds, when the manifests define it. */
+/** The API server's own roles (cluster-admin, view, system:…), as read from a cluster: labelled so by its RBAC bootstrap. */
+const isBuiltIn = (o: Manifest): boolean => (o.metadata.labels as Record<string, string> | undefined)?.['kubernetes.io/bootstrapping'] === 'rbac-defaults';
+
+/** The role BINDING binds, when the manifests define it and it is not built in. */
 function boundRole(binding: Manifest, objects: readonly Manifest[]): Manifest | undefined {
   const ref = binding.roleRef as { kind?: string; name?: string } | undefined;
   if (!ref) return undefined;
-  return objects.find((o) => o.kind === ref.kind && o.metadata.name === ref.name && (o.kind === 'ClusterRole' || o.metadata.namespace === binding.metadata.namespace));
+  const role = objects.find((o) => o.kind === ref.kind && o.metadata.name === ref.name && (o.kind === 'ClusterRole' || o.metadata.namespace === binding.metadata.namespace));
+  return role && !isBuiltIn(role) ? role : undefined;
 }
 
 /** The ClusterRoles among OBJECTS that AGGREGATED's selectors match, and theirs in turn (each once). */
@@ -113,7 +117,7 @@ export function checkGuardScope(guard: readonly GuardTarget[], objects: readonly
     report(role, 'role-not-guarded', TEXT['role-not-guarded'].message(objectText(role), objectText(b)));
   }
   // The sources of every aggregated role the guard holds, or should hold.
-  const aggregated = [...roles, ...objects.filter((o) => o.kind === 'ClusterRole' && held.has(guardTargetKey(guardEntry(o))))];
+  const aggregated = [...roles, ...objects.filter((o) => o.kind === 'ClusterRole' && !isBuiltIn(o) && held.has(guardTargetKey(guardEntry(o))))];
   for (const role of aggregated) {
     for (const source of aggregationSources(role, objects)) {
       report(source, 'aggregation-source-not-guarded', TEXT['aggregation-source-not-guarded'].message(objectText(source), objectText(role)));
