@@ -9,21 +9,17 @@
 // order; several operators are one overlay each.
 
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { EXE, tempDir } from '../support/proc.ts';
-import { DEPLOY, ROOT, docBlocks, parseObjects, problems } from './support/manifests.ts';
+import { REMOTE_COMPONENT as REMOTE, ROOT, moreBlocks, parseObjects, problems, shapesOverlay as overlay } from './support/manifests.ts';
 
 const MODES = ['wrap', 'native-sidecar', 'sidecar'] as const;
-const FIXTURE = join(ROOT, 'test/deploy/fixtures/shapes-operator');
-const blocks = docBlocks('More than one ClusterRole and binding');
-const kustomization = blocks.find((b) => b.includes('kind: Kustomization') && b.includes('guard-more'))!;
-const settings = blocks.find((b) => b.includes('kind: ConfigMap'))!;
+const { kustomization, settings } = moreBlocks();
 const several = (readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8').match(/```sh\n(for d in [^\n]*\| drainguard check -)\n/) ?? [])[1]!;
-const REMOTE = /https:\/\/github\.com\/\S+\/\/deploy\/components\/([a-z-]+)\?ref=\S+/g;
 
 interface Render { status: number | null; objects: ReturnType<typeof parseObjects>; stderr: string }
 interface Checked { status: number | null; findings: { code: string; object: string; message: string }[]; stdout: string }
@@ -36,28 +32,6 @@ function kustomize(dir: string): Render {
 function check(objects: ReturnType<typeof parseObjects>): Checked {
   const r = spawnSync(EXE, ['check', '-o', 'json', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }), encoding: 'utf8', timeout: 30_000 });
   return { status: r.status, findings: r.status === 2 ? [] : (JSON.parse(r.stdout) as { findings: Checked['findings'] }).findings, stdout: r.stdout + r.stderr };
-}
-
-/**
- * config/default (the fixture, its names made NAME) and config/drainguard (the doc's two
- * blocks, the mode in place of wrap, the components from this checkout) in ROOT_DIR.
- */
-function overlay(root: string, mode: string, { name = 'shapes-operator', edit = (s: string) => s, components = (list: string[]) => list } = {}): string {
-  const base = join(root, `default-${name}`);
-  cpSync(FIXTURE, base, { recursive: true });
-  if (name !== 'shapes-operator') {
-    // Another operator beside it: its own names and aggregation label, and the Namespace left to the first.
-    for (const file of ['rbac.yaml', 'leader-election.yaml', 'deployment.yaml']) writeFileSync(join(base, file), readFileSync(join(base, file), 'utf8').replaceAll('shapes-operator', name).replaceAll('aggregate-to-operator', `aggregate-to-${name}`));
-    writeFileSync(join(base, 'kustomization.yaml'), readFileSync(join(base, 'kustomization.yaml'), 'utf8').replace('  - namespace.yaml\n', ''));
-  }
-  const dir = join(root, name);
-  mkdirSync(dir, { recursive: true });
-  const named = [...kustomization.matchAll(REMOTE)].map((m) => m[1]!);
-  const local = components(named.map((c) => (c === 'wrap' ? mode : c))).map((c) => `  - ${relative(dir, join(DEPLOY, 'components', c))}`);
-  const text = kustomization.replace('../default', relative(dir, base)).replace(/components:\n( {2}- .*\n)+/, `components:\n${local.join('\n')}\n`);
-  writeFileSync(join(dir, 'kustomization.yaml'), text);
-  writeFileSync(join(dir, 'drainguard.yaml'), edit(settings.replaceAll('shapes-operator', name)));
-  return dir;
 }
 
 const guardOf = (objects: ReturnType<typeof parseObjects>): string[] => {
@@ -81,6 +55,12 @@ for (const mode of MODES) {
     const guard = guardOf(r.objects);
     for (const entry of ['clusterrolebinding/shapes-operator-view', 'role/kube-system/shapes-operator-leader', 'rolebinding/kube-system/shapes-operator-leader', 'clusterrole/shapes-operator-rules']) assert.ok(guard.includes(entry), `${entry} in ${guard.join(',')}`);
     assert.not.ok(guard.includes('clusterrole/view'), 'the built-in role is never guarded');
+    // What guard-more grants: get and patch by the names of guardNames, nothing else; its policy holds the same names.
+    const own = r.objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;
+    const more = own.rules.filter((rule: any) => rule.resources.includes('roles'));
+    assert.equal(more, [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings', 'roles', 'rolebindings'], verbs: ['get', 'patch'], resourceNames: ['shapes-operator-rules', 'shapes-operator-view', 'shapes-operator-leader'] }]);
+    const policy = r.objects.find((o) => o.kind === 'ValidatingAdmissionPolicy')!;
+    assert.ok(policy.spec.matchConstraints.resourceRules.some((rule: any) => rule.resources.includes('roles') && JSON.stringify(rule.resourceNames) === JSON.stringify(more[0].resourceNames)), 'the admission policy holds the same names');
     // The kube-system objects stayed there; the operator's command is the image's program, not /manager.
     assert.equal(r.objects.filter((o) => o.metadata.namespace === 'kube-system').map((o) => o.kind).sort(), ['Role', 'RoleBinding']);
     if (mode === 'wrap') assert.equal(r.objects.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers[0].command, ['/drainguard/drainguard', 'run', '--', '/ko-app/shapes-operator']);
