@@ -16,13 +16,9 @@
 // program is /bin/operator); the pod then fails to start (`exec: no such
 // file`), and drainguard exits 2 naming the COMMAND it could not start.
 
+import type { Found } from './finding.ts';
 import { type Placement, operatorArgv } from './pod.ts';
 
-export interface EntrypointFinding {
-  readonly code: 'wrap-command-missing' | 'wrap-entrypoint-unknown';
-  readonly message: string;
-  readonly fix: string;
-}
 
 /** kubebuilder's and operator-sdk's manager binary, which the renders used to assume. */
 const KUBEBUILDER_MANAGER = '/manager';
@@ -50,16 +46,16 @@ const TEXT = {
   }),
 };
 
-export function checkEntrypoint(placement: Placement): EntrypointFinding[] {
+export function checkEntrypoint(placement: Placement): Found[] {
   if (placement.mode !== 'wrap') return [];
   const where = `container ${placement.supervisor.name}`;
   const [command, ...args] = operatorArgv(placement);
-  if (command === undefined || command.startsWith('-')) return [{ code: 'wrap-command-missing', ...TEXT.missing(where, command) }];
+  if (command === undefined || command.startsWith('-')) return [{ code: 'wrap-command-missing', severity: 'error', ...TEXT.missing(where, command) }];
   if (!SHELLS.test(command) && (/^-[a-z]*c$/.test(args[0] ?? '') || args.some((a) => SHELL_SYNTAX.test(a)))) {
-    return [{ code: 'wrap-entrypoint-unknown', ...TEXT.script(where, command) }];
+    return [{ code: 'wrap-entrypoint-unknown', severity: 'error', ...TEXT.script(where, command) }];
   }
   if (command === KUBEBUILDER_MANAGER && args.length > 0 && !args[0]!.startsWith('-')) {
-    return [{ code: 'wrap-entrypoint-unknown', ...TEXT.notFlags(where, args[0]!) }];
+    return [{ code: 'wrap-entrypoint-unknown', severity: 'error', ...TEXT.notFlags(where, args[0]!) }];
   }
   return [];
 }

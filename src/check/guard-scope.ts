@@ -10,16 +10,11 @@
 
 import { type GuardTarget, guardTargetKey } from '../config/guard-list.ts';
 import type { GuardKind } from '../config/guard-kinds.ts';
-import type { Manifest } from './finding.ts';
+import type { Found, Manifest } from './finding.ts';
 import { type LabelSelector, selects } from './label-selector.ts';
 
 export type GuardScopeCode = 'binding-not-guarded' | 'role-not-guarded' | 'aggregation-source-not-guarded';
 
-export interface GuardScopeFinding {
-  readonly code: GuardScopeCode;
-  readonly message: string;
-  readonly fix: string;
-}
 
 export interface GuardScopeContext {
   readonly namespace: string;
@@ -95,9 +90,9 @@ const objectText = (o: Manifest): string => `${o.kind} ${o.metadata.namespace ? 
 const roleRefText = (b: Manifest): string => `${b.roleRef?.kind ?? 'a role'} ${b.roleRef?.name ?? ''}`.trim();
 
 /** What OBJECTS show the guard must hold for the pod of CONTEXT, and GUARD lacks. */
-export function checkGuardScope(guard: readonly GuardTarget[], objects: readonly Manifest[], c: GuardScopeContext): GuardScopeFinding[] {
+export function checkGuardScope(guard: readonly GuardTarget[], objects: readonly Manifest[], c: GuardScopeContext): Found[] {
   const held = new Set(guard.map(guardTargetKey));
-  const out: GuardScopeFinding[] = [];
+  const out: Found[] = [];
   const reported = new Set<string>();
   const account = `${c.namespace}/${c.serviceAccount}`;
   const report = (o: Manifest, code: GuardScopeCode, message: string): void => {
@@ -105,7 +100,7 @@ export function checkGuardScope(guard: readonly GuardTarget[], objects: readonly
     const key = guardTargetKey(entry);
     if (held.has(key) || reported.has(key) || c.kept(o)) return;
     reported.add(key);
-    out.push({ code, message, fix: TEXT.fix(guardTargetKey(entry), c.where, howToAdd(entry)) });
+    out.push({ code, severity: 'error', message, fix: TEXT.fix(guardTargetKey(entry), c.where, howToAdd(entry)) });
   };
   const bindings = objects.filter((o) => isBinding(o) && bindsAccount(o, c.namespace, c.serviceAccount));
   const roles: Manifest[] = [];

@@ -3,13 +3,9 @@
 // container that already had a preStop (a `sleep: {seconds: 5}`, an exec of
 // its own) makes one with two, and the whole pod is refused.
 
+import type { Found } from './finding.ts';
 import type { Container, PodSpec } from './pod.ts';
 
-export interface LifecycleFinding {
-  readonly code: 'hook-invalid';
-  readonly message: string;
-  readonly fix: string;
-}
 
 const ACTIONS = ['exec', 'httpGet', 'tcpSocket', 'sleep'] as const;
 
@@ -22,13 +18,13 @@ const TEXT = {
       : `keep one action in the ${hook} hook of ${where}`,
 };
 
-export function checkHooks(pod: PodSpec): LifecycleFinding[] {
-  const out: LifecycleFinding[] = [];
+export function checkHooks(pod: PodSpec): Found[] {
+  const out: Found[] = [];
   for (const c of [...(pod.initContainers ?? []), ...pod.containers] as Container[]) {
     for (const hook of ['preStop', 'postStart'] as const) {
       const handler = c.lifecycle?.[hook] as Record<string, unknown> | undefined;
       const actions = ACTIONS.filter((a) => handler?.[a] !== undefined && handler[a] !== null);
-      if (actions.length > 1) out.push({ code: 'hook-invalid', message: TEXT.message(`container ${c.name}`, hook, actions), fix: TEXT.fix(`container ${c.name}`, hook, actions) });
+      if (actions.length > 1) out.push({ code: 'hook-invalid', severity: 'error', message: TEXT.message(`container ${c.name}`, hook, actions), fix: TEXT.fix(`container ${c.name}`, hook, actions) });
     }
   }
   return out;

@@ -7,6 +7,7 @@
 // than it was sized for: the container is OOM-killed, at the worst at the
 // drain, when both work.
 
+import type { Found } from './finding.ts';
 import type { Container } from './pod.ts';
 
 /** What drainguard adds to the operator container's memory request and limit in wrap mode, in MiB. */
@@ -14,11 +15,6 @@ export const WRAP_MEMORY_MIB = 64;
 /** The least memory limit an operator is given on its own, in MiB: kubebuilder's scaffold's. */
 export const OPERATOR_MEMORY_FLOOR_MIB = 128;
 
-export interface MemoryFinding {
-  readonly code: 'wrap-memory-too-low';
-  readonly message: string;
-  readonly fix: string;
-}
 
 const MIB = 1024 * 1024;
 const SUFFIX: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: MIB, Gi: 1024 * MIB, Ti: 1024 * 1024 * MIB, m: 1e-3 };
@@ -36,10 +32,10 @@ const TEXT = {
     `raise the memory request and limit of ${where} by ${WRAP_MEMORY_MIB}Mi (to at least ${limit}Mi here): the Helm library chart does it in wrap mode; with the kustomize components, patch resources.limits.memory and resources.requests.memory of the operator's container (docs/deploy.md)`,
 };
 
-export function checkWrapMemory(c: Container): MemoryFinding[] {
+export function checkWrapMemory(c: Container): Found[] {
   const raw = c.resources?.limits?.memory;
   const bytes = raw === undefined ? undefined : quantityBytes(raw);
   if (bytes === undefined || bytes >= (WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB) * MIB) return [];
   const where = `container ${c.name}`;
-  return [{ code: 'wrap-memory-too-low', message: TEXT.message(where, String(raw)), fix: TEXT.fix(where, Math.max(WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB)) }];
+  return [{ code: 'wrap-memory-too-low', severity: 'warning', message: TEXT.message(where, String(raw)), fix: TEXT.fix(where, Math.max(WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB)) }];
 }

@@ -6,14 +6,9 @@
 // container, or a KUBECONFIG in its environment, gives it one.
 
 import { SERVICE_ACCOUNT_DIR } from '../kube/locate.ts';
-import type { Manifest } from './finding.ts';
+import type { Found, Manifest } from './finding.ts';
 import { type Container, type PodSpec, envOf } from './pod.ts';
 
-export interface TokenFinding {
-  readonly code: 'token-not-mounted';
-  readonly message: string;
-  readonly fix: string;
-}
 
 const TEXT = {
   message: (where: string, source: string) =>
@@ -23,7 +18,7 @@ const TEXT = {
 };
 
 /** Whether the pod of POD, run as ACCOUNT (its ServiceAccount object, when in the manifests), mounts no token in container C. */
-export function checkToken(c: Container, pod: PodSpec, account: Manifest | undefined): TokenFinding[] {
+export function checkToken(c: Container, pod: PodSpec, account: Manifest | undefined): Found[] {
   const podSays = pod.automountServiceAccountToken;
   const accountSays = account?.automountServiceAccountToken as boolean | undefined;
   if ((podSays ?? accountSays ?? true) !== false) return [];
@@ -33,5 +28,5 @@ export function checkToken(c: Container, pod: PodSpec, account: Manifest | undef
   if (volume?.projected?.sources?.some((s) => s.serviceAccountToken !== undefined)) return [];
   const where = `container ${c.name}`;
   const source = podSays === false ? 'the pod' : `its ServiceAccount ${account!.metadata.namespace}/${account!.metadata.name}`;
-  return [{ code: 'token-not-mounted', message: TEXT.message(where, source), fix: TEXT.fix(where) }];
+  return [{ code: 'token-not-mounted', severity: 'error', message: TEXT.message(where, source), fix: TEXT.fix(where) }];
 }
