@@ -5,8 +5,9 @@
 // the render is one the API server accepts and `drainguard check` (the built
 // executable) finds nothing; without the guard-more component it reports each
 // object left out; wrap mode without the command stops the render, naming the
-// field. The hold and guard-more add rules to the same objects, in either
-// order; several operators are one overlay each.
+// field; a preStop of the operator's own is reported merged and replaced as
+// the doc says. The hold and guard-more add rules to the same objects, in
+// either order; several operators are one overlay each.
 
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { EXE, tempDir } from '../support/proc.ts';
-import { REMOTE_COMPONENT as REMOTE, ROOT, moreBlocks, parseObjects, problems, shapesOverlay as overlay } from './support/manifests.ts';
+import { REMOTE_COMPONENT as REMOTE, ROOT, docBlocks, moreBlocks, parseObjects, problems, shapesOverlay as overlay } from './support/manifests.ts';
 
 const MODES = ['wrap', 'native-sidecar', 'sidecar'] as const;
 const { kustomization, settings } = moreBlocks();
@@ -73,6 +74,23 @@ for (const mode of MODES) {
     assert.equal([checked.status, checked.findings.map((f) => f.code)], [1, ['aggregation-source-not-guarded', 'binding-not-guarded', 'binding-not-guarded', 'role-not-guarded']], checked.stdout);
   });
 }
+
+test("a preStop of the operator's own: the sidecar components merge drainguard's beside it (hook-invalid), docs/deploy.md's patch replaces it", () => {
+  const replace = docBlocks('Adding drainguard to any other operator').find((b) => b.startsWith('patches:') && b.includes('$patch: replace'))!;
+  for (const mode of ['native-sidecar', 'sidecar']) {
+    const root = tempDir();
+    const dir = overlay(root, mode);
+    const deployment = join(root, 'default-shapes-operator', 'deployment.yaml');
+    writeFileSync(deployment, readFileSync(deployment, 'utf8').replace('          args: [', '          lifecycle:\n            preStop:\n              sleep:\n                seconds: 5\n          args: ['));
+    const merged = check(kustomize(dir).objects);
+    assert.equal([merged.status, merged.findings.map((f) => f.code)], [1, ['hook-invalid']], merged.stdout);
+    writeFileSync(join(dir, 'kustomization.yaml'), readFileSync(join(dir, 'kustomization.yaml'), 'utf8') + replace);
+    const r = kustomize(dir);
+    assert.equal(r.objects.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers.find((c: any) => c.name === 'manager').lifecycle, { preStop: { exec: { command: ['/drainguard/drainguard', 'prestop'] } } });
+    const fixed = check(r.objects);
+    assert.equal([fixed.status, fixed.findings], [0, []], fixed.stdout);
+  }
+});
 
 test('wrap mode without data.command: kustomize stops, naming the field (nothing assumes /manager)', () => {
   const r = kustomize(overlay(tempDir(), 'wrap', { edit: (s) => s.replace(/\n {2}command: .*/, '') }));
