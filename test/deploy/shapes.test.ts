@@ -92,6 +92,25 @@ test("a preStop of the operator's own: the sidecar components merge drainguard's
   }
 });
 
+test('automountServiceAccountToken: false: check reports token-not-mounted, docs/deploy.md\'s patch mounts one in drainguard\'s container alone', async () => {
+  const mount = docBlocks('Adding drainguard to any other operator').find((b) => b.startsWith('patches:') && b.includes('serviceAccountToken'))!;
+  const root = tempDir();
+  const dir = overlay(root, 'native-sidecar');
+  const deployment = join(root, 'default-shapes-operator', 'deployment.yaml');
+  writeFileSync(deployment, readFileSync(deployment, 'utf8').replace('      serviceAccountName: shapes-operator\n', '      serviceAccountName: shapes-operator\n      automountServiceAccountToken: false\n'));
+  const without = check(kustomize(dir).objects);
+  assert.equal([without.status, without.findings.map((f) => f.code)], [1, ['token-not-mounted']], without.stdout);
+  writeFileSync(join(dir, 'kustomization.yaml'), readFileSync(join(dir, 'kustomization.yaml'), 'utf8') + mount);
+  const r = kustomize(dir);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal((await Promise.all(r.objects.map(problems))).flat(), []);
+  const pod = r.objects.find((o) => o.kind === 'Deployment')!.spec.template.spec;
+  const mounting = [...pod.containers, ...pod.initContainers].filter((c: any) => (c.volumeMounts ?? []).some((m: any) => m.name === 'drainguard-token')).map((c: any) => c.name);
+  assert.equal(mounting, ['drainguard'], 'the token in drainguard\'s container, not the operator\'s');
+  const fixed = check(r.objects);
+  assert.equal([fixed.status, fixed.findings], [0, []], fixed.stdout);
+});
+
 test('wrap mode without data.command: kustomize stops, naming the field (nothing assumes /manager)', () => {
   const r = kustomize(overlay(tempDir(), 'wrap', { edit: (s) => s.replace(/\n {2}command: .*/, '') }));
   assert.not.equal(r.status, 0);
