@@ -41,7 +41,7 @@ export const ERRORS = {
   DG_HTTP_LISTEN: { exit: 2, meaning: 'drainguard cannot listen on DRAINGUARD_HTTP_ADDR (in use, no such local address, or no permission)', fix: 'choose a free port on an address of this host' },
   DG_CHILD_SPAWN: { exit: 2, meaning: 'the COMMAND of drainguard run cannot be started (not found, not executable)', fix: 'check the path and the executable bit of COMMAND in the container' },
   DG_PREDELETE_RESOURCE: { exit: 2, meaning: 'a RESOURCE of predelete is malformed, unknown to the API server, or ambiguous', fix: 'name it as kubectl does, TYPE[.GROUP][/NAME], with the group when two APIs share the type' },
-  DG_CHECK_INPUT: { exit: 2, meaning: 'drainguard check cannot read a manifest: missing file, not YAML, or a document that is not a Kubernetes object', fix: 'pass rendered manifests (helm template, kubectl kustomize) or - for standard input' },
+  DG_CHECK_INPUT: { exit: 2, meaning: 'drainguard check cannot read a manifest (missing file, not YAML, or a document that is not a Kubernetes object), or the input holds no object at all (a helm template or kubectl kustomize that failed in the pipe)', fix: 'pass rendered manifests (helm template, kubectl kustomize) or - for standard input; run the render alone to see why it printed nothing' },
   DG_INSTALL_DIR: { exit: 2, meaning: 'the DIR of drainguard install exists and is not a directory', fix: 'name a directory, or a path where one can be made' },
 
   // Failures after the start (exit 1).

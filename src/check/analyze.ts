@@ -6,28 +6,26 @@
 import { type GuardTarget, guardTargetKey, parseGuardList } from '../config/guard-list.ts';
 import { GUARD_FORMS } from '../config/guard-kinds.ts';
 import { RESOURCES } from '../kube/objects.ts';
-import { type Finding, type Manifest, objectId } from './finding.ts';
-import { type Container, type Placement, type PodSpec, drainguardCommand, envOf, flagOf, mountFor, placementOf, podSpecOf, settingOf, userOf } from './pod.ts';
+import { type Finding, type Found, type Manifest, objectId } from './finding.ts';
+import { type Container, type Placement, type PodSpec, drainguardCommand, flagOf, placementOf, podSpecOf, settingOf } from './pod.ts';
+import { checkBudget, drainBudget } from './budget.ts';
+import { checkPairing } from './pairing.ts';
+import { checkEntrypoint } from './entrypoint.ts';
+import { checkGuardScope } from './guard-scope.ts';
+import { checkHooks } from './lifecycle.ts';
+import { checkWrapMemory } from './memory.ts';
+import { checkToken } from './token.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
 import { checkHold } from './hold.ts';
 import { uncoveredByPolicy } from './admission-policy.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts';
 import { type Configured, type LayersRow, layersTable } from './layers.ts';
-import { type Command, EVERY_OPTION, type OptionValues, defaultValue } from '../config/options.ts';
-import { formatDuration, parseDuration } from '../config/duration.ts';
-import { GRACE_MARGIN_MS, MIN_DRAIN_MS, checkFit, defaultDrainTimeout, graceNeeded } from '../config/grace-rule.ts';
+import { GRACE_MARGIN_MS, graceNeeded } from '../config/grace-rule.ts';
 
 /** Architectures drainguard's executable and image are built for. */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;
 
-/** Kubernetes' default terminationGracePeriodSeconds. */
-const POD_DEFAULT_GRACE_S = 30;
-/** drainguard's default for option KEY in COMMAND, from the options table. */
-const optionDefault = <K extends keyof OptionValues>(key: K, command: Command): OptionValues[K] =>
-  defaultValue(EVERY_OPTION.find((o) => o.key === key)!, command) as OptionValues[K];
-/** The socket path the sidecars default to: where the components and the chart mount the shared volume. */
-const SHARED_SOCKET = optionDefault('socket', 'sidecar');
 /** A deleted ServiceAccount's tokens are refused 60 s after its deletionTimestamp, finalizer or not. */
 const SERVICE_ACCOUNT_TOKEN_MS = 60_000;
 
@@ -75,6 +73,25 @@ function holdOf(c: Container): HoldKind[] {
   }
 }
 
+/**
+ * The pods that run no drainguard and should: with none running it, every one;
+ * beside one that runs it, each long-running workload (not a Helm hook, not a
+ * Job) whose ServiceAccount a binding in the manifests names, as an operator's.
+ */
+function withoutDrainguard(pods: readonly { object: Manifest; pod: PodSpec }[], workloads: readonly Workload[], objects: readonly Manifest[]): Manifest[] {
+  const running = new Set(workloads.map((w) => w.object));
+  const others = pods.filter(({ object }) => !running.has(object));
+  if (workloads.length === 0) return others.map(({ object }) => object);
+  const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
+  const bound = (namespace: string, account: string): boolean =>
+    bindings.some((b) => ((b.subjects ?? []) as { kind: string; name: string; namespace?: string }[]).some((s) => s.kind === 'ServiceAccount' && s.name === account && (s.namespace || b.metadata.namespace) === namespace));
+  return others
+    .filter(({ object, pod }) => object.kind !== 'Pod' && !isHook(object) && bound(object.metadata.namespace ?? 'default', pod.serviceAccountName ?? 'default'))
+    .map(({ object }) => object);
+}
+
+const isHook = (o: Manifest): boolean => (o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] !== undefined;
+
 const isPreDeleteHook = (o: Manifest): boolean =>
   ((o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] ?? '').split(',').map((h) => h.trim()).includes('pre-delete');
 
@@ -89,14 +106,16 @@ export function analyze(objects: readonly Manifest[]): Finding[] {
     const namespace = object.metadata.namespace ?? 'default';
     return placement ? [{ object, pod, placement, namespace, id: objectId(object, namespace) }] : [];
   });
-  if (workloads.length === 0) {
-    for (const { object } of pods) {
-      findings.push({
-        code: 'no-drainguard', severity: 'warning', object: objectId(object),
-        message: 'no container runs drainguard (run, or sidecar)',
-        fix: 'add drainguard in one of its modes: the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/',
-      });
-    }
+  for (const object of withoutDrainguard(pods, workloads, objects)) {
+    findings.push({
+      code: 'no-drainguard', severity: 'warning', object: objectId(object),
+      message: workloads.length === 0
+        ? 'no container runs drainguard (run, or sidecar)'
+        : `no container runs drainguard, though its ServiceAccount is bound to roles as an operator's is and ${workloads.map((w) => w.id).join(', ')} runs it: its stop is not drained and its RBAC not guarded`,
+      fix: workloads.length === 0
+        ? 'add drainguard in one of its modes: the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/'
+        : 'add drainguard to this workload too, each with its own ServiceAccount and guard: the kustomize components in an overlay of its own (docs/deploy.md), the Helm library chart with one entry per Deployment (docs/helm.md)',
+    });
   }
   for (const w of workloads) findings.push(...checkWorkload(w, objects));
   return findings.sort((a, b) => a.object.localeCompare(b.object) || a.code.localeCompare(b.code));
@@ -105,76 +124,18 @@ export function analyze(objects: readonly Manifest[]): Finding[] {
 function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   const out: Finding[] = [];
   const add = (code: string, severity: Finding['severity'], message: string, fix: string) => out.push({ code, severity, object: w.id, message, fix });
-  const { supervisor, operator, mode } = w.placement;
+  const take = (found: readonly Found[]) => out.push(...found.map((f) => ({ ...f, object: w.id })));
+  const { supervisor, mode } = w.placement;
   const where = `container ${supervisor.name}`;
 
-  // The drain budget.
-  const command: Command = mode === 'wrap' ? 'run' : 'sidecar';
-  const graceS = w.pod.terminationGracePeriodSeconds ?? POD_DEFAULT_GRACE_S;
-  const stopMs = durationSetting(supervisor, 'stop-timeout') ?? optionDefault('stopTimeoutMs', command);
-  const drainSetting = durationSetting(supervisor, 'drain-timeout');
-  const drainMs = drainSetting ?? defaultDrainTimeout(graceS * 1000, stopMs);
-  const needS = Math.ceil(graceNeeded(drainMs, stopMs) / 1000);
-  // drainguard checks its timeouts against its own grace period before it reads the Pod's.
-  const configuredGraceMs = durationSetting(supervisor, 'grace-period') ?? optionDefault('gracePeriodMs', command);
-  const refused = checkFit({ gracePeriodMs: configuredGraceMs, stopTimeoutMs: stopMs, drainTimeoutMs: drainSetting }, { stop: `DRAINGUARD_STOP_TIMEOUT in ${where}`, drain: `DRAINGUARD_DRAIN_TIMEOUT in ${where}` });
-  if (refused !== undefined) {
-    add('timeouts-refused', 'error',
-      `drainguard exits at start (status 2), the pod never runs: ${refused}`,
-      configuredGraceMs < graceS * 1000
-        ? `set DRAINGUARD_GRACE_PERIOD=${graceS}s (the pod's terminationGracePeriodSeconds) in ${where}: without it drainguard holds its timeouts to ${formatDuration(configuredGraceMs)}`
-        : `lower the timeouts in ${where} to fit the grace period ${formatDuration(configuredGraceMs)}`);
-  }
-  if (drainSetting !== undefined && needS > graceS) {
-    add('grace-period-too-short', 'error',
-      `terminationGracePeriodSeconds ${graceS} is shorter than the drain timeout ${drainMs / 1000}s + stop timeout ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin: the kubelet kills the pod before drainguard releases the guard`,
-      `set spec.template.spec.terminationGracePeriodSeconds to at least ${needS}, or lower DRAINGUARD_DRAIN_TIMEOUT in ${where}`);
-  } else if (drainSetting === undefined && drainMs < MIN_DRAIN_MS) {
-    add('grace-period-too-short', 'error',
-      `terminationGracePeriodSeconds ${graceS} leaves no time to drain after the stop timeout ${stopMs / 1000}s and the ${GRACE_MARGIN_MS / 1000}s margin`,
-      `set spec.template.spec.terminationGracePeriodSeconds to at least ${Math.ceil(graceNeeded(MIN_DRAIN_MS, stopMs) / 1000)}`);
-  }
-
-  // The drain socket.
-  if (mode === 'wrap') {
-    const socket = settingOf(supervisor, 'socket');
-    if (supervisor.securityContext?.readOnlyRootFilesystem && (socket === undefined || !mountFor(supervisor, dirname(socket)))) {
-      add('socket-not-on-volume', 'error',
-        `the root filesystem of ${where} is read-only and the drain socket ${socket ?? '(default, under /tmp)'} is not on a volume: drainguard cannot listen`,
-        `mount an emptyDir (medium: Memory) at /run/drainguard in ${where} and set DRAINGUARD_SOCKET=${SHARED_SOCKET}`);
-    }
-  } else if (!operator) {
-    add('operator-container-missing', 'error', `drainguard runs as a sidecar, but the pod has no other container to drain`, 'add the operator container, or run drainguard in wrap mode');
-  } else {
-    const socket = settingOf(supervisor, 'socket') ?? SHARED_SOCKET;
-    const theirs = envOf(operator, {}).DRAINGUARD_SOCKET;
-    const here = mountFor(supervisor, dirname(socket));
-    const there = theirs === undefined ? undefined : mountFor(operator, dirname(theirs));
-    if (theirs === undefined) {
-      add('socket-not-shared', 'error', `container ${operator.name} has no DRAINGUARD_SOCKET: the operator's client cannot find the drain socket`, `set DRAINGUARD_SOCKET=${socket} in container ${operator.name}`);
-    } else if (!here || !there || here.name !== there.name || relative(socket, here.mountPath) !== relative(theirs, there.mountPath)) {
-      add('socket-not-shared', 'error',
-        `the drain socket (${socket} in ${where}, ${theirs} in container ${operator.name}) is not on one volume both containers mount`,
-        `mount one emptyDir (medium: Memory) at ${dirname(socket)} in both containers ${supervisor.name} and ${operator.name}, and set DRAINGUARD_SOCKET=${socket} in ${operator.name}`);
-    }
-    const [a, b] = [userOf(supervisor, w.pod), userOf(operator, w.pod)];
-    if (a !== undefined && b !== undefined && a !== b) {
-      add('different-users', 'error',
-        `${where} runs as user ${a} and container ${operator.name} as user ${b}: the drain socket is mode 0600, the operator cannot connect`,
-        `run both as one user: set securityContext.runAsUser: ${b} in ${where}`);
-    }
-    const preStop = operator.lifecycle?.preStop;
-    const execs = preStop?.exec?.command ?? [];
-    const viaExec = /(^|\/)drainguard$/.test(execs[0] ?? '') && execs.includes('prestop');
-    const viaHttp = preStop?.httpGet?.path === '/prestop';
-    if (!viaExec && !viaHttp) {
-      add('prestop-missing', 'error',
-        `container ${operator.name} has no preStop hook running drainguard prestop: the kubelet's SIGTERM reaches the operator before any drain`,
-        `add to container ${operator.name}: lifecycle: {preStop: {exec: {command: [/drainguard/drainguard, prestop]}}}, with the install volume mounted at /drainguard`);
-    }
-  }
-
-  for (const f of checkIdleMetrics(w.placement)) add(f.code, f.severity, f.message, f.fix);
+  // The pod: its drain budget, how drainguard and the operator find each other, what starts.
+  const budget = drainBudget(w.pod, w.placement);
+  take(checkBudget(w.pod, w.placement));
+  take(checkPairing(w.pod, w.placement));
+  take(checkIdleMetrics(w.placement));
+  take(checkHooks(w.pod));
+  take(checkEntrypoint(w.placement));
+  if (mode === 'wrap') take(checkWrapMemory(supervisor));
 
   // The pod's identity and the guard.
   const raw = settingOf(supervisor, 'guard') ?? '';
@@ -204,9 +165,14 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   }
 
   const sa = w.pod.serviceAccountName ?? 'default';
+  const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && o.metadata.namespace === w.namespace);
+  take(checkToken(supervisor, w.pod, account));
   const can = authorizerFor(objects, w.namespace, sa);
   if (hold.length > 0) {
     checkHold(hold, objects, { workloadKind: w.object.kind, deployment: w.object.metadata.name, namespace: w.namespace, serviceAccount: sa, where, can }, add);
+  }
+  if (guard.length > 0) {
+    take(checkGuardScope(guard, objects, { namespace: w.namespace, serviceAccount: sa, where, kept }));
   }
   const present = new Set(objects.map((o) => objectId(o)));
   for (const t of guard) {
@@ -232,7 +198,6 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `ServiceAccount ${w.namespace}/${sa} may patch ${exposed.join(', ')} only through roles and bindings the uninstall deletes: once the guard's release has taken the first of them away, the removals after it are refused (403) and keep this pod's finalizer`,
       `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`);
   }
-  const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && o.metadata.namespace === w.namespace);
   if (guard.length > 0 && account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
     add('release-unauthorised', 'error',
       `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
@@ -252,10 +217,10 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `add to a Role in ${w.namespace} bound to ServiceAccount ${w.namespace}/${sa}: leases (coordination.k8s.io) create, list, patch, delete; events create; pods get`);
   }
 
-  if (guard.some((t) => t.kind === 'serviceaccount') && graceNeeded(drainMs, stopMs) > SERVICE_ACCOUNT_TOKEN_MS) {
+  if (guard.some((t) => t.kind === 'serviceaccount') && graceNeeded(budget.drainMs, budget.stopMs) > SERVICE_ACCOUNT_TOKEN_MS) {
     add('serviceaccount-token-expires', 'warning',
-      `the ServiceAccount is guarded, but drain ${drainMs / 1000}s + stop ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized`,
-      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - graceNeeded(0, stopMs)) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);
+      `the ServiceAccount is guarded, but drain ${budget.drainMs / 1000}s + stop ${budget.stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized`,
+      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - graceNeeded(0, budget.stopMs)) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);
   }
 
   const arch = architectureOf(w.pod);
@@ -264,11 +229,6 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
       `schedule the pod on ${ARCHITECTURES.join(' or ')} nodes (nodeSelector kubernetes.io/arch)`);
   }
   return out;
-}
-
-function durationSetting(c: Container, flag: string): number | undefined {
-  const raw = settingOf(c, flag);
-  return raw === undefined ? undefined : parseDuration(raw);
 }
 
 /** The architectures the pod may run on, when its nodeSelector or required node affinity pins them. */
@@ -280,6 +240,3 @@ function architectureOf(pod: PodSpec): string[] | undefined {
   if (pinned.length === 0 || pinned.some((v) => v === undefined)) return undefined;
   return [...new Set(pinned.flat() as string[])];
 }
-
-const dirname = (path: string): string => path.slice(0, Math.max(1, path.lastIndexOf('/')));
-const relative = (path: string, mount: string): string => path.slice(mount.replace(/\/$/, '').length);

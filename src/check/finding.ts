@@ -22,3 +22,6 @@ export interface Manifest {
 
 export const objectId = (o: Pick<Manifest, 'kind' | 'metadata'>, namespace = o.metadata.namespace): string =>
   `${o.kind}/${namespace ? `${namespace}/` : ''}${o.metadata.name}`;
+
+/** A finding of one workload, before the object it goes into is named. */
+export type Found = Omit<Finding, 'object'>;

@@ -1,6 +1,7 @@
 // `drainguard check --deployment NAMESPACE/NAME`: the manifests a check needs,
 // read from the API instead of files: the Deployment, every RBAC object and
-// ServiceAccount that may grant to it or be guarded by it, the admission
+// ServiceAccount that may grant to it or be guarded by it (Roles and
+// RoleBindings of every namespace), the admission
 // policies that may hold it to finalizers, and the CRDs of the kinds it holds.
 
 import { GUARD_KINDS, POLICY_KINDS } from '../config/guard-kinds.ts';
@@ -17,9 +18,11 @@ interface List {
 
 export async function liveManifests(client: KubeClient, namespace: string, name: string): Promise<Manifest[]> {
   const deployment = await client.request<Manifest>('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`, { what: `deployment/${namespace}/${name}` });
-  // The guarded kinds (the RBAC that may grant to the Deployment) and the admission policy's.
+  // The guarded kinds (the RBAC that may grant to the Deployment) and the admission policy's;
+  // Roles and RoleBindings in every namespace, where an operator is bound too (leader election in kube-system).
   const kinds = [...GUARD_KINDS, ...POLICY_KINDS].map((kind) => RESOURCES[kind]);
-  const read = await Promise.all(kinds.map((r) => client.request<List>('GET', pathOf(r, namespace))));
+  const everywhere = new Set(['role', 'rolebinding']);
+  const read = await Promise.all(kinds.map((r, i) => client.request<List>('GET', pathOf(r, everywhere.has([...GUARD_KINDS, ...POLICY_KINDS][i]!) ? undefined : namespace))));
   const object: Manifest = { ...deployment, apiVersion: 'apps/v1', kind: 'Deployment' };
   // A list's items carry no apiVersion and kind.
   return [object, ...read.flatMap((list, i) => list.items.map((o) => ({ ...o, apiVersion: apiVersion(kinds[i]!), kind: kinds[i]!.kind }) as Manifest)), ...(await heldDefinitions(client, object))];

@@ -4,10 +4,10 @@
 // one has none, whatever it names (the API server ignores it). Offline there is
 // no discovery: the built-in cluster-scoped kinds are listed here, a custom
 // kind is cluster-scoped when a CRD in the same manifests says so, any other
-// is namespaced. An object that names another namespace than -n is refused,
-// as kubectl refuses it.
+// is namespaced. An object that names another namespace than -n stays in its
+// own, as `helm install -n` creates it (kubectl apply -n would refuse it; Helm's
+// renders are what users pipe into check).
 
-import { ConfigError } from '../errors.ts';
 import type { Manifest } from './finding.ts';
 
 /** GROUP/KIND of the cluster-scoped kinds Kubernetes serves (v1.32). */
@@ -34,25 +34,17 @@ export interface GivenNamespace {
   readonly source: string;
 }
 
-/** OBJECTS each in the namespace kubectl apply -n GIVEN would create it in (new objects where that differs). */
+/** OBJECTS each in the namespace `helm install -n GIVEN` would create it in (new objects where that differs). */
 export function placeInNamespace(objects: readonly Manifest[], given?: GivenNamespace): Manifest[] {
   const clusterScoped = new Set([
     ...CLUSTER_SCOPED,
     ...objects.filter((o) => o.kind === 'CustomResourceDefinition' && o.spec?.scope === 'Cluster').map((crd) => `${crd.spec.group}/${crd.spec.names?.kind}`),
   ]);
-  const refused: string[] = [];
-  const placed = objects.map((o): Manifest => {
+  return objects.map((o): Manifest => {
     const { namespace, ...rest } = o.metadata;
     if (clusterScoped.has(groupKind(o))) return Object.hasOwn(o.metadata, 'namespace') ? { ...o, metadata: rest } : o;
-    // An empty or null namespace (a template's `namespace: {{ .Values.unset }}`) is none, to kubectl too.
+    // An empty or null namespace (a template's `namespace: {{ .Values.unset }}`) is none, to kubectl and Helm too.
     if (!namespace) return { ...o, metadata: { ...o.metadata, namespace: given?.name ?? 'default' } };
-    if (given && namespace !== given.name) {
-      refused.push(`${o.kind}/${namespace}/${o.metadata.name}: the namespace from the provided object "${namespace}" does not match the namespace "${given.name}" (${given.source})`);
-    }
     return o;
   });
-  if (refused.length > 0) {
-    throw new ConfigError('DG_CHECK_INPUT', `${refused.join('; ')}: kubectl apply refuses it; remove metadata.namespace from the object, or check it with its own namespace in ${given!.source}`);
-  }
-  return placed;
 }

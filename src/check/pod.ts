@@ -2,6 +2,7 @@
 // as the kubelet would give them (env values, the downward API, $(VAR) expanded).
 
 import type { Manifest } from './finding.ts';
+import { OPTIONS } from '../config/options.ts';
 
 export interface Container {
   readonly name: string;
@@ -11,18 +12,28 @@ export interface Container {
   readonly env?: readonly { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   readonly volumeMounts?: readonly { name: string; mountPath: string; readOnly?: boolean }[];
   readonly ports?: readonly { name?: string; containerPort: number; protocol?: string }[];
-  readonly securityContext?: { runAsUser?: number; readOnlyRootFilesystem?: boolean };
-  readonly lifecycle?: { preStop?: { exec?: { command?: readonly string[] }; httpGet?: { path?: string } } };
+  readonly securityContext?: { runAsUser?: number; runAsGroup?: number; readOnlyRootFilesystem?: boolean };
+  readonly lifecycle?: { preStop?: Handler; postStart?: Handler };
+  readonly resources?: { requests?: { memory?: string | number }; limits?: { memory?: string | number } };
   readonly restartPolicy?: string;
+}
+
+/** A lifecycle hook's handler: the API server takes exactly one of its actions. */
+export interface Handler {
+  readonly exec?: { command?: readonly string[] };
+  readonly httpGet?: { path?: string };
+  readonly tcpSocket?: unknown;
+  readonly sleep?: { seconds?: number };
 }
 
 export interface PodSpec {
   readonly containers: readonly Container[];
   readonly initContainers?: readonly Container[];
-  readonly volumes?: readonly { name: string; emptyDir?: unknown }[];
+  readonly volumes?: readonly { name: string; emptyDir?: unknown; projected?: { sources?: readonly { serviceAccountToken?: unknown }[] } }[];
+  readonly automountServiceAccountToken?: boolean;
   readonly terminationGracePeriodSeconds?: number;
   readonly serviceAccountName?: string;
-  readonly securityContext?: { runAsUser?: number };
+  readonly securityContext?: { runAsUser?: number; runAsGroup?: number };
   readonly nodeSelector?: Record<string, string>;
   readonly affinity?: any;
 }
@@ -81,13 +92,23 @@ export function envOf(c: Container, fields: Record<string, string>): Record<stri
   return out;
 }
 
-/** The operator's own command line: after `--` of `drainguard run`, or its container's. */
+/** The operator's own command line: what `drainguard run` starts (after `--`, or its first word that is no option), or its container's. */
 export function operatorArgv({ mode, supervisor, operator }: Placement): string[] {
   if (mode !== 'wrap') return operator ? argv(operator) : [];
   const words = argv(supervisor);
   const end = words.indexOf('--');
-  return end === -1 ? [] : words.slice(end + 1);
+  if (end !== -1) return words.slice(end + 1);
+  for (let i = words.indexOf('run') + 1; i < words.length; i++) {
+    const w = words[i]!;
+    if (!w.startsWith('-')) return words.slice(i);
+    // An option written apart from its value (--stop-timeout 5s) takes the next word.
+    if (!w.includes('=') && TAKES_VALUE.has(w)) i++;
+  }
+  return [];
 }
+
+/** The flags of drainguard run that take a value. */
+const TAKES_VALUE: ReadonlySet<string> = new Set(OPTIONS.filter((o) => o.value !== undefined && o.commands.includes('run')).flatMap((o) => [`--${o.flag}`, ...(o.short ? [`-${o.short}`] : [])]));
 
 /** The value of a Go flag (-NAME V, -NAME=V, and the same with --), as Go's flag package reads it; the last one wins. */
 export function goFlagOf(words: readonly string[], name: string): string | undefined {
@@ -127,3 +148,4 @@ export function mountFor(c: Container | undefined, path: string): { name: string
 }
 
 export const userOf = (c: Container | undefined, pod: PodSpec): number | undefined => c?.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;
+export const groupOf = (c: Container | undefined, pod: PodSpec): number | undefined => c?.securityContext?.runAsGroup ?? pod.securityContext?.runAsGroup;

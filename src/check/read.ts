@@ -1,7 +1,7 @@
 // Reading manifests for `drainguard check`: a file, a directory (every .yaml,
 // .yml and .json below it, in name order) or `-` for standard input, each
 // multi-document YAML; `kind: List` is unpacked. Bad input is a ConfigError
-// (exit 2), naming the file and, for YAML, the line.
+// (exit 2), naming the file and, for YAML, the line; so is input with no object.
 
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,7 +48,12 @@ export function parseManifests(text: string, source: string): Manifest[] {
 /** Every object in PATHS; `-` reads STDIN. */
 export function readManifests(paths: readonly string[], stdin: () => string): Manifest[] {
   if (paths.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the manifests to check: a file, a directory, or - for standard input, as arguments or with -f');
-  return paths.flatMap((p) => (p === '-' ? parseManifests(stdin(), '<stdin>') : files(p).flatMap((f) => parseManifests(readFileSync(f, 'utf8'), f))));
+  const objects = paths.flatMap((p) => (p === '-' ? parseManifests(stdin(), '<stdin>') : files(p).flatMap((f) => parseManifests(readFileSync(f, 'utf8'), f))));
+  // A pipe whose render failed gives check nothing: that is no success to report.
+  if (objects.length === 0) {
+    throw new ConfigError('DG_CHECK_INPUT', `${paths.map((p) => (p === '-' ? '<stdin>' : p)).join(', ')}: no Kubernetes object in the input; a helm template or kubectl kustomize that fails in a pipe prints nothing: run it alone to see its error`);
+  }
+  return objects;
 }
 
 const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -295,7 +295,7 @@ const NAMESPACE_OPTION = {
     if (!NAMESPACE.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'a namespace name (a DNS label)', raw);
     return raw;
   },
-  description: 'namespace of namespaced resources; predelete: also of the pods --require-ready looks for; check: of the objects that name none, as kubectl apply -n puts them (an object naming another is refused, exit 2)',
+  description: 'namespace of namespaced resources; predelete: also of the pods --require-ready looks for; check: of the objects that name none, as helm install -n creates them (an object naming another namespace is checked there)',
   defaultText: (c) => (c === 'check' ? 'default' : "the kubeconfig context's namespace, in a pod its own, else default"),
 } as const satisfies OptionSpec;
 

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { stringify } from 'yaml';
-import { type KubeObject, render, rendered, theDeployment } from '../deploy/support/manifests.ts';
+import { type KubeObject, parseObjects, render, rendered, theDeployment } from '../deploy/support/manifests.ts';
+import { OPERATOR_MEMORY_FLOOR_MIB, WRAP_MEMORY_MIB, quantityBytes } from '../../src/check/memory.ts';
 import { EXAMPLE, MODES, cleanupCharts, stageChart, templateText } from '../helm/support/charts.ts';
 import { EXE, tempDir } from '../support/proc.ts';
 
@@ -60,9 +61,12 @@ test('the kustomize renders are clean: files, the directory, standard input', ()
 test('the helm renders of the example operator are clean in every mode, hooks and all: helm template | drainguard check -', () => {
   const chart = stageChart(EXAMPLE);
   for (const mode of MODES) {
-    const r = check(['-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.mode': mode } }));
-    assert.equal(r.status, 0, r.stdout);
-    assert.match(r.stdout, /no findings/);
+    const text = templateText(chart, { namespace: 'operator-system', set: { 'drainguard.mode': mode } });
+    // Wrap mode needs the chart to raise the operator container's memory limit by drainguard's need.
+    const limit = quantityBytes(theDeployment(parseObjects(text)).spec.template.spec.containers.find((c: any) => c.name === 'manager').resources?.limits?.memory ?? '0');
+    const expected = mode === 'wrap' && limit !== undefined && limit > 0 && limit < (WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB) * 2 ** 20 ? ['wrap-memory-too-low'] : [];
+    const r = check(['-o', 'json', '-'], text);
+    assert.equal([r.status, r.findings.map((f) => f.code)], [expected.length === 0 ? 0 : 1, expected], r.stdout);
   }
   // drainguard switched off: nothing runs it.
   const off = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.enabled': false } }));
@@ -124,7 +128,7 @@ test('socket-not-on-volume: wrap mode on a read-only root filesystem with the de
 test('different-users: the sidecar and the operator run as different users (socket mode 0600)', () => {
   const objects = copy('sidecar');
   container(objects, 'manager').securityContext.runAsUser = 1000;
-  onlyFinding(checkObjects(objects), 'different-users', 'set securityContext.runAsUser: 1000 in container drainguard');
+  onlyFinding(checkObjects(objects), 'different-users', 'the Helm library chart: drainguard.runAsUser: 1000 and drainguard.runAsGroup: 1000; the kustomize components: a patch of the Deployment setting securityContext: {runAsUser: 1000, runAsGroup: 1000} in container drainguard');
 });
 
 test('guard-not-covered: the RBAC lacks a guarded name, or the Lease permissions', () => {
@@ -172,6 +176,10 @@ test('prestop-missing: sidecar mode without the preStop hook', () => {
     const objects = copy(mode);
     delete container(objects, 'manager').lifecycle;
     onlyFinding(checkObjects(objects), 'prestop-missing', 'lifecycle: {preStop: {exec: {command: [/drainguard/drainguard, prestop]}}}');
+    // The chart's own pause in the place of drainguard's hook.
+    container(objects, 'manager').lifecycle = { preStop: { sleep: { seconds: 5 } } };
+    onlyFinding(checkObjects(objects), 'prestop-missing', "make the preStop hook of container manager drainguard's alone");
+    assert.match(checkObjects(objects).findings[0]!.message, /the preStop hook of container manager \(sleep\) does not run drainguard prestop/);
   }
 });
 
@@ -233,6 +241,151 @@ test('idle-metrics-not-this-pod: a host other than the pod itself', () => {
   // The pod's own IP, from the downward API.
   container(objects, 'manager').env.splice(-1, 1, { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }, { name: 'DRAINGUARD_IDLE_METRICS', value: 'http://$(POD_IP):8080/metrics' });
   assert.equal(checkObjects(objects).status, 0, JSON.stringify(checkObjects(objects).findings));
+});
+
+/** What a render adds for guard ENTRIES: the entries in DRAINGUARD_GUARD, get and patch on them in drainguard's ClusterRole, and its admission policy's rules. */
+function guardMore(objects: KubeObject[], supervisor: string, entries: string[]): void {
+  const guard = container(objects, supervisor).env.find((e: any) => e.name === 'DRAINGUARD_GUARD');
+  guard.value = [guard.value, ...entries].join(',');
+  const own = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;
+  const policy = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy')!;
+  for (const entry of entries) {
+    const [kind, ...rest] = entry.split('/');
+    const resource = `${kind === 'serviceaccount' ? 'serviceaccount' : kind}s`;
+    const group = kind === 'serviceaccount' ? '' : 'rbac.authorization.k8s.io';
+    own.rules.push({ apiGroups: [group], resources: [resource], verbs: ['get', 'patch'], resourceNames: [rest.at(-1)] });
+    policy.spec.matchConstraints.resourceRules.push({ apiGroups: [group], apiVersions: ['*'], operations: ['UPDATE'], resources: [resource], resourceNames: [rest.at(-1)] });
+  }
+}
+const binding = (kind: 'ClusterRoleBinding' | 'RoleBinding', name: string, role: { kind: string; name: string }, namespace?: string): KubeObject => ({
+  apiVersion: 'rbac.authorization.k8s.io/v1', kind, metadata: { name, ...(namespace ? { namespace } : {}) },
+  roleRef: { apiGroup: 'rbac.authorization.k8s.io', ...role },
+  subjects: [{ kind: 'ServiceAccount', name: 'example-operator', namespace: 'example-system' }],
+});
+
+test('binding-not-guarded: a ClusterRoleBinding to the built-in cluster-admin left out of the guard; cluster-admin itself is not expected', () => {
+  for (const mode of MODES) {
+    const objects = copy(mode);
+    objects.push(binding('ClusterRoleBinding', 'example-operator-admin', { kind: 'ClusterRole', name: 'cluster-admin' }));
+    onlyFinding(checkObjects(objects), 'binding-not-guarded', `add clusterrolebinding/example-operator-admin to DRAINGUARD_GUARD in container ${mode === 'wrap' ? 'manager' : 'drainguard'}`);
+    assert.match(checkObjects(objects).findings[0]!.message, /ClusterRoleBinding example-operator-admin binds ServiceAccount example-system\/example-operator to ClusterRole cluster-admin/);
+    guardMore(objects, mode === 'wrap' ? 'manager' : 'drainguard', ['clusterrolebinding/example-operator-admin']);
+    assert.equal(checkObjects(objects).findings, []);
+  }
+});
+
+test('binding-not-guarded, role-not-guarded: a leader-election Role and RoleBinding in kube-system, expected with their own namespace', () => {
+  const objects = copy('native-sidecar');
+  objects.push(
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'example-leader', namespace: 'kube-system' }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'] }] },
+    binding('RoleBinding', 'example-leader', { kind: 'Role', name: 'example-leader' }, 'kube-system'),
+  );
+  const r = checkObjects(objects);
+  assert.equal([r.status, r.findings.map((f) => f.code)], [1, ['binding-not-guarded', 'role-not-guarded']], r.stdout);
+  assert.match(r.findings[0]!.fix, 'add rolebinding/kube-system/example-leader to DRAINGUARD_GUARD in container drainguard');
+  assert.match(r.findings[0]!.fix, 'drainguard.guard.roleBindings: [kube-system/example-leader]');
+  assert.match(r.findings[1]!.fix, 'add role/kube-system/example-leader to DRAINGUARD_GUARD');
+  guardMore(objects, 'drainguard', ['role/kube-system/example-leader', 'rolebinding/kube-system/example-leader']);
+  assert.equal(checkObjects(objects).findings, []);
+});
+
+test('aggregation-source-not-guarded: the operator ClusterRole aggregates another, which the guard leaves out', () => {
+  const objects = copy('sidecar');
+  const operator = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'example-operator')!;
+  objects.push({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'example-operator-rules', labels: { 'example.io/aggregate-to-operator': 'true' } }, rules: operator.rules });
+  operator.aggregationRule = { clusterRoleSelectors: [{ matchLabels: { 'example.io/aggregate-to-operator': 'true' } }] };
+  operator.rules = [];
+  onlyFinding(checkObjects(objects), 'aggregation-source-not-guarded', 'add clusterrole/example-operator-rules to DRAINGUARD_GUARD in container drainguard');
+  guardMore(objects, 'drainguard', ['clusterrole/example-operator-rules']);
+  assert.equal(checkObjects(objects).findings, []);
+});
+
+test('several Deployments: each checked with its own ServiceAccount and guard; one that runs no drainguard beside one that does is reported', () => {
+  const objects = copy('wrap');
+  const second = structuredClone(objects.filter((o) => !o.kind.startsWith('Validating') && !o.metadata.name.startsWith('drainguard:') && o.kind !== 'Namespace'))
+    .map((o) => JSON.parse(JSON.stringify(o).replaceAll('example-operator', 'example-webhook')) as KubeObject);
+  const webhook = theDeployment(second);
+  // The webhook without drainguard: the manager's own command back.
+  const manager = webhook.spec.template.spec.containers[0];
+  manager.command = ['/webhook'];
+  manager.env = [];
+  const r = checkObjects([...objects, ...second]);
+  assert.equal([r.status, r.findings.map((f) => `${f.severity} ${f.code} ${f.object}`)], [1, ['warning no-drainguard Deployment/example-system/example-webhook']], r.stdout);
+  assert.match(r.findings[0]!.message, /its ServiceAccount is bound to roles as an operator's is and Deployment\/example-system\/example-operator runs it/);
+  // With drainguard (the first one's container, its names), but a binding of its own left out of its guard.
+  const both = copy('wrap');
+  const other = structuredClone(both).map((o) => JSON.parse(JSON.stringify(o).replaceAll('example-operator', 'example-webhook')) as KubeObject).filter((o) => o.kind !== 'Namespace');
+  other.push(binding('ClusterRoleBinding', 'example-webhook-view', { kind: 'ClusterRole', name: 'view' }));
+  other.at(-1)!.subjects[0].name = 'example-webhook';
+  const r2 = checkObjects([...both, ...other]);
+  assert.equal(r2.findings.map((f) => `${f.code} ${f.object}`), ['binding-not-guarded Deployment/example-system/example-webhook'], r2.stdout);
+});
+
+test('wrap-command-missing, wrap-entrypoint-unknown: what the manifests show of a wrap whose command is not the image\'s', () => {
+  const cases: [string[] | undefined, string[] | undefined, string | undefined][] = [
+    // Nothing after `--`: drainguard exits 2.
+    [['/drainguard/drainguard', 'run', '--'], ['--leader-elect'], 'wrap-command-missing'],
+    // The chart ran a shell script in args on a shell entrypoint: /manager is not a shell.
+    [['/drainguard/drainguard', 'run', '--', '/manager'], ['-c', 'exec /usr/local/bin/operator --leader-elect'], 'wrap-entrypoint-unknown'],
+    [['/drainguard/drainguard', 'run', '--', '/manager'], ['--zap-devel', 'exec /op && true'], 'wrap-entrypoint-unknown'],
+    // The container named no command and gave the whole command line in args (ko's /ko-app/...): /manager takes flags only.
+    [['/drainguard/drainguard', 'run', '--', '/manager'], ['/ko-app/operator', '--leader-elect'], 'wrap-entrypoint-unknown'],
+    // The right ones: the shell and its script, the program and its flags, no `--` at all.
+    [['/drainguard/drainguard', 'run', '--', '/bin/sh'], ['-c', 'exec /usr/local/bin/operator --leader-elect'], undefined],
+    [['/drainguard/drainguard', 'run', '--', '/ko-app/operator'], ['--leader-elect'], undefined],
+    [['/drainguard/drainguard', 'run', '--stop-timeout', '5s', '/manager'], ['--leader-elect'], undefined],
+  ];
+  for (const [command, args, code] of cases) {
+    const objects = copy('wrap');
+    Object.assign(container(objects, 'manager'), { command, args });
+    const r = checkObjects(objects);
+    if (code === undefined) {
+      assert.equal(r.findings, [], `${command} ${args}: ${r.stdout}`);
+      continue;
+    }
+    onlyFinding(r, code, 'the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap');
+  }
+});
+
+test('token-not-mounted: automountServiceAccountToken false on the pod or its ServiceAccount, and no projected token in drainguard\'s container', () => {
+  for (const mode of MODES) {
+    const supervisor = mode === 'wrap' ? 'manager' : 'drainguard';
+    const objects = copy(mode);
+    podOf(objects).automountServiceAccountToken = false;
+    onlyFinding(checkObjects(objects), 'token-not-mounted', `mount in container ${supervisor} a projected volume at /var/run/secrets/kubernetes.io/serviceaccount with a serviceAccountToken`);
+    podOf(objects).volumes.push({ name: 'drainguard-token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }, { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] } });
+    container(objects, supervisor).volumeMounts.push({ name: 'drainguard-token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true });
+    assert.equal(checkObjects(objects).findings, []);
+  }
+  // The ServiceAccount says false, the pod nothing.
+  const objects = copy('native-sidecar');
+  objects.find((o) => o.kind === 'ServiceAccount')!.automountServiceAccountToken = false;
+  onlyFinding(checkObjects(objects), 'token-not-mounted', 'or let the pod mount its token');
+  assert.match(checkObjects(objects).findings[0]!.message, /its ServiceAccount example-system\/example-operator says automountServiceAccountToken: false/);
+  podOf(objects).automountServiceAccountToken = true;
+  assert.equal(checkObjects(objects).findings, []);
+});
+
+test('hook-invalid: a preStop with drainguard\'s exec and the chart\'s own sleep, which the API server refuses', () => {
+  for (const mode of ['sidecar', 'native-sidecar']) {
+    const objects = copy(mode);
+    container(objects, 'manager').lifecycle.preStop.sleep = { seconds: 5 };
+    onlyFinding(checkObjects(objects), 'hook-invalid', "keep one action in the preStop hook of container manager: drainguard's exec [/drainguard/drainguard, prestop]");
+    assert.match(checkObjects(objects).findings[0]!.message, /holds exec and sleep: a handler takes exactly one action/);
+  }
+});
+
+test('wrap-memory-too-low: the operator container\'s memory limit not raised for drainguard in wrap mode; the sidecars have their own', () => {
+  const objects = copy('wrap');
+  container(objects, 'manager').resources.limits.memory = '128Mi';
+  onlyFinding(checkObjects(objects), 'wrap-memory-too-low', `raise the memory request and limit of container manager by ${WRAP_MEMORY_MIB}Mi (to at least 192Mi here)`, 'warning');
+  container(objects, 'manager').resources.limits.memory = `${WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB}Mi`;
+  assert.equal(checkObjects(objects).findings, []);
+  container(objects, 'manager').resources.limits.memory = '1Gi';
+  assert.equal(checkObjects(objects).findings, []);
+  const sidecar = copy('native-sidecar');
+  container(sidecar, 'manager').resources.limits.memory = '128Mi';
+  assert.equal(checkObjects(sidecar).findings, []);
 });
 
 interface LayersRow { way: string; hook: string; hold: string; guard: string; finalized: boolean }
@@ -338,7 +491,7 @@ test('text output: each finding with its fix, and a summary', () => {
   const r = check(['-'], objects.map((o) => stringify(o)).join('---\n'));
   assert.equal(r.status, 1);
   assert.match(r.stdout, /^error prestop-missing: Deployment\/example-system\/example-operator\n {2}container manager has no preStop hook/);
-  assert.match(r.stdout, /\n {2}fix: add to container manager: lifecycle:/);
+  assert.match(r.stdout, /\n {2}fix: make the preStop hook of container manager drainguard's alone: lifecycle:/);
   assert.match(r.stdout, /checked 11 object\(s\): 1 error\(s\), 0 warning\(s\)\n$/);
 });
 
@@ -355,8 +508,13 @@ test('bad input is exit 2, naming what was wrong', () => {
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
     assert.match(r.stderr, message);
   }
+  // No object at all (a helm template that failed in the pipe printed nothing): no success to report.
   writeFileSync(join(dir, 'empty.yaml'), '# nothing\n');
-  assert.equal(check([join(dir, 'empty.yaml')]).stdout, 'checked 0 object(s): no findings\n');
+  for (const [args, input] of [[[join(dir, 'empty.yaml')], undefined], [['-'], ''], [['-o', 'json', '-'], '---\n']] as [string[], string | undefined][]) {
+    const r = check(args, input);
+    assert.equal([r.status, r.stdout], [2, ''], `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, /DG_CHECK_INPUT: .*: no Kubernetes object in the input; a helm template or kubectl kustomize that fails in a pipe prints nothing: run it alone to see its error/);
+  }
 });
 
 test.run();

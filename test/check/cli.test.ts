@@ -1,9 +1,12 @@
 // `drainguard check` on a real render, through the built executable: a chart
 // in `helm create`'s shape (test/check/fixtures/widget-operator: no
-// metadata.namespace anywhere, its operator bound by group, by user name and
-// through an aggregated ClusterRole) rendered by the real helm, read as
-// `kubectl apply -n NS -f` would read it: -n/--namespace (or
-// DRAINGUARD_NAMESPACE) and -f/--filename, repeatable.
+// metadata.namespace but on its leader-election Role and RoleBinding, which are
+// in kube-system; its operator bound by group, by user name, through an
+// aggregated ClusterRole and to the built-in view) rendered by the real helm,
+// read as `helm install -n NS` creates it: -n/--namespace (or
+// DRAINGUARD_NAMESPACE) and -f/--filename, repeatable. Each binding of the
+// operator's ServiceAccount, the roles they bind and the aggregation sources
+// must be guarded; a render that leaves one out is reported.
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,12 +39,12 @@ function check(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Res
 const render = (): string => templateText(CHART, { namespace: NS, release: 'demo' });
 const documents = (text: string): Record<string, any>[] => parseAllDocuments(text).map((d) => d.toJS() as Record<string, any>).filter(Boolean);
 
-test('the render names no namespace: helm template | drainguard check -n NS - is clean, without -n it is read in default', () => {
+test('helm template | drainguard check -n NS - is clean, the kube-system objects in kube-system; without -n the rest is read in default', () => {
   const text = render();
-  assert.ok(documents(text).every((o) => o.metadata.namespace === undefined), 'the fixture leaves metadata.namespace out');
+  assert.equal(documents(text).filter((o) => o.metadata.namespace !== undefined).map((o) => `${o.kind}/${o.metadata.namespace}`).sort(), ['Role/kube-system', 'Role/kube-system', 'RoleBinding/kube-system', 'RoleBinding/kube-system']);
   const clean = check(['-n', NS, '-'], text);
   assert.equal([clean.status, clean.findings], [0, []], clean.stdout + clean.stderr);
-  assert.match(clean.stdout, /"checked": 12,/);
+  assert.match(clean.stdout, /"checked": 17,/);
   // What check said before -n: the guard's serviceaccount/widgets/... and the subjects in widgets, the objects in default.
   const unplaced = check(['-'], text);
   assert.equal(unplaced.status, 1);
@@ -67,7 +70,7 @@ test('-f FILE, -f DIR, -f - and --filename, repeatable and beside positional pat
   writeFileSync(join(rest, 'workload.yml'), objects.filter((o) => !rbac.includes(o)).map((o) => stringify(o)).join('---\n'));
   const split = check(['-n', NS, '-f', join(dir, 'rbac.yaml'), '--filename', rest]);
   assert.equal([split.status, split.findings], [0, []], split.stdout + split.stderr);
-  assert.match(split.stdout, /"checked": 12,/);
+  assert.match(split.stdout, /"checked": 17,/);
   // Without the RBAC file the guard is not covered: both -f were read.
   assert.ok(check(['-n', NS, '--filename', rest]).findings.includes(`guard-not-covered Deployment/${NS}/${DEPLOYMENT}`));
   // Standard input with -f, a positional beside -f, and --filename=.
@@ -76,21 +79,47 @@ test('-f FILE, -f DIR, -f - and --filename, repeatable and beside positional pat
   assert.equal(check(['-n', NS, `--filename=${join(dir, 'rbac.yaml')}`, `--filename=${rest}`]).findings, []);
 });
 
-test("an object that names another namespace than -n: exit 2, in kubectl's words, naming the object and where NS came from", () => {
+test('an object that names another namespace than -n stays there, as helm install -n creates it (no longer refused)', () => {
   const objects = documents(render());
   objects.find((o) => o.kind === 'ServiceAccount')!.metadata.namespace = 'elsewhere';
   const text = objects.map((o) => stringify(o)).join('---\n');
-  const refused = check(['-n', NS, '-'], text);
-  assert.equal(refused.status, 2, refused.stdout + refused.stderr);
-  assert.match(refused.stderr, `DG_CHECK_INPUT: ServiceAccount/elsewhere/${DEPLOYMENT}: the namespace from the provided object "elsewhere" does not match the namespace "${NS}" (-n)`);
-  assert.equal(check(['-'], text, { DRAINGUARD_NAMESPACE: NS }).status, 2);
-  assert.match(check(['-'], text, { DRAINGUARD_NAMESPACE: NS }).stderr, /"widgets" \(DRAINGUARD_NAMESPACE\)/);
-  // Without -n an object keeps the namespace it names, as kubectl apply keeps it.
-  const kept = check(['-'], text);
-  assert.ok(kept.findings.includes(`guarded-object-missing Deployment/default/${DEPLOYMENT}`), kept.findings.join('\n'));
+  const moved = check(['-n', NS, '-'], text);
+  assert.equal(moved.status, 1, moved.stdout + moved.stderr);
+  // The Deployment runs as widgets/NAME, which is now elsewhere: the guard names an object the render does not hold there.
+  assert.ok(moved.findings.includes(`guarded-object-missing Deployment/${NS}/${DEPLOYMENT}`), moved.findings.join('\n'));
+  assert.equal(check(['-'], text, { DRAINGUARD_NAMESPACE: NS }).findings, moved.findings);
   // A render that names its namespaces everywhere, checked with that one: clean.
   const example = check(['-n', 'operator-system', '-'], templateText(stageChart(EXAMPLE), { namespace: 'operator-system' }));
   assert.equal([example.status, example.findings], [0, []], example.stdout + example.stderr);
+});
+
+/** The fixture rendered with one part of the guard left out, as a render that misses that shape makes it. */
+const without = (value: string): Result => check(['-n', NS, '-'], templateText(CHART, { namespace: NS, release: 'demo', set: { [`guard.${value}`]: false } }));
+const details = (r: Result): { code: string; message: string; fix: string }[] => (JSON.parse(r.stdout) as { findings: { code: string; message: string; fix: string }[] }).findings;
+
+test('binding-not-guarded: a binding to the built-in ClusterRole view left out of the guard; view itself is not expected', () => {
+  const r = without('viewBinding');
+  assert.equal([r.status, r.findings], [1, [`binding-not-guarded Deployment/${NS}/${DEPLOYMENT}`]], r.stdout + r.stderr);
+  const [f] = details(r);
+  assert.match(f!.message, `ClusterRoleBinding ${DEPLOYMENT}-view binds ServiceAccount ${NS}/${DEPLOYMENT} to ClusterRole view`);
+  assert.match(f!.fix, `add clusterrolebinding/${DEPLOYMENT}-view to DRAINGUARD_GUARD in container manager`);
+  assert.match(f!.fix, `drainguard.guard.clusterRoleBindings: [${DEPLOYMENT}-view]`);
+});
+
+test('binding-not-guarded, role-not-guarded: the leader-election Role and RoleBinding in kube-system, named with their own namespace', () => {
+  const r = without('leaderElection');
+  assert.equal([r.status, r.findings], [1, [`binding-not-guarded Deployment/${NS}/${DEPLOYMENT}`, `role-not-guarded Deployment/${NS}/${DEPLOYMENT}`]], r.stdout + r.stderr);
+  const [binding, role] = details(r);
+  assert.match(binding!.fix, `add rolebinding/kube-system/${DEPLOYMENT}-leader-election to DRAINGUARD_GUARD`);
+  assert.match(binding!.fix, `drainguard.guard.roleBindings: [kube-system/${DEPLOYMENT}-leader-election]`);
+  assert.match(role!.fix, `add role/kube-system/${DEPLOYMENT}-leader-election to DRAINGUARD_GUARD`);
+});
+
+test('aggregation-source-not-guarded: the ClusterRoles aggregated into the guarded one left out of the guard', () => {
+  const r = without('aggregationSources');
+  assert.equal([r.status, r.findings], [1, Array(2).fill(`aggregation-source-not-guarded Deployment/${NS}/${DEPLOYMENT}`)], r.stdout + r.stderr);
+  const named = details(r).map((f) => /^ClusterRole (\S+) is aggregated into the guarded ClusterRole (\S+) /.exec(f.message)?.slice(1).join(' into ')).sort();
+  assert.equal(named, [`${DEPLOYMENT}-leader-election into ${DEPLOYMENT}`, `${DEPLOYMENT}-widgets into ${DEPLOYMENT}`]);
 });
 
 test('bad -n, -f and their combinations are exit 2, naming the flag', () => {

@@ -1,7 +1,8 @@
 // `drainguard check --deployment NAMESPACE/NAME` against the real API server:
 // the wrap example (deploy/rendered/wrap.yaml, its names made unique) created
 // as it is is clean; the same Deployment with its drainguard RBAC short of a
-// guarded name gets that finding. No pod needs to run: only objects are read.
+// guarded name gets that finding, and a RoleBinding of its ServiceAccount in
+// another namespace is found there. No pod needs to run: only objects are read.
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +37,14 @@ test('a live Deployment: clean as created, then the finding once its RBAC lacks 
   const findings = JSON.parse(broken.stdout).findings as { code: string; object: string; fix: string }[];
   assert.equal(findings.map((f) => `${f.code} ${f.object}`), [`guard-not-covered Deployment/${ns}/${name}`]);
   assert.match(findings[0]!.fix, `resources: [clusterroles], verbs: [get, patch], resourceNames: [${name}]`);
+
+  // A RoleBinding of the operator's ServiceAccount in another namespace, which the guard leaves out.
+  const other = (await cluster.namespace('check-other')).name;
+  await cluster.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: `${name}-leader`, namespace: other }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] });
+  const elsewhere = check();
+  const found = JSON.parse(elsewhere.stdout).findings as { code: string; fix: string }[];
+  assert.equal(found.map((f) => f.code), ['binding-not-guarded', 'guard-not-covered'], elsewhere.stdout);
+  assert.match(found[0]!.fix, `add rolebinding/${other}/${name}-leader to DRAINGUARD_GUARD`);
 
   const missing = spawnSync(EXE, ['check', '--deployment', `${ns}/nothing-here`], { encoding: 'utf8', timeout: 30_000, env: { KUBECONFIG: cluster.adminKubeconfig } });
   assert.equal(missing.status, 1, 'a Deployment that is not there is a failure of the check (exit 1), with the API message');

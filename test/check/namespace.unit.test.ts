@@ -1,12 +1,11 @@
 // check/namespace.ts: where `kubectl apply -n NS` puts each object of a
 // render. Objects that name no namespace go into NS (default without -n);
 // cluster-scoped kinds, built in or defined by a CRD in the same manifests,
-// stay cluster-scoped; an object naming another namespace than -n is what
-// kubectl refuses, with its words.
+// stay cluster-scoped; an object naming another namespace than -n stays in
+// it, as `helm install -n` creates it.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ConfigError } from '../../src/errors.ts';
 import type { Manifest } from '../../src/check/finding.ts';
 import { objectId } from '../../src/check/finding.ts';
 import { placeInNamespace } from '../../src/check/namespace.ts';
@@ -71,20 +70,9 @@ test("a custom kind is cluster-scoped when a CRD in the manifests says so (scope
   assert.equal(ids(namespaced)[1], 'Installation/my-ns/default');
 });
 
-test("-n NS and an object naming another namespace: refused in kubectl's words, every such object named, with the source of NS", () => {
-  const objects = [object('v1', 'ServiceAccount', 'op', 'other'), object('apps/v1', 'Deployment', 'op'), object('v1', 'ConfigMap', 'c', 'third')];
-  let error: unknown;
-  try {
-    placeInNamespace(objects, { name: 'my-ns', source: 'DRAINGUARD_NAMESPACE' });
-  } catch (err) {
-    error = err;
-  }
-  assert.instance(error, ConfigError);
-  const message = (error as ConfigError).message;
-  assert.match(message, 'ServiceAccount/other/op: the namespace from the provided object "other" does not match the namespace "my-ns" (DRAINGUARD_NAMESPACE)');
-  assert.match(message, 'ConfigMap/third/c: the namespace from the provided object "third" does not match');
-  assert.not.match(message, 'Deployment');
-  assert.match(message, 'kubectl apply refuses');
+test('-n NS and objects naming other namespaces: each stays in its own, as helm install -n creates it (kubectl would refuse it; Helm renders are what users pipe)', () => {
+  const objects = [object('v1', 'ServiceAccount', 'op', 'other'), object('apps/v1', 'Deployment', 'op'), object('rbac.authorization.k8s.io/v1', 'RoleBinding', 'leader', 'kube-system')];
+  assert.equal(ids(placeInNamespace(objects, { name: 'my-ns', source: 'DRAINGUARD_NAMESPACE' })), ['ServiceAccount/other/op', 'Deployment/my-ns/op', 'RoleBinding/kube-system/leader']);
 });
 
 test.run();

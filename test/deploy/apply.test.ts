@@ -9,7 +9,8 @@
 // terminating and held until the pod has drained and stopped; the pod releases
 // every one of them, and `drainguard release --wait --delete` then deletes
 // drainguard's own RBAC: nothing is left, no finalizer, no Lease, no pod, and
-// drainguard logged no warning or error.
+// drainguard logged no warning or error. The same for kubebuilder's scaffold
+// and for docs/deploy.md's overlay with guard-more (objects in kube-system).
 
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -21,9 +22,10 @@ import { Kubelet } from '../support/kubelet/index.ts';
 import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
 import { guardTargetKey, parseGuardList } from '../../src/config/guard-list.ts';
 import { within } from '../support/wait.ts';
-import { EXE, type LogLine, type Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
+import { EXE, type LogLine, NODE, type Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
-import { type Example, type KubeObject, example, kubebuilderProject } from './support/manifests.ts';
+import { type Example, type KubeObject, example, kubebuilderProject, parseObjects, shapesOverlay } from './support/manifests.ts';
+import type { Launch, Runner } from '../support/kubelet/container.ts';
 
 const GUARDED = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 const STALE_HOLDER = 'drainguard.dev/holder-0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50';
@@ -53,6 +55,21 @@ function render(objects: KubeObject[]): KubeObject[] {
   });
 }
 
+/**
+ * An operator image that runs `script` as its ENTRYPOINT: the container names no
+ * command (argv is its args), or a wrap names the image's program (/ko-app/...).
+ */
+function entrypointImage(script: string, env: NodeJS.ProcessEnv = {}): Runner {
+  return (run): Launch | undefined => {
+    if (run.hook || run.container.name !== 'manager') return undefined;
+    const program = run.argv.findIndex((w) => w.startsWith('/ko-app/'));
+    const at = program !== -1 ? program : run.container.command === undefined ? 0 : -1;
+    if (at === -1) return undefined;
+    const argv = [...run.argv.slice(0, at), NODE, script];
+    return { file: argv[0]!, args: argv.slice(1), env, probes: false };
+  };
+}
+
 /** Every log line of every drainguard process the kubelet started (containers and hooks). */
 function drainguardLogs(kubelet: Kubelet): (LogLine & { container: string })[] {
   return kubelet.events.filter((e) => e.proc).flatMap((e) => e.proc!.logs().map((l) => ({ ...l, container: e.container! })));
@@ -69,11 +86,13 @@ async function scenario(mode: string, guardContainer: string, ex: Example = exam
   const list = [...spec.containers, ...(spec.initContainers ?? [])].flatMap((c: any) => c.env ?? []).find((e: any) => e.name === 'DRAINGUARD_GUARD').value as string;
   const named = new Set(parseGuardList(list, 'DRAINGUARD_GUARD').map(guardTargetKey));
   const guarded = objects.filter((o) => GUARDED.includes(o.kind) && named.has(guardTargetKey({ kind: o.kind.toLowerCase(), namespace: o.metadata.namespace, name: o.metadata.name })));
-  assert.is(guarded.length, 7, 'seven guarded objects');
+  assert.is(guarded.length, named.size, `every guarded object is rendered (${[...named].join(', ')})`);
+  assert.ok(guarded.length >= 7, 'the seven of the mode component at least');
+  const operatorEnv = { FIXTURE_WORK: '300', ...(mode === 'wrap' && LEASE) };
   const kubelet = await Kubelet.start({
     cluster: cluster.access,
     namespaces: [ns],
-    images: { [DRAINGUARD_IMAGE]: drainguardImage(LEASE), [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '300', ...(mode === 'wrap' && LEASE) }) },
+    images: { [DRAINGUARD_IMAGE]: drainguardImage(LEASE), [ex.image]: (ex.entrypoint ? entrypointImage : operatorImage)(fixture('operator.ts'), operatorEnv) },
   });
   try {
     cluster.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
@@ -216,6 +235,14 @@ test('plain sidecar: the same', () => scenario('sidecar', 'drainguard'));
 test("kubebuilder's scaffold, wrap: docs/deploy.md's overlay and uninstall, prefix and all", async () => {
   const project = kubebuilderProject('wrap', `kb-${randomBytes(4).toString('hex')}`, tempDir());
   await scenario('wrap', 'manager', project, byOverlay(project.overlay));
+});
+
+test('guard-more, native sidecar: docs/deploy.md\'s overlay for more RBAC, a binding to view, leader election in kube-system, an aggregation source, all held and released', async () => {
+  const id = `sh-${randomBytes(4).toString('hex')}`;
+  const dir = shapesOverlay(tempDir(), 'native-sidecar', { name: id, namespace: `${id}-system` });
+  const objects = parseObjects(execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' }));
+  assert.equal(objects.filter((o) => o.metadata.namespace === 'kube-system').map((o) => o.kind).sort(), ['Role', 'RoleBinding']);
+  await scenario('native-sidecar', 'drainguard', { objects, namespace: `${id}-system`, name: id, image: `example.com/${id}`, entrypoint: true });
 });
 
 test.run();

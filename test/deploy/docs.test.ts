@@ -12,6 +12,7 @@ import { parse, stringify } from 'yaml';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { tempDir } from '../support/proc.ts';
 import { DEPLOY, docBlocks, problems, render, theDeployment } from './support/manifests.ts';
+import { OPERATOR_MEMORY_FLOOR_MIB, WRAP_MEMORY_MIB } from '../../src/check/memory.ts';
 
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 const yamlBlocks = docBlocks('Adding drainguard to any other operator');
@@ -59,6 +60,14 @@ test("native-sidecar: the doc's patch sets the operator's command and drainguard
   assert.equal(spec.containers.find((c: any) => c.name === 'manager').command, ['/drainguard/drainguard', 'run', '--', '/usr/local/bin/my-operator']);
   const dg = spec.initContainers.find((c: any) => c.name === 'drainguard');
   assert.equal([dg.securityContext.runAsUser, dg.securityContext.runAsGroup, dg.image], [1000, 1000, `ghcr.io/drainguard/drainguard:${VERSION}`], stringify(dg));
+});
+
+test("wrap mode: the doc's memory figure is check's (WRAP_MEMORY_MIB), and its patch gives the example operator what check asks", () => {
+  const doc = readFileSync('docs/deploy.md', 'utf8');
+  assert.match(doc, `memory request and limit by ${WRAP_MEMORY_MIB}Mi`);
+  assert.match(doc, `in wrap mode add ${WRAP_MEMORY_MIB}Mi to the`);
+  const memory = yamlBlocks.find((b) => b.startsWith('patches:') && b.includes('memory'))!;
+  assert.match(memory, `memory: ${WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB}Mi`);
 });
 
 test.run();

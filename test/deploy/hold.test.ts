@@ -8,12 +8,13 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { EXE, tempDir } from '../support/proc.ts';
-import { DEPLOY, problems, render, theDeployment } from './support/manifests.ts';
+import { DEPLOY, docBlocks, problems, render, theDeployment } from './support/manifests.ts';
 
 const EXAMPLE = join(DEPLOY, 'examples/hold');
 const HOLD = 'installations.operator.example.io,apiservers.operator.example.io';
+const MEMORY_PATCH = docBlocks('Adding drainguard to any other operator').find((b) => b.startsWith('patches:') && b.includes('memory'))!;
 
 function userTree(mode: string): string {
   const dir = join(tempDir(), 'hold');
@@ -24,6 +25,8 @@ function userTree(mode: string): string {
     kind: 'Kustomization',
     resources: [relative(dir, join(EXAMPLE, 'operator')), 'crd.yaml', 'drainguard.yaml'],
     components: [relative(dir, join(DEPLOY, 'components', mode)), relative(dir, join(DEPLOY, 'components/hold'))],
+    // Wrap mode: the operator container's memory raised for drainguard, as docs/deploy.md's step 4 has it.
+    ...(mode === 'wrap' && { patches: (parse(MEMORY_PATCH) as { patches: unknown[] }).patches }),
   }));
   return relative(process.cwd(), dir);
 }

@@ -128,6 +128,8 @@ export interface Example {
   /** The example operator's name (Deployment, ClusterRole, ServiceAccount, pod label) and image repository. */
   readonly name: string;
   readonly image: string;
+  /** The operator's container names no command: its image's ENTRYPOINT runs (test/deploy/fixtures/shapes-operator). */
+  readonly entrypoint?: boolean;
 }
 
 /**
@@ -151,7 +153,7 @@ export function docBlocks(heading: string): string[] {
 }
 
 /** The remote components docs/deploy.md names, and the local path that stands for each. */
-const REMOTE_COMPONENT = /https:\/\/github\.com\/\S+\/\/deploy\/components\/([a-z-]+)\?ref=\S+/g;
+export const REMOTE_COMPONENT = /https:\/\/github\.com\/\S+\/\/deploy\/components\/([a-z-]+)\?ref=\S+/g;
 
 export interface KubebuilderProject extends Example {
   /** config/drainguard, the overlay docs/deploy.md has the user write. */
@@ -180,4 +182,51 @@ export function kubebuilderProject(mode: string, project: string, dir: string): 
   writeFileSync(join(overlay, 'drainguard.yaml'), settings);
   const text = execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   return { objects: parseObjects(text), namespace: `${project}-system`, name: `${project}-controller-manager`, image: 'example.com/guestbook:v0.0.1', overlay };
+}
+
+/** docs/deploy.md's "More than one ClusterRole and binding": its kustomization (with guard-more) and its settings. */
+export function moreBlocks(): { kustomization: string; settings: string } {
+  const blocks = docBlocks('More than one ClusterRole and binding');
+  const kustomization = blocks.find((b) => b.includes('kind: Kustomization') && b.includes('guard-more'));
+  const settings = blocks.find((b) => b.includes('kind: ConfigMap'));
+  if (!kustomization || !settings) throw new Error('docs/deploy.md: "More than one ClusterRole and binding" shows the kustomization, then the ConfigMap');
+  return { kustomization, settings };
+}
+
+export interface ShapesOptions {
+  /** The operator's name in place of shapes-operator (its ClusterRoles, bindings, Deployment, image). */
+  readonly name?: string;
+  /** Its namespace in place of shapes-system. */
+  readonly namespace?: string;
+  /** Changes to the doc's settings. */
+  readonly edit?: (settings: string) => string;
+  /** The components, from the doc's (the mode in place of wrap). */
+  readonly components?: (list: string[]) => string[];
+}
+
+/**
+ * test/deploy/fixtures/shapes-operator (an operator shaped as issue 41 found
+ * real charts) in ROOT/default-NAME, and beside it in ROOT/NAME the overlay
+ * docs/deploy.md's "More than one ClusterRole and binding" has the user write,
+ * in MODE, the components from this checkout. Another NAME than the fixture's
+ * leaves its Namespace out (the first operator's) and aggregates by a label of
+ * its own. Returns the overlay's directory.
+ */
+export function shapesOverlay(root: string, mode: string, { name = 'shapes-operator', namespace = 'shapes-system', edit = (s) => s, components = (list) => list }: ShapesOptions = {}): string {
+  const { kustomization, settings } = moreBlocks();
+  const rename = (text: string) => text.replaceAll('shapes-operator', name).replaceAll('shapes-system', namespace);
+  const base = join(root, `default-${name}`);
+  cpSync(join(ROOT, 'test/deploy/fixtures/shapes-operator'), base, { recursive: true });
+  for (const file of ['namespace.yaml', 'rbac.yaml', 'leader-election.yaml', 'deployment.yaml']) writeFileSync(join(base, file), rename(readFileSync(join(base, file), 'utf8')));
+  if (name !== 'shapes-operator' && namespace === 'shapes-system') {
+    for (const file of ['rbac.yaml']) writeFileSync(join(base, file), readFileSync(join(base, file), 'utf8').replaceAll('aggregate-to-operator', `aggregate-to-${name}`));
+    writeFileSync(join(base, 'kustomization.yaml'), readFileSync(join(base, 'kustomization.yaml'), 'utf8').replace('  - namespace.yaml\n', ''));
+  }
+  const dir = join(root, name);
+  mkdirSync(dir, { recursive: true });
+  const named = [...kustomization.matchAll(REMOTE_COMPONENT)].map((m) => m[1]!);
+  const local = components(named.map((c) => (c === 'wrap' ? mode : c))).map((c) => `  - ${relative(dir, join(DEPLOY, 'components', c))}`);
+  writeFileSync(join(dir, 'kustomization.yaml'), kustomization.replace('../default', relative(dir, base)).replace(/components:\n( {2}- .*\n)+/, `components:\n${local.join('\n')}\n`));
+  writeFileSync(join(dir, 'drainguard.yaml'), edit(rename(settings)));
+  return dir;
 }
