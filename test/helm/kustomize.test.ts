@@ -46,8 +46,8 @@ function withoutMemoryRaise(o: KubeObject, component: KubeObject | undefined): K
   const ours = copy.spec.template.spec.containers[0].resources;
   assert.is(mebibytes(ours.requests.memory), mebibytes(theirs.requests.memory) + 96, 'request raised by 96Mi');
   assert.is(mebibytes(ours.limits.memory), mebibytes(theirs.limits.memory) + 192, 'limit raised by 192Mi');
-  assert.is(copy.metadata.annotations['drainguard.dev/memory'], `memory request ${theirs.requests.memory} to ${ours.requests.memory}, limit ${theirs.limits.memory} to ${ours.limits.memory}: drainguard runs in this container (drainguard.resources added)`);
-  delete copy.metadata.annotations['drainguard.dev/memory'];
+  assert.is(copy.metadata.annotations?.['drainguard.dev/memory'], `memory request ${theirs.requests.memory} to ${ours.requests.memory}, limit ${theirs.limits.memory} to ${ours.limits.memory}: drainguard runs in this container (drainguard.resources added)`);
+  delete copy.metadata.annotations?.['drainguard.dev/memory'];
   ours.requests.memory = theirs.requests.memory;
   ours.limits.memory = theirs.limits.memory;
   return copy;
