@@ -39,20 +39,27 @@ it, which every other template reads as it would the chart-wide settings.
 
 {{/*
 The contexts, one per operator, for the templates below: the root context
-itself for drainguard.operator; a copy with .Values.drainguard replaced for
-each entry of drainguard.operators. Argument: the root context. Not a
-template's output: called as (include "drainguard.operatorValues" .) and
-drainguard.operatorContext.
+itself for drainguard.operator; for each entry of drainguard.operators, a copy
+whose .Values.drainguard is that entry's settings. Templates return text, so
+this one returns through its argument: (dict "root" $) gets "contexts", the
+list.
 */}}
-{{- define "drainguard.operatorContext" -}}
-{{- /* (dict "root" $ "values" V): renders nothing; sets .context on the dict. */ -}}
+{{- define "drainguard.operatorContexts" -}}
+{{- $root := .root -}}
+{{- $contexts := list $root -}}
+{{- with include "drainguard.operatorValues" $root | fromJsonArray -}}
+{{- $contexts = list -}}
+{{- range $settings := . -}}
 {{- $values := dict -}}
-{{- range $k, $v := .root.Values }}{{ $_ := set $values $k $v }}{{ end -}}
-{{- $_ := set $values "drainguard" .values -}}
+{{- range $k, $v := $root.Values }}{{ $_ := set $values $k $v }}{{ end -}}
+{{- $_ := set $values "drainguard" $settings -}}
 {{- $context := dict -}}
-{{- range $k, $v := .root }}{{ $_ := set $context $k $v }}{{ end -}}
+{{- range $k, $v := $root }}{{ $_ := set $context $k $v }}{{ end -}}
 {{- $_ := set $context "Values" $values -}}
-{{- $_ := set . "context" $context -}}
+{{- $contexts = append $contexts $context -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set . "contexts" $contexts -}}
 {{- end -}}
 
 {{/*
@@ -64,16 +71,9 @@ Deployment (the chart's own switch turned it off) gets nothing. Argument: the
 root context.
 */}}
 {{- define "drainguard.all" -}}
-{{- $contexts := list . -}}
-{{- with include "drainguard.operatorValues" . | fromJsonArray -}}
-{{- $contexts = list -}}
-{{- range . -}}
-{{- $arg := dict "root" $ "values" . -}}
-{{- include "drainguard.operatorContext" $arg -}}
-{{- $contexts = append $contexts $arg.context -}}
-{{- end -}}
-{{- end -}}
-{{- range $contexts -}}
+{{- $operators := dict "root" . -}}
+{{- include "drainguard.operatorContexts" $operators -}}
+{{- range $operators.contexts -}}
 {{- if not .Values.drainguard.operator.template -}}
 {{- fail "drainguard.operator.template: name the template of the operator's Deployment (a partial under templates/, such as manager/_manager.yaml), so that drainguard renders it with drainguard added; with drainguard.operators, each entry's template" -}}
 {{- end -}}
@@ -97,16 +97,9 @@ drainguard changed that the chart's own values do not show, per operator.
 */}}
 {{- define "drainguard.notes" -}}
 {{- if .Values.drainguard.enabled -}}
-{{- $contexts := list . -}}
-{{- with include "drainguard.operatorValues" . | fromJsonArray -}}
-{{- $contexts = list -}}
-{{- range . -}}
-{{- $arg := dict "root" $ "values" . -}}
-{{- include "drainguard.operatorContext" $arg -}}
-{{- $contexts = append $contexts $arg.context -}}
-{{- end -}}
-{{- end -}}
-{{- range $contexts -}}
+{{- $operators := dict "root" . -}}
+{{- include "drainguard.operatorContexts" $operators -}}
+{{- range $operators.contexts -}}
 {{- if or (not .Values.drainguard.operator.template) (include "drainguard.operatorDeployment" . | fromJson) -}}
 {{- $c := include "drainguard.config" . | fromJson }}
 drainguard ({{ .Values.drainguard.mode }} mode, Deployment {{ $c.deployment }}) guards {{ len $c.guard }} object(s) while the operator's pods live: {{ join ", " $c.guard }}.
