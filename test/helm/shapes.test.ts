@@ -9,7 +9,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type KubeObject, ofKind, parseObjects } from '../deploy/support/manifests.ts';
+import { type KubeObject, ofKind, parseObjects, problems } from '../deploy/support/manifests.ts';
 import { helm } from '../support/helm.ts';
 import { MODES, cleanupCharts, templateError, templateText } from './support/charts.ts';
 import { adoptShape, check, groundTruth, guardOf, plainRender } from './support/shapes.ts';
@@ -277,6 +277,26 @@ for (const mode of MODES) {
       assert.not.match(notes(memory, { 'drainguard.mode': mode }), 'memory');
     }
     assertGuarded('memory-limit', r);
+  });
+}
+
+// What the renders above add is what the API server accepts (the projected token, the
+// Roles in other namespaces, two operators' objects, the raised memory).
+for (const [shape, headings, set] of [
+  ['other-namespaces', [], {}],
+  ['no-token', [], {}],
+  ['two-operators', ['Several operators'], {}],
+  ['memory-limit', [], {}],
+  ['prestop', ['A container with a `preStop`'], {}],
+  ['run-as', [], { userOn: 'pod' }],
+] as const) {
+  const chart = adoptShape(shape, ...headings);
+  test(`${shape}: every object rendered in every mode validates against the Kubernetes schemas`, async () => {
+    for (const mode of MODES) {
+      if (shape === 'no-token' && mode === 'wrap') continue;
+      const { objects } = render(chart, { ...set, 'drainguard.mode': mode });
+      assert.equal((await Promise.all(objects.map(problems))).flat(), [], mode);
+    }
   });
 }
 
