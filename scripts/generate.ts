@@ -7,6 +7,7 @@
 //   deploy/helm/drainguard/templates/_defaults.tpl  the chart's defaults, from the options
 //   deploy/helm/drainguard/templates/_grace-rule.tpl  the grace rule, from src/config/grace-rule.ts
 //   deploy/helm/drainguard/templates/_admission-rules.tpl  the admission policy's rules, from the component's
+//   docs/helm.md                    the table of the library chart's settings, from its values.yaml
 // `npm run generate` writes them; `npm run generate -- --check` only reports
 // the ones that differ (exit 1), as the drift test does.
 
@@ -21,6 +22,7 @@ import { ERRORS_DOC, errorsDoc } from './generate/errors.ts';
 import { RENDERED_EXAMPLES, renderedExample, renderedPath } from './generate/rendered.ts';
 import { VARIABLES_DOC, withVariablesTable } from './generate/variables.ts';
 import { withLayersTable } from './generate/layers.ts';
+import { SETTINGS_DOC, withSettingsTable } from './generate/chart-settings.ts';
 
 export const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
 
@@ -40,6 +42,7 @@ export function generateAll(root = ROOT): Generated[] {
     { path: CHART_DEFAULTS, content: chartDefaults() },
     { path: GRACE_RULE, content: graceRuleTemplate() },
     { path: ADMISSION_RULES, content: admissionRules(root) },
+    { path: SETTINGS_DOC, content: withSettingsTable(current(SETTINGS_DOC), root) },
     ...RENDERED_EXAMPLES.map((mode) => ({ path: renderedPath(mode), content: renderedExample(root, mode) })),
   ];
 }

@@ -11,7 +11,7 @@ import { ROOT, generateAll } from '../../scripts/generate.ts';
 
 const generated = generateAll();
 
-test("the generator makes the launcher, the table of variables, the table of error codes, each rendered example, the chart's defaults, grace rule and admission rules", () => {
+test("the generator makes the launcher, the table of variables, the table of error codes, each rendered example, the chart's defaults, grace rule, admission rules and settings table", () => {
   assert.equal(generated.map((g) => g.path).sort(), [
     'README.md',
     'deploy/helm/drainguard/templates/_admission-rules.tpl',
@@ -22,6 +22,7 @@ test("the generator makes the launcher, the table of variables, the table of err
     'deploy/rendered/sidecar.yaml',
     'deploy/rendered/wrap.yaml',
     'docs/errors.md',
+    'docs/helm.md',
     'src/install/launcher-image.ts',
   ]);
 });

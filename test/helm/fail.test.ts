@@ -57,8 +57,8 @@ test('a guard list naming an object the release does not contain', () => {
     fails({ 'drainguard.guard.clusterRoles': ['example-operator-manager'] }),
     'drainguard: the guard names ClusterRole/example-operator-manager, which the release does not contain (looked in rbac.yaml, serviceaccount.yaml): fix the name in drainguard.guard',
   );
-  assert.match(fails({ 'drainguard.operator.serviceAccount': 'controller-manager' }), 'the guard names ServiceAccount/controller-manager, which the release does not contain');
-  assert.match(fails({ 'drainguard.guard.templates': ['rbac.yaml'] }), 'the guard names ServiceAccount/example-operator, which the release does not contain (looked in rbac.yaml)');
+  assert.match(fails({ 'drainguard.operator.serviceAccount': 'controller-manager' }), 'the guard names ServiceAccount/operator-system/controller-manager, which the release does not contain');
+  assert.match(fails({ 'drainguard.guard.templates': ['rbac.yaml'] }), 'the guard names ServiceAccount/operator-system/example-operator, which the release does not contain (looked in rbac.yaml): fix drainguard.operator.serviceAccount, add the template that creates it to drainguard.guard.templates, or, when the release does not create it, set drainguard.guard.serviceAccount: false');
   // The check off: the render trusts the names.
   renders({ 'drainguard.guard.clusterRoles': ['example-operator-manager'], 'drainguard.guard.templates': [] });
 });

@@ -10,8 +10,9 @@ chart. Argument: (dict "value" V "context" $).
 
 {{/*
 The operator's Deployment as the chart renders it, as JSON ({} when
-drainguard.operator.template is not set): the template named there is
-rendered with the root context (a path under templates/, or a define's name).
+drainguard.operator.template is not set, or renders no Deployment: the chart's
+own switch turned the operator off): the template named there is rendered
+with the root context (a path under templates/, or a define's name).
 */}}
 {{- define "drainguard.operatorDeployment" -}}
 {{- $t := .Values.drainguard.operator.template | default "" -}}
@@ -26,16 +27,17 @@ rendered with the root context (a path under templates/, or a define's name).
 {{- $o := fromYaml . -}}
 {{- if and (eq ($o.kind | default "") "Deployment") (not $found) }}{{ $found = $o }}{{ end -}}
 {{- end -}}
-{{- if not $found }}{{ fail (printf "drainguard.operator.template: %s renders no Deployment" $t) }}{{ end -}}
 {{- end -}}
 {{- $found | toJson -}}
 {{- end -}}
 
 {{/*
-drainguard's settings resolved once: names, the guard list, the drain budget.
-Names not given are taken from the operator's Deployment (operator.template)
-and the RBAC of guard.templates. Every other template reads this. Argument:
-the chart's root context. Returns JSON (include "drainguard.config" . | fromJson).
+drainguard's settings resolved once: names, the guard list, the drain budget,
+the user. Names not given are taken from the operator's Deployment
+(operator.template) and the RBAC of guard.templates (_guard.tpl). Every other
+template reads this. Argument: the chart's root context (for one operator of
+drainguard.operators, the context drainguard.operatorContexts made). Returns
+JSON (include "drainguard.config" . | fromJson).
 */}}
 {{- define "drainguard.config" -}}
 {{- $v := .Values.drainguard -}}
@@ -48,49 +50,49 @@ the chart's root context. Returns JSON (include "drainguard.config" . | fromJson
 {{- with $d.metadata }}{{ $deployment = $deployment | default .name }}{{ end -}}
 {{- $deployment = required "drainguard.operator.template (the operator's Deployment template, such as manager/_manager.yaml) or drainguard.operator.deployment (its name) is needed: drainguard's RBAC and hooks are named after it" $deployment -}}
 {{- $sa := include "drainguard.tpl" (dict "value" $v.operator.serviceAccount "context" .) -}}
+{{- $explicitSA := not (not $sa) -}}
 {{- if $d }}{{ $sa = $sa | default $pod.serviceAccountName | default "default" }}{{ end -}}
 {{- $sa = required "drainguard.operator.serviceAccount: the operator's ServiceAccount is needed (drainguard's RBAC binds to it); or set drainguard.operator.template" $sa -}}
 {{- /* The operator's container: operator.container; unset, `manager`, or the pod's only container. */ -}}
 {{- $container := $v.operator.container | default "manager" -}}
 {{- if and (not $v.operator.container) $pod.containers (eq (len $pod.containers) 1) }}{{ $container = (index $pod.containers 0).name }}{{ end -}}
+{{- $operator := dict -}}
+{{- range $pod.containers }}{{ if eq .name $container }}{{ $operator = . }}{{ end }}{{ end -}}
 {{- $self := printf "drainguard:%s:%s" $ns $deployment -}}
-{{- $g := $v.guard -}}
-{{- $lists := dict -}}
-{{- range $key := list "clusterRoles" "clusterRoleBindings" "roles" "roleBindings" -}}
-{{- $names := list -}}
-{{- range (get $g $key | default list) }}{{ $names = append $names (include "drainguard.tpl" (dict "value" . "context" $)) }}{{ end -}}
-{{- $_ := set $lists $key $names -}}
-{{- end -}}
-{{- $scan := include "drainguard.releaseObjects" . | fromJson -}}
-{{- /* None named: the roles bound to the operator's ServiceAccount by the bindings of guard.templates, and those bindings. */ -}}
-{{- if and (not (or $lists.clusterRoles $lists.clusterRoleBindings $lists.roles $lists.roleBindings)) $scan.bindings -}}
-{{- range $b := $scan.bindings -}}
-{{- $bound := false -}}
-{{- range $b.subjects }}{{ if and (eq .kind "ServiceAccount") (eq .name $sa) (eq (.namespace | default $ns) $ns) }}{{ $bound = true }}{{ end }}{{ end -}}
-{{- $role := printf "%s/%s" $b.roleRef.kind $b.roleRef.name -}}
-{{- if and $bound (or (eq $b.kind "ClusterRoleBinding") (eq ($b.namespace | default $ns) $ns)) (hasKey $scan.keys $role) -}}
-{{- $_ := set $lists (ternary "clusterRoleBindings" "roleBindings" (eq $b.kind "ClusterRoleBinding")) (append (get $lists (ternary "clusterRoleBindings" "roleBindings" (eq $b.kind "ClusterRoleBinding"))) $b.name) -}}
-{{- $_ := set $lists (ternary "clusterRoles" "roles" (eq $b.roleRef.kind "ClusterRole")) (append (get $lists (ternary "clusterRoles" "roles" (eq $b.roleRef.kind "ClusterRole"))) $b.roleRef.name) -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- $clusterRoles := $lists.clusterRoles | uniq -}}
-{{- $clusterRoleBindings := $lists.clusterRoleBindings | uniq -}}
-{{- $roles := $lists.roles | uniq -}}
-{{- $roleBindings := $lists.roleBindings | uniq -}}
+{{- $found := include "drainguard.guardObjects" (dict "root" . "namespace" $ns "serviceAccount" $sa "explicitServiceAccount" $explicitSA) | fromJson -}}
 {{- $guard := list -}}
-{{- range $clusterRoles }}{{ $guard = append $guard (printf "clusterrole/%s" .) }}{{ end -}}
-{{- range $clusterRoleBindings }}{{ $guard = append $guard (printf "clusterrolebinding/%s" .) }}{{ end -}}
-{{- range $roles }}{{ $guard = append $guard (printf "role/%s/%s" $ns .) }}{{ end -}}
-{{- range $roleBindings }}{{ $guard = append $guard (printf "rolebinding/%s/%s" $ns .) }}{{ end -}}
-{{- if $g.serviceAccount }}{{ $guard = append $guard (printf "serviceaccount/%s/%s" $ns $sa) }}{{ end -}}
-{{- /* drainguard's own RBAC: a ClusterRole and binding when it guards cluster-scoped objects or holds, a Role and binding always. */ -}}
+{{- range $found.clusterRoles }}{{ $guard = append $guard (printf "clusterrole/%s" .) }}{{ end -}}
+{{- range $found.clusterRoleBindings }}{{ $guard = append $guard (printf "clusterrolebinding/%s" .) }}{{ end -}}
+{{- range $found.roles }}{{ $guard = append $guard (printf "role/%s" .) }}{{ end -}}
+{{- range $found.roleBindings }}{{ $guard = append $guard (printf "rolebinding/%s" .) }}{{ end -}}
+{{- if $found.serviceAccount }}{{ $guard = append $guard (printf "serviceaccount/%s/%s" $ns $sa) }}{{ end -}}
+{{- /* The namespaces of the guarded roles and bindings, the operator's first: drainguard's own Role and binding in each. */ -}}
+{{- $namespaces := list $ns -}}
+{{- range concat $found.roles $found.roleBindings }}{{ $namespaces = append $namespaces (first (splitList "/" .)) }}{{ end -}}
+{{- $namespaces = $namespaces | uniq -}}
+{{- /* drainguard's own RBAC: a ClusterRole and binding when it guards cluster-scoped objects or holds, a Role and binding in each namespace. */ -}}
 {{- $hold := list -}}
 {{- with $v.hold }}{{ $hold = .kinds | default list }}{{ end -}}
-{{- $ownCluster := or $clusterRoles $clusterRoleBindings $g.self $hold -}}
-{{- $own := list (printf "role/%s/%s" $ns $self) (printf "rolebinding/%s/%s" $ns $self) -}}
-{{- if $ownCluster }}{{ $own = concat (list (printf "clusterrole/%s" $self) (printf "clusterrolebinding/%s" $self)) $own }}{{ end -}}
+{{- $g := $v.guard -}}
+{{- $ownCluster := or $found.clusterRoles $found.clusterRoleBindings $g.self $hold -}}
+{{- $own := list -}}
+{{- if $ownCluster }}{{ $own = list (printf "clusterrole/%s" $self) (printf "clusterrolebinding/%s" $self) }}{{ end -}}
+{{- range $namespaces }}{{ $own = concat $own (list (printf "role/%s/%s" . $self) (printf "rolebinding/%s/%s" . $self)) }}{{ end -}}
 {{- if $g.self }}{{ $guard = concat $guard $own }}{{ end -}}
+{{- /* The user: drainguard.runAsUser, else the operator container's, else the pod's, else 65532 (the socket is mode 0600: the same user on both sides). */ -}}
+{{- $ids := dict -}}
+{{- range $key := list "runAsUser" "runAsGroup" -}}
+{{- $id := 65532 -}}
+{{- /* 0, root, reaches any socket: drainguard itself stays non-root. */ -}}
+{{- with $pod.securityContext }}{{ with get . $key }}{{ $id = int . }}{{ end }}{{ end -}}
+{{- with $operator.securityContext }}{{ with get . $key }}{{ $id = int . }}{{ end }}{{ end -}}
+{{- with get $v $key }}{{ $id = int . }}{{ end -}}
+{{- $_ := set $ids $key $id -}}
+{{- end -}}
+{{- /* The pod's token: its own automountServiceAccountToken, else its ServiceAccount's (when the release holds it), else mounted. */ -}}
+{{- $token := true -}}
+{{- if eq $found.serviceAccountAutomount "false" }}{{ $token = false }}{{ end -}}
+{{- if not (kindIs "invalid" $pod.automountServiceAccountToken) }}{{ $token = $pod.automountServiceAccountToken }}{{ end -}}
 {{- $defaults := include "drainguard.defaults" . | fromJson -}}
 {{- /* The grace period: at least terminationGracePeriodSeconds; a longer one of the chart's own stays. */ -}}
 {{- $chartGrace := 0 -}}
@@ -105,8 +107,13 @@ the chart's root context. Returns JSON (include "drainguard.config" . | fromJson
 {{- $image := printf "%s:%s" $v.image.repository $v.image.tag -}}
 {{- dict
   "enabled" $v.enabled "mode" $v.mode "namespace" $ns "deployment" $deployment "serviceAccount" $sa "container" $container
-  "self" $self "guard" $guard "clusterRoles" $clusterRoles "clusterRoleBindings" $clusterRoleBindings
-  "roles" $roles "roleBindings" $roleBindings "guardServiceAccount" $g.serviceAccount "guardSelf" $g.self "own" $own "ownCluster" (not (not $ownCluster))
+  "self" $self "guard" $guard "clusterRoles" $found.clusterRoles "clusterRoleBindings" $found.clusterRoleBindings
+  "roles" $found.roles "roleBindings" $found.roleBindings "namespaces" $namespaces
+  "guardServiceAccount" $found.serviceAccount "externalServiceAccount" $found.externalServiceAccount
+  "guardSelf" $g.self "own" $own "ownCluster" (not (not $ownCluster))
+  "runAsUser" $ids.runAsUser "runAsGroup" $ids.runAsGroup "token" $token
+  "operatorResources" ($operator.resources | default dict) "operatorCommand" ($operator.command | default list)
+  "operatorPreStop" (not (not (and $operator.lifecycle $operator.lifecycle.preStop)))
   "hold" $hold "grace" $grace "chartGrace" $chartGrace "stop" $stop "drain" $drain "margin" $margin "defaultSocket" $defaults.socket "image" $image
   | toJson -}}
 {{- end -}}
@@ -140,44 +147,16 @@ fails the render with the setting to change. Argument: the root context.
 {{- range $c.clusterRoleBindings }}{{ $want = append $want (printf "ClusterRoleBinding/%s" .) }}{{ end -}}
 {{- range $c.roles }}{{ $want = append $want (printf "Role/%s" .) }}{{ end -}}
 {{- range $c.roleBindings }}{{ $want = append $want (printf "RoleBinding/%s" .) }}{{ end -}}
-{{- if $c.guardServiceAccount }}{{ $want = append $want (printf "ServiceAccount/%s" $c.serviceAccount) }}{{ end -}}
 {{- range $want -}}
 {{- if not (hasKey $found .) -}}
-{{- fail (printf "drainguard: the guard names %s, which the release does not contain (looked in %s): fix the name in drainguard.guard, or add the template that creates it to drainguard.guard.templates" . (join ", " $v.guard.templates)) -}}
+{{- fail (printf "drainguard: the guard names %s, which the release does not contain (looked in %s): fix the name in drainguard.guard (NAMESPACE/NAME for a role or binding in another namespace than %s), or add the template that creates it to drainguard.guard.templates" . (join ", " $v.guard.templates) $c.namespace) -}}
 {{- end -}}
 {{- end -}}
+{{- $sa := printf "ServiceAccount/%s/%s" $c.namespace $c.serviceAccount -}}
+{{- if and $c.guardServiceAccount (not (hasKey $found $sa)) -}}
+{{- fail (printf "drainguard: the guard names %s, which the release does not contain (looked in %s): fix drainguard.operator.serviceAccount, add the template that creates it to drainguard.guard.templates, or, when the release does not create it, set drainguard.guard.serviceAccount: false" $sa (join ", " $v.guard.templates)) -}}
 {{- end -}}
 {{- end -}}
-
-{{/*
-What the chart's guard.templates render: "keys", KIND/NAME of every object
-(as JSON keys), and "bindings", each RoleBinding and ClusterRoleBinding with
-its subjects and roleRef. Each entry is a file under templates/ (Helm's
-templates cannot list a folder). The templates are rendered with a marker that
-makes drainguard's own templates in them render nothing (no recursion).
-*/}}
-{{- define "drainguard.releaseObjects" -}}
-{{- $found := dict -}}
-{{- $bindings := list -}}
-{{- if not (hasKey . "drainguardScan") -}}
-{{- $scan := merge (dict "drainguardScan" true) . -}}
-{{- range .Values.drainguard.guard.templates -}}
-{{- if not (or (hasSuffix ".yaml" .) (hasSuffix ".yml" .) (hasSuffix ".tpl" .) (hasSuffix ".json" .)) -}}
-{{- fail (printf "drainguard.guard.templates: %q is not a template file: Helm's templates cannot list a folder, so name each file of it (such as rbac/role.yaml, rbac/role_binding.yaml), as a path under templates/" .) -}}
-{{- end -}}
-{{- $text := include (printf "%s/%s" $.Template.BasePath .) $scan -}}
-{{- range splitList "\n---" (printf "\n%s" $text) -}}
-{{- $o := fromYaml . -}}
-{{- if and $o.kind $o.metadata -}}
-{{- $_ := set $found (printf "%s/%s" $o.kind $o.metadata.name) true -}}
-{{- if and (hasSuffix "Binding" $o.kind) $o.roleRef -}}
-{{- $bindings = append $bindings (dict "kind" $o.kind "name" $o.metadata.name "namespace" ($o.metadata.namespace | default "") "subjects" ($o.subjects | default list) "roleRef" $o.roleRef) -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- dict "keys" $found "bindings" $bindings | toJson -}}
 {{- end -}}
 
 {{- define "drainguard.scanning" -}}{{ if hasKey . "drainguardScan" }}true{{ end }}{{- end -}}

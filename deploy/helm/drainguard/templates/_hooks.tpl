@@ -36,8 +36,8 @@ spec:
       restartPolicy: Never
       securityContext:
         runAsNonRoot: true
-        runAsUser: {{ $root.Values.drainguard.runAsUser }}
-        runAsGroup: {{ $root.Values.drainguard.runAsGroup }}
+        runAsUser: {{ int $c.runAsUser }}
+        runAsGroup: {{ int $c.runAsGroup }}
         seccompProfile:
           type: RuntimeDefault
       containers:
@@ -69,7 +69,7 @@ kind: {{ .kind }}Binding
 metadata:
   name: {{ .role | quote }}
   {{- if eq .kind "Role" }}
-  namespace: {{ .namespace }}
+  namespace: {{ .bindingNamespace | default .namespace }}
   {{- end }}
   {{- include "drainguard.hookObject" (dict "name" .name "hook" .hook "weight" -9) | nindent 2 }}
 roleRef:
@@ -158,11 +158,19 @@ holder was left (--delete).
 {{- $c := include "drainguard.config" . | fromJson -}}
 {{- $name := printf "%s-drainguard-release" $c.deployment -}}
 {{- $role := printf "drainguard-release:%s:%s" $c.namespace $c.deployment -}}
-{{- $names := dict "clusterrole" list "clusterrolebinding" list "role" list "rolebinding" list "serviceaccount" list -}}
+{{- $names := dict "clusterrole" list "clusterrolebinding" list -}}
+{{- /* The namespaced ones by namespace: a Role and binding of the hook's in each. */ -}}
+{{- $byNamespace := dict -}}
+{{- range $c.namespaces }}{{ $_ := set $byNamespace . (dict "role" list "rolebinding" list "serviceaccount" list) }}{{ end -}}
 {{- range $c.guard -}}
 {{- $parts := splitList "/" . -}}
 {{- $kind := first $parts -}}
+{{- if eq (len $parts) 3 -}}
+{{- $in := get $byNamespace (index $parts 1) -}}
+{{- $_ := set $in $kind (append (get $in $kind) (last $parts)) -}}
+{{- else -}}
 {{- $_ := set $names $kind (append (get $names $kind) (last $parts)) -}}
+{{- end -}}
 {{- end -}}
 {{- $policy := printf "drainguard.%s.%s" $c.namespace $c.deployment -}}
 {{- $delete := $c.own -}}
@@ -207,43 +215,48 @@ rules:
 ---
 {{ include "drainguard.hookBinding" (dict "kind" "ClusterRole" "role" $role "name" $name "namespace" $c.namespace "hook" "post-delete") }}
 {{- end }}
+{{- range $ns := $c.namespaces }}
+{{- $in := get $byNamespace $ns }}
 ---
-# The holders' Leases live in the release namespace; the guarded namespaced objects and
-# drainguard's own Role and binding too.
+# The holders' Leases live in the operator's namespace; the guarded namespaced objects and
+# drainguard's own Role and binding in each of theirs.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: {{ $role | quote }}
-  namespace: {{ $c.namespace }}
+  namespace: {{ $ns }}
   {{- include "drainguard.hookObject" (dict "name" $name "hook" "post-delete" "weight" -10) | nindent 2 }}
 rules:
+  {{- if eq $ns $c.namespace }}
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
     verbs: [list]
+  {{- end }}
   - apiGroups: [rbac.authorization.k8s.io]
     resources: [roles, rolebindings]
     resourceNames: [{{ $c.self | quote }}]
     verbs: [delete]
-  {{- with $names.serviceaccount }}
+  {{- with $in.serviceaccount }}
   - apiGroups: [""]
     resources: [serviceaccounts]
     resourceNames: {{ toJson . }}
     verbs: [get, patch]
   {{- end }}
-  {{- with $names.role }}
+  {{- with $in.role }}
   - apiGroups: [rbac.authorization.k8s.io]
     resources: [roles]
-    resourceNames: {{ toJson . }}
+    resourceNames: {{ toJson (uniq .) }}
     verbs: [get, patch]
   {{- end }}
-  {{- with $names.rolebinding }}
+  {{- with $in.rolebinding }}
   - apiGroups: [rbac.authorization.k8s.io]
     resources: [rolebindings]
-    resourceNames: {{ toJson . }}
+    resourceNames: {{ toJson (uniq .) }}
     verbs: [get, patch]
   {{- end }}
 ---
-{{ include "drainguard.hookBinding" (dict "kind" "Role" "role" $role "name" $name "namespace" $c.namespace "hook" "post-delete") }}
+{{ include "drainguard.hookBinding" (dict "kind" "Role" "role" $role "name" $name "namespace" $c.namespace "bindingNamespace" $ns "hook" "post-delete") }}
+{{- end }}
 ---
 {{ include "drainguard.hookJob" (dict "root" . "name" $name "hook" "post-delete" "container" "release" "args" $args "deadline" 300) }}
 {{- end -}}

@@ -6,9 +6,10 @@ same settings and objects as the kustomize components in deploy/components/.
 
 {{/* The hardened securityContext of every drainguard container. */}}
 {{- define "drainguard.securityContext" -}}
+{{- $c := include "drainguard.config" . | fromJson -}}
 runAsNonRoot: true
-runAsUser: {{ .Values.drainguard.runAsUser }}
-runAsGroup: {{ .Values.drainguard.runAsGroup }}
+runAsUser: {{ int $c.runAsUser }}
+runAsGroup: {{ int $c.runAsGroup }}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities:
@@ -70,7 +71,11 @@ seccompProfile:
 {{- end }}
 {{- end -}}
 
-{{/* The two emptyDirs: the installed executable, and the drain socket. */}}
+{{/*
+The two emptyDirs: the installed executable, and the drain socket; in the
+sidecar modes of a pod that mounts no token (automountServiceAccountToken:
+false), the token of drainguard's container, as the kubelet would mount it.
+*/}}
 {{- define "drainguard.volumes" -}}
 {{- if .Values.drainguard.enabled -}}
 - name: drainguard-socket
@@ -81,6 +86,29 @@ seccompProfile:
 - name: drainguard
   emptyDir:
     sizeLimit: 256Mi
+{{- $c := include "drainguard.config" . | fromJson }}
+{{- if and (not $c.token) (ne .Values.drainguard.mode "wrap") }}
+# The pod mounts no token (automountServiceAccountToken: false): drainguard's
+# container alone gets one, the operator's stays without.
+- name: drainguard-token
+  projected:
+    defaultMode: 0444
+    sources:
+      - serviceAccountToken:
+          path: token
+          expirationSeconds: 3607
+      - configMap:
+          name: kube-root-ca.crt
+          items:
+            - key: ca.crt
+              path: ca.crt
+      - downwardAPI:
+          items:
+            - path: namespace
+              fieldRef:
+                apiVersion: v1
+                fieldPath: metadata.namespace
+{{- end }}
 {{- end -}}
 {{- end -}}
 
@@ -152,6 +180,11 @@ readinessProbe:
 volumeMounts:
   - name: drainguard-socket
     mountPath: /run/drainguard
+  {{- if not $c.token }}
+  - name: drainguard-token
+    mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+    readOnly: true
+  {{- end }}
 securityContext:
   {{- include "drainguard.securityContext" . | nindent 2 }}
 resources:
@@ -235,21 +268,45 @@ with drainguard added, or unchanged when drainguard.enabled is false.
 {{- $_ := set $d.metadata "annotations" (merge (dict "drainguard.dev/grace-period" (printf "raised from %ds to %ds: drainguard's drain, stop and release fit in it" $own (int $v.terminationGracePeriodSeconds))) ($d.metadata.annotations | default dict)) -}}
 {{- $_ := set $pod "terminationGracePeriodSeconds" (int $v.terminationGracePeriodSeconds) -}}
 {{- end -}}
-{{- $container := (include "drainguard.config" $root | fromJson).container -}}
+{{- $c := include "drainguard.config" $root | fromJson -}}
+{{- $container := $c.container -}}
 {{- $containers := list -}}
 {{- $found := false -}}
+{{- $memoryNote := "" -}}
 {{- range $pod.containers -}}
 {{- if eq .name $container -}}
 {{- $found = true -}}
+{{- $where := printf "the Deployment %s's container %q" $d.metadata.name .name -}}
 {{- if eq $v.mode "wrap" -}}
-{{- $_ := set . "command" (include "drainguard.operatorCommand" (dict "root" $root "command" (.command | default $v.operator.command)) | fromJsonArray) -}}
+{{- $command := .command | default $v.operator.command -}}
+{{- if not $command -}}
+{{- fail (printf "drainguard: %s sets no command (its image's ENTRYPOINT runs), and in wrap mode drainguard must start the operator itself: set drainguard.operator.command to that entrypoint (such as [/bin/my-operator]), or drainguard.mode: native-sidecar, which needs none" $where) -}}
+{{- end -}}
+{{- if not $c.token -}}
+{{- fail (printf "drainguard: the Deployment %s's pod mounts no ServiceAccount token (automountServiceAccountToken: false), and in wrap mode drainguard, which needs one for the guard, runs in the operator's container: a token there would be the operator's too. Set drainguard.mode: native-sidecar (drainguard's container alone gets a token), or mount a token yourself and set automountServiceAccountToken in the chart" $d.metadata.name) -}}
+{{- end -}}
+{{- $_ := set . "command" (include "drainguard.operatorCommand" (dict "root" $root "command" $command) | fromJsonArray) -}}
+{{- /* drainguard runs in this container: its memory is added to the container's. */ -}}
+{{- $resources := .resources | default dict -}}
+{{- $memoryNote = include "drainguard.memoryNote" (dict "root" $root "resources" $resources) -}}
+{{- range $key, $change := (include "drainguard.wrapMemory" (dict "root" $root "resources" $resources) | fromJson) -}}
+{{- $_ := set (get $resources $key) "memory" $change.to -}}
+{{- end -}}
 {{- else -}}
-{{- $_ := set . "lifecycle" (merge (include "drainguard.operatorLifecycle" $root | fromYaml) (.lifecycle | default dict)) -}}
+{{- if and .lifecycle .lifecycle.preStop (not $v.operator.replacePreStop) -}}
+{{- fail (printf "drainguard: %s already has a preStop hook (%s), and a container has one: drainguard's, `drainguard prestop`, drains the operator before the kubelet's SIGTERM. Remove the chart's hook, or set drainguard.operator.replacePreStop: true to replace it with drainguard's (the drain itself waits until the operator finished its work), or use drainguard.mode: wrap, which needs no hook" $where (keys .lifecycle.preStop | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- $lifecycle := .lifecycle | default dict -}}
+{{- $_ := set $lifecycle "preStop" (include "drainguard.operatorLifecycle" $root | fromYaml).preStop -}}
+{{- $_ := set . "lifecycle" $lifecycle -}}
 {{- end -}}
 {{- $_ := set . "env" (concat (.env | default list) (include "drainguard.operatorEnv" $root | fromYamlArray)) -}}
 {{- $_ := set . "volumeMounts" (concat (.volumeMounts | default list) (include "drainguard.operatorVolumeMounts" $root | fromYamlArray)) -}}
 {{- end -}}
 {{- $containers = append $containers . -}}
+{{- end -}}
+{{- with $memoryNote -}}
+{{- $_ := set $d.metadata "annotations" (merge (dict "drainguard.dev/memory" .) $d.metadata.annotations) -}}
 {{- end -}}
 {{- if not $found }}{{ fail (printf "drainguard: the Deployment %s has no container %q: set drainguard.operator.container to the operator's container" $d.metadata.name $container) }}{{ end -}}
 {{- $containers = concat $containers (include "drainguard.containers" $root | fromYamlArray) -}}
@@ -258,39 +315,4 @@ with drainguard added, or unchanged when drainguard.enabled is false.
 {{- $_ := set $pod "volumes" (concat ($pod.volumes | default list) (include "drainguard.volumes" $root | fromYamlArray)) -}}
 {{- end -}}
 {{- toYaml $d -}}
-{{- end -}}
-
-
-{{/*
-Everything drainguard adds to a chart, for the chart's one drainguard
-template (templates/drainguard.yaml: {{ include "drainguard.all" . }}): the
-operator's Deployment of operator.template with drainguard added, drainguard's
-RBAC and the hooks. Argument: the root context.
-*/}}
-{{- define "drainguard.all" -}}
-{{- if not .Values.drainguard.operator.template -}}
-{{- fail "drainguard.operator.template: name the template of the operator's Deployment (a partial under templates/, such as manager/_manager.yaml), so that drainguard renders it with drainguard added" -}}
-{{- end -}}
-{{- $d := include "drainguard.operatorDeployment" . | fromJson -}}
-{{ include "drainguard.deployment" (dict "root" . "deployment" (toYaml $d)) }}
----
-{{ include "drainguard.rbac" . }}
----
-{{ include "drainguard.predeleteHook" . }}
----
-{{ include "drainguard.postdeleteHook" . }}
-{{- end -}}
-
-{{/*
-For the chart's NOTES.txt ({{ include "drainguard.notes" . }}): what
-drainguard changed that the chart's own values do not show.
-*/}}
-{{- define "drainguard.notes" -}}
-{{- if .Values.drainguard.enabled -}}
-{{- $c := include "drainguard.config" . | fromJson -}}
-drainguard ({{ .Values.drainguard.mode }} mode) guards {{ len $c.guard }} object(s) while the operator's pods live: {{ join ", " $c.guard }}.
-{{- if and $c.chartGrace (lt (int $c.chartGrace) (int .Values.drainguard.terminationGracePeriodSeconds)) }}
-The Deployment's terminationGracePeriodSeconds was raised from {{ $c.chartGrace }} to {{ .Values.drainguard.terminationGracePeriodSeconds }}: drainguard's drain, stop and release fit in it.
-{{- end }}
-{{- end -}}
 {{- end -}}

@@ -1,7 +1,8 @@
 {{/*
 What drainguard itself may do, and nothing more: get and patch (for its
 finalizers) exactly the objects it guards, by resourceNames; its holder
-Leases, Events and its own Pod in the operator's namespace; with the hold,
+Leases, Events and its own Pod in the operator's namespace (a Role and binding
+there, and one in each other namespace holding a guarded role or binding); with the hold,
 its Deployment by name, ReplicaSets, and list on the held kinds. Bound to the
 operator's ServiceAccount. Kept through the uninstall (helm.sh/resource-policy:
 keep), so that no removal of the guard's release can take away the permission
@@ -74,34 +75,44 @@ subjects:
     namespace: {{ $c.namespace }}
 ---
 {{- end }}
+{{- range $ns := $c.namespaces }}
+{{- $roles := list }}{{ $roleBindings := list }}
+{{- range $c.roles }}{{ if hasPrefix (printf "%s/" $ns) . }}{{ $roles = append $roles (trimPrefix (printf "%s/" $ns) .) }}{{ end }}{{ end }}
+{{- range $c.roleBindings }}{{ if hasPrefix (printf "%s/" $ns) . }}{{ $roleBindings = append $roleBindings (trimPrefix (printf "%s/" $ns) .) }}{{ end }}{{ end }}
+{{- $home := eq $ns $c.namespace }}
+{{- if not $home }}
+---
+# The guarded roles and bindings of {{ $ns }}: get and patch on them by name, nothing else.
+{{- end }}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: {{ $c.self | quote }}
-  namespace: {{ $c.namespace }}
+  namespace: {{ $ns }}
   labels:
-    {{- include "drainguard.labels" . | nindent 4 }}
+    {{- include "drainguard.labels" $ | nindent 4 }}
   annotations:
-    {{- include "drainguard.kept" . | nindent 4 }}
+    {{- include "drainguard.kept" $ | nindent 4 }}
 rules:
-  {{- if $c.guardServiceAccount }}
+  {{- if and $home $c.guardServiceAccount }}
   - apiGroups: [""]
     resources: [serviceaccounts]
     verbs: [get, patch]
     resourceNames: [{{ $c.serviceAccount }}]
   {{- end }}
-  {{- with concat $c.roles $own }}
+  {{- with concat $roles $own }}
   - apiGroups: [rbac.authorization.k8s.io]
     resources: [roles]
     verbs: [get, patch]
     resourceNames: {{ toJson . }}
   {{- end }}
-  {{- with concat $c.roleBindings $own }}
+  {{- with concat $roleBindings $own }}
   - apiGroups: [rbac.authorization.k8s.io]
     resources: [rolebindings]
     verbs: [get, patch]
     resourceNames: {{ toJson . }}
   {{- end }}
+  {{- if $home }}
   # Holder Leases are named after pod UIDs, unknown in advance: no resourceNames.
   # create, patch (renewing), delete: its own; list: the other holders of this
   # namespace (stale finalizers). Never get, update or watch.
@@ -126,16 +137,17 @@ rules:
     verbs: [get, list, watch, patch]
     resourceNames: [{{ $c.deployment }}]
   {{- end }}
+  {{- end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
   name: {{ $c.self | quote }}
-  namespace: {{ $c.namespace }}
+  namespace: {{ $ns }}
   labels:
-    {{- include "drainguard.labels" . | nindent 4 }}
+    {{- include "drainguard.labels" $ | nindent 4 }}
   annotations:
-    {{- include "drainguard.kept" . | nindent 4 }}
+    {{- include "drainguard.kept" $ | nindent 4 }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: Role
@@ -144,6 +156,7 @@ subjects:
   - kind: ServiceAccount
     name: {{ $c.serviceAccount }}
     namespace: {{ $c.namespace }}
+{{- end }}
 {{- end -}}
 {{- end -}}
 
@@ -166,7 +179,10 @@ deploy/components/rbac/admission-policy.yaml. Argument: the root context.
 {{- end -}}
 {{- $c := include "drainguard.config" . | fromJson -}}
 {{- $name := printf "drainguard.%s.%s" $c.namespace $c.deployment -}}
-{{- $namespaced := concat $c.roles $c.roleBindings (list $c.self) | uniq -}}
+{{- /* Roles and bindings by name in every namespace (a same-named one elsewhere is held to the same rule, for this ServiceAccount only). */ -}}
+{{- $namespaced := list $c.self -}}
+{{- range concat $c.roles $c.roleBindings }}{{ $namespaced = append $namespaced (last (splitList "/" .)) }}{{ end -}}
+{{- $namespaced = $namespaced | uniq -}}
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata:
@@ -194,11 +210,13 @@ spec:
         operations: [UPDATE]
         resources: [roles, rolebindings]
         resourceNames: {{ toJson $namespaced }}
+      {{- if $c.guardServiceAccount }}
       - apiGroups: [""]
         apiVersions: ["*"]
         operations: [UPDATE]
         resources: [serviceaccounts]
         resourceNames: [{{ $c.serviceAccount }}]
+      {{- end }}
       {{- if $c.hold }}
       - apiGroups: [apps]
         apiVersions: ["*"]
