@@ -12,11 +12,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { useCluster } from '../support/cluster/index.ts';
-import { realOnly } from '../support/tier.ts';
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 
-realOnly(test, 'an aggregation source held by a finalizer keeps its rules granted through the aggregated role; one without loses them at once', 'the stand-in runs no aggregation controller', async () => {
+test('an aggregation source held by a finalizer keeps its rules granted through the aggregated role; one without loses them at once', async () => {
   const cluster = await useCluster();
   const ns = (await cluster.namespace('aggregation')).name;
   const id = `agg-${randomBytes(3).toString('hex')}`;

@@ -17,7 +17,6 @@ import * as assert from 'uvu/assert';
 import { type TestCluster, useCluster } from '../support/cluster/index.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { type HelmResult, helmRun } from '../support/helm.ts';
-import { realOnly } from '../support/tier.ts';
 import { cleanupCharts } from './support/charts.ts';
 import { HOLDER, RBAC, exampleImages, holdersOf } from './support/example.ts';
 import { adoptShape } from './support/shapes.ts';
@@ -116,7 +115,7 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
   }
 }
 
-realOnly(test, 'with drainguard: the binding to edit in another namespace and the aggregated rule stay granted through helm uninstall --wait; the cleanup is allowed, nothing is left', 'the aggregation controller and RBAC of a real kube-apiserver', async () => {
+test('with drainguard: the binding to edit in another namespace and the aggregated rule stay granted through helm uninstall --wait; the cleanup is allowed, nothing is left', async () => {
   const { out, team, whileSourceTerminating } = await scenario('keep', true);
   assert.equal(whileSourceTerminating, { rules: ['clusterrolebindings/get'], allowed: true }, 'the aggregation source terminating, its rule still in the aggregated role and granted');
   assert.ok(out.includes('drain') && out.includes('saw clusterrolebinding terminating'), out.join(' | '));
@@ -125,7 +124,7 @@ realOnly(test, 'with drainguard: the binding to edit in another namespace and th
   assert.equal(await cluster.api.get(`/api/v1/namespaces/${team}/configmaps/${STATE}`), undefined, 'no state left');
 });
 
-realOnly(test, 'without drainguard (drainguard.enabled=false): the same cleanup is refused, the state left behind', 'the aggregation controller and RBAC of a real kube-apiserver', async () => {
+test('without drainguard (drainguard.enabled=false): the same cleanup is refused, the state left behind', async () => {
   const { out, team } = await scenario('bare', false);
   assert.ok(out.includes('stop: get clusterrolebinding 403'), `the aggregated rule gone: ${out.join(' | ')}`);
   assert.ok(out.includes('stop: delete state 403'), `the cleanup refused: ${out.join(' | ')}`);
