@@ -1,17 +1,17 @@
 // Wrap mode puts drainguard in the operator's container, under the operator's
-// memory limit. drainguard's need is measured (idle RSS of `drainguard run`,
-// installed copy: 47 MiB, of which 10 MiB anonymous; with the guard's API
-// client about 59 MiB, docs/deploy.md "Resources"); both renders raise the
-// container's request and limit by it. A limit below it plus the least an
-// operator scaffold is given (kubebuilder's 128Mi) leaves the operator less
-// than it was sized for: the container is OOM-killed, at the worst at the
-// drain, when both work.
+// memory limit. Both renders raise the container's request and limit by what
+// drainguard's own container gets in the sidecar modes (the chart's
+// drainguard.resources: 96Mi, 192Mi; idle RSS of `drainguard run` is 47 MiB
+// installed, about 59 MiB with the guard's API client, docs/deploy.md
+// "Resources"). A limit below that plus the least an operator scaffold is
+// given (kubebuilder's 128Mi) leaves the operator less than it was sized for:
+// the container is OOM-killed, at the worst at the drain, when both work.
 
 import type { Found } from './finding.ts';
 import type { Container } from './pod.ts';
 
-/** What drainguard adds to the operator container's memory request and limit in wrap mode, in MiB. */
-export const WRAP_MEMORY_MIB = 64;
+/** What drainguard adds to the operator container's memory request and limit in wrap mode, in MiB (its sidecar container's resources). */
+export const WRAP_MEMORY_MIB = { request: 96, limit: 192 } as const;
 /** The least memory limit an operator is given on its own, in MiB: kubebuilder's scaffold's. */
 export const OPERATOR_MEMORY_FLOOR_MIB = 128;
 
@@ -27,15 +27,15 @@ export function quantityBytes(raw: string | number): number | undefined {
 
 const TEXT = {
   message: (where: string, limit: string) =>
-    `${where} runs drainguard and the operator under a memory limit of ${limit}: drainguard needs ${WRAP_MEMORY_MIB}Mi of it, which leaves the operator less than the ${OPERATOR_MEMORY_FLOOR_MIB}Mi an operator is given on its own; the container is OOM-killed, at the worst during the drain`,
+    `${where} runs drainguard and the operator under a memory limit of ${limit}: drainguard may take ${WRAP_MEMORY_MIB.limit}Mi of it, which leaves the operator less than the ${OPERATOR_MEMORY_FLOOR_MIB}Mi an operator is given on its own; the container is OOM-killed, at the worst during the drain`,
   fix: (where: string, limit: number) =>
-    `raise the memory request and limit of ${where} by ${WRAP_MEMORY_MIB}Mi (to at least ${limit}Mi here): the Helm library chart does it in wrap mode; with the kustomize components, patch resources.limits.memory and resources.requests.memory of the operator's container (docs/deploy.md)`,
+    `raise the memory request of ${where} by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi (to at least ${limit}Mi here): the Helm library chart does it in wrap mode; with the kustomize components, patch resources.limits.memory and resources.requests.memory of the operator's container (docs/deploy.md)`,
 };
 
 export function checkWrapMemory(c: Container): Found[] {
   const raw = c.resources?.limits?.memory;
   const bytes = raw === undefined ? undefined : quantityBytes(raw);
-  if (bytes === undefined || bytes >= (WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB) * MIB) return [];
+  if (bytes === undefined || bytes >= (WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB) * MIB) return [];
   const where = `container ${c.name}`;
-  return [{ code: 'wrap-memory-too-low', severity: 'warning', message: TEXT.message(where, String(raw)), fix: TEXT.fix(where, Math.max(WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB)) }];
+  return [{ code: 'wrap-memory-too-low', severity: 'warning', message: TEXT.message(where, String(raw)), fix: TEXT.fix(where, Math.max(WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB.limit)) }];
 }

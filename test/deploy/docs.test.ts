@@ -62,12 +62,15 @@ test("native-sidecar: the doc's patch sets the operator's command and drainguard
   assert.equal([dg.securityContext.runAsUser, dg.securityContext.runAsGroup, dg.image], [1000, 1000, `ghcr.io/drainguard/drainguard:${VERSION}`], stringify(dg));
 });
 
-test("wrap mode: the doc's memory figure is check's (WRAP_MEMORY_MIB), and its patch gives the example operator what check asks", () => {
+test("wrap mode: the doc's memory figures are check's (WRAP_MEMORY_MIB) and the chart's, and its patch gives the example operator what check asks", () => {
   const doc = readFileSync('docs/deploy.md', 'utf8');
-  assert.match(doc, `memory request and limit by ${WRAP_MEMORY_MIB}Mi`);
-  assert.match(doc, `in wrap mode add ${WRAP_MEMORY_MIB}Mi to the`);
+  assert.match(doc, `memory request by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi`);
+  assert.match(doc, `in wrap mode add ${WRAP_MEMORY_MIB.request}Mi to the\noperator container's request and ${WRAP_MEMORY_MIB.limit}Mi to its limit`);
   const memory = yamlBlocks.find((b) => b.startsWith('patches:') && b.includes('memory'))!;
-  assert.match(memory, `memory: ${WRAP_MEMORY_MIB + OPERATOR_MEMORY_FLOOR_MIB}Mi`);
+  assert.match(memory, `memory: ${WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB}Mi`);
+  // The chart adds its drainguard.resources in wrap mode: the same figures.
+  const chart = parse(readFileSync('deploy/helm/drainguard/values.yaml', 'utf8')) as { resources: { requests: { memory: string }; limits: { memory: string } } };
+  assert.equal([chart.resources.requests.memory, chart.resources.limits.memory], [`${WRAP_MEMORY_MIB.request}Mi`, `${WRAP_MEMORY_MIB.limit}Mi`]);
 });
 
 test.run();
