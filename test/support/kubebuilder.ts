@@ -17,9 +17,9 @@
 
 import { type ExecFileSyncOptions, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Launch, Runner } from './kubelet/container.ts';
 import { GO, goEnv } from './go.ts';
 
@@ -55,13 +55,26 @@ function run(file: string, args: string[], opts: ExecFileSyncOptions & { cwd: st
   }
 }
 
-/** Builds into a temporary folder beside `final` and renames it into place; an existing `final` is the cache. */
+/** An entry of a key no run used for this long is removed when another of its kind is built. */
+const UNUSED_MS = 7 * 24 * 3600_000;
+
+/**
+ * Builds into a temporary folder beside `final` and renames it into place; an
+ * existing `final` is the cache (its time says when it was last used). After
+ * a build, the entries of the same kind (`final` up to its last `-`) unused
+ * for a week go: each change of the clients or the controller makes a new key.
+ */
 function cached(final: string, build: (tmp: string) => void): string {
-  if (existsSync(final)) return final;
+  const now = new Date();
+  if (existsSync(final)) {
+    utimesSync(final, now, now);
+    return final;
+  }
   mkdirSync(CACHE, { recursive: true });
   const tmp = mkdtempSync(join(CACHE, '.building-'));
   try {
     build(tmp);
+    chmodSync(tmp, 0o755);
     try {
       renameSync(tmp, final);
     } catch (err) {
@@ -70,6 +83,11 @@ function cached(final: string, build: (tmp: string) => void): string {
     }
   } finally {
     rmSync(tmp, { recursive: true, force: true });
+  }
+  const kind = basename(final).slice(0, basename(final).lastIndexOf('-') + 1);
+  for (const name of kind ? readdirSync(CACHE) : []) {
+    const entry = join(CACHE, name);
+    if (name.startsWith(kind) && entry !== final && now.getTime() - statSync(entry).mtimeMs > UNUSED_MS) rmSync(entry, { recursive: true, force: true });
   }
   return final;
 }
