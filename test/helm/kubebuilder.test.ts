@@ -163,7 +163,9 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
   }
 }
 
-realOnly(test, 'with drainguard: SIGTERM in a cleanup drains it, its RBAC held, the Guestbook and its ConfigMap go, nothing left', 'a real manager against the stand-in proves nothing of the real API', async () => {
+const REAL = "controller-runtime's manager against the stand-in would prove nothing of the real API server";
+
+realOnly(test, 'with drainguard: SIGTERM in a cleanup drains it, its RBAC held, the Guestbook and its ConfigMap go, nothing left', REAL, async () => {
   const r = await scenario('shop', true);
   assert.ok(r.out.includes(`cleanup done ${r.ns}/gb`), `the cleanup succeeded: ${r.out.join(' | ')}`);
   const msgs = r.drainguardLog;
@@ -175,7 +177,7 @@ realOnly(test, 'with drainguard: SIGTERM in a cleanup drains it, its RBAC held, 
   assert.not.ok(r.mayStillUpdate, 'and the RBAC is gone now');
 });
 
-realOnly(test, 'without drainguard (drainguard.enabled=false): the cleanup is cut and refused, the Guestbook stuck, its ConfigMap left', 'as above', async () => {
+realOnly(test, 'without drainguard (drainguard.enabled=false): the cleanup is cut and refused, the Guestbook stuck, its ConfigMap left', REAL, async () => {
   const r = await scenario('bare', false);
   const error = r.out.find((l) => l.startsWith(`cleanup error ${r.ns}/gb`));
   assert.ok(error, `the cleanup failed: ${r.out.join(' | ')}`);
