@@ -41,6 +41,7 @@ import { join, relative } from 'node:path';
 import { type SharedCluster, needsCluster, startSharedCluster } from './support/cluster-runner.ts';
 import { STATE_VARIABLE } from './support/cluster/index.ts';
 import { GO_MODULES_VARIABLE, ctrlUnavailable } from './support/go.ts';
+import { KUBEBUILDER_VARIABLE, needsKubebuilder, prepareKubebuilder } from './support/kubebuilder.ts';
 import { BEFORE_HOOK_FAILED, PROGRESS_FD_VARIABLE, ProgressReader } from './support/progress.ts';
 import { type ClusterTier, TIER_VARIABLE, clusterTier, detectTier } from './support/tier.ts';
 
@@ -121,6 +122,19 @@ if (compatTier) process.stdout.write(`compatibility tier (${compatFiles.length} 
 const ctrlMissing = files.some(needsCtrl) ? ctrlUnavailable() : undefined;
 if (files.some(needsCtrl)) process.stdout.write(`clients/go/ctrl: ${ctrlMissing ?? 'Go and its modules are there'}\n`);
 
+// kubebuilder's CLI, scaffold and manager (test/support/kubebuilder.ts): built once, before the files
+// that use them (cold, minutes: more than a file's time limit); a failure fails those files, with it.
+let kubebuilder: string | undefined;
+if (files.some((f) => needsKubebuilder(f))) {
+  try {
+    process.stdout.write(`${prepareKubebuilder()}\n`);
+    kubebuilder = 'ok';
+  } catch (err) {
+    kubebuilder = (err as Error).message;
+    process.stdout.write(`kubebuilder: not built: ${kubebuilder}\n`);
+  }
+}
+
 /** Why `file` cannot run here, or undefined. */
 function unmet(file: string, fileTier: ClusterTier | undefined): string | undefined {
   if (ctrlMissing && needsCtrl(file)) return ctrlMissing;
@@ -173,6 +187,7 @@ async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pas
   const env: NodeJS.ProcessEnv = { ...process.env, ...passEnv, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
   if (tier) env[TIER_VARIABLE] = JSON.stringify(tier);
   env[GO_MODULES_VARIABLE] = ctrlMissing ?? 'ok';
+  if (kubebuilder) env[KUBEBUILDER_VARIABLE] = kubebuilder;
   if (cluster && needsCluster(file)) {
     try {
       env[STATE_VARIABLE] = await cluster.ready;

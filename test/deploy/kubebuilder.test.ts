@@ -1,6 +1,7 @@
 // docs/deploy.md's "Adding drainguard to a kubebuilder project", applied to
-// the letter to kubebuilder v4's layout (test/fixtures/kubebuilder: config/
-// with its namespace and namePrefix): for each mode, and for two project
+// the letter to config/ of a project the kubebuilder CLI scaffolds at test
+// time (test/support/kubebuilder.ts; its namespace and namePrefix as the
+// folder's name makes them): for each mode, and for two project
 // names, the render passes `drainguard check` (the built executable) with no
 // finding, and the guard list and drainguard's RBAC name the objects the
 // Deployment really uses, prefix and all.

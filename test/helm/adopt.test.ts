@@ -1,7 +1,7 @@
 // docs/helm.md's "Adding drainguard to the chart kubebuilder's helm plugin
 // generates" and "... to a chart from `helm create`", applied to the letter to
-// the two layouts (test/fixtures/kubebuilder/dist/chart and
-// test/fixtures/helm-create, written from those layouts): the doc's Chart.yaml
+// the two layouts (dist/chart of a project the kubebuilder CLI scaffolds, and
+// test/fixtures/helm-create, written from `helm create`'s): the doc's Chart.yaml
 // dependency, its `git mv`, its one template and its values. For every mode
 // and two releases in two namespaces, the render passes `drainguard check -n`
 // (the built executable) with no finding, and the guard and drainguard's RBAC

@@ -1,79 +1,157 @@
-// kubebuilder's chart (test/fixtures/kubebuilder/dist/chart) with drainguard
-// added by docs/helm.md's steps, through the real helm on the control plane,
-// its pod run by the kubelet stand-in in wrap mode (the scaffold's 10 s grace
-// period raised). The manager is test/helm/fixtures/operator.ts: it keeps a
-// ConfigMap of state and deletes it as it stops once it sees its
-// ClusterRoleBinding deleted (an uninstall), with the rights of that binding.
-// With drainguard, helm uninstall --wait drains it, its cleanup is allowed
-// (the binding held by the guard), it releases, the post-delete hook deletes
-// drainguard's own RBAC, and nothing is left: no RBAC of the release, no
-// finalizer, no Lease, no pod, no state. Without drainguard
-// (drainguard.enabled=false, the same chart) the cleanup is refused and the
-// state is left behind: the failure is real. (The chart's CRD stays out: the
-// cluster is shared with the kustomize test of the same project, which applies it.)
+// A real kubebuilder project through the real helm on the real control plane:
+// the project the kubebuilder CLI scaffolds (test/support/kubebuilder.ts: its
+// Guestbook controller keeps a finalizer and a ConfigMap per Guestbook), its
+// dist/chart with drainguard added by docs/helm.md's steps, its manager built
+// with clients/go/ctrl added by docs/deploy.md's diff, run by the kubelet
+// stand-in in wrap mode as the chart says (`/drainguard/drainguard run --
+// /manager --leader-elect ...`).
+//
+// A Guestbook is deleted and its cleanup is in flight (waiting for its
+// external work, which the test ends) when `helm uninstall` deletes the
+// release: the Deployment and, at the same moment, the manager's RBAC. With
+// drainguard, SIGTERM drains the manager: the cleanup reconcile runs on,
+// with a live context and its RBAC held by the guard (the binding
+// terminating, not gone), deletes its ConfigMap and removes its finalizer;
+// drained, the manager stops, drainguard releases, and nothing is left. Without
+// drainguard (drainguard.enabled=false, the same chart and binary) the
+// cleanup's context is cancelled by SIGTERM and its RBAC is gone: the
+// Guestbook stays stuck on its finalizer, its ConfigMap left behind.
+//
+// The chart's metrics are off (`metrics.enabled=false`: the scaffold's
+// :8443 is no port the pod declares, so it would bind the host's) and its CRD
+// is created by the test (`crd.enabled=false`: the chart's keeps it after an
+// uninstall, owned by the first release); the project's domain is its own,
+// so no other file on the shared cluster has this CRD.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { parse } from 'yaml';
 import { type TestCluster, useCluster } from '../support/cluster/index.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
+import { DRAINGUARD_IMAGE, drainguardImage } from '../support/kubelet/runners.ts';
 import { type HelmResult, helmRun } from '../support/helm.ts';
+import { MANAGER_IMAGE, type Project, RUN_DOMAIN, kubebuilderManager, managerImage, scaffold } from '../support/kubebuilder.ts';
+import { tempDir } from '../support/proc.ts';
 import { adoptKubebuilderChart } from './support/adopt.ts';
 import { cleanupCharts } from './support/charts.ts';
-import { HOLDER, RBAC, exampleImages, holdersOf } from './support/example.ts';
+import { HOLDER, RBAC, holdersOf } from './support/example.ts';
 
 let cluster: TestCluster;
+let project: Project;
+let manager: string;
 let chart: string;
+let crd: any;
 test.before(async () => {
   cluster = await useCluster();
-  chart = adoptKubebuilderChart();
+  project = scaffold(RUN_DOMAIN);
+  manager = kubebuilderManager(project);
+  chart = adoptKubebuilderChart(RUN_DOMAIN);
+  crd = parse(readFileSync(join(project.dir, `config/crd/bases/${project.group}_guestbooks.yaml`), 'utf8'));
+  await cluster.create(crd);
+  await cluster.waitFor(async () => (await cluster.api.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`))?.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True'), 30_000, 'the Guestbook CRD established');
 });
 test.after(cleanupCharts);
 
 const access = () => ({ server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert, 'utf8'), key: readFileSync(cluster.state.adminKey, 'utf8') });
 const helm = (args: string[]): Promise<HelmResult> => helmRun([...args, '--kubeconfig', cluster.adminKubeconfig], 150_000);
 
-async function scenario(release: string, drainguard: boolean): Promise<{ out: string[]; ns: string }> {
+interface Outcome {
+  readonly ns: string;
+  readonly out: string[];
+  readonly drainguardLog: string[];
+  /** The Guestbook and its ConfigMap after the uninstall (undefined: gone). */
+  readonly guestbook: any;
+  readonly configMap: any;
+  /** Whether the manager's ServiceAccount may still remove a Guestbook's finalizer. */
+  readonly mayStillUpdate: boolean;
+}
+
+async function scenario(release: string, drainguard: boolean): Promise<Outcome> {
   const ns = (await cluster.namespace(`kb-${release}`)).name;
   const prefix = `${release}-guestbook`;
-  const images = exampleImages({ POD_NAMESPACE: ns, FIXTURE_NAME: `${prefix}-manager-rolebinding`, FIXTURE_GROUP: 'webapp.my.domain' });
-  const kubelet = await Kubelet.start({ cluster: access(), namespaces: [ns], images: { 'ghcr.io/drainguard/drainguard': images['ghcr.io/drainguard/drainguard'], 'example.com/guestbook': images['example.com/example-operator'] } });
-  const own = `drainguard:${ns}:${prefix}-controller-manager`;
+  const sa = `${prefix}-controller-manager`;
+  const gate = join(tempDir(), 'external-work-done');
+  const kubelet = await Kubelet.start({
+    cluster: access(),
+    namespaces: [ns],
+    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [MANAGER_IMAGE]: managerImage(manager, { GUESTBOOK_CLEANUP_AFTER: gate }) },
+  });
+  const guestbooks = `/apis/${project.group}/v1/namespaces/${ns}/guestbooks`;
   const operatorRbac = [
     `${RBAC}/clusterroles/${prefix}-manager-role`, `${RBAC}/clusterrolebindings/${prefix}-manager-rolebinding`,
-    `${RBAC}/clusterroles/${prefix}-metrics-auth-role`, `${RBAC}/clusterrolebindings/${prefix}-metrics-auth-rolebinding`,
     `${RBAC}/namespaces/${ns}/roles/${prefix}-leader-election-role`, `${RBAC}/namespaces/${ns}/rolebindings/${prefix}-leader-election-rolebinding`,
-    `/api/v1/namespaces/${ns}/serviceaccounts/${prefix}-controller-manager`,
+    `/api/v1/namespaces/${ns}/serviceaccounts/${sa}`,
   ];
+  const own = `drainguard:${ns}:${sa}`;
   const ownRbac = drainguard ? [`${RBAC}/clusterroles/${own}`, `${RBAC}/clusterrolebindings/${own}`, `${RBAC}/namespaces/${ns}/roles/${own}`, `${RBAC}/namespaces/${ns}/rolebindings/${own}`] : [];
   try {
-    const install = await helm(['install', release, chart, '-n', ns, '--set', 'drainguard.mode=wrap', '--set', `drainguard.enabled=${drainguard}`, '--set', 'crd.enable=false', '--wait', '--timeout', '90s']);
+    const install = await helm(['install', release, chart, '-n', ns, '--set', 'drainguard.mode=wrap', '--set', `drainguard.enabled=${drainguard}`, '--set', 'crd.enabled=false', '--set', 'metrics.enabled=false', '--wait', '--timeout', '90s']);
     assert.is(install.code, 0, install.stderr + install.stdout);
     const [pod] = await cluster.api.list(`/api/v1/namespaces/${ns}/pods`);
     assert.ok(pod, 'the manager pod');
-    const manager = await kubelet.process(pod.metadata.name, 'manager');
-    await manager.line('create state 201', 20_000);
+    const proc = await kubelet.process(pod.metadata.name, 'manager');
     if (drainguard) {
       assert.is(pod.spec.terminationGracePeriodSeconds, 60, "the scaffold's 10 s raised");
       for (const path of [...operatorRbac, ...ownRbac]) {
         await cluster.waitFor(async () => holdersOf(await cluster.api.get(path)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, `the guard on ${path}`);
       }
-      await manager.line('ready', 20_000);
     }
-    const uninstall = await helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '60s']);
-    assert.is(uninstall.code, 0, uninstall.stderr + uninstall.stdout);
+
+    // A Guestbook, taken up by the manager (its leader once elected), then deleted: the cleanup starts and waits for its external work.
+    await cluster.api.create(guestbooks, { apiVersion: `${project.group}/v1`, kind: 'Guestbook', metadata: { name: 'gb', namespace: ns }, spec: {} });
+    await proc.line(`added ${ns}/gb`, 60_000);
+    assert.ok(await cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/guestbook-gb`), "the Guestbook's ConfigMap");
+    await cluster.api.delete(`${guestbooks}/gb`);
+    await proc.line(`cleanup start ${ns}/gb`, 20_000);
+
+    // The uninstall, while that cleanup is in flight: the pod gets SIGTERM, the manager's binding is deleted.
+    const uninstall = helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '90s']);
+    await kubelet.event((e) => e.pod === pod.metadata.name && e.container === 'manager' && e.what === 'signal SIGTERM', 60_000, 'SIGTERM to the manager container');
+    const binding = `${RBAC}/clusterrolebindings/${prefix}-manager-rolebinding`;
+    if (drainguard) {
+      await proc.log('drain started', 20_000);
+      const held = await cluster.waitFor(async () => {
+        const b = await cluster.api.get(binding);
+        return b?.metadata.deletionTimestamp && b;
+      }, 30_000, 'the manager-rolebinding deleted by the uninstall');
+      assert.ok(holdersOf(held).includes(`${HOLDER}${pod.metadata.uid}`), 'terminating, held by the pod');
+    } else {
+      await cluster.waitFor(async () => !(await cluster.api.get(binding)), 30_000, 'the manager-rolebinding gone');
+    }
+    assert.ok((await cluster.api.get(`${guestbooks}/gb`))?.metadata.finalizers?.length, 'the cleanup had not finished yet');
+    // The external work ends: the cleanup goes on to its API calls.
+    writeFileSync(gate, '');
+    await proc.line(new RegExp(`^cleanup (done|error) ${ns}/gb`), 30_000);
+
+    const uninstalled = await uninstall;
+    assert.is(uninstalled.code, 0, uninstalled.stderr + uninstalled.stdout);
     await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted by the kubelet');
     for (const path of [...operatorRbac, ...ownRbac]) await cluster.waitFor(async () => !(await cluster.api.get(path)), 60_000, `${path} gone`);
-    // The holder Lease, owned by the Pod, goes with it (the garbage collector, a moment after).
-    await cluster.emptied(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, 'Lease');
+    await cluster.emptied(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases?labelSelector=app.kubernetes.io%2Fmanaged-by%3Ddrainguard`, 'holder Lease');
     assert.equal(kubelet.errors, []);
-    return { out: [...manager.stdout], ns };
+    const review = await cluster.api.create('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: { user: `system:serviceaccount:${ns}:${sa}`, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`], resourceAttributes: { group: project.group, resource: 'guestbooks', verb: 'update', namespace: ns } },
+    });
+    return {
+      ns,
+      out: [...proc.stdout],
+      drainguardLog: proc.logs().map((l) => l.msg),
+      guestbook: await cluster.api.get(`${guestbooks}/gb`),
+      configMap: await cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/guestbook-gb`),
+      mayStillUpdate: review.status.allowed === true,
+    };
   } catch (err) {
     process.stderr.write(`kubelet events:\n${kubelet.timeline()}\n`);
+    for (const e of kubelet.events.filter((x) => x.proc)) process.stderr.write(`--- ${e.pod}/${e.container}\n${e.proc!.stdout.join('\n')}\n${e.proc!.stderr.slice(-40).join('\n')}\n`);
     throw err;
   } finally {
+    if (!existsSync(gate)) writeFileSync(gate, '');
     await helm(['uninstall', release, '-n', ns, '--no-hooks', '--ignore-not-found']);
-    for (const path of [...operatorRbac, ...ownRbac]) {
+    for (const path of [`${guestbooks}/gb`, ...operatorRbac, ...ownRbac]) {
       if (await cluster.api.get(path)) {
         await cluster.api.patch(path, { metadata: { finalizers: null } });
         await cluster.api.delete(path);
@@ -83,18 +161,27 @@ async function scenario(release: string, drainguard: boolean): Promise<{ out: st
   }
 }
 
-test('with drainguard: helm uninstall --wait drains the manager, its cleanup gets its RBAC, nothing is left', async () => {
-  const { out, ns } = await scenario('shop', true);
-  assert.ok(out.includes('drain') && out.includes('saw clusterrolebinding terminating'), out.join(' | '));
-  assert.ok(out.includes('stop: delete state 200'), `the cleanup allowed: ${out.join(' | ')}`);
-  assert.not.ok(out.includes('interrupted'), 'no reconcile interrupted');
-  assert.equal(await cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/example-operator-state`), undefined, 'no state left');
+
+test('with drainguard: SIGTERM in a cleanup drains it, its RBAC held, the Guestbook and its ConfigMap go, nothing left', async () => {
+  const r = await scenario('shop', true);
+  assert.ok(r.out.includes(`cleanup done ${r.ns}/gb`), `the cleanup succeeded: ${r.out.join(' | ')}`);
+  const msgs = r.drainguardLog;
+  const drain = msgs.indexOf('drain started');
+  const released = msgs.findIndex((m) => m === 'guard released');
+  assert.ok(drain !== -1 && released > drain, `drained, then released whole: ${msgs.join(' | ')}`);
+  assert.is(r.guestbook, undefined, 'the Guestbook is gone: its finalizer removed');
+  assert.is(r.configMap, undefined, 'its ConfigMap deleted');
+  assert.not.ok(r.mayStillUpdate, 'and the RBAC is gone now');
 });
 
-test('without drainguard (drainguard.enabled=false): the same cleanup is refused, the state left behind', async () => {
-  const { out, ns } = await scenario('bare', false);
-  assert.ok(out.includes('stop: delete state 403'), `the cleanup refused: ${out.join(' | ')}`);
-  assert.ok(await cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/example-operator-state`), 'the state left');
+test('without drainguard (drainguard.enabled=false): the cleanup is cut and refused, the Guestbook stuck, its ConfigMap left', async () => {
+  const r = await scenario('bare', false);
+  const error = r.out.find((l) => l.startsWith(`cleanup error ${r.ns}/gb`));
+  assert.ok(error, `the cleanup failed: ${r.out.join(' | ')}`);
+  assert.match(error!, /context canceled/, "cut by SIGTERM: the reconcile's context cancelled");
+  assert.equal(r.guestbook?.metadata.finalizers, [`${project.group}/cleanup`], 'the Guestbook stuck on its finalizer');
+  assert.ok(r.configMap, 'its ConfigMap left behind');
+  assert.not.ok(r.mayStillUpdate, 'and no retry can finish it: the RBAC went with the release');
 });
 
 test.run();

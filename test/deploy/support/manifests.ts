@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
+import { MANAGER_IMAGE, scaffold } from '../../support/kubebuilder.ts';
 
 export const ROOT = resolve('.');
 export const DEPLOY = join(ROOT, 'deploy');
@@ -161,16 +162,16 @@ export interface KubebuilderProject extends Example {
 }
 
 /**
- * test/fixtures/kubebuilder (kubebuilder v4's layout for a project with one
- * API) as project PROJECT (its namePrefix PROJECT- and namespace
- * PROJECT-system, as `kubebuilder init` would make them), with the overlay of
+ * config/ of the project the kubebuilder CLI scaffolds (test/support/kubebuilder.ts:
+ * `init`, `create api`) as project PROJECT (its namePrefix PROJECT- and namespace
+ * PROJECT-system, as `kubebuilder init` makes them in a folder so named), with the overlay of
  * docs/deploy.md's "Adding drainguard to a kubebuilder project" written into
  * config/drainguard as the doc shows it, in MODE. The components come from this
  * checkout instead of the remote URL.
  */
 export function kubebuilderProject(mode: string, project: string, dir: string): KubebuilderProject {
   const config = join(dir, 'config');
-  cpSync(join(ROOT, 'test/fixtures/kubebuilder/config'), config, { recursive: true });
+  cpSync(join(scaffold().dir, 'config'), config, { recursive: true });
   const defaults = join(config, 'default/kustomization.yaml');
   writeFileSync(defaults, readFileSync(defaults, 'utf8').replace('namespace: guestbook-system', `namespace: ${project}-system`).replace('namePrefix: guestbook-', `namePrefix: ${project}-`));
   const [kustomization, settings] = docBlocks('Adding drainguard to a kubebuilder project');
@@ -181,7 +182,7 @@ export function kubebuilderProject(mode: string, project: string, dir: string): 
   writeFileSync(join(overlay, 'kustomization.yaml'), kustomization.replace(REMOTE_COMPONENT, (_all, component: string) => local(component)));
   writeFileSync(join(overlay, 'drainguard.yaml'), settings);
   const text = execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  return { objects: parseObjects(text), namespace: `${project}-system`, name: `${project}-controller-manager`, image: 'example.com/guestbook:v0.0.1', overlay };
+  return { objects: parseObjects(text), namespace: `${project}-system`, name: `${project}-controller-manager`, image: `${MANAGER_IMAGE}:latest`, overlay };
 }
 
 /** docs/deploy.md's "More than one ClusterRole and binding": its kustomization (with guard-more) and its settings. */

@@ -1,10 +1,11 @@
 // docs/helm.md's steps for adding drainguard to a chart, applied to the letter
-// to a copy of a chart (test/fixtures/kubebuilder/dist/chart, the chart
-// kubebuilder's helm plugin generates, and test/fixtures/helm-create): the
+// to a copy of a chart (dist/chart of the project the kubebuilder CLI scaffolds,
+// test/support/kubebuilder.ts, and test/fixtures/helm-create): the
 // doc's Chart.yaml dependency, its `git mv`, its one template and its values.
 
 import { appendFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { scaffold } from '../../support/kubebuilder.ts';
 import { stageChart } from './charts.ts';
 
 const doc = readFileSync('docs/helm.md', 'utf8');
@@ -42,7 +43,7 @@ function adopt(fixture: string, steps: Steps, prefix: string): string {
   return chart;
 }
 
-/** kubebuilder's dist/chart with drainguard added as docs/helm.md says. */
-export const adoptKubebuilderChart = (): string => adopt('test/fixtures/kubebuilder/dist/chart', KUBEBUILDER, 'dist/chart/');
+/** kubebuilder's dist/chart (of the project of `domain`) with drainguard added as docs/helm.md says. */
+export const adoptKubebuilderChart = (domain?: string): string => adopt(join(scaffold(domain).dir, 'dist/chart'), KUBEBUILDER, 'dist/chart/');
 /** A helm create chart with drainguard added as docs/helm.md says. */
 export const adoptHelmCreateChart = (): string => adopt('test/fixtures/helm-create', HELM_CREATE, '');
