@@ -161,7 +161,6 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
   }
 }
 
-
 test('with drainguard: SIGTERM in a cleanup drains it, its RBAC held, the Guestbook and its ConfigMap go, nothing left', async () => {
   const r = await scenario('shop', true);
   assert.ok(r.out.includes(`cleanup done ${r.ns}/gb`), `the cleanup succeeded: ${r.out.join(' | ')}`);
