@@ -25,7 +25,7 @@ in them render nothing (no recursion).
 {{- $scan := merge (dict "drainguardScan" true) . -}}
 {{- range .Values.drainguard.guard.templates -}}
 {{- if not (or (hasSuffix ".yaml" .) (hasSuffix ".yml" .) (hasSuffix ".tpl" .) (hasSuffix ".json" .)) -}}
-{{- fail (printf "drainguard.guard.templates: %q is not a template file: Helm's templates cannot list a folder, so name each file of it (such as rbac/role.yaml, rbac/role_binding.yaml), as a path under templates/" .) -}}
+{{- fail (printf "drainguard.guard.templates: %q is not a template file: Helm's templates cannot list a folder, so name each file of it (such as rbac/manager-role.yaml, rbac/manager-rolebinding.yaml), as a path under templates/" .) -}}
 {{- end -}}
 {{- $text := include (printf "%s/%s" $.Template.BasePath .) $scan -}}
 {{- range splitList "\n---" (printf "\n%s" $text) -}}
