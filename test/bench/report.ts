@@ -37,6 +37,8 @@ export interface Results {
   nodeStartMs?: number;
   idleRssMiB?: number | null;
   idleRssRatio?: number | null;
+  /** RssAnon of the idle `drainguard run` against bare node's, read back from disk. */
+  idleAnonRatio?: number | null;
   sidecarIdleRssMiB?: number | null;
   podIdleRssRatio?: number | null;
   sidecarIdleRssRatio?: number | null;
@@ -58,15 +60,26 @@ export interface Goal {
   readonly met: boolean | null;
   /** The same figure without drainguard's code (the bare relay, the floor executable), where the benchmark measures one. */
   readonly floor?: number;
+  /** A held goal fails the benchmark (exit 1) when not met; the others are printed. */
+  readonly held?: boolean;
+}
+
+export const START_CPU_ABOVE_FLOOR_MS = 3;
+export const IDLE_ANON_RATIO = 1.25;
+
+/** One line per held goal that was measured and not met: what `npm run bench` fails with. */
+export function failedHeldGoals(goals: readonly Goal[]): string[] {
+  return goals.filter((g) => g.held && g.met === false).map((g) => `${g.goal}: measured ${Math.round(g.measured! * 100) / 100}, the goal is ${g.target}`);
 }
 
 export function evaluateGoals(r: Results): Goal[] {
-  const goal = (name: string, target: string, measured: number | null | undefined, ok: (x: number) => boolean, floor?: number): Goal => ({
+  const goal = (name: string, target: string, measured: number | null | undefined, ok: (x: number) => boolean, floor?: number, held = false): Goal => ({
     goal: name,
     target,
     measured: measured ?? null,
     met: measured === undefined || measured === null || Number.isNaN(measured) ? null : ok(measured),
     ...(floor !== undefined && { floor }),
+    ...(held && { held }),
   });
   const fan = r.fanout?.['1000'];
   return [
@@ -74,9 +87,11 @@ export function evaluateGoals(r: Results): Goal[] {
     // The hops (SIGTERM -> drain, drained -> stop signal) are printed above, with their floor, but are no goal:
     // a drain lasts seconds, and what users see of the stop is the overhead over the ideal.
     goal('shutdown overhead over the ideal, p99 (ms)', '<= 50', r.overheadMsP99, (x) => x <= 50, r.overheadFloor?.overheadMsP99),
-    goal('start, relative to bare node', '<= 1.25', r.startRatio, (x) => x <= 1.25, r.start?.read.floorRatio),
+    // The start's ratio to `node -e 0` moves with the host; the CPU time above the floor is drainguard's own work.
+    goal('start: CPU above the floor, run -- /bin/true (ms)', `<= ${START_CPU_ABOVE_FLOOR_MS}`, r.start?.read.cpu.aboveFloorMs, (x) => x <= START_CPU_ABOVE_FLOOR_MS, undefined, true),
     goal('start in a pod with the guard set, relative to bare node', '<= 1.35', r.podStartRatio, (x) => x <= 1.35),
-    goal('idle RSS, relative to bare node', '<= 1.1', r.idleRssRatio, (x) => x <= 1.1),
+    // Anonymous memory is what a container's limit cannot reclaim; file-backed pages follow the page cache.
+    goal('idle RssAnon of run, relative to bare node', `<= ${IDLE_ANON_RATIO}`, r.idleAnonRatio, (x) => x <= IDLE_ANON_RATIO, undefined, true),
     goal('idle RSS in a pod (API opened), relative to bare node', '<= 1.3', r.podIdleRssRatio, (x) => x <= 1.3),
     goal('idle RSS of the sidecar, relative to bare node', '<= 1.3', r.sidecarIdleRssRatio, (x) => x <= 1.3),
     goal('the executable (MiB)', '<= 106', r.binaryMiB, (x) => x <= 106),
@@ -161,6 +176,15 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
       // The ratios move with the host (the floor's with them); this distance is drainguard's own.
       `drainguard above the floor: ${f(r.start.read.drainguardMs - r.start.read.floorMs)} ms read back, ${f(r.start.written.drainguardMs - r.start.written.floorMs)} ms written`,
       '',
+      `Start, CPU time (user + system), median of ${r.start.runs} alternated runs (ms)`,
+      table(
+        ['executables', 'drainguard run -- /bin/true', 'floor: a bare supervisor', 'node -e 0', 'drainguard above the floor'],
+        (['read', 'written'] as const).map((state) => {
+          const c = r.start![state].cpu;
+          return [state === 'read' ? 'read back from disk' : 'freshly written', f(c.drainguardMs), f(c.floorMs), f(c.nodeMs), f(c.aboveFloorMs)];
+        }),
+      ),
+      '',
     );
   }
   if (r.idleMemory) {
@@ -183,7 +207,7 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
           row('drainguard sidecar, in a pod', 'sidecar-pod'),
         ],
       ),
-      `idle RSS ratio drainguard run / node: ${f(r.idleRssRatio, 2)}${r.sidecarIdleRssNote ? `; sidecar: ${r.sidecarIdleRssNote}` : ''}`,
+      `idle drainguard run / node, read back: RssAnon ${f(r.idleAnonRatio, 2)} (held), VmRSS ${f(r.idleRssRatio, 2)} (file-backed pages follow the page cache: reported)${r.sidecarIdleRssNote ? `; sidecar: ${r.sidecarIdleRssNote}` : ''}`,
       '',
     );
   }
@@ -215,7 +239,7 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
         g.target,
         g.measured === null ? '-' : String(Math.round(g.measured * 100) / 100),
         g.floor === undefined ? '' : String(Math.round(g.floor * 100) / 100),
-        g.met === null ? 'not measured' : g.met ? 'met' : 'NOT MET',
+        g.met === null ? 'not measured' : g.met ? 'met' : g.held ? 'NOT MET (fails the bench)' : 'NOT MET',
       ]),
     ),
     '',

@@ -15,7 +15,7 @@ import { EXE, NODE, ROOT } from './lib/paths.ts';
 import { runFanout } from './fanout.ts';
 import { runLatency } from './latency.ts';
 import { describe, runReproducible } from './reproducible.ts';
-import { type Results, evaluateGoals, printReport } from './report.ts';
+import { type Results, evaluateGoals, failedHeldGoals, printReport } from './report.ts';
 import { runShutdown } from './shutdown.ts';
 import { runSize } from './size.ts';
 import { privateCopies, runMemory, runStart } from './startup.ts';
@@ -225,6 +225,7 @@ try {
     ...(idle && memory && {
       idleRssMiB: idle.run?.rssMiB ?? null,
       idleRssRatio: idle.run && idle.node ? idle.run.rssMiB / idle.node.rssMiB : null,
+      idleAnonRatio: idle.run && idle.node ? idle.run.anonMiB / idle.node.anonMiB : null,
       sidecarIdleRssMiB: idle.sidecar?.rssMiB ?? null,
       podIdleRssRatio: idle['run-pod'] && idle.node ? idle['run-pod'].rssMiB / idle.node.rssMiB : null,
       sidecarIdleRssRatio: idle.sidecar && idle.node ? idle.sidecar.rssMiB / idle.node.rssMiB : null,
@@ -254,6 +255,11 @@ try {
   writeFileSync(v.out, `${JSON.stringify(json, null, 2)}\n`);
   process.stdout.write(printReport(results as Results, goals, meta));
   process.stdout.write(`\nwrote ${v.out}\n`);
+  const failed = failedHeldGoals(goals);
+  if (failed.length > 0) {
+    process.stderr.write(`\nbench: FAILED: ${failed.length === 1 ? 'a held goal is' : 'held goals are'} not met (docs/performance.md, "Goals"):\n${failed.map((l) => `  ${l}\n`).join('')}`);
+    process.exitCode = 1;
+  }
 } finally {
   killReported();
 }

@@ -92,6 +92,19 @@ export interface StartFigures {
   /** The floor executable (lib/floor-exe.ts) with /bin/true: what any supervisor in a Node.js executable costs, median ms. */
   readonly floorMs: number;
   readonly floorRatio: number;
+  /** CPU time (user + system, of the process and what it waited for) of the same starts, run alternately: less moved by a busy machine than wall time. */
+  readonly cpu: StartCpu;
+}
+
+export interface StartCpu {
+  /** `drainguard run -- /bin/true`, median ms. */
+  readonly drainguardMs: number;
+  /** The floor executable with /bin/true, median ms. */
+  readonly floorMs: number;
+  /** `node -e 0`, median ms. */
+  readonly nodeMs: number;
+  /** drainguard's own work: the median of drainguard's CPU time less the floor's of the same round, ms. */
+  readonly aboveFloorMs: number;
 }
 
 export type StartResult = Record<CacheState, StartFigures> & { readonly runs: number };
@@ -120,6 +133,7 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
   for (const state of ['written', 'read'] as const) {
     copies.prepare(state);
     const samples = { dg: [] as number[], version: [] as number[], node: [] as number[], floor: [] as number[], pod: [] as number[], podNode: [] as number[] };
+    const cpu = { dg: [] as number[], floor: [] as number[], node: [] as number[], above: [] as number[] };
     for (let i = 0; i < runs + warmup; i++) {
       const a = await timeToExit(copies.drainguard, ['run', '--', '/bin/true']);
       const b = await timeToExit(copies.node, ['-e', '0']);
@@ -128,7 +142,14 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
       // The operator's first act kills drainguard: the time is until the operator ran.
       const d = await timeToExit('unshare', [...mount, copies.drainguard, 'run', '--', '/bin/sh', '-c', 'kill -KILL $PPID'], podEnv, 'killed');
       const e = await timeToExit('unshare', [...mount, copies.node, '-e', '0'], podEnv);
+      const cd = await cpuOfRun(copies.drainguard, ['run', '--', '/bin/true']);
+      const cf = await cpuOfRun(copies.floor, ['/bin/true']);
+      const cn = await cpuOfRun(copies.node, ['-e', '0']);
       if (i >= warmup) {
+        cpu.dg.push(cd);
+        cpu.floor.push(cf);
+        cpu.node.push(cn);
+        cpu.above.push(cd - cf);
         samples.dg.push(a);
         samples.node.push(b);
         samples.version.push(c);
@@ -151,6 +172,7 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
       podGuardMs: median(samples.pod),
       podNodeMs: median(samples.podNode),
       podRatio: median(samples.pod) / median(samples.podNode),
+      cpu: { drainguardMs: median(cpu.dg), floorMs: median(cpu.floor), nodeMs: median(cpu.node), aboveFloorMs: median(cpu.above) },
     };
   }
   return { runs, written: result.written!, read: result.read! };
@@ -165,6 +187,25 @@ function timeToExit(file: string, args: string[], env: NodeJS.ProcessEnv = { PAT
     child.once('exit', (code, signal) =>
       (expect === 'ok' ? code === 0 : signal === 'SIGKILL') ? resolve(nowMs() - start) : reject(new Error(`${file} ${args.join(' ')} exited ${code ?? signal}`)),
     );
+  });
+}
+
+/**
+ * CPU time, user + system, of `file` and what it waited for, in ms: bash's `time`, which reads
+ * getrusage(RUSAGE_CHILDREN) around it (all threads, V8's helpers included; millisecond digits).
+ */
+function cpuOfRun(file: string, args: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const script = 'TIMEFORMAT="%3U %3S"; { time "$@" </dev/null >/dev/null 2>&1; } 2>&1';
+    const child = spawn('bash', ['-c', script, 'cpu', file, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH } });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      const m = /^(\d+\.\d{3}) (\d+\.\d{3})\s*$/.exec(out);
+      if (code !== 0 || !m) reject(new Error(`${file} ${args.join(' ')}: exit ${code}, CPU time not read from bash's time: ${JSON.stringify(out)}`));
+      else resolve((Number(m[1]) + Number(m[2])) * 1000);
+    });
   });
 }
 
