@@ -19,7 +19,7 @@ import type { KubeObject } from '../kube/objects.ts';
 import type { PodRef } from '../kube/pod.ts';
 import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import { type Clock, systemClock } from '../supervisor/clock.ts';
+import { type Clock, systemClock } from '../clock.ts';
 import { type Decision, type Finalizing, RELEASE_REASONS, type ReleaseReason, decide } from './decide.ts';
 import { type DeploymentTarget, findDeployment } from './deployment.ts';
 import { FinalizingObjects } from './finalizing.ts';

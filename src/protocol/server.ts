@@ -5,6 +5,7 @@
 
 import { chmodSync, unlinkSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
+import { type Clock, systemClock } from '../clock.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { boundedWarn } from './bounded-log.ts';
 import { type ControlChannel, type DrainRequest, controlChannel } from './control.ts';
@@ -53,7 +54,8 @@ export type ServerEvent =
 export interface DrainServerOptions {
   readonly path: string;
   readonly logger?: Logger;
-  readonly now?: () => number;
+  /** What the deadline told a late client is counted on (the stop procedure's clock); the wall clock by default. */
+  readonly clock?: Pick<Clock, 'now'>;
   readonly onEvent?: (event: ServerEvent) => void;
   /** Accepts drain requests on control connections; without it they get an `error`. */
   readonly onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
@@ -108,15 +110,15 @@ export class DrainServer {
   /** Once the clients were told to drain. */
   #drain?: DrainListener;
 
-  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest, limits = INTAKE_LIMITS }: DrainServerOptions) {
+  constructor({ path, logger = silentLogger, clock = systemClock, onEvent = () => {}, onDrainRequest, limits = INTAKE_LIMITS }: DrainServerOptions) {
     this.path = path;
     this.#logger = logger;
-    this.#now = now;
+    this.#now = () => clock.now();
     this.#onEvent = onEvent;
     this.#onDrainRequest = onDrainRequest;
     this.#limits = limits;
-    this.#logRefused = boundedWarn(logger, 'drain socket connection refused', { now });
-    this.#logRejected = boundedWarn(logger, 'protocol error, closing the connection', { now });
+    this.#logRefused = boundedWarn(logger, 'drain socket connection refused', { now: this.#now });
+    this.#logRejected = boundedWarn(logger, 'protocol error, closing the connection', { now: this.#now });
   }
 
   /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */

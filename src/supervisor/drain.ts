@@ -7,10 +7,11 @@
 // socket's server tells the clients and hands back their answers; what they
 // add up to is decided here.
 
+import type { Clock } from '../clock.ts';
 import { formatDuration } from '../config/duration.ts';
 import { GRACE_MARGIN_MS } from '../config/grace-rule.ts';
-import type { LogFields, Logger } from '../log/logger.ts';
-import type { Clock } from './clock.ts';
+import type { Logger } from '../log/logger.ts';
+import type { IdleWait } from '../idle/until-idle.ts';
 import type { DrainServer } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource } from './observer.ts';
 
@@ -42,13 +43,6 @@ export interface DrainOptions {
   readonly operatorGone?: Promise<unknown>;
   /** For an operator that speaks no protocol (no client said hello). */
   readonly untilIdle?: IdleWait;
-}
-
-export interface IdleWait {
-  /** Resolves once the operator's metrics say no reconcile runs, or with 'deadline' at `deadline`. */
-  wait(deadline: number, signal: AbortSignal): Promise<'idle' | 'deadline' | 'aborted'>;
-  /** How the wait went so far, for the `drain ended` line. */
-  summary(): LogFields;
 }
 
 export class Drain {

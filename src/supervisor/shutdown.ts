@@ -7,6 +7,7 @@
 //      └──── the Pod's deletionTimestamp, else the grace period ────▶ the kubelet's SIGKILL
 //                                     release deadline ◀─ margin ─┘
 
+import type { Clock } from '../clock.ts';
 import { GRACE_MARGIN_MS, defaultDrainTimeout } from '../config/grace-rule.ts';
 import type { PodDeletion } from '../kube/pod.ts';
 import type { Logger } from '../log/logger.ts';
@@ -45,10 +46,10 @@ export class Termination {
   readonly requested = new Promise<void>((r) => (this.#onRequested = r));
   /** Resolves at the second. */
   readonly cutShort = new Promise<void>((r) => (this.#onCutShort = r));
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
 
-  constructor(now: () => number = Date.now) {
-    this.#now = now;
+  constructor(clock: Pick<Clock, 'now'>) {
+    this.#clock = clock;
   }
 
   /** When the first signal came (epoch ms); the kubelet's grace period runs from about then. */
@@ -64,7 +65,7 @@ export class Termination {
   signal(): TerminationStep {
     this.#count++;
     if (this.#count === 1) {
-      this.#at = this.#now();
+      this.#at = this.#clock.now();
       this.#onRequested();
       return 'drain';
     }
@@ -112,7 +113,7 @@ export interface GracePeriod {
 export class Deadlines {
   readonly #settings: DeadlineSettings;
   readonly #log: Logger;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   #grace: GracePeriod;
   /** The Pod's deletionTimestamp (epoch ms, whole seconds), once read: a later, earlier one is a second delete. */
   #deletionStamp?: number;
@@ -123,10 +124,10 @@ export class Deadlines {
   /** Whether the line saying the deletion is not known was written (once is enough). */
   #toldUnknown = false;
 
-  constructor(settings: DeadlineSettings, logger: Logger, now: () => number = Date.now) {
+  constructor(settings: DeadlineSettings, logger: Logger, clock: Pick<Clock, 'now'>) {
     this.#settings = settings;
     this.#log = logger;
-    this.#now = now;
+    this.#clock = clock;
     this.#grace = { ms: settings.gracePeriodMs, from: settings.gracePeriodSource };
   }
 
@@ -195,7 +196,7 @@ export class Deadlines {
     this.#log[known === undefined ? 'info' : 'warn'](known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it", {
       deletionTimestamp: new Date(reading.at).toISOString(),
       deletionGracePeriodMs: reading.graceMs,
-      leftMs: kill - this.#now(),
+      leftMs: kill - this.#clock.now(),
       drainDeadline: new Date(this.drainDeadline()).toISOString(),
       stopTimeoutMs: this.stopTimeoutMs(),
       releaseDeadline: new Date(this.releaseDeadline()).toISOString(),
@@ -222,7 +223,7 @@ export class Deadlines {
    */
   terminatedAt(): number {
     const [s, d] = [this.#signalAt, this.#requestAt];
-    if (s === undefined) return d ?? this.#now();
+    if (s === undefined) return d ?? this.#clock.now();
     return d !== undefined && d <= s && s - d < this.#grace.ms ? d : s;
   }
 
@@ -263,13 +264,13 @@ export class Deadlines {
 
   /** How long Events may still be waited for now, never past the release deadline. */
   eventFlushDeadline(): number {
-    return Math.min(this.#now() + EVENT_FLUSH_MS, this.releaseDeadline());
+    return Math.min(this.#clock.now() + EVENT_FLUSH_MS, this.releaseDeadline());
   }
 
   /** How long a sidecar may wait for the operator to stop, leaving time for the release. */
   operatorWaitDeadline(): number {
     const { start, kill } = this.#plan();
-    return Math.max(this.#now(), this.releaseDeadline() - Math.min(RELEASE_BUDGET_MS, Math.max(0, kill - start) / 4));
+    return Math.max(this.#clock.now(), this.releaseDeadline() - Math.min(RELEASE_BUDGET_MS, Math.max(0, kill - start) / 4));
   }
 
   /**

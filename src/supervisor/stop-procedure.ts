@@ -24,7 +24,7 @@ import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts'
 import { DrainServer } from '../protocol/server.ts';
 import { claimSocketPath, privateSocketPath } from '../protocol/socket-path.ts';
 import type { ChildExit } from './child.ts';
-import { type Clock, systemClock } from './clock.ts';
+import { type Clock, systemClock } from '../clock.ts';
 import type { SupervisorConfig } from './config.ts';
 import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
@@ -145,8 +145,8 @@ export class StopProcedure {
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
-    this.#deadlines = new Deadlines(config, this.#log, () => this.#clock.now());
-    this.#termination = new Termination(() => this.#clock.now());
+    this.#deadlines = new Deadlines(config, this.#log, this.#clock);
+    this.#termination = new Termination(this.#clock);
     // A configured socket (always, in sidecar mode) is known now, so a preStop request that comes before run() has a drain to start.
     if (config.socket !== undefined) this.#serve(config.socket);
   }
@@ -202,7 +202,7 @@ export class StopProcedure {
     const server = new DrainServer({
       path,
       logger: this.#log,
-      now: () => this.#clock.now(),
+      clock: this.#clock,
       onEvent: () => this.#clientEvents.emit('change'),
       onDrainRequest: this.#mode.takesDrainRequests ? (request, channel) => this.#answerDrainRequest(request.source, channel) : undefined,
     });

@@ -14,7 +14,7 @@ import { FakeClock, settle } from '../support/fake-clock.ts';
 
 async function setup(options: Partial<DrainOptions> = {}, timeoutMs = 3000) {
   const clock = new FakeClock();
-  const server = new DrainServer({ path: join(tempDir(), 'drain.sock'), now: () => clock.now() });
+  const server = new DrainServer({ path: join(tempDir(), 'drain.sock'), clock });
   await server.listen();
   const ends: DrainResult[] = [];
   const drain = new Drain({ server, clock, logger: silentLogger, deadline: () => clock.now() + timeoutMs, ...options });
