@@ -52,6 +52,7 @@ export class Drain {
   #reschedule = (): void => {};
   /** Cut short before it started (a second signal while the Pod's deletion was read): it ends as it starts. */
   #cut = false;
+  #over = false;
 
   constructor(options: DrainOptions) {
     this.#options = options;
@@ -59,6 +60,11 @@ export class Drain {
 
   get started(): DrainTicket | undefined {
     return this.#ticket;
+  }
+
+  /** Started and not ended yet. */
+  get running(): boolean {
+    return this.#ticket !== undefined && !this.#over;
   }
 
   /**
@@ -110,13 +116,12 @@ export class Drain {
     const outcome = (): DrainOutcome => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && acknowledged === 0 ? 'no-client' : gone > 0 ? 'disconnected' : 'drained');
     // No client to tell: where the operator's metrics are known, wait until no reconcile runs.
     const idle = clients === 0 ? this.#options.untilIdle : undefined;
-    let over = false;
     let stopIdle: AbortController | undefined;
     let resolve!: (result: DrainResult) => void;
     const ended = new Promise<DrainResult>((r) => (resolve = r));
     this.#end = (outcome) => {
-      if (over) return;
-      over = true;
+      if (this.#over) return;
+      this.#over = true;
       cancelDeadline();
       stopIdle?.abort();
       const result = { outcome, durationMs: now() - startedAt };
@@ -130,7 +135,7 @@ export class Drain {
     let cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
     this.#reschedule = () => {
       const moved = Math.max(now(), this.#options.deadline());
-      if (over || moved >= deadline) return;
+      if (this.#over || moved >= deadline) return;
       logger.warn('drain deadline moved earlier', { deadline: new Date(moved).toISOString(), was: new Date(deadline).toISOString() });
       deadline = moved;
       cancelDeadline();

@@ -29,6 +29,8 @@ export const KUBELET_MIN_GRACE_MS = 2000;
 const RELEASE_BUDGET_MS = 2000;
 /** How long Events still on their way may hold up the exit. */
 const EVENT_FLUSH_MS = 1000;
+/** What the drain keeps of its time after the step before it (a namespace being deleted): its last 2 s, half when less is left. */
+const DRAIN_KEPT_MS = 2000;
 /** How long the termination waits for the Pod's deletion to be read (two tries); then it goes by what it knows. */
 export const DELETION_READ_MS = 1000;
 /** How often the Pod's deletion is read again while the drain runs (a second, shorter delete). */
@@ -39,34 +41,22 @@ export type TerminationStep = 'drain' | 'cut-short' | 'ignored';
 /** The termination signals seen so far, and what each one means. */
 export class Termination {
   #count = 0;
-  #at?: number;
-  #onRequested = (): void => {};
+  #onRequested = (_at: number): void => {};
   #onCutShort = (): void => {};
-  /** Resolves at the first termination signal. */
-  readonly requested = new Promise<void>((r) => (this.#onRequested = r));
+  /** Resolves at the first termination signal, with its moment (epoch ms): the kubelet's grace period runs from about then. */
+  readonly requested = new Promise<number>((r) => (this.#onRequested = r));
   /** Resolves at the second. */
   readonly cutShort = new Promise<void>((r) => (this.#onCutShort = r));
-  readonly #clock: Pick<Clock, 'now'>;
-
-  constructor(clock: Pick<Clock, 'now'>) {
-    this.#clock = clock;
-  }
-
-  /** When the first signal came (epoch ms); the kubelet's grace period runs from about then. */
-  get at(): number | undefined {
-    return this.#at;
-  }
 
   get count(): number {
     return this.#count;
   }
 
-  /** Counts a termination signal; says what it means. */
-  signal(): TerminationStep {
+  /** Counts a termination signal that came at `at` (epoch ms); says what it means. */
+  signal(at: number): TerminationStep {
     this.#count++;
     if (this.#count === 1) {
-      this.#at = this.#clock.now();
-      this.#onRequested();
+      this.#onRequested(at);
       return 'drain';
     }
     if (this.#count === 2) {
@@ -242,6 +232,13 @@ export class Deadlines {
     // By the deletion: a derived drain takes all it leaves (more, under a longer grace), a given one at most its own.
     const latest = kill - reserveMs - stopMs;
     return Math.max(start, this.#settings.drainTimeoutExplicit ? Math.min(start + this.#settings.drainTimeoutMs, latest) : latest);
+  }
+
+  /** By when the step before the drain (a namespace being deleted) is over: the drain keeps its last DRAIN_KEPT_MS, half when less is left. */
+  beforeDrainDeadline(): number {
+    const end = this.drainDeadline();
+    const left = Math.max(0, end - this.#clock.now());
+    return end - Math.min(DRAIN_KEPT_MS, left / 2);
   }
 
   /** The stop timeout in force: the configured one, cut when the kubelet's SIGKILL leaves less. */

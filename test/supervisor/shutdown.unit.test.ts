@@ -224,17 +224,26 @@ test('no deletion to read (a liveness kill, a force delete, no answer): the grac
   }
 });
 
+test('the step before the drain ends 2 s before the drain deadline, or halfway when less is left', () => {
+  const { d, clock } = at(scaffold);
+  d.signalled(clock.now);
+  const end = clock.now + 3000;
+  assert.is(d.drainDeadline(), end, 'the scaffold: a 3 s drain');
+  assert.is(d.beforeDrainDeadline(), end - 1500, 'half of the 3 s left');
+  const long = at({ ...scaffold, gracePeriodMs: 30_000, drainTimeoutMs: 23_000 });
+  long.d.signalled(long.clock.now);
+  assert.is(long.d.beforeDrainDeadline(), long.clock.now + 21_000, 'the drain keeps its last 2 s');
+  long.clock.now += 22_000;
+  assert.is(long.d.beforeDrainDeadline(), long.clock.now + 500, '1 s left: half of it');
+});
+
 test('Termination: the first signal drains, the second cuts short, later ones are ignored', async () => {
-  let now = 42;
-  const t = new Termination({ now: () => now });
-  assert.is(t.at, undefined);
-  assert.is(t.signal(), 'drain');
-  now = 50;
-  assert.is(t.signal(), 'cut-short');
-  assert.is(t.signal(), 'ignored');
-  assert.is(t.at, 42);
+  const t = new Termination();
+  assert.is(t.signal(42), 'drain');
+  assert.is(t.signal(50), 'cut-short');
+  assert.is(t.signal(60), 'ignored');
   assert.is(t.count, 3);
-  await t.requested;
+  assert.is(await t.requested, 42, 'the first signal\'s moment');
   await t.cutShort;
 });
 
