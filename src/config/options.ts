@@ -54,6 +54,8 @@ export interface OptionSpec {
   readonly flagOnly?: boolean;
   /** May be given more than once: its parser returns a list, and the lists are joined (kubectl's -f). */
   readonly repeatable?: boolean;
+  /** An empty variable leaves it unset (how Kubernetes manifests unset a value); elsewhere the parser judges the empty text. */
+  readonly emptyIsUnset?: boolean;
 }
 
 export const envName = (spec: OptionSpec): string => `DRAINGUARD_${spec.flag.toUpperCase().replaceAll('-', '_')}`;
@@ -196,7 +198,7 @@ const SHARED_OPTIONS = [
     default: 'group',
   },
   {
-    key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS,
+    key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS, emptyIsUnset: true,
     description: `objects whose deletion is held back while this pod lives: comma-separated ${GUARD_FORMS}`,
     defaultText: 'empty: no guard',
   },

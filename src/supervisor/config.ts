@@ -7,7 +7,7 @@ import { type PrestopToken, resolvePrestopToken } from '../config/prestop-token.
 import { ConfigError } from '../errors.ts';
 import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
 import type { OptionValues } from '../config/options.ts';
-import { type ParsedArgs, type Settings, settings } from '../config/load.ts';
+import { type ParsedArgs, type Settings, settings, sourceOf } from '../config/load.ts';
 
 export type SignalTarget = OptionValues['signalTarget'];
 
@@ -23,7 +23,7 @@ const AS_GIVEN = [
  */
 export interface SupervisorConfig extends Settings<typeof AS_GIVEN> {
   /** Where the socket path came from (--socket or DRAINGUARD_SOCKET), for messages about it. */
-  readonly socketSource?: string;
+  readonly socketSource: string;
   /** Where the grace period came from (--grace-period, DRAINGUARD_GRACE_PERIOD, or the default), for the log. */
   readonly gracePeriodSource: string;
   /** As given, else what the grace period leaves after the stop timeout (shutdown.ts). */
@@ -40,18 +40,18 @@ export interface SupervisorConfig extends Settings<typeof AS_GIVEN> {
 
 export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
   const v = args.values;
-  const src = (key: string, fallback: string) => args.sources[key] ?? fallback;
+  const src = (key: keyof OptionValues) => sourceOf(args, key);
   const given = settings(args, AS_GIVEN);
   const { gracePeriodMs, stopTimeoutMs, hold } = given;
   const drainTimeoutExplicit = v.drainTimeoutMs !== undefined;
-  const misfit = checkFit({ gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs }, { stop: src('stopTimeoutMs', 'DRAINGUARD_STOP_TIMEOUT'), drain: src('drainTimeoutMs', 'DRAINGUARD_DRAIN_TIMEOUT') });
+  const misfit = checkFit({ gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs }, { stop: src('stopTimeoutMs'), drain: src('drainTimeoutMs') });
   if (misfit !== undefined) throw new ConfigError('DG_CONFIG_TIMEOUTS', misfit);
   const drainTimeoutMs = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
 
-  const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
+  const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard'));
   const pod: Partial<PodRef> = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
   // The guard and the hold both write the pod's holder finalizer and Lease.
-  const needsPod = guard.length > 0 ? src('guard', 'DRAINGUARD_GUARD') : hold.length > 0 ? src('hold', 'DRAINGUARD_HOLD') : undefined;
+  const needsPod = guard.length > 0 ? src('guard') : hold.length > 0 ? src('hold') : undefined;
   if (needsPod !== undefined) {
     const missing = [
       ['DRAINGUARD_POD_NAME', pod.name],
@@ -70,7 +70,7 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
 
   return Object.freeze({
     ...given,
-    socketSource: src('socket', 'DRAINGUARD_SOCKET'),
+    socketSource: src('socket'),
     gracePeriodSource: args.sources.gracePeriodMs ?? 'default',
     drainTimeoutMs,
     drainTimeoutExplicit,

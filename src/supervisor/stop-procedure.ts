@@ -251,7 +251,7 @@ export class StopProcedure {
   async #supervise(server: DrainServer): Promise<number> {
     const mode = this.#mode;
     this.#setPhase('starting');
-    if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource ?? 'DRAINGUARD_SOCKET');
+    if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource);
     await this.#listen(server);
     this.#watchers.onServer?.(server);
     await signalsHandled();
@@ -385,7 +385,7 @@ export class StopProcedure {
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       const fix = e.code === 'EACCES' ? `this user may not create files in ${dirname(server.path)}; choose a writable directory (an emptyDir volume in a pod) or make it writable` : 'choose another path';
-      throw new ConfigError('DG_SOCKET_LISTEN', `${this.#config.socketSource ?? 'DRAINGUARD_SOCKET'}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`, { cause: err });
+      throw new ConfigError('DG_SOCKET_LISTEN', `${this.#config.socketSource}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`, { cause: err });
     }
   }
 
