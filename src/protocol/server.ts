@@ -105,8 +105,6 @@ export class DrainServer {
   readonly #logRejected: (fields: Record<string, unknown>) => void;
   #server?: Server;
   #nextId = 1;
-  /** Greeted clients that have not said drained. */
-  #undrained = 0;
   /** Once the clients were told to drain. */
   #drain?: DrainListener;
 
@@ -146,18 +144,22 @@ export class DrainServer {
 
   /** How many operator clients have said hello, counted in place. */
   greetedCount(): number {
-    let n = 0;
-    for (const c of this.#clients.values()) if (c.greeted) n++;
-    return n;
+    return this.#count((c) => c.greeted);
   }
 
   clients(): ClientInfo[] {
     return [...this.#clients.values()].map(publicInfo);
   }
 
-  /** Greeted clients that have not said drained. */
+  /** Greeted clients that have not said drained, counted in place. */
   undrained(): number {
-    return this.#undrained;
+    return this.#count((c) => c.greeted && !c.drained);
+  }
+
+  #count(which: (client: Client) => boolean): number {
+    let n = 0;
+    for (const c of this.#clients.values()) if (which(c)) n++;
+    return n;
   }
 
   /**
@@ -275,12 +277,11 @@ export class DrainServer {
     }
     this.#clients.delete(client.id);
     const answered = client.greeted && !client.drained;
-    if (answered) this.#undrained--;
     if (client.greeted) {
       this.#logger.debug('client disconnected', { client: client.id, name: client.name });
       this.#onEvent({ type: 'disconnect', client: publicInfo(client) });
     }
-    if (answered) this.#drain?.onAnswer('gone', publicInfo(client), this.#undrained);
+    if (answered) this.#drain?.onAnswer('gone', publicInfo(client), this.undrained());
   }
 
   #handle(client: Client, line: string): void {
@@ -295,7 +296,6 @@ export class DrainServer {
       }
       client.greeted = true;
       this.#settled(client);
-      this.#undrained++;
       client.name = message.name;
       client.pid = message.pid;
       this.#send(client, { type: 'welcome', protocol: PROTOCOL_VERSION });
@@ -312,9 +312,8 @@ export class DrainServer {
       case 'drained': {
         if (client.drained) return;
         client.drained = true;
-        this.#undrained--;
         this.#onEvent({ type: 'drained', client: publicInfo(client) });
-        this.#drain?.onAnswer('drained', publicInfo(client), this.#undrained);
+        this.#drain?.onAnswer('drained', publicInfo(client), this.undrained());
         return;
       }
       default:
@@ -360,9 +359,8 @@ export class DrainServer {
     this.#settled(client);
     const answered = client.greeted && !client.drained;
     const info = publicInfo(client);
-    if (answered) this.#undrained--;
     client.greeted = false;
-    if (answered) this.#drain?.onAnswer('gone', info, this.#undrained);
+    if (answered) this.#drain?.onAnswer('gone', info, this.undrained());
     client.socket.end(encode({ type: 'error', message: reason }));
     client.socket.removeAllListeners('data');
     // Neither a peer that never reads nor one that keeps sending keeps the half-closed socket alive.
