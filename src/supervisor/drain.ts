@@ -15,6 +15,11 @@ import type { IdleWait } from '../idle/until-idle.ts';
 import type { DrainServer } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource } from './observer.ts';
 
+/** Told when a drain with clients starts with no time at all. */
+const NO_TIME_TO_DRAIN =
+  `the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a ${formatDuration(GRACE_MARGIN_MS)} margin; ` +
+  'raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period';
+
 export interface DrainResult {
   readonly outcome: DrainOutcome;
   readonly durationMs: number;
@@ -143,7 +148,7 @@ export class Drain {
     };
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     if (timeoutMs === 0 && clients > 0) {
-      logger.warn(`the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a ${formatDuration(GRACE_MARGIN_MS)} margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period`);
+      logger.warn(NO_TIME_TO_DRAIN);
     }
     if (idle) {
       stopIdle = new AbortController();
