@@ -14,7 +14,7 @@ import type { PodApi, PodDeletion } from '../kube/pod.ts';
 import { leaderRelease } from '../leader/open.ts';
 import { namespaceFinalizer } from '../namespace/open.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
-import type { SupervisorConfig } from '../supervisor/config.ts';
+import type { SupervisorConfig } from '../config/supervisor.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';

@@ -3,7 +3,7 @@
 // filled in, the rules about their arguments checked before they start.
 // Each type takes its options' types from the table (Settings) with the list
 // of keys that also fills it in (settings). run and sidecar resolve in
-// supervisor/config.ts.
+// supervisor.ts.
 
 import { statSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';

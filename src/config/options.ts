@@ -404,3 +404,11 @@ export const STATUS_OPTIONS = [
 
 /** The shared options and those of single commands: the default of every key. */
 export const EVERY_OPTION = [...SHARED_OPTIONS, ...CHECK_OPTIONS, ...PREDELETE_OPTIONS, ...RELEASE_OPTIONS, ...STATUS_OPTIONS] as const;
+
+/** The keys of the options any of `C` takes, as the table says. */
+export type KeyOf<C extends Command> = keyof { [S in (typeof EVERY_OPTION)[number] as C extends S['commands'][number] ? S['key'] : never]: unknown };
+
+/** The keys of the options any of `commands` takes, from the table. */
+export function keysOf<C extends Command>(...commands: C[]): KeyOf<C>[] {
+  return EVERY_OPTION.filter((o) => commands.some((c) => (o.commands as readonly Command[]).includes(c))).map((o) => o.key as KeyOf<C>);
+}

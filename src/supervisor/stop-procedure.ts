@@ -26,7 +26,7 @@ import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts'
 import { DrainServer } from '../protocol/server.ts';
 import { claimSocketPath, privateSocketPath } from '../protocol/socket-path.ts';
 import type { ChildExit } from './child.ts';
-import type { SupervisorConfig } from './config.ts';
+import type { SupervisorConfig } from '../config/supervisor.ts';
 import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
 import { DeletionReader } from './deletion-reading.ts';

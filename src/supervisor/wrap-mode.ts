@@ -5,7 +5,7 @@
 
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
-import type { SupervisorConfig } from './config.ts';
+import type { SupervisorConfig } from '../config/supervisor.ts';
 import { type Child, SpawnError, startChild } from './child.ts';
 import { warnIfNoReaper } from './reaper.ts';
 import { FORWARDED, JOB_CONTROL } from './signals.ts';

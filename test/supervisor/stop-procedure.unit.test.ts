@@ -12,7 +12,7 @@ import { createLogger } from '../../src/log/logger.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
 import type { DrainServer } from '../../src/protocol/server.ts';
 import type { ChildExit } from '../../src/supervisor/child.ts';
-import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
+import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
 import type { DrainResult, DrainTicket } from '../../src/supervisor/drain.ts';
 import type { PodDeletion } from '../../src/kube/pod.ts';
 import { type GuardHandle, type Phase, type SupervisorObserver, combineObservers } from '../../src/supervisor/observer.ts';

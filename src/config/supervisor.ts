@@ -2,26 +2,28 @@
 // every default filled in and every rule that spans settings checked up front.
 
 import type { PodRef } from '../kube/pod.ts';
-import { checkFit, defaultDrainTimeout } from '../config/grace-rule.ts';
-import { type PrestopToken, resolvePrestopToken } from '../config/prestop-token.ts';
+import { checkFit, defaultDrainTimeout } from './grace-rule.ts';
+import { type PrestopToken, resolvePrestopToken } from './prestop-token.ts';
 import { ConfigError } from '../errors.ts';
-import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
-import type { OptionValues } from '../config/options.ts';
-import { type ParsedArgs, type Settings, settings, sourceOf } from '../config/load.ts';
+import { type GuardTarget, parseGuardList } from './guard-list.ts';
+import { type KeyOf, type OptionValues, keysOf } from './options.ts';
+import { type ParsedArgs, type Settings, settings, sourceOf } from './load.ts';
 
 export type SignalTarget = OptionValues['signalTarget'];
 
-/** The options a supervisor takes as they are given, else as the options table defaults them. */
-const AS_GIVEN = [
-  'socket', 'gracePeriodMs', 'stopSignal', 'stopTimeoutMs', 'signalTarget', 'hold', 'holdTimeoutMs', 'holdSettleMs',
-  'leaseDurationMs', 'httpAddr', 'idleMetrics', 'leaderLease', 'logLevel', 'logFormat',
-] as const;
+/** The supervisors' options that resolveSupervisorConfig resolves itself (below); it takes every other one as given. */
+const RESOLVED = ['drainTimeoutMs', 'guard', 'podName', 'podNamespace', 'podUid', 'operatorContainer', 'prestopToken', 'prestopTokenFile'] as const;
+
+type AsGiven = Exclude<KeyOf<'run' | 'sidecar'>, (typeof RESOLVED)[number]>;
+
+/** The options of run and sidecar (the options table says which) taken as they are given, else as the table defaults them. */
+const AS_GIVEN = keysOf('run', 'sidecar').filter((key): key is AsGiven => !(RESOLVED as readonly string[]).includes(key));
 
 /**
- * The options of AS_GIVEN (socket is undefined in wrap mode without --socket: a
+ * The options taken as given (socket is undefined in wrap mode without --socket: a
  * fresh private path is made at start) and what is resolved from the others.
  */
-export interface SupervisorConfig extends Settings<typeof AS_GIVEN> {
+export interface SupervisorConfig extends Settings<AsGiven[]> {
   /** Where the socket path came from (--socket or DRAINGUARD_SOCKET), for messages about it. */
   readonly socketSource: string;
   /** Where the grace period came from (--grace-period, DRAINGUARD_GRACE_PERIOD, or the default), for the log. */
