@@ -174,8 +174,6 @@ export class StopProcedure {
       adopt: (reading) => this.#deadlines.adoptDeletion(reading),
       onMoved: () => this.#drain?.reschedule(),
     });
-    // A configured socket (always, in sidecar mode) is known now, so a preStop request that comes before run() has a drain to start.
-    if (config.socket !== undefined) this.#serve(config.socket);
   }
 
   /**
@@ -199,22 +197,23 @@ export class StopProcedure {
     for (const sig of caught) process.on(sig, onSignal);
     let ownDirectory: (() => void) | undefined;
     try {
-      if (!this.#server) {
+      if (!this.#server && this.#config.socket === undefined) {
         const own = privateSocket();
         ownDirectory = own.cleanup;
         this.#serve(own.path);
       }
+      const { server, drain } = this.#onSocket();
       try {
-        return await this.#supervise(this.#server!);
+        return await this.#supervise(server, drain);
       } finally {
         // Whoever asked for the drain hears how it ended before the socket closes.
-        const drain = this.#drain!.started;
-        if (drain) {
-          this.#drain!.cutShort();
-          await drain.ended;
+        const started = drain.started;
+        if (started) {
+          drain.cutShort();
+          await started.ended;
           await new Promise(setImmediate);
         }
-        await this.#server!.close();
+        await server.close();
       }
     } finally {
       ownDirectory?.();
@@ -224,8 +223,20 @@ export class StopProcedure {
     }
   }
 
+  /**
+   * The drain socket's server and the drain on it, built once at the first need: run(), or a
+   * preStop request over HTTP that comes before it (the listener starts first), on the
+   * configured socket (a sidecar always has one); run() builds them on its own private socket
+   * when none is configured. Built, not listening: run() listens.
+   */
+  #onSocket(): { server: DrainServer; drain: Drain } {
+    if (this.#server && this.#drain) return { server: this.#server, drain: this.#drain };
+    if (this.#config.socket === undefined) throw new TypeError('a drain request before run() needs a configured socket');
+    return this.#serve(this.#config.socket);
+  }
+
   /** The drain socket's server at `path` (it listens once run), and the drain on it. */
-  #serve(path: string): void {
+  #serve(path: string): { server: DrainServer; drain: Drain } {
     const server = new DrainServer({
       path,
       logger: this.#log,
@@ -245,10 +256,11 @@ export class StopProcedure {
     void this.#termination.cutShort.then(() => drain.cutShort());
     this.#server = server;
     this.#drain = drain;
+    return { server, drain };
   }
 
   /** The phases in their order; each one is set here. */
-  async #supervise(server: DrainServer): Promise<number> {
+  async #supervise(server: DrainServer, drain: Drain): Promise<number> {
     const mode = this.#mode;
     this.#setPhase('starting');
     if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource);
@@ -281,7 +293,7 @@ export class StopProcedure {
       return byItself.status;
     }
     // draining: the drain a preStop request began, else the signal's
-    const ticket = this.#drain!.started ?? (await this.#signalDrain(!calledOff));
+    const ticket = drain.started ?? (await this.#signalDrain(!calledOff));
     this.#setPhase('draining');
     const stopPolling = this.#deletion.poll();
     const result = await ticket.ended;
@@ -350,7 +362,7 @@ export class StopProcedure {
    */
   #requestDrain(source: DrainSource, announce?: () => void): DrainTicket {
     this.#deadlines.drainRequested(this.#clock.now());
-    const ticket = this.#drain!.request(source, announce);
+    const ticket = this.#onSocket().drain.request(source, announce);
     this.#watchers.observer?.drainRequested?.(source);
     if (!ticket.joined) this.#drainBegun.resolve(ticket);
     return ticket;
