@@ -3,27 +3,20 @@
 // deadline handed to the mode, the guard and the Events, for Kubebuilder's
 // scaffold (terminationGracePeriodSeconds 10, stop timeout 5s). The signals
 // are real ones, sent to this process.
-import { existsSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseArgs } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
-import type { DrainServer } from '../../src/protocol/server.ts';
 import type { ChildExit } from '../../src/supervisor/child.ts';
-import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
 import type { DrainResult, DrainTicket } from '../../src/supervisor/drain.ts';
 import type { PodDeletion } from '../../src/kube/pod.ts';
-import { type GuardHandle, type Phase, type SupervisorObserver, combineObservers } from '../../src/supervisor/observer.ts';
 import { SidecarMode } from '../../src/supervisor/sidecar-mode.ts';
-import { type Mode, type StartContext, type StartedOperator, StopProcedure, type StopProcedureOptions } from '../../src/supervisor/stop-procedure.ts';
-import { WrapMode } from '../../src/supervisor/wrap-mode.ts';
+import type { Mode, StartContext, StartedOperator } from '../../src/supervisor/stop-procedure.ts';
 import { tempDir } from '../support/proc.ts';
-import { until as waitUntil, within } from '../support/wait.ts';
-import { FakeClock, settle } from '../support/fake-clock.ts';
-
-const SCAFFOLD = ['--grace-period=10s', '--stop-timeout=5s'];
+import { within } from '../support/wait.ts';
+import { settle } from '../support/fake-clock.ts';
+import { procedure, sigterm, until } from './procedure.ts';
 
 /** A mode whose operator is the test's: it records what the procedure asked of it. */
 class PlayedMode implements Mode {
@@ -63,46 +56,6 @@ async function drainingWithClient(s: ReturnType<typeof procedure>): Promise<Drai
   await until(() => s.phases.includes('draining'), 'draining');
   return client;
 }
-
-function guardOf(clock: FakeClock) {
-  const calls: string[] = [];
-  const guard: GuardHandle = {
-    start: () => void calls.push('guard start'),
-    release: async (deadline) => void calls.push(`guard release by +${deadline - clock.now()}`),
-  };
-  return { guard, calls };
-}
-
-function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[]; onServer?: () => void; observer?: SupervisorObserver } = {}) {
-  const clock = new FakeClock();
-  const phases: Phase[] = [];
-  const flushes: number[] = [];
-  const { guard, calls } = guardOf(clock);
-  let server: DrainServer | undefined;
-  let listening!: () => void;
-  const listens = new Promise<void>((r) => (listening = r));
-  const p = new StopProcedure(resolveSupervisorConfig(parseArgs(options.command ?? 'run', [...(options.flags ?? SCAFFOLD), ...flags], {})), mode, {
-    clock,
-    guard,
-    flushEvents: async (deadline) => void flushes.push(deadline - clock.now()),
-    ...options,
-  });
-  const running = p.run({
-    observer: combineObservers({ phase: (phase) => phases.push(phase) }, options.observer),
-    onServer: (s) => {
-      server = s;
-      options.onServer?.();
-      listening();
-    },
-  });
-  return { p, clock, phases, flushes, guardCalls: calls, running, listens, server: () => server! };
-}
-
-const sigterm = () => process.kill(process.pid, 'SIGTERM');
-const until = async (check: () => boolean, what: string) => {
-  for (let i = 0; i < 500 && !check(); i++) await settle();
-  assert.ok(check(), what);
-};
 
 test('a SIGTERM with no client: drain, stop, release, exit, in that order; the release by the end of the grace period', async () => {
   const mode = new PlayedMode();
@@ -331,19 +284,6 @@ test('a SIGTERM before the start calls it off: the mode is never started, nothin
   assert.equal(mode.calls, []);
   assert.equal(s.guardCalls, []);
   assert.equal(s.phases, ['starting', 'exited']);
-});
-
-test('wrap mode: an operator that ignores the stop signal is killed at the kill time, stop timeout after the stop signal', async () => {
-  const dir = tempDir();
-  const mode = new WrapMode(['sh', '-c', 'trap "" TERM; : > "$DIR/trapped"; exec sleep 30'], { PATH: process.env.PATH, DIR: dir });
-  const s = procedure(mode, ['--signal-target=child']);
-  await waitUntil((check) => ((w) => () => w.close())(watch(dir, check)), () => existsSync(join(dir, 'trapped')) || undefined, 5000, 'the operator ignoring SIGTERM');
-  const stopAt = s.clock.now();
-  sigterm();
-  await until(() => s.phases.includes('stopping'), 'stopping');
-  assert.is(s.clock.nextAt, stopAt + 5000, 'the one timer left is the SIGKILL, at the stop timeout');
-  await s.clock.advance(5000);
-  assert.is(await within(5000, 'exit', s.running), 128 + 9, 'SIGKILLed');
 });
 
 test('sidecar mode: an operator that stays connected is waited for until the wait deadline, which leaves the release its time', async () => {
