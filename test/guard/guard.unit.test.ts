@@ -207,4 +207,24 @@ test('the release never outlasts its deadline, and the last wave (its own Servic
   assert.equal(cut?.fields?.afterMs, 10_000);
 });
 
+test("the release's warm-up reads wait a second at most, a quarter of what is left when less: reads that never answer delay no wave longer", async () => {
+  const s = setup('clusterrole/manager,serviceaccount/op/op', 15_000);
+  s.api.put('serviceaccounts', 'op', { metadata: { name: 'op', namespace: 'op' } });
+  s.guard.start();
+  await settle();
+  const account = s.api.objects.get('serviceaccounts/op')!;
+  s.api.objects.set('serviceaccounts/op', { ...account, metadata: { ...account.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
+  await s.clock.advance(1_000);
+  for (const what of ['get clusterroles/manager', 'get serviceaccounts/op', 'patch clusterroles/manager']) s.api.hanging.add(what);
+  const start = s.clock.now();
+  const before = s.api.calls.length;
+  const released = s.guard.release(start + 10_000);
+  await settle();
+  await s.clock.advance(10_000);
+  await released;
+  assert.equal(s.api.timesOf('patch clusterroles/manager', start, before), [1_000], 'the first wave after the warm-up\'s second');
+  // At 9 s the last wave's own warm-up gets a quarter of the 1 s left.
+  assert.equal(s.api.timesOf('patch serviceaccounts/op', start, before), [9_250], 'the last wave after its warm-up\'s quarter');
+});
+
 test.run();
