@@ -148,7 +148,7 @@ export class StopProcedure {
   readonly #deadlines: Deadlines;
   readonly #termination = new Termination();
   readonly #deletion: DeletionReader;
-  /** Fires at every event of a client on the socket (ModeContext.watchClients). */
+  /** Fires at every event of a client on the socket (StartContext.clients.watch). */
   readonly #clientEvents = new EventEmitter().setMaxListeners(0);
   /** The operator's exit, once the mode has started it: it ends a drain (wrap mode). */
   readonly #operatorExit = deferred<ChildExit>();
