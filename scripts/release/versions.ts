@@ -1,6 +1,6 @@
 // Every place outside package.json that names drainguard's version, so that
 // one command sets them all (scripts/set-version.ts) and one test
-// (test/release/versions.unit.test.ts) fails when one disagrees: the image tag in
+// (test/tooling/release/versions.unit.test.ts) fails when one disagrees: the image tag in
 // the manifests and the docs, the chart's version, appVersion and image tag,
 // the charts that depend on it, the kustomize ?ref=, the Go modules' tags and
 // the ctrl module's requirement, package-lock's copy of the version.

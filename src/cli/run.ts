@@ -1,4 +1,4 @@
-import { type SupervisorConfig, resolveSupervisorConfig } from '../supervisor/config.ts';
+import { type SupervisorConfig, resolveSupervisorConfig } from '../config/supervisor.ts';
 import type { CommandDef } from './command.ts';
 import { supervise } from './supervise.ts';
 

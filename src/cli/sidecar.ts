@@ -1,4 +1,4 @@
-import { resolveSupervisorConfig, type SupervisorConfig } from '../supervisor/config.ts';
+import { resolveSupervisorConfig, type SupervisorConfig } from '../config/supervisor.ts';
 import type { CommandDef } from './command.ts';
 import { superviseSidecar } from './supervise.ts';
 

@@ -8,12 +8,13 @@
 // opened when the procedure reaches `running`. A sidecar has no operator to
 // keep waiting and needs the API from the start (DRAINGUARD_OPERATOR_CONTAINER).
 
+import { type Clock, systemClock } from '../clock.ts';
 import { type OpenGuardOptions, type SupervisedGuard, openGuard } from '../guard/open.ts';
 import type { PodApi, PodDeletion } from '../kube/pod.ts';
 import { leaderRelease } from '../leader/open.ts';
 import { namespaceFinalizer } from '../namespace/open.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
-import type { SupervisorConfig } from '../supervisor/config.ts';
+import type { SupervisorConfig } from '../config/supervisor.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdTerminationSignals } from '../supervisor/signals.ts';
@@ -21,6 +22,9 @@ import { type Mode, StopProcedure, type StopProcedureOptions } from '../supervis
 import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
+
+/** The one clock of a supervising command: the stop procedure's, the guard's, the hold's and the Events'. */
+const clock: Clock = systemClock;
 
 /** What the stop procedure gets of the pod's API. */
 interface PodLink {
@@ -38,7 +42,7 @@ export async function supervise(config: SupervisorConfig, io: CliIO, command: re
   const mode = new WrapMode(command, io.env);
   const pod = laterPodLink(config, io.env, logger);
   // The Kubernetes client is loaded once the operator started (late: at the guard's start()).
-  const guard = await guardOf(config, { env: io.env, logger, late: true, events: () => pod.events });
+  const guard = await guardOf(config, { env: io.env, logger, clock, late: true, events: () => pod.events });
   return superviseWith(config, logger, mode, pod, guard, leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: 'exited' }), io.env);
 }
 
@@ -46,8 +50,8 @@ export async function supervise(config: SupervisorConfig, io: CliIO, command: re
 export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Promise<number> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
   // The guard first: its configuration errors are the ones a sidecar shows. It reports to the pod's Events, connected next.
-  const events = laterPodEvents(logger);
-  const guard = await guardOf(config, { env: io.env, logger, late: false, events: () => events });
+  const events = laterPodEvents(logger, clock);
+  const guard = await guardOf(config, { env: io.env, logger, clock, late: false, events: () => events });
   const { openPodApi } = await import('../kube/pod.ts');
   const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
   events.connect(api.recordEvent);
@@ -65,6 +69,7 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
   const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
   const procedure = new StopProcedure(config, mode, {
     logger,
+    clock,
     guard,
     untilIdle,
     flushEvents: async (deadline) => pod.events?.flush(deadline),
@@ -100,7 +105,7 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
  */
 async function guardOf(
   config: SupervisorConfig,
-  { events, ...options }: Pick<OpenGuardOptions, 'env' | 'logger' | 'late'> & { readonly events: () => DrainEventObserver | undefined },
+  { events, ...options }: Pick<OpenGuardOptions, 'env' | 'logger' | 'clock' | 'late'> & { readonly events: () => DrainEventObserver | undefined },
 ): Promise<SupervisedGuard | undefined> {
   if (config.guard.length === 0 && config.hold.length === 0) return undefined;
   const { name, namespace, uid } = config.pod;
@@ -118,7 +123,7 @@ async function guardOf(
 /** The pod's API of wrap mode, opened at the first question (once the operator has started); Events wait for it. */
 function laterPodLink(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: Logger): PodLink {
   // In a pod (DRAINGUARD_POD_NAME set): Events on it, once its API is open.
-  const events = config.pod.name !== undefined ? laterPodEvents(logger) : undefined;
+  const events = config.pod.name !== undefined ? laterPodEvents(logger, clock) : undefined;
   let opened: Promise<PodApi> | undefined;
   const open = () =>
     (opened ??= import('../kube/pod.ts').then(async ({ openPodApi }) => {

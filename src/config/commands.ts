@@ -3,12 +3,12 @@
 // filled in, the rules about their arguments checked before they start.
 // Each type takes its options' types from the table (Settings) with the list
 // of keys that also fills it in (settings). run and sidecar resolve in
-// supervisor/config.ts.
+// supervisor.ts.
 
 import { statSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
 import { type DeleteTarget, type GuardTarget, parseDeleteList, parseGuardList } from './guard-list.ts';
-import { type ParsedArgs, type Settings, setting, settings } from './load.ts';
+import { type ParsedArgs, type Settings, setting, settings, sourceOf } from './load.ts';
 import type { OptionValues } from './options.ts';
 
 const LOG = ['logLevel', 'logFormat'] as const;
@@ -66,7 +66,7 @@ export function resolvePrestopConfig(args: ParsedArgs): PrestopConfig {
 
 function guardQuery(args: ParsedArgs): GuardQueryConfig {
   const v = args.values;
-  const targets = v.guard === undefined ? [] : parseGuardList(v.guard, args.sources.guard ?? 'DRAINGUARD_GUARD');
+  const targets = v.guard === undefined ? [] : parseGuardList(v.guard, sourceOf(args, 'guard'));
   return { ...settings(args, GUARD_QUERY), targets: Object.freeze(targets) };
 }
 
@@ -80,7 +80,7 @@ export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
   if (given.all && !setting(args, 'yes')) {
     throw new ConfigError('DG_CONFIG_CONFIRM', '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
   }
-  const remove = args.values.delete === undefined ? [] : parseDeleteList(args.values.delete, args.sources.delete ?? '--delete');
+  const remove = args.values.delete === undefined ? [] : parseDeleteList(args.values.delete, sourceOf(args, 'delete'));
   return Object.freeze({ ...query, ...given, remove: Object.freeze(remove), manifests });
 }
 

@@ -47,8 +47,7 @@ export function parseArgs(
     const name = envName(spec);
     const raw = env[name];
     if (raw === undefined) continue;
-    // An empty variable is how Kubernetes manifests "unset" a value; only a few options accept it.
-    if (raw === '' && spec.key === 'guard') continue;
+    if (raw === '' && spec.emptyIsUnset) continue;
     values[spec.key] = spec.parse(raw, name);
     sources[spec.key] = name;
   }
@@ -97,6 +96,13 @@ export function parseArgs(
   }
   // Each parser returns its key's type (OptionValues), so this is the one cast.
   return Object.freeze({ command, values: Object.freeze(values) as Partial<OptionValues>, sources: Object.freeze(sources), positionals, help });
+}
+
+/** Where the value of `key` came from (the flag or variable given), else its variable: the name a message about it uses. */
+export function sourceOf(args: ParsedArgs, key: keyof OptionValues): string {
+  const spec: OptionSpec | undefined = EVERY_OPTION.find((s) => s.key === key);
+  if (!spec) throw new TypeError(`no option ${key} in the options table`);
+  return args.sources[key] ?? (spec.flagOnly ? `--${spec.flag}` : envName(spec));
 }
 
 /** What setting() gives for a key: a value when the table has one default for every command, else maybe nothing. */

@@ -54,6 +54,8 @@ export interface OptionSpec {
   readonly flagOnly?: boolean;
   /** May be given more than once: its parser returns a list, and the lists are joined (kubectl's -f). */
   readonly repeatable?: boolean;
+  /** An empty variable leaves it unset (how Kubernetes manifests unset a value); elsewhere the parser judges the empty text. */
+  readonly emptyIsUnset?: boolean;
 }
 
 export const envName = (spec: OptionSpec): string => `DRAINGUARD_${spec.flag.toUpperCase().replaceAll('-', '_')}`;
@@ -196,7 +198,7 @@ const SHARED_OPTIONS = [
     default: 'group',
   },
   {
-    key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS,
+    key: 'guard', flag: 'guard', value: 'LIST', parse: (raw: string) => raw, commands: GUARD_USERS, emptyIsUnset: true,
     description: `objects whose deletion is held back while this pod lives: comma-separated ${GUARD_FORMS}`,
     defaultText: 'empty: no guard',
   },
@@ -402,3 +404,11 @@ export const STATUS_OPTIONS = [
 
 /** The shared options and those of single commands: the default of every key. */
 export const EVERY_OPTION = [...SHARED_OPTIONS, ...CHECK_OPTIONS, ...PREDELETE_OPTIONS, ...RELEASE_OPTIONS, ...STATUS_OPTIONS] as const;
+
+/** The keys of the options any of `C` takes, as the table says. */
+export type KeyOf<C extends Command> = keyof { [S in (typeof EVERY_OPTION)[number] as C extends S['commands'][number] ? S['key'] : never]: unknown };
+
+/** The keys of the options any of `commands` takes, from the table. */
+export function keysOf<C extends Command>(...commands: C[]): KeyOf<C>[] {
+  return EVERY_OPTION.filter((o) => commands.some((c) => (o.commands as readonly Command[]).includes(c))).map((o) => o.key as KeyOf<C>);
+}

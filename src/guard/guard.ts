@@ -10,6 +10,7 @@
 //   hold(), letGo()  one more object held from now on, and let go of early (the hold's
 //              Deployment, src/hold): swept, released and reported as the others.
 
+import { type Clock, systemClock } from '../clock.ts';
 import type { GuardTarget } from '../config/guard-list.ts';
 import { DrainguardError } from '../errors.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
@@ -17,7 +18,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
 import type { PodRef } from '../kube/pod.ts';
-import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
+import { KEEP_TRYING, backoff } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { listHolders } from './holders.ts';
@@ -33,7 +34,8 @@ export interface GuardOptions {
   /** How long the Lease stays valid without renewal; it is renewed every third of it. */
   readonly leaseDurationMs: number;
   readonly logger?: Logger;
-  readonly now?: () => number;
+  /** What the Lease's times, the renewals and the backoff go by; the wall clock by default. */
+  readonly clock?: Clock;
   /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
   readonly onReleaseFailed?: (objects: readonly string[], fix: string) => void;
 }
@@ -84,7 +86,7 @@ export class Guard {
   readonly #lease: HolderLease;
   readonly #leaseDurationMs: number;
   readonly #log: Logger;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #onReleaseFailed?: (objects: readonly string[], fix: string) => void;
   readonly #objects: Tracked[];
   readonly #stop = new AbortController();
@@ -105,7 +107,7 @@ export class Guard {
     this.#finalizer = finalizerFor(options.pod.uid);
     this.#leaseDurationMs = Math.max(1000, options.leaseDurationMs);
     this.#log = (options.logger ?? silentLogger).with({ guard: this.#finalizer });
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.#onReleaseFailed = options.onReleaseFailed;
     this.#objects = options.targets.map((target) => ({ target, state: 'unknown', mayHold: true }));
     this.#lease = new HolderLease({
@@ -114,7 +116,7 @@ export class Guard {
       guards: options.targets.map(guardTargetKey),
       durationMs: this.#leaseDurationMs,
       logger: this.#log,
-      now: this.#now,
+      clock: this.#clock,
     });
   }
 
@@ -177,7 +179,7 @@ export class Guard {
           });
         }
       }
-      await sleep(wait, AbortSignal.any([signal, this.#wake.signal]));
+      await this.#clock.sleep(wait, AbortSignal.any([signal, this.#wake.signal]));
       if (this.#wake.signal.aborted) this.#wake = new AbortController();
     }
   }
@@ -285,7 +287,7 @@ export class Guard {
 
   /** Removes the finalizers of holders whose Lease is gone or expired from the guarded objects. */
   async #sweep(foreign: Set<string>, signal: AbortSignal): Promise<void> {
-    const holders = await listHolders(this.#client, this.#pod.namespace, this.#now, { signal });
+    const holders = await listHolders(this.#client, this.#pod.namespace, () => this.#clock.now(), { signal });
     if ([...foreign].every((uid) => holders.state(uid).live)) return;
     await Promise.all(
       this.#objects.map(async (o) => {
@@ -318,6 +320,6 @@ export class Guard {
       objects: this.#objects.filter((o) => o.mayHold),
       identity: { namespace: this.#pod.namespace, serviceAccount: this.#serviceAccount },
     }));
-    await releaseHeld({ client: this.#client, finalizer: this.#finalizer, lease: this.#lease, logger: this.#log, now: this.#now, onReleaseFailed: this.#onReleaseFailed, held }, deadline);
+    await releaseHeld({ client: this.#client, finalizer: this.#finalizer, lease: this.#lease, logger: this.#log, clock: this.#clock, onReleaseFailed: this.#onReleaseFailed, held }, deadline);
   }
 }

@@ -3,6 +3,7 @@
 // deleted at the release. Owned by the Pod, so the garbage collector deletes it
 // with the Pod: the holder's end, even after SIGKILL.
 
+import type { Clock } from '../clock.ts';
 import type { CallOptions, KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
 import { RESOURCES, microTime } from '../kube/objects.ts';
@@ -18,7 +19,7 @@ export interface HolderLeaseOptions {
   readonly guards: readonly string[];
   readonly durationMs: number;
   readonly logger: Logger;
-  readonly now: () => number;
+  readonly clock: Pick<Clock, 'now'>;
 }
 
 export class HolderLease {
@@ -48,8 +49,8 @@ export class HolderLease {
   }
 
   #body(): LeaseObject {
-    const { pod, guards, durationMs, now } = this.#o;
-    const at = microTime(now());
+    const { pod, guards, durationMs, clock } = this.#o;
+    const at = microTime(clock.now());
     return {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',

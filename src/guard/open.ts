@@ -9,6 +9,7 @@
 // impossible is still a ConfigError before the operator starts, as far as it
 // can be told without the client (kube/locate.ts). Else (a sidecar) at once.
 
+import type { Clock } from '../clock.ts';
 import type { ReleaseReason } from '../hold/decide.ts';
 import type { Hold, HoldSettings } from '../hold/hold.ts';
 import { apiConfigError, locateApiConfig, precheckApiConfig } from '../kube/locate.ts';
@@ -24,6 +25,8 @@ export interface GuardSettings extends Pick<GuardOptions, 'targets' | 'pod' | 'l
 export interface OpenGuardOptions {
   readonly env: NodeJS.ProcessEnv;
   readonly logger: Logger;
+  /** The stop procedure's clock: the guard's and the hold's times go by it. */
+  readonly clock: Clock;
   /** Open at start() instead of at once (wrap mode: the operator must not wait for the Kubernetes client). */
   readonly late: boolean;
   /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
@@ -88,12 +91,12 @@ export async function openGuard(settings: GuardSettings, options: OpenGuardOptio
 
 async function openParts({ hold, ...settings }: GuardSettings, options: OpenGuardOptions, why: string): Promise<Opened> {
   const [{ openClient }, { Guard }] = await Promise.all([import('../kube/open.ts'), import('./guard.ts')]);
-  const { logger } = options;
+  const { logger, clock } = options;
   const client = await openClient(options.env, logger, why);
-  const guard = new Guard({ ...settings, client, logger, onReleaseFailed: options.onReleaseFailed });
+  const guard = new Guard({ ...settings, client, logger, clock, onReleaseFailed: options.onReleaseFailed });
   if (!hold) return { guard };
   const { Hold } = await import('../hold/hold.ts');
-  return { guard, hold: new Hold({ ...hold, pod: settings.pod, client, guard, logger, onReleased: options.onHoldReleased }) };
+  return { guard, hold: new Hold({ ...hold, pod: settings.pod, client, guard, logger, clock, onReleased: options.onHoldReleased }) };
 }
 
 function reportOf({ guard, hold }: Opened): GuardReport {

@@ -3,6 +3,7 @@
 // the waves of release-order.ts, each wave warmed up first; then the holder
 // Lease goes. Never throws, never outlasts the deadline the stop gives.
 
+import { type Clock, within } from '../clock.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
@@ -24,7 +25,8 @@ export interface HeldRelease {
   readonly finalizer: string;
   readonly lease: HolderLease;
   readonly logger: Logger;
-  readonly now: () => number;
+  /** What the deadline is compared with and the waves' turns are timed by. */
+  readonly clock: Clock;
   /** Told when the release left this pod's finalizer on objects, with the command that frees them (for an Event). */
   readonly onReleaseFailed?: (objects: readonly string[], fix: string) => void;
   /** Once the keep-alive loop has stopped: what it may have left this pod's finalizer on, and whose permissions the order keeps. */
@@ -40,37 +42,31 @@ const CREDENTIAL_RESERVE_MS = 1000;
 const RACING =
   "released together: each is being deleted and is what lets drainguard release another of them, so whichever goes first may take the permission from the others' removals; keep drainguard's own RBAC out of the uninstall (docs/guard.md)";
 
-/** Resolves with `promise`, or after `ms` whatever it does. */
-async function within(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise((r) => (timer = setTimeout(r, Math.max(0, ms))))]);
-  clearTimeout(timer);
-}
-
 /** The command that frees what a failed release left (once the holder is stale); holders count only in their own namespace. */
 const releaseCommand = (objects: readonly string[], namespace: string): string => `drainguard release --pod-namespace ${namespace} --guard ${objects.join(',')}`;
 
 /** Removes this pod's finalizers and the Lease by `deadline` (epoch ms), cut short there; never throws. */
 export async function releaseHeld(r: HeldRelease, deadline: number): Promise<void> {
-  const started = r.now();
+  const { clock } = r;
+  const started = clock.now();
   const cutoff = new AbortController();
   let onDeadline = (): void => {};
   const expired = new Promise<'deadline'>((resolve) => (onDeadline = () => resolve('deadline')));
-  const timer = setTimeout(() => {
+  const cancelTimer = clock.after(deadline - clock.now(), () => {
     cutoff.abort();
     onDeadline();
-  }, Math.max(0, deadline - r.now()));
+  });
   try {
     // The deadline (supervisor/shutdown.ts Deadlines) counts from the Pod's deletion, read at the termination and again before the release.
     const outcome = await Promise.race([releaseWithin(r, deadline, cutoff.signal, started), expired]);
     if (outcome === 'deadline') {
       r.logger.warn('guard release cut short by the deadline: what is left is stale once this pod is gone, and swept by any drainguard or `drainguard release`', {
         deadline: new Date(deadline).toISOString(),
-        afterMs: r.now() - started,
+        afterMs: r.clock.now() - started,
       });
     }
   } finally {
-    clearTimeout(timer);
+    cancelTimer();
     cutoff.abort();
   }
 }
@@ -83,7 +79,9 @@ export async function releaseHeld(r: HeldRelease, deadline: number): Promise<voi
  * null: gone; absent: not read in time.
  */
 async function warmUp(r: HeldRelease, targets: readonly HeldTarget[], signal: AbortSignal, deadline: number): Promise<Map<HeldTarget, KubeObject | null>> {
-  const warm = AbortSignal.any([signal, AbortSignal.timeout(Math.floor(Math.min(WARM_UP_MS, Math.max(0, deadline - r.now()) / 4)))]);
+  const over = new AbortController();
+  const cancel = r.clock.after(Math.floor(Math.min(WARM_UP_MS, Math.max(0, deadline - r.clock.now()) / 4)), () => over.abort());
+  const warm = AbortSignal.any([signal, over.signal]);
   const copies = new Map<HeldTarget, KubeObject | null>();
   await Promise.all(
     targets.map(async (target) => {
@@ -94,6 +92,7 @@ async function warmUp(r: HeldRelease, targets: readonly HeldTarget[], signal: Ab
       }
     }),
   );
+  cancel();
   return copies;
 }
 
@@ -134,20 +133,20 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
     if (i === plan.last && sent.length > 0) {
       // This removal ends drainguard's access (its ServiceAccount's tokens): it goes once every
       // other removal is answered, keeping a part of the time left for itself.
-      const left = Math.max(0, deadline - r.now());
-      await within(Promise.all(sent), left - Math.min(CREDENTIAL_RESERVE_MS, left / 2));
+      const left = Math.max(0, deadline - r.clock.now());
+      await within(r.clock, Promise.all(sent), left - Math.min(CREDENTIAL_RESERVE_MS, left / 2));
     }
     // A wave waits for the one before, but only for its share of the time left: an API that
     // answers 500 to an early wave must not keep the later ones from going out at all.
-    const share = Math.max(0, deadline - r.now()) / (plan.waves.length - i);
-    let timer: NodeJS.Timeout | undefined;
-    const turn = new Promise((resolve) => (timer = setTimeout(resolve, share)));
+    const share = Math.max(0, deadline - r.clock.now()) / (plan.waves.length - i);
+    let cancelTurn = (): void => {};
+    const turn = new Promise<void>((resolve) => (cancelTurn = r.clock.after(share, resolve)));
     if (i > 0) await Promise.race([warmUp(r, wave.map((h) => h.target), signal, deadline), turn]);
     // A wave goes out at once, one request per object that needs no read.
     const answered = wave.map((h) => remove(h.target));
     sent.push(...answered);
     await Promise.race([Promise.all(answered), turn]);
-    clearTimeout(timer);
+    cancelTurn();
   }
   const results = await Promise.all(sent);
   // The holder Lease goes after every removal was answered, so that no sweeper takes this holder
@@ -162,7 +161,7 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
     deleted: results.filter((result) => result.gone).map((result) => result.name),
     waves: plan.waves.length,
     lease: lease instanceof Error ? 'not deleted' : lease,
-    durationMs: r.now() - started,
+    durationMs: r.clock.now() - started,
   };
   if (lease instanceof Error) r.logger.warn('could not delete the holder Lease: the garbage collector deletes it with the Pod', { error: lease.message });
   if (failed.length > 0) {

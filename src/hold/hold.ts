@@ -17,9 +17,9 @@ import type { KubeClient } from '../kube/client.ts';
 import { isStatus } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/objects.ts';
 import type { PodRef } from '../kube/pod.ts';
-import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
+import { KEEP_TRYING, backoff } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import { type Clock, systemClock } from '../supervisor/clock.ts';
+import { type Clock, systemClock } from '../clock.ts';
 import { type Decision, type Finalizing, RELEASE_REASONS, type ReleaseReason, decide } from './decide.ts';
 import { type DeploymentTarget, findDeployment } from './deployment.ts';
 import { FinalizingObjects } from './finalizing.ts';
@@ -146,7 +146,7 @@ export class Hold {
       } catch (err) {
         if (signal.aborted) return;
         this.#warnOnce('the hold cannot find its Deployment yet: Kubernetes API call failed, drainguard keeps trying', err as Error);
-        await sleep(backoff(KEEP_TRYING, failures), signal);
+        await this.#clock.sleep(backoff(KEEP_TRYING, failures), signal);
       }
     }
     if (signal.aborted || !this.#target) return;
@@ -158,6 +158,7 @@ export class Hold {
       client,
       target,
       signal,
+      clock: this.#clock,
       onObject: (d) => this.#observe(d),
       onError: (err) => this.#warnOnce('the hold cannot watch its Deployment: Kubernetes API call failed, it keeps holding and trying', err),
     });

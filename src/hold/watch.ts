@@ -3,10 +3,11 @@
 // resumes from the last one seen (bookmarks keep it fresh) every time the
 // server ends it after timeoutSeconds, and lists again on 410 Gone.
 
+import type { Clock } from '../clock.ts';
 import type { KubeClient, WatchEvent } from '../kube/client.ts';
 import { isStatus } from '../kube/errors.ts';
 import { type KubeObject, RESOURCES } from '../kube/objects.ts';
-import { KEEP_TRYING, backoff, sleep } from '../kube/retry.ts';
+import { KEEP_TRYING, backoff } from '../kube/retry.ts';
 import type { DeploymentTarget } from './deployment.ts';
 
 /** How long the server keeps one watch open: client-go's reflector picks 5 to 10 minutes. */
@@ -22,6 +23,8 @@ export interface DeploymentWatchOptions {
   /** The first success after failures. */
   readonly onRecovered?: () => void;
   readonly signal: AbortSignal;
+  /** What the backoff after a failure sleeps on. */
+  readonly clock: Clock;
   readonly watchSeconds?: number;
 }
 
@@ -67,7 +70,7 @@ export async function watchDeployment(o: DeploymentWatchOptions): Promise<void> 
       failures++;
       resourceVersion = undefined;
       o.onError(err as Error);
-      await sleep(backoff(KEEP_TRYING, failures), signal);
+      await o.clock.sleep(backoff(KEEP_TRYING, failures), signal);
     }
   }
 }

@@ -2,10 +2,17 @@
 // protocol, as the supervisors' drain calls it (supervisor/drain.ts).
 
 import { readFileSync } from 'node:fs';
-import type { Logger } from '../log/logger.ts';
-import type { IdleWait } from '../supervisor/drain.ts';
+import type { LogFields, Logger } from '../log/logger.ts';
 import { waitForIdle } from './idle-metrics.ts';
 import { isLoopbackHost } from './loopback.ts';
+
+/** The drain's wait for an operator that speaks no protocol (no client said hello). */
+export interface IdleWait {
+  /** Resolves once the operator's metrics say no reconcile runs, or with 'deadline' at `deadline`. */
+  wait(deadline: number, signal: AbortSignal): Promise<'idle' | 'deadline' | 'aborted'>;
+  /** How the wait went so far, for the `drain ended` line. */
+  summary(): LogFields;
+}
 
 /** Tens of ms apart: a reconcile that ends is seen within one interval. */
 const SCRAPE_INTERVAL_MS = 50;

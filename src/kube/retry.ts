@@ -1,6 +1,8 @@
 // Exponential backoff with jitter, bounded by attempts and a deadline. The
 // delay function is a parameter so tests can check the schedule without waiting.
 
+import { systemClock } from '../clock.ts';
+
 export interface RetryPolicy {
   /** First delay (ms); each next one doubles, up to maxDelayMs. */
   readonly baseDelayMs: number;
@@ -16,17 +18,8 @@ export const KEEP_TRYING: RetryPolicy = { baseDelayMs: 500, maxDelayMs: 10_000, 
 
 export type Delay = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-export const sleep: Delay = (ms, signal) =>
-  new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
+/** The wall clock's sleep, for the callers that take no clock (an API call's own retries, a command's wait). */
+export const sleep: Delay = (ms, signal) => systemClock.sleep(ms, signal);
 
 /** The wait before attempt `attempt + 1` (attempt counts from 1): "equal jitter", half fixed and half random. */
 export function backoff(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {

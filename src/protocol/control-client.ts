@@ -5,6 +5,7 @@
 
 import { type Socket, connect } from 'node:net';
 import type { FailureCode } from '../errors.ts';
+import { type RetryPolicy, backoff } from '../kube/retry.ts';
 import { parseControlReply } from './control.ts';
 import { LineSplitter, PROTOCOL_VERSION, ProtocolError, encode } from './messages.ts';
 
@@ -15,6 +16,8 @@ export const ANSWER_TIMEOUT_MS = 5000;
 /** Waited beyond the deadline the supervisor announced, for its answer to arrive. */
 const ANNOUNCED_SLACK_MS = 2000;
 const RETRYABLE = new Set(['ENOENT', 'ECONNREFUSED', 'EAGAIN']);
+/** Between the connection attempts, until CONNECT_RETRY_MS: 50 ms doubling to 400 ms, with retry.ts's jitter. */
+const CONNECT_RETRY: RetryPolicy = { baseDelayMs: 50, maxDelayMs: 400, maxAttempts: Infinity };
 
 export interface PrestopRequestOptions {
   readonly socket: string;
@@ -42,7 +45,7 @@ export function askForDrain({ socket: path, timeoutMs, source = `prestop pid ${p
     let retry: NodeJS.Timeout | undefined;
     let started: { clients: number; joined: boolean } | undefined;
     let settled = false;
-    let delay = 50;
+    let failures = 0;
 
     const finish = (result: PrestopResult) => {
       if (settled) return;
@@ -99,9 +102,9 @@ export function askForDrain({ socket: path, timeoutMs, source = `prestop pid ${p
       });
       s.on('error', (err: NodeJS.ErrnoException) => {
         if (settled) return;
+        const delay = backoff(CONNECT_RETRY, ++failures);
         if (!connected && RETRYABLE.has(err.code ?? '') && now() + delay < connectUntil) {
           retry = setTimeout(attempt, delay);
-          delay = Math.min(delay * 2, 400);
           return;
         }
         finish(fail('DG_PRESTOP_UNREACHABLE', !connected ? unreachable(path, err) : `lost the connection to the drainguard at ${path} before the drain ended: ${err.code ?? err.message}`));

@@ -5,6 +5,7 @@
 
 import { chmodSync, unlinkSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
+import { type Clock, systemClock } from '../clock.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { boundedWarn } from './bounded-log.ts';
 import { type ControlChannel, type DrainRequest, controlChannel } from './control.ts';
@@ -53,7 +54,8 @@ export type ServerEvent =
 export interface DrainServerOptions {
   readonly path: string;
   readonly logger?: Logger;
-  readonly now?: () => number;
+  /** What the deadline told a late client is counted on (the stop procedure's clock); the wall clock by default. */
+  readonly clock?: Pick<Clock, 'now'>;
   readonly onEvent?: (event: ServerEvent) => void;
   /** Accepts drain requests on control connections; without it they get an `error`. */
   readonly onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
@@ -103,20 +105,18 @@ export class DrainServer {
   readonly #logRejected: (fields: Record<string, unknown>) => void;
   #server?: Server;
   #nextId = 1;
-  /** Greeted clients that have not said drained. */
-  #undrained = 0;
   /** Once the clients were told to drain. */
   #drain?: DrainListener;
 
-  constructor({ path, logger = silentLogger, now = Date.now, onEvent = () => {}, onDrainRequest, limits = INTAKE_LIMITS }: DrainServerOptions) {
+  constructor({ path, logger = silentLogger, clock = systemClock, onEvent = () => {}, onDrainRequest, limits = INTAKE_LIMITS }: DrainServerOptions) {
     this.path = path;
     this.#logger = logger;
-    this.#now = now;
+    this.#now = () => clock.now();
     this.#onEvent = onEvent;
     this.#onDrainRequest = onDrainRequest;
     this.#limits = limits;
-    this.#logRefused = boundedWarn(logger, 'drain socket connection refused', { now });
-    this.#logRejected = boundedWarn(logger, 'protocol error, closing the connection', { now });
+    this.#logRefused = boundedWarn(logger, 'drain socket connection refused', { now: this.#now });
+    this.#logRejected = boundedWarn(logger, 'protocol error, closing the connection', { now: this.#now });
   }
 
   /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */
@@ -144,18 +144,22 @@ export class DrainServer {
 
   /** How many operator clients have said hello, counted in place. */
   greetedCount(): number {
-    let n = 0;
-    for (const c of this.#clients.values()) if (c.greeted) n++;
-    return n;
+    return this.#count((c) => c.greeted);
   }
 
   clients(): ClientInfo[] {
     return [...this.#clients.values()].map(publicInfo);
   }
 
-  /** Greeted clients that have not said drained. */
+  /** Greeted clients that have not said drained, counted in place. */
   undrained(): number {
-    return this.#undrained;
+    return this.#count((c) => c.greeted && !c.drained);
+  }
+
+  #count(which: (client: Client) => boolean): number {
+    let n = 0;
+    for (const c of this.#clients.values()) if (which(c)) n++;
+    return n;
   }
 
   /**
@@ -273,12 +277,11 @@ export class DrainServer {
     }
     this.#clients.delete(client.id);
     const answered = client.greeted && !client.drained;
-    if (answered) this.#undrained--;
     if (client.greeted) {
       this.#logger.debug('client disconnected', { client: client.id, name: client.name });
       this.#onEvent({ type: 'disconnect', client: publicInfo(client) });
     }
-    if (answered) this.#drain?.onAnswer('gone', publicInfo(client), this.#undrained);
+    if (answered) this.#drain?.onAnswer('gone', publicInfo(client), this.undrained());
   }
 
   #handle(client: Client, line: string): void {
@@ -293,7 +296,6 @@ export class DrainServer {
       }
       client.greeted = true;
       this.#settled(client);
-      this.#undrained++;
       client.name = message.name;
       client.pid = message.pid;
       this.#send(client, { type: 'welcome', protocol: PROTOCOL_VERSION });
@@ -310,9 +312,8 @@ export class DrainServer {
       case 'drained': {
         if (client.drained) return;
         client.drained = true;
-        this.#undrained--;
         this.#onEvent({ type: 'drained', client: publicInfo(client) });
-        this.#drain?.onAnswer('drained', publicInfo(client), this.#undrained);
+        this.#drain?.onAnswer('drained', publicInfo(client), this.undrained());
         return;
       }
       default:
@@ -358,9 +359,8 @@ export class DrainServer {
     this.#settled(client);
     const answered = client.greeted && !client.drained;
     const info = publicInfo(client);
-    if (answered) this.#undrained--;
     client.greeted = false;
-    if (answered) this.#drain?.onAnswer('gone', info, this.#undrained);
+    if (answered) this.#drain?.onAnswer('gone', info, this.undrained());
     client.socket.end(encode({ type: 'error', message: reason }));
     client.socket.removeAllListeners('data');
     // Neither a peer that never reads nor one that keeps sending keeps the half-closed socket alive.

@@ -3,7 +3,7 @@
 
 import { spawn } from 'node:child_process';
 import { signalNumber } from '../config/signals.ts';
-import type { SignalTarget } from './config.ts';
+import type { SignalTarget } from '../config/supervisor.ts';
 
 export interface ChildExit {
   /** The status drainguard exits with: the child's code, or 128+N for signal N. */

@@ -7,12 +7,18 @@
 // socket's server tells the clients and hands back their answers; what they
 // add up to is decided here.
 
+import type { Clock } from '../clock.ts';
 import { formatDuration } from '../config/duration.ts';
 import { GRACE_MARGIN_MS } from '../config/grace-rule.ts';
-import type { LogFields, Logger } from '../log/logger.ts';
-import type { Clock } from './clock.ts';
+import type { Logger } from '../log/logger.ts';
+import type { IdleWait } from '../idle/until-idle.ts';
 import type { DrainServer } from '../protocol/server.ts';
 import type { DrainOutcome, DrainSource } from './observer.ts';
+
+/** Told when a drain with clients starts with no time at all. */
+const NO_TIME_TO_DRAIN =
+  `the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a ${formatDuration(GRACE_MARGIN_MS)} margin; ` +
+  'raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period';
 
 export interface DrainResult {
   readonly outcome: DrainOutcome;
@@ -44,13 +50,6 @@ export interface DrainOptions {
   readonly untilIdle?: IdleWait;
 }
 
-export interface IdleWait {
-  /** Resolves once the operator's metrics say no reconcile runs, or with 'deadline' at `deadline`. */
-  wait(deadline: number, signal: AbortSignal): Promise<'idle' | 'deadline' | 'aborted'>;
-  /** How the wait went so far, for the `drain ended` line. */
-  summary(): LogFields;
-}
-
 export class Drain {
   readonly #options: DrainOptions;
   #ticket?: DrainTicket;
@@ -58,6 +57,7 @@ export class Drain {
   #reschedule = (): void => {};
   /** Cut short before it started (a second signal while the Pod's deletion was read): it ends as it starts. */
   #cut = false;
+  #over = false;
 
   constructor(options: DrainOptions) {
     this.#options = options;
@@ -65,6 +65,11 @@ export class Drain {
 
   get started(): DrainTicket | undefined {
     return this.#ticket;
+  }
+
+  /** Started and not ended yet. */
+  get running(): boolean {
+    return this.#ticket !== undefined && !this.#over;
   }
 
   /**
@@ -116,13 +121,12 @@ export class Drain {
     const outcome = (): DrainOutcome => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && acknowledged === 0 ? 'no-client' : gone > 0 ? 'disconnected' : 'drained');
     // No client to tell: where the operator's metrics are known, wait until no reconcile runs.
     const idle = clients === 0 ? this.#options.untilIdle : undefined;
-    let over = false;
     let stopIdle: AbortController | undefined;
     let resolve!: (result: DrainResult) => void;
     const ended = new Promise<DrainResult>((r) => (resolve = r));
     this.#end = (outcome) => {
-      if (over) return;
-      over = true;
+      if (this.#over) return;
+      this.#over = true;
       cancelDeadline();
       stopIdle?.abort();
       const result = { outcome, durationMs: now() - startedAt };
@@ -136,7 +140,7 @@ export class Drain {
     let cancelDeadline = clock.after(deadline - now(), () => this.#end('deadline'));
     this.#reschedule = () => {
       const moved = Math.max(now(), this.#options.deadline());
-      if (over || moved >= deadline) return;
+      if (this.#over || moved >= deadline) return;
       logger.warn('drain deadline moved earlier', { deadline: new Date(moved).toISOString(), was: new Date(deadline).toISOString() });
       deadline = moved;
       cancelDeadline();
@@ -144,7 +148,7 @@ export class Drain {
     };
     logger.info('drain started', { source, clients, timeoutMs, deadline: new Date(deadline).toISOString() });
     if (timeoutMs === 0 && clients > 0) {
-      logger.warn(`the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a ${formatDuration(GRACE_MARGIN_MS)} margin; raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period`);
+      logger.warn(NO_TIME_TO_DRAIN);
     }
     if (idle) {
       stopIdle = new AbortController();

@@ -14,7 +14,7 @@ export type DrainSource = 'signal' | 'socket' | 'http';
 
 /**
  * What the stop procedure reports, each event from one place and in this order:
- * phase('running') once the operator is started; drainRequested for each
+ * phase('starting') as the run begins; phase('running') once the operator is started; drainRequested for each
  * request, the one that starts the drain before phase('draining'); drainEnded
  * once, before phase('stopping'); then 'releasing' and 'exited'. (An operator
  * that exits by itself goes from 'running' to 'releasing'; a start called off,

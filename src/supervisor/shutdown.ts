@@ -7,6 +7,7 @@
 //      └──── the Pod's deletionTimestamp, else the grace period ────▶ the kubelet's SIGKILL
 //                                     release deadline ◀─ margin ─┘
 
+import type { Clock } from '../clock.ts';
 import { GRACE_MARGIN_MS, defaultDrainTimeout } from '../config/grace-rule.ts';
 import type { PodDeletion } from '../kube/pod.ts';
 import type { Logger } from '../log/logger.ts';
@@ -28,6 +29,8 @@ export const KUBELET_MIN_GRACE_MS = 2000;
 const RELEASE_BUDGET_MS = 2000;
 /** How long Events still on their way may hold up the exit. */
 const EVENT_FLUSH_MS = 1000;
+/** What the drain keeps of its time after the step before it (a namespace being deleted): its last 2 s, half when less is left. */
+const DRAIN_KEPT_MS = 2000;
 /** How long the termination waits for the Pod's deletion to be read (two tries); then it goes by what it knows. */
 export const DELETION_READ_MS = 1000;
 /** How often the Pod's deletion is read again while the drain runs (a second, shorter delete). */
@@ -38,34 +41,22 @@ export type TerminationStep = 'drain' | 'cut-short' | 'ignored';
 /** The termination signals seen so far, and what each one means. */
 export class Termination {
   #count = 0;
-  #at?: number;
-  #onRequested = (): void => {};
+  #onRequested = (_at: number): void => {};
   #onCutShort = (): void => {};
-  /** Resolves at the first termination signal. */
-  readonly requested = new Promise<void>((r) => (this.#onRequested = r));
+  /** Resolves at the first termination signal, with its moment (epoch ms): the kubelet's grace period runs from about then. */
+  readonly requested = new Promise<number>((r) => (this.#onRequested = r));
   /** Resolves at the second. */
   readonly cutShort = new Promise<void>((r) => (this.#onCutShort = r));
-  readonly #now: () => number;
-
-  constructor(now: () => number = Date.now) {
-    this.#now = now;
-  }
-
-  /** When the first signal came (epoch ms); the kubelet's grace period runs from about then. */
-  get at(): number | undefined {
-    return this.#at;
-  }
 
   get count(): number {
     return this.#count;
   }
 
-  /** Counts a termination signal; says what it means. */
-  signal(): TerminationStep {
+  /** Counts a termination signal that came at `at` (epoch ms); says what it means. */
+  signal(at: number): TerminationStep {
     this.#count++;
     if (this.#count === 1) {
-      this.#at = this.#now();
-      this.#onRequested();
+      this.#onRequested(at);
       return 'drain';
     }
     if (this.#count === 2) {
@@ -112,7 +103,7 @@ export interface GracePeriod {
 export class Deadlines {
   readonly #settings: DeadlineSettings;
   readonly #log: Logger;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   #grace: GracePeriod;
   /** The Pod's deletionTimestamp (epoch ms, whole seconds), once read: a later, earlier one is a second delete. */
   #deletionStamp?: number;
@@ -123,10 +114,10 @@ export class Deadlines {
   /** Whether the line saying the deletion is not known was written (once is enough). */
   #toldUnknown = false;
 
-  constructor(settings: DeadlineSettings, logger: Logger, now: () => number = Date.now) {
+  constructor(settings: DeadlineSettings, logger: Logger, clock: Pick<Clock, 'now'>) {
     this.#settings = settings;
     this.#log = logger;
-    this.#now = now;
+    this.#clock = clock;
     this.#grace = { ms: settings.gracePeriodMs, from: settings.gracePeriodSource };
   }
 
@@ -195,7 +186,7 @@ export class Deadlines {
     this.#log[known === undefined ? 'info' : 'warn'](known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it", {
       deletionTimestamp: new Date(reading.at).toISOString(),
       deletionGracePeriodMs: reading.graceMs,
-      leftMs: kill - this.#now(),
+      leftMs: kill - this.#clock.now(),
       drainDeadline: new Date(this.drainDeadline()).toISOString(),
       stopTimeoutMs: this.stopTimeoutMs(),
       releaseDeadline: new Date(this.releaseDeadline()).toISOString(),
@@ -222,7 +213,7 @@ export class Deadlines {
    */
   terminatedAt(): number {
     const [s, d] = [this.#signalAt, this.#requestAt];
-    if (s === undefined) return d ?? this.#now();
+    if (s === undefined) return d ?? this.#clock.now();
     return d !== undefined && d <= s && s - d < this.#grace.ms ? d : s;
   }
 
@@ -241,6 +232,13 @@ export class Deadlines {
     // By the deletion: a derived drain takes all it leaves (more, under a longer grace), a given one at most its own.
     const latest = kill - reserveMs - stopMs;
     return Math.max(start, this.#settings.drainTimeoutExplicit ? Math.min(start + this.#settings.drainTimeoutMs, latest) : latest);
+  }
+
+  /** By when the step before the drain (a namespace being deleted) is over: the drain keeps its last DRAIN_KEPT_MS, half when less is left. */
+  beforeDrainDeadline(): number {
+    const end = this.drainDeadline();
+    const left = Math.max(0, end - this.#clock.now());
+    return end - Math.min(DRAIN_KEPT_MS, left / 2);
   }
 
   /** The stop timeout in force: the configured one, cut when the kubelet's SIGKILL leaves less. */
@@ -263,13 +261,13 @@ export class Deadlines {
 
   /** How long Events may still be waited for now, never past the release deadline. */
   eventFlushDeadline(): number {
-    return Math.min(this.#now() + EVENT_FLUSH_MS, this.releaseDeadline());
+    return Math.min(this.#clock.now() + EVENT_FLUSH_MS, this.releaseDeadline());
   }
 
   /** How long a sidecar may wait for the operator to stop, leaving time for the release. */
   operatorWaitDeadline(): number {
     const { start, kill } = this.#plan();
-    return Math.max(this.#now(), this.releaseDeadline() - Math.min(RELEASE_BUDGET_MS, Math.max(0, kill - start) / 4));
+    return Math.max(this.#clock.now(), this.releaseDeadline() - Math.min(RELEASE_BUDGET_MS, Math.max(0, kill - start) / 4));
   }
 
   /**

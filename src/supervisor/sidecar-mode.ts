@@ -14,7 +14,7 @@
 
 import type { Logger } from '../log/logger.ts';
 import { FORWARDED } from './signals.ts';
-import type { Mode, ModeContext, StartedOperator } from './stop-procedure.ts';
+import type { Mode, StartContext, StartedOperator, StopContext } from './stop-procedure.ts';
 
 export interface SidecarModeOptions {
   /**
@@ -44,32 +44,32 @@ export class SidecarMode implements Mode {
     log.debug('signal ignored: a sidecar has no child to pass it to', { signal: sig });
   }
 
-  async start({ log, server, deadlines }: ModeContext): Promise<StartedOperator> {
-    log.info('sidecar ready', { socket: server.path, drainTimeoutMs: deadlines.drainTimeoutMs() });
+  async start(context: StartContext): Promise<StartedOperator> {
+    const { log, socketPath, drainTimeoutMs } = context;
+    log.info('sidecar ready', { socket: socketPath, drainTimeoutMs });
     // The operator is another container's process: drainguard never sees it exit.
-    return { exited: new Promise(() => {}) };
+    return { exited: new Promise(() => {}), stop: (stop) => this.#waitForOperator(context, stop) };
   }
 
   /** Waits until the operator has stopped, the wait deadline, or a second signal says stop waiting. */
-  async stop(context: ModeContext): Promise<number> {
-    const { log, clock, deadlines, termination, server } = context;
+  async #waitForOperator(context: StartContext, { signalledAt, cutShort, operatorWaitDeadline }: StopContext): Promise<number> {
+    const { log, clock, clients } = context;
     const now = () => clock.now();
-    const signalAt = termination.at!;
-    const waitDeadline = deadlines.operatorWaitDeadline();
+    const waitDeadline = operatorWaitDeadline();
     const stop = new AbortController();
     let cancelDeadline = () => {};
     const deadline = new Promise<'deadline'>((r) => (cancelDeadline = clock.after(waitDeadline - now(), () => r('deadline'))));
-    const cutShort = termination.cutShort.then(() => 'cut-short' as const);
+    const secondSignal = cutShort.then(() => 'cut-short' as const);
     const gone = this.#operatorGone(context, stop.signal).then(() => 'stopped' as const);
     try {
-      const connected = server.greetedCount();
+      const connected = clients.count();
       const waiting = connected > 0 || this.#options.operatorStopped !== undefined;
       if (waiting) log.info('waiting for the operator to stop', { clients: connected, timeoutMs: Math.max(0, waitDeadline - now()) });
       else log.info('no operator client connected: releasing at once');
-      const how = await Promise.race([gone, deadline, cutShort]);
-      if (how === 'stopped' && waiting) log.info('operator stopped', { afterSignalMs: now() - signalAt });
-      else if (how === 'deadline') log.warn('the operator has not stopped and the grace period is running out: releasing anyway', { clients: server.greetedCount() });
-      else if (how === 'cut-short') log.info('second termination signal: releasing now', { clients: server.greetedCount() });
+      const how = await Promise.race([gone, deadline, secondSignal]);
+      if (how === 'stopped' && waiting) log.info('operator stopped', { afterSignalMs: now() - signalledAt });
+      else if (how === 'deadline') log.warn('the operator has not stopped and the grace period is running out: releasing anyway', { clients: clients.count() });
+      else if (how === 'cut-short') log.info('second termination signal: releasing now', { clients: clients.count() });
     } finally {
       cancelDeadline();
       stop.abort();
@@ -78,16 +78,16 @@ export class SidecarMode implements Mode {
   }
 
   /** Resolves once no operator client is connected and, where the API hook is given, the operator container has terminated. */
-  #operatorGone({ log, server, watchClients }: ModeContext, signal: AbortSignal): Promise<unknown> {
+  #operatorGone({ log, clients }: StartContext, signal: AbortSignal): Promise<unknown> {
     const disconnected = new Promise<void>((resolve) => {
       const stopWatching = new AbortController();
       signal.addEventListener('abort', () => stopWatching.abort(), { once: true });
       const check = () => {
-        if (server.greetedCount() > 0) return;
+        if (clients.count() > 0) return;
         stopWatching.abort();
         resolve();
       };
-      watchClients(check, stopWatching.signal);
+      clients.watch(check, stopWatching.signal);
       check();
     });
     const api = this.#options.operatorStopped?.(signal).catch((err: unknown) => {

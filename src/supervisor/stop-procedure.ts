@@ -1,7 +1,8 @@
 // The stop, the same in both modes and in one fixed order, as
 // controller-runtime's engageStopProcedure has it. A mode (wrap-mode.ts,
-// sidecar-mode.ts) is two calls, start(context) and stop(context, drain,
-// result), and a few facts as data; #supervise sets every phase itself:
+// sidecar-mode.ts) is start(context), which hands back the operator with its
+// own stop(context), and a few facts as data. #supervise sets every phase up
+// to releasing; run() sets exited once the socket is gone:
 //
 //   starting   the drain socket listens; the mode starts its operator
 //   running    the operator works; the guard is held
@@ -18,42 +19,66 @@ import { EventEmitter } from 'node:events';
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors.ts';
+import { type Clock, systemClock, within } from '../clock.ts';
 import type { PodDeletion } from '../kube/pod.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
 import { DrainServer } from '../protocol/server.ts';
 import { claimSocketPath, privateSocketPath } from '../protocol/socket-path.ts';
 import type { ChildExit } from './child.ts';
-import { type Clock, systemClock } from './clock.ts';
-import type { SupervisorConfig } from './config.ts';
+import type { SupervisorConfig } from '../config/supervisor.ts';
 import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './drain.ts';
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
-import { DELETION_POLL_MS, DELETION_READ_MS, Deadlines, type DeletionReading, Termination } from './shutdown.ts';
+import { DeletionReader } from './deletion-reading.ts';
+import { DELETION_READ_MS, Deadlines, Termination } from './shutdown.ts';
 import { TERMINATING } from './signals.ts';
 
-/** What a mode's start and stop are handed: what they work with. */
-export interface ModeContext {
+/** The operator clients on the drain socket, as a mode sees them. */
+export interface OperatorClients {
+  /** How many have said hello and are still connected. */
+  count(): number;
+  /** Calls `onChange` at each hello, inflight, drained, disconnect and rejection of a client, until `signal` aborts. */
+  watch(onChange: () => void, signal: AbortSignal): void;
+}
+
+/** What a mode's start is handed. */
+export interface StartContext {
   readonly config: SupervisorConfig;
   readonly log: Logger;
   readonly clock: Clock;
-  readonly deadlines: Deadlines;
-  readonly termination: Termination;
-  /** The drain socket's server, listening. */
-  readonly server: DrainServer;
-  /** Calls `onChange` at each hello, inflight, drained, disconnect and rejection of a client, until `signal` aborts. */
-  readonly watchClients: (onChange: () => void, signal: AbortSignal) => void;
+  /** The drain socket's path: it listens by now. */
+  readonly socketPath: string;
+  /** The drain timeout in force at the start. */
+  readonly drainTimeoutMs: number;
+  readonly clients: OperatorClients;
+}
+
+/** What an operator's stop is handed: how the drain ended, and the moments the stop goes by (Deadlines'). */
+export interface StopContext {
+  readonly drain: DrainTicket;
+  readonly result: DrainResult;
+  /** When the first termination signal came (epoch ms). */
+  readonly signalledAt: number;
+  /** Resolves at a second termination signal. */
+  readonly cutShort: Promise<void>;
+  /** drainguard's SIGKILL of its operator, once the stop signal went out at `stopAt`. */
+  killTime(stopAt: number): number;
+  /** By when a sidecar stops waiting for its operator, leaving time for the release. */
+  operatorWaitDeadline(): number;
 }
 
 /** A mode's operator, once started. */
 export interface StartedOperator {
   /** Resolves once the operator has exited, with its status; never, where it is not drainguard's child. */
   readonly exited: Promise<ChildExit>;
+  /** The drain is over: stops the operator and resolves with the exit status once it is gone, or no longer waited for. */
+  stop(context: StopContext): Promise<number>;
 }
 
 /**
- * How a mode's operator is started and stopped: two calls that take what they
- * need, as controller-runtime starts a runnable with a context; the rest is
- * what the mode is, as plain data.
+ * How a mode's operator is started and stopped: start takes what it needs, as
+ * controller-runtime starts a runnable with a context, and hands back the
+ * operator with its own stop; the rest is what the mode is, as plain data.
  */
 export interface Mode {
   /** Signals besides SIGTERM and SIGINT that the mode catches. */
@@ -73,9 +98,7 @@ export interface Mode {
   /** What it does with one of its other signals, at any moment from run() to the exit. */
   onOtherSignal(signal: NodeJS.Signals, log: Logger): void;
   /** Starts the operator (or, in sidecar mode, is ready for it): the socket listens by now. */
-  start(context: ModeContext): Promise<StartedOperator>;
-  /** The drain is over: stops the operator and resolves with the exit status once it is gone, or no longer waited for. */
-  stop(context: ModeContext, drain: DrainTicket, result: DrainResult): Promise<number>;
+  start(context: StartContext): Promise<StartedOperator>;
 }
 
 export interface StopProcedureOptions {
@@ -123,21 +146,20 @@ export class StopProcedure {
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #deadlines: Deadlines;
-  readonly #termination: Termination;
-  /** Fires at every event of a client on the socket (ModeContext.watchClients). */
+  readonly #termination = new Termination();
+  readonly #deletion: DeletionReader;
+  /** Fires at every event of a client on the socket (StartContext.clients.watch). */
   readonly #clientEvents = new EventEmitter().setMaxListeners(0);
   /** The operator's exit, once the mode has started it: it ends a drain (wrap mode). */
   readonly #operatorExit = deferred<ChildExit>();
   /** The first drain request's ticket, whoever asked. */
   readonly #drainBegun = deferred<DrainTicket>();
   #watchers: RunWatchers = {};
-  #phase: Phase = 'starting';
+  #phase?: Phase;
   #server?: DrainServer;
   #drain?: Drain;
   /** The first termination signal's line, once it came. */
   #announce?: () => void;
-  /** The read of the Pod's deletion under way. */
-  #reading?: Promise<void>;
 
   constructor(config: SupervisorConfig, mode: Mode, options: StopProcedureOptions = {}) {
     this.#config = config;
@@ -145,10 +167,13 @@ export class StopProcedure {
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
-    this.#deadlines = new Deadlines(config, this.#log, () => this.#clock.now());
-    this.#termination = new Termination(() => this.#clock.now());
-    // A configured socket (always, in sidecar mode) is known now, so a preStop request that comes before run() has a drain to start.
-    if (config.socket !== undefined) this.#serve(config.socket);
+    this.#deadlines = new Deadlines(config, this.#log, this.#clock);
+    this.#deletion = new DeletionReader({
+      read: options.podDeletion,
+      clock: this.#clock,
+      adopt: (reading) => this.#deadlines.adoptDeletion(reading),
+      onMoved: () => this.#drain?.reschedule(),
+    });
   }
 
   /**
@@ -158,7 +183,7 @@ export class StopProcedure {
    */
   startDrain(source: DrainSource): DrainTicket {
     const ticket = this.#requestDrain(source);
-    void this.#readDeletion();
+    void this.#deletion.read();
     return ticket;
   }
 
@@ -172,22 +197,23 @@ export class StopProcedure {
     for (const sig of caught) process.on(sig, onSignal);
     let ownDirectory: (() => void) | undefined;
     try {
-      if (!this.#server) {
+      if (!this.#server && this.#config.socket === undefined) {
         const own = privateSocket();
         ownDirectory = own.cleanup;
         this.#serve(own.path);
       }
+      const { server, drain } = this.#onSocket();
       try {
-        return await this.#supervise(this.#server!);
+        return await this.#supervise(server, drain);
       } finally {
         // Whoever asked for the drain hears how it ended before the socket closes.
-        const drain = this.#drain!.started;
-        if (drain) {
-          this.#drain!.cutShort();
-          await drain.ended;
+        const started = drain.started;
+        if (started) {
+          drain.cutShort();
+          await started.ended;
           await new Promise(setImmediate);
         }
-        await this.#server!.close();
+        await server.close();
       }
     } finally {
       ownDirectory?.();
@@ -197,12 +223,24 @@ export class StopProcedure {
     }
   }
 
+  /**
+   * The drain socket's server and the drain on it, built once at the first need: run(), or a
+   * preStop request over HTTP that comes before it (the listener starts first), on the
+   * configured socket (a sidecar always has one); run() builds them on its own private socket
+   * when none is configured. Built, not listening: run() listens.
+   */
+  #onSocket(): { server: DrainServer; drain: Drain } {
+    if (this.#server && this.#drain) return { server: this.#server, drain: this.#drain };
+    if (this.#config.socket === undefined) throw new TypeError('a drain request before run() needs a configured socket');
+    return this.#serve(this.#config.socket);
+  }
+
   /** The drain socket's server at `path` (it listens once run), and the drain on it. */
-  #serve(path: string): void {
+  #serve(path: string): { server: DrainServer; drain: Drain } {
     const server = new DrainServer({
       path,
       logger: this.#log,
-      now: () => this.#clock.now(),
+      clock: this.#clock,
       onEvent: () => this.#clientEvents.emit('change'),
       onDrainRequest: this.#mode.takesDrainRequests ? (request, channel) => this.#answerDrainRequest(request.source, channel) : undefined,
     });
@@ -218,17 +256,17 @@ export class StopProcedure {
     void this.#termination.cutShort.then(() => drain.cutShort());
     this.#server = server;
     this.#drain = drain;
+    return { server, drain };
   }
 
   /** The phases in their order; each one is set here. */
-  async #supervise(server: DrainServer): Promise<number> {
+  async #supervise(server: DrainServer, drain: Drain): Promise<number> {
     const mode = this.#mode;
-    // starting
-    if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource ?? 'DRAINGUARD_SOCKET');
+    this.#setPhase('starting');
+    if (this.#config.socket !== undefined) await claimSocketPath(server.path, this.#config.socketSource);
     await this.#listen(server);
     this.#watchers.onServer?.(server);
     await signalsHandled();
-    const context = this.#contextOn(server);
     const calledOff = this.#termination.count > 0;
     if (calledOff && mode.statusIfCalledOff !== undefined) {
       this.#announce!();
@@ -236,52 +274,68 @@ export class StopProcedure {
       return mode.statusIfCalledOff;
     }
     // running
-    let exited = new Promise<ChildExit>(() => {});
+    let operator: StartedOperator | undefined;
     if (!calledOff) {
-      ({ exited } = await mode.start(context));
-      void exited.then(this.#operatorExit.resolve);
+      operator = await mode.start(this.#startContext(server));
+      void operator.exited.then(this.#operatorExit.resolve);
       this.#setPhase('running');
       this.#options.guard?.start();
       void this.#options.podGracePeriod?.().then((ms) => ms !== undefined && this.#deadlines.adoptPodGracePeriod(ms));
     }
     // Until the operator exits, a termination signal comes, or a preStop request asks for the drain.
-    const byItself = await Promise.race([exited, this.#termination.requested.then(() => undefined), this.#drainBegun.promise.then(() => undefined)]);
+    const byItself = await Promise.race([operator?.exited ?? new Promise<never>(() => {}), this.#termination.requested.then(() => undefined), this.#drainBegun.promise.then(() => undefined)]);
     if (byItself !== undefined) {
       this.#log.info('operator exited by itself', { status: byItself.status, code: byItself.code, signal: byItself.signal });
+      // Nothing to drain: a termination signal from now on is only told.
+      void this.#termination.requested.then(() => this.#announce?.());
+      this.#setPhase('releasing');
       await this.#release();
       return byItself.status;
     }
     // draining: the drain a preStop request began, else the signal's
-    const ticket = this.#drain!.started ?? (await this.#signalDrain(!calledOff));
+    const ticket = drain.started ?? (await this.#signalDrain(!calledOff));
     this.#setPhase('draining');
-    const stopPolling = this.#pollDeletion();
+    const stopPolling = this.#deletion.poll();
     const result = await ticket.ended;
     stopPolling();
     this.#watchers.observer?.drainEnded?.(result.outcome, result.durationMs);
     // stopping: a drain the preStop hook asked for may be over before the signal, which the stop waits for
-    await this.#termination.requested;
+    const signalledAt = await this.#termination.requested;
     this.#setPhase('stopping');
-    const status = await mode.stop(context, ticket, result);
-    // releasing; with the operator never started, nothing was held: only the Events are flushed
+    const deadlines = this.#deadlines;
+    const status = operator
+      ? await operator.stop({
+          drain: ticket,
+          result,
+          signalledAt,
+          cutShort: this.#termination.cutShort,
+          killTime: (stopAt) => deadlines.killTime(stopAt),
+          operatorWaitDeadline: () => deadlines.operatorWaitDeadline(),
+        })
+      : 0;
+    this.#setPhase('releasing');
+    // With the operator never started, nothing was held: only the Events are flushed.
     if (calledOff) await this.#flushEvents();
     else await this.#release();
-    if (mode.lastLine) this.#log.info(mode.lastLine, { afterSignalMs: this.#clock.now() - this.#termination.at! });
+    if (mode.lastLine) this.#log.info(mode.lastLine, { afterSignalMs: this.#clock.now() - signalledAt });
     return status;
   }
 
-  /** What the mode's start and stop work with. */
-  #contextOn(server: DrainServer): ModeContext {
+  /** What the mode's start works with. */
+  #startContext(server: DrainServer): StartContext {
     const events = this.#clientEvents;
     return {
       config: this.#config,
       log: this.#log,
       clock: this.#clock,
-      deadlines: this.#deadlines,
-      termination: this.#termination,
-      server,
-      watchClients: (onChange, signal) => {
-        events.on('change', onChange);
-        signal.addEventListener('abort', () => events.off('change', onChange), { once: true });
+      socketPath: server.path,
+      drainTimeoutMs: this.#deadlines.drainTimeoutMs(),
+      clients: {
+        count: () => server.greetedCount(),
+        watch: (onChange, signal) => {
+          events.on('change', onChange);
+          signal.addEventListener('abort', () => events.off('change', onChange), { once: true });
+        },
       },
     };
   }
@@ -293,7 +347,7 @@ export class StopProcedure {
    * first, inside the drain's time, from the same deadline.
    */
   async #signalDrain(operatorRuns: boolean): Promise<DrainTicket> {
-    await this.#readDeletion();
+    await this.#deletion.read();
     const step = this.#options.beforeDrain;
     if (!step || !operatorRuns) return this.#requestDrain('signal', this.#announce);
     this.#announce!();
@@ -308,7 +362,7 @@ export class StopProcedure {
    */
   #requestDrain(source: DrainSource, announce?: () => void): DrainTicket {
     this.#deadlines.drainRequested(this.#clock.now());
-    const ticket = this.#drain!.request(source, announce);
+    const ticket = this.#onSocket().drain.request(source, announce);
     this.#watchers.observer?.drainRequested?.(source);
     if (!ticket.joined) this.#drainBegun.resolve(ticket);
     return ticket;
@@ -316,15 +370,14 @@ export class StopProcedure {
 
   /** releasing: Events first, while the guard still keeps the RBAC (and the token) that writes them. */
   async #release(): Promise<void> {
-    this.#setPhase('releasing');
     const guard = this.#options.guard;
     // The operator has exited: its leader Lease is given up beside the release, by the release deadline (leader/open.ts).
     const leader = this.#options.releaseLeader?.(this.#deadlines.releaseDeadline());
     // Once more beside the Events: a second, shorter delete may have come with no signal of its own.
-    const reread = guard && (this.#termination.count > 0 || this.#drain?.started) ? this.#readDeletion() : undefined;
+    const reread = guard && (this.#termination.count > 0 || this.#drain?.started) ? this.#deletion.read() : undefined;
     await this.#flushEvents();
     if (guard) {
-      if (reread) await this.#within(reread, Math.min(DELETION_READ_MS, (this.#deadlines.releaseDeadline() - this.#clock.now()) / 4));
+      if (reread) await within(this.#clock, reread, Math.min(DELETION_READ_MS, (this.#deadlines.releaseDeadline() - this.#clock.now()) / 4));
       const deadline = this.#deadlines.releaseDeadline();
       this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
       await guard.release(deadline);
@@ -338,74 +391,29 @@ export class StopProcedure {
     return this.#options.flushEvents?.(this.#deadlines.eventFlushDeadline()) ?? Promise.resolve();
   }
 
-  /**
-   * Reads the Pod's deletion every DELETION_POLL_MS while the drain runs: a
-   * second, shorter delete moves the kubelet's SIGKILL with no signal of its
-   * own, and the drain must end in time for the stop and the release.
-   * Returns what ends the reads.
-   */
-  #pollDeletion(): () => void {
-    if (!this.#options.podDeletion) return () => {};
-    let polling = true;
-    let cancel = (): void => {};
-    const next = (): void => {
-      if (polling) cancel = this.#clock.after(DELETION_POLL_MS, () => void this.#readDeletion().then(next));
-    };
-    next();
-    return () => {
-      polling = false;
-      cancel();
-    };
-  }
-
-  /** Waits for `work`, at most `ms` on the clock. */
-  async #within(work: Promise<unknown>, ms: number): Promise<void> {
-    let cancel = () => {};
-    await Promise.race([work, new Promise<void>((resolve) => (cancel = this.#clock.after(ms, resolve)))]);
-    cancel();
-  }
-
-  /**
-   * Reads the Pod's deletion (one read at a time), within DELETION_READ_MS on
-   * the clock; a deletion that ends sooner than planned moves the drain's end.
-   * Without an answer in time, the deadlines stay as they are.
-   */
-  #readDeletion(): Promise<void> {
-    const read = this.#options.podDeletion;
-    if (!read) return Promise.resolve();
-    return (this.#reading ??= (async () => {
-      let reading: DeletionReading = { state: 'unknown', error: `no answer within ${DELETION_READ_MS} ms` };
-      const answer = read(DELETION_READ_MS).then(
-        (r) => void (reading = r),
-        (error: unknown) => void (reading = { state: 'unknown', error }),
-      );
-      await this.#within(answer, DELETION_READ_MS);
-      if (this.#deadlines.adoptDeletion(reading)) this.#drain?.reschedule();
-    })().finally(() => (this.#reading = undefined)));
-  }
-
   async #listen(server: DrainServer): Promise<void> {
     try {
       await server.listen();
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       const fix = e.code === 'EACCES' ? `this user may not create files in ${dirname(server.path)}; choose a writable directory (an emptyDir volume in a pod) or make it writable` : 'choose another path';
-      throw new ConfigError('DG_SOCKET_LISTEN', `${this.#config.socketSource ?? 'DRAINGUARD_SOCKET'}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`, { cause: err });
+      throw new ConfigError('DG_SOCKET_LISTEN', `${this.#config.socketSource}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`, { cause: err });
     }
   }
 
   /** A preStop request: answered once the Pod's deletion is read, so that the deadline it is told is the one that holds. */
   #answerDrainRequest(by: string | undefined, channel: ControlChannel): void {
-    void this.#readDeletion().then(() => {
+    void this.#deletion.read().then(() => {
       const ticket = this.#requestDrain('socket', () => this.#log.info('drain requested', { via: 'socket', by }));
       answerDrainRequest(channel, ticket, this.#clock.now());
     });
   }
 
   #onTermination(sig: NodeJS.Signals): void {
-    const step = this.#termination.signal();
+    const at = this.#clock.now();
+    const step = this.#termination.signal(at);
     if (step === 'drain') {
-      this.#deadlines.signalled(this.#termination.at!);
+      this.#deadlines.signalled(at);
       const grace = this.#deadlines.gracePeriod;
       const clients = () => (this.#mode.countsClientsAtTermination ? { clients: this.#server?.greetedCount() ?? 0 } : {});
       const announce = () => this.#log.info('termination requested', { signal: sig, ...clients(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
@@ -413,25 +421,23 @@ export class StopProcedure {
       // A drain under way (a preStop request's) has told its deadline: the signal joins it at once; the Pod's deletion, read meanwhile, may end it sooner.
       if (this.#drain?.started) {
         this.#requestDrain('signal', announce);
-        void this.#readDeletion();
-      } else if (this.#phase === 'releasing') announce(); // the operator exited by itself: nothing to drain
-      // Otherwise #supervise drains (#signalDrain) once the operator runs, or calls its start off.
+        void this.#deletion.read();
+      }
+      // Otherwise #supervise drains (#signalDrain) once the operator runs, calls its start off, or (the operator exited by itself) only tells it.
     } else if (step === 'cut-short') {
-      if (this.#phase === 'draining') this.#log.info('second termination signal: cutting the drain short', { signal: sig });
+      if (this.#drain?.running) this.#log.info('second termination signal: cutting the drain short', { signal: sig });
       // A second delete with a shorter grace period moves the kubelet's SIGKILL: the stop and the release go by it.
-      void this.#readDeletion();
+      void this.#deletion.read();
     } else {
       this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
     }
   }
 
-  /** The step before the drain, by the drain's deadline less the last 2 s of it (half, when shorter), which the drain keeps. */
+  /** The step before the drain, by its deadline (Deadlines.beforeDrainDeadline); a second signal aborts it. */
   async #runBeforeDrain(step: NonNullable<StopProcedureOptions['beforeDrain']>): Promise<void> {
-    const end = this.#deadlines.drainDeadline();
-    const left = Math.max(0, end - this.#clock.now());
     const stop = new AbortController();
     void this.#termination.cutShort.then(() => stop.abort());
-    await step(end - Math.min(2000, left / 2), stop.signal).catch(() => {});
+    await step(this.#deadlines.beforeDrainDeadline(), stop.signal).catch(() => {});
   }
 
   #setPhase(phase: Phase): void {

@@ -5,12 +5,11 @@
 
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
-import type { SupervisorConfig } from './config.ts';
+import type { SupervisorConfig } from '../config/supervisor.ts';
 import { type Child, SpawnError, startChild } from './child.ts';
-import type { DrainResult, DrainTicket } from './drain.ts';
 import { warnIfNoReaper } from './reaper.ts';
 import { FORWARDED, JOB_CONTROL } from './signals.ts';
-import type { Mode, ModeContext, StartedOperator } from './stop-procedure.ts';
+import type { Mode, StartContext, StartedOperator, StopContext } from './stop-procedure.ts';
 
 export class WrapMode implements Mode {
   readonly otherSignals = [...JOB_CONTROL, ...FORWARDED];
@@ -20,6 +19,7 @@ export class WrapMode implements Mode {
   readonly countsClientsAtTermination = false;
   readonly #command: readonly string[];
   readonly #env: NodeJS.ProcessEnv;
+  /** The operator once started: the other signals are passed on to it. */
   #child?: Child;
   /** Signals the system would not let drainguard send, each told once (a storm of SIGHUP must not flood the log). */
   readonly #refused = new Set<NodeJS.Signals | 0>();
@@ -30,12 +30,14 @@ export class WrapMode implements Mode {
     this.#env = env;
   }
 
-  async start({ config, log, server }: ModeContext): Promise<StartedOperator> {
+  async start(context: StartContext): Promise<StartedOperator> {
+    const { config, log, socketPath } = context;
     warnIfNoReaper(log);
     const [file, ...args] = this.#command as [string, ...string[]];
+    let child: Child;
     try {
-      this.#child = await startChild(file, args, {
-        env: { ...this.#env, DRAINGUARD_SOCKET: server.path },
+      child = await startChild(file, args, {
+        env: { ...this.#env, DRAINGUARD_SOCKET: socketPath },
         signalTarget: config.signalTarget,
         onSignalRefused: (sig, err) => this.#signalRefused(sig, err, config, log),
       });
@@ -43,25 +45,9 @@ export class WrapMode implements Mode {
       if (err instanceof SpawnError) throw new ConfigError('DG_CHILD_SPAWN', err.message, { cause: err });
       throw err;
     }
-    log.info('operator started', { pid: this.#child.pid, command: file, socket: server.path });
-    return { exited: this.#child.exited };
-  }
-
-  /** The stop signal, unless the operator is gone already; SIGKILL at the kill time. Resolves with its status once it exited. */
-  async stop({ config, log, clock, deadlines }: ModeContext, drain: DrainTicket, result: DrainResult): Promise<number> {
-    const child = this.#child!;
-    if (result.outcome !== 'child-exited') {
-      const stopAt = clock.now();
-      const killAt = deadlines.killTime(stopAt);
-      if (child.signal(config.stopSignal)) log.info('stop signal sent', { signal: config.stopSignal, target: config.signalTarget, pid: child.pid, timeoutMs: killAt - stopAt });
-      const cancelKill = clock.after(killAt - clock.now(), () => {
-        if (child.signal('SIGKILL')) log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: killAt - stopAt });
-      });
-      void child.exited.then(cancelKill);
-    }
-    const exit = await child.exited;
-    log.info('operator exited', { status: exit.status, code: exit.code, signal: exit.signal, afterDrainStartMs: clock.now() - drain.startedAt });
-    return exit.status;
+    this.#child = child;
+    log.info('operator started', { pid: child.pid, command: file, socket: socketPath });
+    return { exited: child.exited, stop: (stop) => stopChild(child, context, stop) };
   }
 
   onOtherSignal(sig: NodeJS.Signals, log: Logger): void {
@@ -85,4 +71,20 @@ export class WrapMode implements Mode {
       target: config.signalTarget,
     });
   }
+}
+
+/** The stop signal, unless the operator is gone already; SIGKILL at the kill time. Resolves with its status once it exited. */
+async function stopChild(child: Child, { config, log, clock }: StartContext, { drain, result, killTime }: StopContext): Promise<number> {
+  if (result.outcome !== 'child-exited') {
+    const stopAt = clock.now();
+    const killAt = killTime(stopAt);
+    if (child.signal(config.stopSignal)) log.info('stop signal sent', { signal: config.stopSignal, target: config.signalTarget, pid: child.pid, timeoutMs: killAt - stopAt });
+    const cancelKill = clock.after(killAt - clock.now(), () => {
+      if (child.signal('SIGKILL')) log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: killAt - stopAt });
+    });
+    void child.exited.then(cancelKill);
+  }
+  const exit = await child.exited;
+  log.info('operator exited', { status: exit.status, code: exit.code, signal: exit.signal, afterDrainStartMs: clock.now() - drain.startedAt });
+  return exit.status;
 }

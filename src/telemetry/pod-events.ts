@@ -1,6 +1,7 @@
 // Kubernetes Events on the pod for the drain, so that `kubectl describe pod`
 // tells the story. Best effort: a failure to write one is logged, never fatal.
 
+import { type Clock, within } from '../clock.ts';
 import type { PodEvent } from '../kube/event-recorder.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { DrainOutcome, DrainSource, Phase, SupervisorObserver } from '../supervisor/observer.ts';
@@ -34,7 +35,7 @@ export interface DrainEventObserver extends SupervisorObserver {
 }
 
 /** An observer that records DrainStarted and Drained / DrainTimedOut / DrainCutShort with the duration. */
-function drainEventObserver(record: RecordPodEvent, logger: Logger = silentLogger): DrainEventObserver {
+function drainEventObserver(record: RecordPodEvent, clock: Clock, logger: Logger = silentLogger): DrainEventObserver {
   let source: DrainSource | undefined;
   const pending = new Set<Promise<unknown>>();
   const emit = (event: PodEvent) => {
@@ -45,11 +46,8 @@ function drainEventObserver(record: RecordPodEvent, logger: Logger = silentLogge
     void written.finally(() => pending.delete(written));
   };
   return {
-    async flush(deadline) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all(pending), new Promise((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
-      clearTimeout(timer);
-    },
+    // The deadline is the stop's, on the stop's clock.
+    flush: (deadline) => within(clock, Promise.all(pending), deadline - clock.now()),
     // The request that starts the drain is reported before phase('draining') (SupervisorObserver): its source is the one told.
     drainRequested: (s) => {
       source ??= s;
@@ -76,10 +74,11 @@ function drainEventObserver(record: RecordPodEvent, logger: Logger = silentLogge
  * The drain Events of a pod whose API is opened later (after the operator was
  * started, so that it never waits for the Kubernetes client to load): Events
  * wait for `connect`, which hands over the recorder, or none when the API
- * cannot be had (they are dropped then).
+ * cannot be had (they are dropped then). `clock` is the stop procedure's: the
+ * flush's deadline is one of its moments.
  */
-export function laterPodEvents(logger: Logger): DrainEventObserver & { connect(record: RecordPodEvent | undefined): void } {
+export function laterPodEvents(logger: Logger, clock: Clock): DrainEventObserver & { connect(record: RecordPodEvent | undefined): void } {
   let connect!: (record: RecordPodEvent | undefined) => void;
   const connected = new Promise<RecordPodEvent | undefined>((resolve) => (connect = resolve));
-  return { ...drainEventObserver((event) => connected.then((record) => record?.(event)), logger), connect };
+  return { ...drainEventObserver((event) => connected.then((record) => record?.(event)), clock, logger), connect };
 }

@@ -17,7 +17,7 @@ import {
 import { ConfigError } from '../../src/errors.ts';
 import { parseArgs } from '../../src/config/load.ts';
 import { CHECK_OPTIONS, type Command, EVERY_OPTION, OPTIONS, type OptionSpec, PREDELETE_OPTIONS, RELEASE_OPTIONS, STATUS_OPTIONS, defaultShown } from '../../src/config/options.ts';
-import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
+import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
 import type { UsageErrorCode } from '../../src/errors.ts';
 
 const EXTRA: Partial<Record<Command, readonly OptionSpec[]>> = { check: CHECK_OPTIONS, predelete: PREDELETE_OPTIONS, release: RELEASE_OPTIONS, status: STATUS_OPTIONS };

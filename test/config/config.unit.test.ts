@@ -4,7 +4,7 @@ import { parseDuration } from '../../src/config/duration.ts';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { parseArgs } from '../../src/config/load.ts';
 import { parseSignal } from '../../src/config/signals.ts';
-import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
+import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
 
 test('durations: units, compounds and bare seconds', () => {
   assert.is(parseDuration('500ms'), 500);

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseHoldList } from '../../src/config/hold-list.ts';
 import { parseArgs } from '../../src/config/load.ts';
-import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
+import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
 import { exitStatus } from '../../src/errors.ts';
 
 const POD = { DRAINGUARD_POD_NAME: 'op-1', DRAINGUARD_POD_NAMESPACE: 'ops', DRAINGUARD_POD_UID: 'u-1' };

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
 import { type Command } from '../../src/config/options.ts';
-import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
+import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
 import { GRACE_MARGIN_MS } from '../../src/config/grace-rule.ts';
 import { type EnvVar, type KubeObject, kubeletEnv, rendered, theDeployment } from './support/manifests.ts';
 

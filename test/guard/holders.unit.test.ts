@@ -108,7 +108,7 @@ test('the holder Lease is written with six-digit times, and each renewal puts it
     patch: async (_ref: unknown, body: unknown) => writes.push({ verb: 'patch', body }),
   } as unknown as KubeClient;
   const pod = { name: 'op-0', namespace: NS, uid: UID };
-  const holder = new HolderLease({ client, pod, guards: ['clusterrole/op'], durationMs: 60_000, logger: silentLogger, now: () => NOW + 7 });
+  const holder = new HolderLease({ client, pod, guards: ['clusterrole/op'], durationMs: 60_000, logger: silentLogger, clock: { now: () => NOW + 7 } });
   await holder.hold(new AbortController().signal);
   await holder.hold(new AbortController().signal);
   assert.equal(writes.map((w) => w.verb), ['create', 'patch']);

@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert';
 import { ConfigError } from '../../src/errors.ts';
 import { type GuardSettings, openGuard } from '../../src/guard/open.ts';
 import { createLogger, silentLogger } from '../../src/log/logger.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { within } from '../support/wait.ts';
 
 const home = mkdtempSync(join(tmpdir(), 'guard-open-'));
@@ -44,7 +45,7 @@ test('late, without an API configured: a ConfigError before anything starts, nam
     [guardOnly, 'DRAINGUARD_GUARD'],
     [withHold, 'DRAINGUARD_HOLD'],
   ] as const) {
-    const err = await rejection(openGuard(settings, { env: noApi, logger: silentLogger, late: true }));
+    const err = await rejection(openGuard(settings, { env: noApi, logger: silentLogger, clock: new FakeClock(), late: true }));
     assert.instance(err, ConfigError);
     assert.is((err as ConfigError).code, 'DG_CONFIG_NO_API');
     assert.match(err.message, `${why} is set, so drainguard needs the Kubernetes API`);
@@ -53,9 +54,9 @@ test('late, without an API configured: a ConfigError before anything starts, nam
 
 test('late: not set before it opens, with the hold part from the start only when the hold is on', async () => {
   const env = unusableKubeconfig();
-  const held = await openGuard(withHold, { env, logger: silentLogger, late: true });
+  const held = await openGuard(withHold, { env, logger: silentLogger, clock: new FakeClock(), late: true });
   assert.equal(held.report(), { set: false, objectsHeld: 0, errors: 0, hold: { held: false, released: {} } });
-  const plain = await openGuard(guardOnly, { env, logger: silentLogger, late: true });
+  const plain = await openGuard(guardOnly, { env, logger: silentLogger, clock: new FakeClock(), late: true });
   assert.equal(plain.report(), { set: false, objectsHeld: 0, errors: 0 });
 });
 
@@ -74,7 +75,7 @@ test('late: a configuration the client cannot read is logged at start(), the gua
       },
     },
   });
-  const guard = await openGuard(withHold, { env: unusableKubeconfig(), logger, late: true });
+  const guard = await openGuard(withHold, { env: unusableKubeconfig(), logger, clock: new FakeClock(), late: true });
   assert.equal(lines, [], 'nothing is opened before start()');
   guard.start();
   await within(5_000, 'the failed open logged', error);
@@ -84,7 +85,7 @@ test('late: a configuration the client cannot read is logged at start(), the gua
 });
 
 test('at once (sidecar): the same configuration is a ConfigError from the factory itself', async () => {
-  const err = await rejection(openGuard(guardOnly, { env: unusableKubeconfig(), logger: silentLogger, late: false }));
+  const err = await rejection(openGuard(guardOnly, { env: unusableKubeconfig(), logger: silentLogger, clock: new FakeClock(), late: false }));
   assert.instance(err, ConfigError);
   assert.match(err.message, 'DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API, but its configuration cannot be read');
 });

@@ -30,12 +30,19 @@ test('foreground and orphan deletion: released at once, before the settle', () =
   assert.equal(decide({ ...base, deletingFinalizers: ['orphan'], deletingSeenAt: T0 }), { release: 'orphan' });
 });
 
-/** A client that answers the hold's reads from `state`; the watch never ends until aborted. */
-function fakeClient(state: { deployment: any; finalizing: any[] }, calls: string[]): KubeClient {
+/**
+ * A client that answers the hold's reads from `state`; the watch never ends until aborted.
+ * `failGets` and `failWatches`: so many of those calls fail first (the API down).
+ */
+function fakeClient(state: { deployment: any; finalizing: any[]; failGets?: number; failWatches?: number }, calls: string[]): KubeClient {
   const client = {
     server: 'https://fake',
     async get(ref: { resource: string; name: string }) {
       calls.push(`get ${ref.resource}/${ref.name}`);
+      if (state.failGets) {
+        state.failGets--;
+        throw new Error('connect ECONNREFUSED');
+      }
       if (ref.resource === 'pods') return { metadata: { name: 'op-1', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'op-abc', uid: 'rs', controller: true }] } };
       return { metadata: { name: 'op-abc', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'op', uid: 'd-uid', controller: true }] } };
     },
@@ -51,6 +58,10 @@ function fakeClient(state: { deployment: any; finalizing: any[] }, calls: string
     },
     watch(_r: unknown, _ns: unknown, _q: unknown, _on: unknown, options: { signal: AbortSignal }) {
       calls.push('watch deployments');
+      if (state.failWatches) {
+        state.failWatches--;
+        return Promise.reject(new Error('connect ECONNREFUSED'));
+      }
       return new Promise<void>((resolve) => options.signal.addEventListener('abort', () => resolve()));
     },
   };
@@ -102,6 +113,60 @@ test('the Hold on a fake clock: released by the timeout, counted from the deleti
   assert.equal(released, []);
   await clock.advance(1);
   assert.equal(reasons, ['timeout']);
+  await hold.stop();
+});
+
+/** The moments, after `t0`, at which `calls` got `what`: the client records calls, the clock their times. */
+function timed(clock: FakeClock, calls: string[]) {
+  const at: { what: string; t: number }[] = [];
+  const push = calls.push.bind(calls);
+  calls.push = (...items: string[]) => {
+    for (const what of items) at.push({ what, t: clock.now() - T0 });
+    return push(...items);
+  };
+  return (what: string) => at.filter((c) => c.what === what).map((c) => c.t);
+}
+
+/** The gaps between the moments: each must be within equal jitter of KEEP_TRYING's 0.5 s doubling. */
+function assertBackoff(moments: number[], what: string): void {
+  moments.slice(1).forEach((t, i) => {
+    const gap = t - moments[i]!;
+    const ceiling = Math.min(10_000, 500 * 2 ** i);
+    assert.ok(gap >= ceiling / 2 && gap <= ceiling, `${what}: wait ${i + 1} was ${gap} ms, not within ${ceiling / 2}..${ceiling}`);
+  });
+}
+
+test('the Hold on a fake clock: its search for the Deployment retries by KEEP_TRYING while the API is down, then holds it', async () => {
+  const clock = new FakeClock(T0);
+  const calls: string[] = [];
+  const times = timed(clock, calls);
+  const state = { deployment: { metadata: { name: 'op', uid: 'd-uid' } }, finalizing: [], failGets: 3 };
+  const held: string[] = [];
+  const guard = { finalizer: 'drainguard.dev/holder-a', hold: (t: { name: string }) => void held.push(t.name), letGo: async () => 'removed' as const };
+  const hold = new Hold({ client: fakeClient(state, calls), guard, pod: { name: 'op-1', namespace: 'ns', uid: 'a' }, kinds: [{ plural: 'widgets', group: 'example.com' }], timeoutMs: 60_000, settleMs: 5_000, clock });
+  hold.start();
+  await settle();
+  for (let i = 0; i < 3; i++) await clock.advance(clock.nextAt! - clock.now());
+  const tries = times('get pods/op-1');
+  assert.is(tries.length, 4, 'three failures, then the read that finds it');
+  assertBackoff(tries, 'the search');
+  assert.equal(held, ['op']);
+  await hold.stop();
+});
+
+test('the Hold on a fake clock: a watch that fails is listed and watched again after KEEP_TRYING\'s backoff', async () => {
+  const clock = new FakeClock(T0);
+  const calls: string[] = [];
+  const times = timed(clock, calls);
+  const state = { deployment: { metadata: { name: 'op', uid: 'd-uid' } }, finalizing: [], failWatches: 3 };
+  const guard = { finalizer: 'drainguard.dev/holder-a', hold: () => {}, letGo: async () => 'removed' as const };
+  const hold = new Hold({ client: fakeClient(state, calls), guard, pod: { name: 'op-1', namespace: 'ns', uid: 'a' }, kinds: [{ plural: 'widgets', group: 'example.com' }], timeoutMs: 60_000, settleMs: 5_000, clock });
+  hold.start();
+  await settle();
+  for (let i = 0; i < 3; i++) await clock.advance(clock.nextAt! - clock.now());
+  const watches = times('watch deployments');
+  assert.is(watches.length, 4, 'three failed watches, then one that holds');
+  assertBackoff(watches, 'the watch');
   await hold.stop();
 });
 

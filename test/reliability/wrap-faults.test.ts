@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArgs } from '../../src/config/load.ts';
-import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
+import { resolveSupervisorConfig } from '../../src/config/supervisor.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { StopProcedure } from '../../src/supervisor/stop-procedure.ts';
 import { WrapMode } from '../../src/supervisor/wrap-mode.ts';

@@ -7,14 +7,14 @@ import { DrainClient } from '../../src/protocol/client.ts';
 import { DrainServer } from '../../src/protocol/server.ts';
 import { Drain, type DrainOptions, type DrainResult } from '../../src/supervisor/drain.ts';
 import type { DrainSource } from '../../src/supervisor/observer.ts';
-import { silentLogger } from '../../src/log/logger.ts';
+import { type Logger, silentLogger } from '../../src/log/logger.ts';
 import { tempDir } from '../support/proc.ts';
 import { within } from '../support/wait.ts';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 
 async function setup(options: Partial<DrainOptions> = {}, timeoutMs = 3000) {
   const clock = new FakeClock();
-  const server = new DrainServer({ path: join(tempDir(), 'drain.sock'), now: () => clock.now() });
+  const server = new DrainServer({ path: join(tempDir(), 'drain.sock'), clock });
   await server.listen();
   const ends: DrainResult[] = [];
   const drain = new Drain({ server, clock, logger: silentLogger, deadline: () => clock.now() + timeoutMs, ...options });
@@ -153,6 +153,19 @@ test('no client and idle metrics: the drain waits for idle, or for its deadline'
   await settle();
   assert.is((await ticket.ended).outcome, 'deadline', 'the operator never went idle: the wait ended at the deadline');
   await busy.close();
+});
+
+test('no time left to drain with a client connected: the drain ends at once, with a warning that says how to get time', async () => {
+  const warnings: string[] = [];
+  const logger: Logger = { ...silentLogger, warn: (msg: string) => void warnings.push(msg), with: () => logger };
+  const s = await setup({ logger }, 0);
+  await s.client();
+  const ticket = s.request('signal');
+  await s.clock.advance(0);
+  assert.equal((await within(5000, 'drain end', ticket.ended)).outcome, 'deadline');
+  const zero = warnings.find((w) => w.startsWith('the drain timeout is 0'));
+  assert.ok(zero?.includes('raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD'), warnings.join(' | '));
+  await s.close();
 });
 
 test.run();

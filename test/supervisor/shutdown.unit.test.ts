@@ -13,12 +13,15 @@ function recorder(): Logger & { lines: { level: string; msg: string; fields?: Lo
   return logger;
 }
 
+/** For the rules that read no moment: a clock that never moves. */
+const stillClock = { now: () => 1_000_000 };
+
 /** Kubebuilder's scaffold: terminationGracePeriodSeconds 10, drainguard's stop timeout 5s. */
 const scaffold: DeadlineSettings = { gracePeriodMs: 10_000, gracePeriodSource: 'default', drainTimeoutMs: defaultDrainTimeout(10_000, 5000), drainTimeoutExplicit: false, stopTimeoutMs: 5000 };
 
 test("the Pod's grace period replaces the default one, and the derived drain timeout follows it", () => {
   const log = recorder();
-  const d = new Deadlines({ ...scaffold, gracePeriodMs: 30_000, drainTimeoutMs: 23_000 }, log);
+  const d = new Deadlines({ ...scaffold, gracePeriodMs: 30_000, drainTimeoutMs: 23_000 }, log, stillClock);
   assert.is(d.drainTimeoutMs(), 23_000);
   d.adoptPodGracePeriod(10_000);
   assert.equal(d.gracePeriod, { ms: 10_000, from: 'pod' });
@@ -28,12 +31,12 @@ test("the Pod's grace period replaces the default one, and the derived drain tim
 
 test('an explicit grace period shorter than the Pod\'s stays; a longer one gives way, with a warning', () => {
   const shorter = recorder();
-  const kept = new Deadlines({ ...scaffold, gracePeriodMs: 8000, gracePeriodSource: '--grace-period', drainTimeoutMs: 1000 }, shorter);
+  const kept = new Deadlines({ ...scaffold, gracePeriodMs: 8000, gracePeriodSource: '--grace-period', drainTimeoutMs: 1000 }, shorter, stillClock);
   kept.adoptPodGracePeriod(12_000);
   assert.equal(kept.gracePeriod, { ms: 8000, from: '--grace-period' });
   assert.equal(shorter.lines.map((l) => l.msg), ['grace period read from the Pod; --grace-period is shorter and stays']);
   const longer = recorder();
-  const replaced = new Deadlines({ ...scaffold, gracePeriodMs: 60_000, gracePeriodSource: 'DRAINGUARD_GRACE_PERIOD', drainTimeoutMs: 53_000 }, longer);
+  const replaced = new Deadlines({ ...scaffold, gracePeriodMs: 60_000, gracePeriodSource: 'DRAINGUARD_GRACE_PERIOD', drainTimeoutMs: 53_000 }, longer, stillClock);
   replaced.adoptPodGracePeriod(10_000);
   assert.equal(replaced.gracePeriod, { ms: 10_000, from: 'pod' });
   assert.equal(longer.lines.map((l) => l.level), ['warn', 'info']);
@@ -41,7 +44,7 @@ test('an explicit grace period shorter than the Pod\'s stays; a longer one gives
 
 test("an explicit drain timeout that no longer fits the Pod's grace period is cut to fit, with a warning", () => {
   const log = recorder();
-  const d = new Deadlines({ ...scaffold, gracePeriodMs: 30_000, drainTimeoutMs: 20_000, drainTimeoutExplicit: true }, log);
+  const d = new Deadlines({ ...scaffold, gracePeriodMs: 30_000, drainTimeoutMs: 20_000, drainTimeoutExplicit: true }, log, stillClock);
   assert.is(d.drainTimeoutMs(), 20_000);
   d.adoptPodGracePeriod(10_000);
   assert.is(d.drainTimeoutMs(), 5000, 'grace - stop timeout: the most that still lets the stop timeout run');
@@ -51,7 +54,7 @@ test("an explicit drain timeout that no longer fits the Pod's grace period is cu
 /** Deadlines on a clock the test sets: the moments are numbers, nothing waits. */
 function at(settings: DeadlineSettings, log = recorder()) {
   const clock = { now: 1_000_000 };
-  return { clock, log, d: new Deadlines(settings, log, () => clock.now) };
+  return { clock, log, d: new Deadlines(settings, log, { now: () => clock.now }) };
 }
 
 test('the moments of a stop in the scaffold: drain deadline, kill time, release deadline, Events', () => {
@@ -221,17 +224,26 @@ test('no deletion to read (a liveness kill, a force delete, no answer): the grac
   }
 });
 
+test('the step before the drain ends 2 s before the drain deadline, or halfway when less is left', () => {
+  const { d, clock } = at(scaffold);
+  d.signalled(clock.now);
+  const end = clock.now + 3000;
+  assert.is(d.drainDeadline(), end, 'the scaffold: a 3 s drain');
+  assert.is(d.beforeDrainDeadline(), end - 1500, 'half of the 3 s left');
+  const long = at({ ...scaffold, gracePeriodMs: 30_000, drainTimeoutMs: 23_000 });
+  long.d.signalled(long.clock.now);
+  assert.is(long.d.beforeDrainDeadline(), long.clock.now + 21_000, 'the drain keeps its last 2 s');
+  long.clock.now += 22_000;
+  assert.is(long.d.beforeDrainDeadline(), long.clock.now + 500, '1 s left: half of it');
+});
+
 test('Termination: the first signal drains, the second cuts short, later ones are ignored', async () => {
-  let now = 42;
-  const t = new Termination(() => now);
-  assert.is(t.at, undefined);
-  assert.is(t.signal(), 'drain');
-  now = 50;
-  assert.is(t.signal(), 'cut-short');
-  assert.is(t.signal(), 'ignored');
-  assert.is(t.at, 42);
+  const t = new Termination();
+  assert.is(t.signal(42), 'drain');
+  assert.is(t.signal(50), 'cut-short');
+  assert.is(t.signal(60), 'ignored');
   assert.is(t.count, 3);
-  await t.requested;
+  assert.is(await t.requested, 42, 'the first signal\'s moment');
   await t.cutShort;
 });
 

@@ -3,27 +3,20 @@
 // deadline handed to the mode, the guard and the Events, for Kubebuilder's
 // scaffold (terminationGracePeriodSeconds 10, stop timeout 5s). The signals
 // are real ones, sent to this process.
-import { existsSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseArgs } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
-import type { DrainServer } from '../../src/protocol/server.ts';
 import type { ChildExit } from '../../src/supervisor/child.ts';
-import { resolveSupervisorConfig } from '../../src/supervisor/config.ts';
 import type { DrainResult, DrainTicket } from '../../src/supervisor/drain.ts';
 import type { PodDeletion } from '../../src/kube/pod.ts';
-import { type GuardHandle, type Phase, type SupervisorObserver, combineObservers } from '../../src/supervisor/observer.ts';
 import { SidecarMode } from '../../src/supervisor/sidecar-mode.ts';
-import { type Mode, type ModeContext, type StartedOperator, StopProcedure, type StopProcedureOptions } from '../../src/supervisor/stop-procedure.ts';
-import { WrapMode } from '../../src/supervisor/wrap-mode.ts';
+import type { Mode, StartContext, StartedOperator } from '../../src/supervisor/stop-procedure.ts';
 import { tempDir } from '../support/proc.ts';
-import { until as waitUntil, within } from '../support/wait.ts';
-import { FakeClock, settle } from '../support/fake-clock.ts';
-
-const SCAFFOLD = ['--grace-period=10s', '--stop-timeout=5s'];
+import { within } from '../support/wait.ts';
+import { settle } from '../support/fake-clock.ts';
+import { procedure, sigterm, until } from './procedure.ts';
 
 /** A mode whose operator is the test's: it records what the procedure asked of it. */
 class PlayedMode implements Mode {
@@ -34,21 +27,24 @@ class PlayedMode implements Mode {
   readonly calls: string[] = [];
   readonly exited: Promise<ChildExit>;
   exit!: (exit: ChildExit) => void;
-  context?: ModeContext;
-  stopped?: { drain: DrainTicket; result: DrainResult; at: number };
+  context?: StartContext;
+  stopped?: { drain: DrainTicket; result: DrainResult; at: number; killInMs: number };
   constructor() {
     this.exited = new Promise((r) => (this.exit = r));
   }
   onOtherSignal(): void {}
-  async start(context: ModeContext): Promise<StartedOperator> {
+  async start(context: StartContext): Promise<StartedOperator> {
     this.context = context;
     this.calls.push('start');
-    return { exited: this.exited };
-  }
-  async stop(context: ModeContext, drain: DrainTicket, result: DrainResult): Promise<number> {
-    this.calls.push(`stop ${result.outcome}`);
-    this.stopped = { drain, result, at: context.clock.now() };
-    return 0;
+    return {
+      exited: this.exited,
+      stop: async ({ drain, result, killTime }) => {
+        this.calls.push(`stop ${result.outcome}`);
+        const at = context.clock.now();
+        this.stopped = { drain, result, at, killInMs: killTime(at) - at };
+        return 0;
+      },
+    };
   }
 }
 
@@ -61,46 +57,6 @@ async function drainingWithClient(s: ReturnType<typeof procedure>): Promise<Drai
   return client;
 }
 
-function guardOf(clock: FakeClock) {
-  const calls: string[] = [];
-  const guard: GuardHandle = {
-    start: () => void calls.push('guard start'),
-    release: async (deadline) => void calls.push(`guard release by +${deadline - clock.now()}`),
-  };
-  return { guard, calls };
-}
-
-function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[]; onServer?: () => void; observer?: SupervisorObserver } = {}) {
-  const clock = new FakeClock();
-  const phases: Phase[] = [];
-  const flushes: number[] = [];
-  const { guard, calls } = guardOf(clock);
-  let server: DrainServer | undefined;
-  let listening!: () => void;
-  const listens = new Promise<void>((r) => (listening = r));
-  const p = new StopProcedure(resolveSupervisorConfig(parseArgs(options.command ?? 'run', [...(options.flags ?? SCAFFOLD), ...flags], {})), mode, {
-    clock,
-    guard,
-    flushEvents: async (deadline) => void flushes.push(deadline - clock.now()),
-    ...options,
-  });
-  const running = p.run({
-    observer: combineObservers({ phase: (phase) => phases.push(phase) }, options.observer),
-    onServer: (s) => {
-      server = s;
-      options.onServer?.();
-      listening();
-    },
-  });
-  return { p, clock, phases, flushes, guardCalls: calls, running, listens, server: () => server! };
-}
-
-const sigterm = () => process.kill(process.pid, 'SIGTERM');
-const until = async (check: () => boolean, what: string) => {
-  for (let i = 0; i < 500 && !check(); i++) await settle();
-  assert.ok(check(), what);
-};
-
 test('a SIGTERM with no client: drain, stop, release, exit, in that order; the release by the end of the grace period', async () => {
   const mode = new PlayedMode();
   const s = procedure(mode, []);
@@ -109,7 +65,7 @@ test('a SIGTERM with no client: drain, stop, release, exit, in that order; the r
   assert.equal(s.guardCalls, ['guard start']);
   sigterm();
   assert.is(await within(5000, 'exit', s.running), 0);
-  assert.equal(s.phases, ['running', 'draining', 'stopping', 'releasing', 'exited']);
+  assert.equal(s.phases, ['starting', 'running', 'draining', 'stopping', 'releasing', 'exited']);
   assert.equal(mode.calls, ['start', 'stop no-client']);
   // Nothing took time on the clock: the release has the grace period less its margin, Events a second each.
   assert.equal(s.guardCalls, ['guard start', 'guard release by +9500']);
@@ -130,7 +86,7 @@ test('the observer hears each event once, in the stated order: the starting requ
   await until(() => heard.includes('running'), 'running');
   sigterm();
   assert.is(await within(5000, 'exit', s.running), 0);
-  assert.equal(heard, ['running', 'requested signal', 'draining', 'ended no-client', 'stopping', 'releasing', 'exited']);
+  assert.equal(heard, ['starting', 'running', 'requested signal', 'draining', 'ended no-client', 'stopping', 'releasing', 'exited']);
 });
 
 test('a client that never drains: the stop comes at the drain deadline (grace - stop timeout - 2s), the release by the grace period', async () => {
@@ -158,9 +114,9 @@ test("the Pod's grace period, asked once the operator runs, replaces the default
   await settle();
   assert.is(asked, 1);
   const client = await drainingWithClient(s);
-  assert.is(mode.context!.deadlines.drainTimeoutMs(), 5000, "the Pod's 12 s - 5 s - 2 s, not the default 30 s's 23 s");
   await s.clock.advance(5000);
   await within(5000, 'exit', s.running);
+  assert.is(mode.stopped!.drain.deadline - mode.stopped!.drain.startedAt, 5000, "the Pod's 12 s - 5 s - 2 s, not the default 30 s's 23 s");
   assert.is(mode.stopped!.result.outcome, 'deadline');
   assert.is(mode.stopped!.result.durationMs, 5000);
   client.close();
@@ -188,7 +144,7 @@ test("kubectl delete --grace-period=4 on a 30 s Pod: the Pod's deletion, read at
   await until(() => mode.calls.length === 2, 'stopped');
   assert.equal(reads, [1000, 1000], 'read at the signal and again before the release, each within a second');
   assert.equal(mode.calls, ['start', 'stop deadline'], 'no time left to drain: the stop at once');
-  assert.is(mode.context!.deadlines.stopTimeoutMs(), 2000, 'the stop timeout cut to what the release leaves');
+  assert.is(mode.stopped!.killInMs, 2000, 'the stop timeout cut to what the release leaves');
   await within(5000, 'exit', s.running);
   assert.equal(s.guardCalls.at(-1), 'guard release by +3500', "half a second before the deletion's SIGKILL, not 29.5 s");
   client.close();
@@ -205,13 +161,13 @@ test('the Pod cannot be read in time: the drain starts after a second on the clo
   assert.not.ok(s.phases.includes('draining'), 'the drain waits for the read');
   await s.clock.advance(1000);
   await until(() => s.phases.includes('draining'), 'draining after the read gave up');
-  assert.is(mode.context!.deadlines.drainDeadline() - s.clock.now(), 2000, 'the scaffold: 3 s from the signal, less the second spent');
   await s.clock.advance(2000);
   await until(() => s.phases.includes('releasing'), 'releasing');
   // The read again before the release, which answers no better: a quarter of what is left (6.5 s) at most.
   await s.clock.advance(1000);
   await within(5000, 'exit', s.running);
   assert.equal(mode.calls, ['start', 'stop deadline']);
+  assert.is(mode.stopped!.drain.deadline - mode.stopped!.drain.startedAt, 2000, 'the scaffold: 3 s from the signal, less the second spent');
   assert.equal(s.guardCalls.at(-1), 'guard release by +5500', 'the grace period from the signal, less the 3 s drain and the 1 s read');
   client.close();
 });
@@ -249,7 +205,7 @@ test('a SIGTERM after a preStop drain is over joins it at once: the termination 
   const ticket = s.p.startDrain('http');
   assert.is((await within(5000, 'drain end', ticket.ended)).outcome, 'no-client');
   await settle();
-  assert.equal(s.phases, ['running', 'draining'], 'the stop waits for the signal');
+  assert.equal(s.phases, ['starting', 'running', 'draining'], 'the stop waits for the signal');
   sigterm();
   await until(() => s.phases.includes('releasing'), 'releasing without a second on the clock: the read of the Pod is not waited for');
   const at = (msg: string) => lines.indexOf(msg);
@@ -284,13 +240,13 @@ test('a second, shorter delete with no signal of its own: seen at the next read 
   const t0 = s.clock.now();
   deletionAt = t0 + 30_000;
   const client = await drainingWithClient(s);
-  assert.is(mode.context!.deadlines.drainDeadline(), t0 + 23_000);
   await s.clock.advance(1000);
   deletionAt = t0 + 5000;
   await s.clock.advance(999);
   assert.equal([reads, mode.calls], [1, ['start']], 'not read again yet');
   await s.clock.advance(1);
   await until(() => mode.calls.length === 2, 'stopped at the next read');
+  assert.is(mode.stopped!.drain.deadline, t0 + 23_000, 'the deadline first told');
   assert.equal(mode.calls, ['start', 'stop deadline']);
   await within(5000, 'exit', s.running);
   assert.equal(s.guardCalls.at(-1), 'guard release by +2500', 'half a second before the second delete\'s SIGKILL');
@@ -316,7 +272,7 @@ test('the operator exiting by itself: released at once, its status is the exit s
   await s.clock.advance(60_000);
   mode.exit({ status: 3, code: 3 });
   assert.is(await within(5000, 'exit', s.running), 3);
-  assert.equal(s.phases, ['running', 'releasing', 'exited']);
+  assert.equal(s.phases, ['starting', 'running', 'releasing', 'exited']);
   assert.equal(mode.calls, ['start']);
   assert.equal(s.guardCalls.at(-1), 'guard release by +9500', 'a full grace period: the kubelet has not started counting');
 });
@@ -327,20 +283,7 @@ test('a SIGTERM before the start calls it off: the mode is never started, nothin
   assert.is(await within(5000, 'exit', s.running), 143);
   assert.equal(mode.calls, []);
   assert.equal(s.guardCalls, []);
-  assert.equal(s.phases, ['exited']);
-});
-
-test('wrap mode: an operator that ignores the stop signal is killed at the kill time, stop timeout after the stop signal', async () => {
-  const dir = tempDir();
-  const mode = new WrapMode(['sh', '-c', 'trap "" TERM; : > "$DIR/trapped"; exec sleep 30'], { PATH: process.env.PATH, DIR: dir });
-  const s = procedure(mode, ['--signal-target=child']);
-  await waitUntil((check) => ((w) => () => w.close())(watch(dir, check)), () => existsSync(join(dir, 'trapped')) || undefined, 5000, 'the operator ignoring SIGTERM');
-  const stopAt = s.clock.now();
-  sigterm();
-  await until(() => s.phases.includes('stopping'), 'stopping');
-  assert.is(s.clock.nextAt, stopAt + 5000, 'the one timer left is the SIGKILL, at the stop timeout');
-  await s.clock.advance(5000);
-  assert.is(await within(5000, 'exit', s.running), 128 + 9, 'SIGKILLed');
+  assert.equal(s.phases, ['starting', 'exited']);
 });
 
 test('sidecar mode: an operator that stays connected is waited for until the wait deadline, which leaves the release its time', async () => {

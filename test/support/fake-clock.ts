@@ -1,7 +1,8 @@
-// A clock the test moves itself, for the timing rules of the stop: nothing
-// waits on real time, and a rule about seconds is checked in microseconds.
+// A clock the test moves itself, for the timing rules of the stop, the guard
+// and the hold: nothing waits on real time, and a rule about seconds is
+// checked in microseconds.
 
-import type { Clock } from '../../src/supervisor/clock.ts';
+import { type Clock, sleepOn } from '../../src/clock.ts';
 
 interface Timer {
   readonly at: number;
@@ -33,6 +34,10 @@ export class FakeClock implements Clock {
     return () => {
       this.#timers = this.#timers.filter((t) => t !== timer);
     };
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return sleepOn(this, ms, signal);
   }
 
   /** When the next timer falls due, if any. */

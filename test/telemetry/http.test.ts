@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { NODE, drainguard, fixture, tempDir } from '../support/proc.ts';
-import { http, prestop, startOperator, startSidecar } from '../sidecar-mode/support.ts';
+import { http, prestop, startOperator, startSidecar } from '../supervisor/sidecar-mode/support.ts';
 import { parseExposition } from './prom-text.ts';
 
 const TOKEN = 'Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1';

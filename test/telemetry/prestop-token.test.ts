@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempDir } from '../support/proc.ts';
-import { http, startOperator, startSidecar } from '../sidecar-mode/support.ts';
+import { http, startOperator, startSidecar } from '../supervisor/sidecar-mode/support.ts';
 import { parseExposition } from './prom-text.ts';
 
 const OLD = 'b2xkLXRva2VuLW9mLXRoZS1zZWNyZXQ';

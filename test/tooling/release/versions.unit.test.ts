@@ -6,9 +6,9 @@ import { cpSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { candidateFiles, setVersion, versionMentions } from '../../scripts/release/versions.ts';
-import { packageVersion } from '../../sidecar/build/stamp.ts';
-import { tempDir } from '../support/proc.ts';
+import { candidateFiles, setVersion, versionMentions } from '../../../scripts/release/versions.ts';
+import { packageVersion } from '../../../sidecar/build/stamp.ts';
+import { tempDir } from '../../support/proc.ts';
 
 const ROOT = resolve('.');
 const VERSION = packageVersion(ROOT);

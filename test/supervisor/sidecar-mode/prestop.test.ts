@@ -6,7 +6,7 @@ import { type Server, type Socket, createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { NODE, drainguard, fixture, tempDir } from '../support/proc.ts';
+import { NODE, drainguard, fixture, tempDir } from '../../support/proc.ts';
 import { prestop, startOperator, startSidecar } from './support.ts';
 
 const listen = (server: Server, path: string) => new Promise<void>((r) => server.listen(path, r));

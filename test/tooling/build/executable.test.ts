@@ -8,7 +8,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { EXE, NODE } from '../support/proc.ts';
+import { EXE, NODE } from '../../support/proc.ts';
 import { EXE_ARM64 } from '../arm64/support/arm64.ts';
 
 const MiB = 1024 * 1024;

@@ -8,12 +8,12 @@ import { copyFileSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFil
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LAUNCHER_IMAGES } from '../../src/install/launcher-image.ts';
-import { emulated } from '../../scripts/emulation.ts';
-import { Proc, drainguard, tempDir } from '../support/proc.ts';
-import { BUSYBOX, listTree } from '../install/support/chroot.ts';
-import { nsInit } from '../install/support/pod-root.ts';
-import { OPERATOR, PidNamespace, leaveOrphans } from '../reap/support/orphans.ts';
+import { LAUNCHER_IMAGES } from '../../../src/install/launcher-image.ts';
+import { emulated } from '../../../scripts/emulation.ts';
+import { Proc, drainguard, tempDir } from '../../support/proc.ts';
+import { BUSYBOX, listTree } from '../../install/support/chroot.ts';
+import { nsInit } from '../../install/support/pod-root.ts';
+import { OPERATOR, PidNamespace, leaveOrphans } from '../../reap/support/orphans.ts';
 import { AARCH64, EXE_ARM64, arm64, buildGoExample, elfMachine } from './support/arm64.ts';
 
 const START_MS = 60_000;

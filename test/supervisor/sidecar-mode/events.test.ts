@@ -4,9 +4,9 @@
 // the sidecar goes through the fault proxy (test/support/faultproxy).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, resourcePath, useCluster } from '../support/cluster/index.ts';
-import { type FaultProxy, startFaultProxy } from '../support/faultproxy/index.ts';
-import { tempDir } from '../support/proc.ts';
+import { type TestCluster, resourcePath, useCluster } from '../../support/cluster/index.ts';
+import { type FaultProxy, startFaultProxy } from '../../support/faultproxy/index.ts';
+import { tempDir } from '../../support/proc.ts';
 import { prestop, startOperator, startSidecar } from './support.ts';
 
 const POD = 'op-7d9f';

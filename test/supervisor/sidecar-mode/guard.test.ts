@@ -11,11 +11,11 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Kubelet } from '../support/kubelet/index.ts';
-import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
-import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
-import { type Proc, fixture } from '../support/proc.ts';
-import { parseExposition } from '../telemetry/prom-text.ts';
+import { Kubelet } from '../../support/kubelet/index.ts';
+import { type KubeletCluster, kubeletCluster } from '../../support/kubelet/cluster.ts';
+import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../../support/kubelet/runners.ts';
+import { type Proc, fixture } from '../../support/proc.ts';
+import { parseExposition } from '../../telemetry/prom-text.ts';
 import { http } from './support.ts';
 
 const RBAC = 'rbac.authorization.k8s.io/v1';

@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildSplit } from '../../sidecar/build/lazy.ts';
-import { stampDefines } from '../../sidecar/build/stamp.ts';
-import { tempDir } from '../support/proc.ts';
+import { buildSplit } from '../../../sidecar/build/lazy.ts';
+import { stampDefines } from '../../../sidecar/build/stamp.ts';
+import { tempDir } from '../../support/proc.ts';
 
 const ROOT = resolve('.');
 

@@ -12,12 +12,12 @@ import { join, resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execa } from 'execa';
-import { artifactNames, release, type Release } from '../../scripts/release.ts';
-import { publish } from '../../scripts/release/publish.ts';
-import { commitOf, packageVersion } from '../../sidecar/build/stamp.ts';
-import { cleanupHelm, helm } from '../support/helm.ts';
-import { tempDir } from '../support/proc.ts';
-import { within } from '../support/wait.ts';
+import { artifactNames, release, type Release } from '../../../scripts/release.ts';
+import { publish } from '../../../scripts/release/publish.ts';
+import { commitOf, packageVersion } from '../../../sidecar/build/stamp.ts';
+import { cleanupHelm, helm } from '../../support/helm.ts';
+import { tempDir } from '../../support/proc.ts';
+import { within } from '../../support/wait.ts';
 import { AARCH64, elfMachine } from '../arm64/support/arm64.ts';
 import { type Registry, startRegistry } from './support/registry.ts';
 

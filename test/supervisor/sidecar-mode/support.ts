@@ -1,7 +1,7 @@
 // A drainguard sidecar and an operator process sharing a socket directory, as
 // two containers of one pod share a volume.
 import { join } from 'node:path';
-import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
+import { NODE, Proc, drainguard, fixture, tempDir } from '../../support/proc.ts';
 
 export const OPERATOR = fixture('operator.ts');
 

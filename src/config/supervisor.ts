@@ -2,28 +2,30 @@
 // every default filled in and every rule that spans settings checked up front.
 
 import type { PodRef } from '../kube/pod.ts';
-import { checkFit, defaultDrainTimeout } from '../config/grace-rule.ts';
-import { type PrestopToken, resolvePrestopToken } from '../config/prestop-token.ts';
+import { checkFit, defaultDrainTimeout } from './grace-rule.ts';
+import { type PrestopToken, resolvePrestopToken } from './prestop-token.ts';
 import { ConfigError } from '../errors.ts';
-import { type GuardTarget, parseGuardList } from '../config/guard-list.ts';
-import type { OptionValues } from '../config/options.ts';
-import { type ParsedArgs, type Settings, settings } from '../config/load.ts';
+import { type GuardTarget, parseGuardList } from './guard-list.ts';
+import { type KeyOf, type OptionValues, keysOf } from './options.ts';
+import { type ParsedArgs, type Settings, settings, sourceOf } from './load.ts';
 
 export type SignalTarget = OptionValues['signalTarget'];
 
-/** The options a supervisor takes as they are given, else as the options table defaults them. */
-const AS_GIVEN = [
-  'socket', 'gracePeriodMs', 'stopSignal', 'stopTimeoutMs', 'signalTarget', 'hold', 'holdTimeoutMs', 'holdSettleMs',
-  'leaseDurationMs', 'httpAddr', 'idleMetrics', 'leaderLease', 'logLevel', 'logFormat',
-] as const;
+/** The supervisors' options that resolveSupervisorConfig resolves itself (below); it takes every other one as given. */
+const RESOLVED = ['drainTimeoutMs', 'guard', 'podName', 'podNamespace', 'podUid', 'operatorContainer', 'prestopToken', 'prestopTokenFile'] as const;
+
+type AsGiven = Exclude<KeyOf<'run' | 'sidecar'>, (typeof RESOLVED)[number]>;
+
+/** The options of run and sidecar (the options table says which) taken as they are given, else as the table defaults them. */
+const AS_GIVEN = keysOf('run', 'sidecar').filter((key): key is AsGiven => !(RESOLVED as readonly string[]).includes(key));
 
 /**
- * The options of AS_GIVEN (socket is undefined in wrap mode without --socket: a
+ * The options taken as given (socket is undefined in wrap mode without --socket: a
  * fresh private path is made at start) and what is resolved from the others.
  */
-export interface SupervisorConfig extends Settings<typeof AS_GIVEN> {
+export interface SupervisorConfig extends Settings<AsGiven[]> {
   /** Where the socket path came from (--socket or DRAINGUARD_SOCKET), for messages about it. */
-  readonly socketSource?: string;
+  readonly socketSource: string;
   /** Where the grace period came from (--grace-period, DRAINGUARD_GRACE_PERIOD, or the default), for the log. */
   readonly gracePeriodSource: string;
   /** As given, else what the grace period leaves after the stop timeout (shutdown.ts). */
@@ -40,18 +42,18 @@ export interface SupervisorConfig extends Settings<typeof AS_GIVEN> {
 
 export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
   const v = args.values;
-  const src = (key: string, fallback: string) => args.sources[key] ?? fallback;
+  const src = (key: keyof OptionValues) => sourceOf(args, key);
   const given = settings(args, AS_GIVEN);
   const { gracePeriodMs, stopTimeoutMs, hold } = given;
   const drainTimeoutExplicit = v.drainTimeoutMs !== undefined;
-  const misfit = checkFit({ gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs }, { stop: src('stopTimeoutMs', 'DRAINGUARD_STOP_TIMEOUT'), drain: src('drainTimeoutMs', 'DRAINGUARD_DRAIN_TIMEOUT') });
+  const misfit = checkFit({ gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs }, { stop: src('stopTimeoutMs'), drain: src('drainTimeoutMs') });
   if (misfit !== undefined) throw new ConfigError('DG_CONFIG_TIMEOUTS', misfit);
   const drainTimeoutMs = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
 
-  const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard', 'DRAINGUARD_GUARD'));
+  const guard = v.guard === undefined ? [] : parseGuardList(v.guard, src('guard'));
   const pod: Partial<PodRef> = Object.freeze({ name: v.podName, namespace: v.podNamespace, uid: v.podUid });
   // The guard and the hold both write the pod's holder finalizer and Lease.
-  const needsPod = guard.length > 0 ? src('guard', 'DRAINGUARD_GUARD') : hold.length > 0 ? src('hold', 'DRAINGUARD_HOLD') : undefined;
+  const needsPod = guard.length > 0 ? src('guard') : hold.length > 0 ? src('hold') : undefined;
   if (needsPod !== undefined) {
     const missing = [
       ['DRAINGUARD_POD_NAME', pod.name],
@@ -70,7 +72,7 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
 
   return Object.freeze({
     ...given,
-    socketSource: src('socket', 'DRAINGUARD_SOCKET'),
+    socketSource: src('socket'),
     gracePeriodSource: args.sources.gracePeriodMs ?? 'default',
     drainTimeoutMs,
     drainTimeoutExplicit,

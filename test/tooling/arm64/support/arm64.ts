@@ -5,9 +5,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, openSync, readSync, closeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { emulated } from '../../../scripts/emulation.ts';
-import { executablePath } from '../../../sidecar/build/targets.ts';
-import { Proc, tempDir } from '../../support/proc.ts';
+import { emulated } from '../../../../scripts/emulation.ts';
+import { executablePath } from '../../../../sidecar/build/targets.ts';
+import { Proc, tempDir } from '../../../support/proc.ts';
 
 export const EXE_ARM64 = executablePath(resolve('.'), 'arm64');
 if (!existsSync(EXE_ARM64)) throw new Error(`${EXE_ARM64} is missing: run 'npm run build -- --arch arm64' first`);

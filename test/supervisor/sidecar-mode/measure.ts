@@ -1,5 +1,5 @@
 // Measures sidecar mode (not a test; the runner skips it):
-//   node test/sidecar-mode/measure.ts [RUNS]
+//   node test/supervisor/sidecar-mode/measure.ts [RUNS]
 // 1. idle RSS of `drainguard sidecar` (VmRSS from /proc, once it settled), as
 //    started by default, after a /metrics scrape, and with Events on (client-node loaded);
 // 2. time from the preStop call (spawning `drainguard prestop`) to the operator's
@@ -10,8 +10,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { NODE, Proc, drainguard, tempDir } from '../support/proc.ts';
-import { median, percentile } from '../support/stats.ts';
+import { NODE, Proc, drainguard, tempDir } from '../../support/proc.ts';
+import { median, percentile } from '../../support/stats.ts';
 import { startSidecar } from './support.ts';
 
 const RUNS = Number(process.argv[2] ?? 100);

@@ -5,8 +5,8 @@
 
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../../support/free-port.ts';
-import { Proc, tempDir } from '../../support/proc.ts';
+import { freePort } from '../../../support/free-port.ts';
+import { Proc, tempDir } from '../../../support/proc.ts';
 
 export interface Registry {
   /** 127.0.0.1:PORT */

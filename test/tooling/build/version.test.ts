@@ -7,8 +7,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { commitOf, commitTime, packageVersion, stampOf } from '../../sidecar/build/stamp.ts';
-import { drainguard, tempDir } from '../support/proc.ts';
+import { commitOf, commitTime, packageVersion, stampOf } from '../../../sidecar/build/stamp.ts';
+import { drainguard, tempDir } from '../../support/proc.ts';
 
 const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_DATE: '2026-01-02T03:04:05Z', GIT_COMMITTER_DATE: '2026-01-02T03:04:05Z' } }).trim();
 

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execa } from 'execa';
-import { buildManifest } from '../../scripts/build-image.ts';
-import { LAUNCHER_IMAGES } from '../../src/install/launcher-image.ts';
-import { EXE, type Proc } from '../support/proc.ts';
-import { listTree } from '../install/support/chroot.ts';
+import { buildManifest } from '../../../scripts/build-image.ts';
+import { LAUNCHER_IMAGES } from '../../../src/install/launcher-image.ts';
+import { EXE, type Proc } from '../../support/proc.ts';
+import { listTree } from '../../install/support/chroot.ts';
 import { AARCH64, EXE_ARM64, arm64, elfMachine } from './support/arm64.ts';
 
 const tag = `localhost/drainguard-test:${process.pid}-${Date.now()}`;
