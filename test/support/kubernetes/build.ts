@@ -1,8 +1,8 @@
 // Kubernetes for the tests, built from Go modules: kube-apiserver,
 // kube-controller-manager and kubelet (of the pinned release only) of k8s.io/kubernetes at a release, with
 // its k8s.io staging modules pinned to the same release (go.mod here), and the
-// etcd server of the release Kubernetes itself requires (Debian's 3.4 lacks
-// the health endpoints kube-apiserver 1.31 and later read), built
+// etcd server of the release Kubernetes itself requires (Debian's 3.4.23 is
+// older than the 3.4.29 upstream names as the least for 1.31 and later), built
 // with CGO_ENABLED=0 into ~/.cache/drainguard/kubernetes/VERSION/, once: a
 // finished directory is never built again. That directory is an envtest
 // KUBEBUILDER_ASSETS (test/support/cluster/binaries.ts).
