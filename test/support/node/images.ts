@@ -2,8 +2,9 @@
 // registry is ever reached) and imported into the node's containerd:
 // - PAUSE_IMAGE: the pod sandbox, busybox-static sleeping (containerd stops a
 //   sandbox with SIGKILL, so it needs no signal handling);
-// - TOOLS_IMAGE: busybox-static at /busybox, drainguard as `drainguard install`
-//   writes it at /drainguard, and /lib, /lib64 linked into /usr: a pod that
+// - TOOLS_IMAGE: busybox-static at /busybox, and /lib, /lib64 linked into /usr
+//   (an operator image: drainguard comes into the pod from the release image's
+//   `install`, as deploy/components/install does it): a pod that
 //   mounts the host's /usr read-only (toolsMounts) runs the host's Node.js and
 //   the operator fixtures of this checkout, mounted at the same path;
 // - DRAINGUARD_IMAGE: the release image, as scripts/build-image.ts builds it.
@@ -51,7 +52,6 @@ export async function buildNodeImages(dir: string): Promise<string[]> {
   copyFileSync(BUSYBOX, join(tools, 'root', 'busybox'));
   symlinkSync('usr/lib', join(tools, 'root', 'lib'));
   symlinkSync('usr/lib64', join(tools, 'root', 'lib64'));
-  execFileSync(EXE, ['install', '--log-level', 'warn', join(tools, 'root', 'drainguard')]);
   build(tools, TOOLS_IMAGE, 'FROM scratch\nCOPY root/ /\nENTRYPOINT ["/busybox"]\n');
 
   await buildImage({ tag: DRAINGUARD_IMAGE, executable: EXE, timestamp: 0 });

@@ -14,7 +14,6 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, copyFileSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts';
 import { onFileEnd } from '../file-end.ts';
@@ -226,6 +225,63 @@ localStorageCapacityIsolation: false
 `;
 }
 
+const NODE_DIR_PREFIX = 'drainguard-node-';
+const OWNER_FILE = 'owner.json';
+
+/** Whether process `pid` is alive. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes what a node left on the host once its daemons are gone: the
+ * containers still in its cgroup and the shims serving them (both the node's
+ * own processes, killed by pid), its mounts, its cgroups and its directory.
+ */
+async function reap(dir: string, cgroupRoot: string): Promise<void> {
+  const shims = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`${dir}/c.sock`);
+    } catch {
+      return false;
+    }
+  });
+  const cgroups = cgroupHierarchies().map((h) => join(h, cgroupRoot));
+  // A killed container's cgroup can stay busy for a moment after its process is gone.
+  await until(() => {
+    for (const c of cgroups) removeCgroup(c);
+    return cgroups.every((c) => !existsSync(c));
+  }, 10_000, `the cgroups ${cgroupRoot} removed`).catch((err: Error) => process.stderr.write(`${err.message}\n`));
+  for (const pid of shims) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {}
+  }
+  unmountUnder(dir);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Reaps the nodes whose test file ended without stopping them (killed past its time limit, say), and says so. */
+async function reapLeftovers(): Promise<void> {
+  for (const entry of readdirSync('/tmp').filter((e) => e.startsWith(NODE_DIR_PREFIX))) {
+    const dir = join('/tmp', entry);
+    let owner: { pid: number; cgroupRoot: string } | undefined;
+    try {
+      owner = JSON.parse(readFileSync(join(dir, OWNER_FILE), 'utf8')) as { pid: number; cgroupRoot: string };
+    } catch {
+      continue;
+    }
+    if (alive(owner.pid)) continue;
+    process.stderr.write(`test/support/node: a real node left in ${dir} by process ${owner.pid}, gone: its containers, mounts and cgroups removed\n`);
+    await reap(dir, owner.cgroupRoot);
+  }
+}
+
 /**
  * Starts containerd and a kubelet registered as a Node of `cluster`, with the
  * images imported; resolves once the Node is Ready. Stopped at the end of the
@@ -236,14 +292,18 @@ export async function startNode(cluster: TestCluster): Promise<RealNode> {
   const found = locateNode();
   if ('missing' in found) throw new Error(`no real node: ${found.missing} (see test/support/node/README.md)`);
   const name = `node-${randomBytes(3).toString('hex')}`;
+  await reapLeftovers();
+  // In /tmp, not the test file's TMPDIR: what a killed file leaves mounted there is found by
+  // the next start (reapLeftovers), and a mount would fail the runner's removal of TMPDIR.
   // Short: containerd's socket path must fit in 107 bytes.
-  const dir = mkdtempSync(join(tmpdir(), 'dgn-'));
+  const dir = mkdtempSync(join('/tmp', NODE_DIR_PREFIX));
   const outDir = join(dir, 'out');
   for (const d of ['out', 'pki', 'cni/bin', 'cni/conf', 'logs', 'images']) mkdirSync(join(dir, d), { recursive: true });
   writeFileSync(join(dir, 'cni/conf/10-host-network-only.conflist'), JSON.stringify({ cniVersion: '0.4.0', name: 'host-network-only', plugins: [{ type: 'loopback' }] }));
   const socket = join(dir, 'c.sock');
   const cgroupRoot = `/drainguard-${name}`;
   const cgroups = cgroupHierarchies().map((h) => join(h, cgroupRoot));
+  writeFileSync(join(dir, OWNER_FILE), JSON.stringify({ pid: process.pid, cgroupRoot }));
 
   const containerd = new Daemon('containerd', found.containerd, ['--config', join(dir, 'containerd.toml')], join(dir, 'containerd.log'));
   const kubelet = new Daemon('kubelet', found.kubelet, [
@@ -277,14 +337,8 @@ export async function startNode(cluster: TestCluster): Promise<RealNode> {
       // TEST_NODE_LOGS=DIR keeps the kubelet's and containerd's logs of each node there.
       const keep = process.env.TEST_NODE_LOGS;
       if (keep) for (const d of daemons) copyFileSync(join(dir, `${d.name}.log`), join(keep, `${name}-${d.name}.log`));
-      unmountUnder(dir);
-      // A killed container's cgroup can stay busy for a moment after its task is deleted.
-      await until(() => {
-        for (const c of cgroups) removeCgroup(c);
-        return cgroups.every((c) => !existsSync(c));
-      }, 10_000, `the cgroups ${cgroupRoot} removed`).catch((err: Error) => process.stderr.write(`node ${name}: ${err.message}\n`));
+      await reap(dir, cgroupRoot);
       await cluster.api.delete(`/api/v1/nodes/${name}`).catch(() => {});
-      rmSync(dir, { recursive: true, force: true });
     })());
   onFileEnd(stop);
 
