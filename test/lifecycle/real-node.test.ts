@@ -10,11 +10,10 @@
 // drainguard's output (and the operator's, passed through) goes to a file on
 // the host: the kubelet removes a pod's logs with the pod.
 
-import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type TestCluster, useCluster } from '../support/cluster/index.ts';
-import { DRAINGUARD_IMAGE, type RealNode, TOOLS_IMAGE, startNode, toolsMounts } from '../support/node/index.ts';
+import { type RealNode, startNode, wrapLogs, wrapPod, wrapStderr, wrapStdout } from '../support/node/index.ts';
 import { fixture } from '../support/proc.ts';
 
 let c: TestCluster;
@@ -30,61 +29,11 @@ test.before(async () => {
   await c.serviceAccount(ns, 'blind');
 });
 
-const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
-
-function operatorPod(name: string, serviceAccountName: string): object {
-  const tools = toolsMounts();
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: ns },
-    spec: {
-      nodeName: node.name,
-      hostNetwork: true,
-      serviceAccountName,
-      terminationGracePeriodSeconds: 30,
-      volumes: [{ name: 'out', hostPath: { path: node.outDir } }, { name: 'drainguard', emptyDir: {} }, { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } }, ...tools.volumes],
-      initContainers: [{
-        name: 'drainguard-install',
-        image: DRAINGUARD_IMAGE,
-        command: ['/drainguard/drainguard', 'install', '/shared'],
-        volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
-        securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false },
-      }],
-      containers: [{
-        name: 'manager',
-        image: TOOLS_IMAGE,
-        // The operator image's shell only sends the output to the host: exec, so the kubelet's signals reach drainguard.
-        command: ['/busybox', 'sh', '-c', 'exec /drainguard/drainguard run -- "$NODE" "$OPERATOR" >>/out/$DRAINGUARD_POD_NAME.out 2>>/out/$DRAINGUARD_POD_NAME.err'],
-        env: [
-          fieldRef('DRAINGUARD_POD_NAME', 'metadata.name'), fieldRef('DRAINGUARD_POD_NAMESPACE', 'metadata.namespace'), fieldRef('DRAINGUARD_POD_UID', 'metadata.uid'),
-          { name: 'DRAINGUARD_LEADER_LEASE', value: 'off' }, { name: 'DRAINGUARD_SOCKET', value: '/run/drainguard/drain.sock' },
-          // Nothing routes the kubernetes Service's ClusterIP here (no kube-proxy).
-          { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: new URL(c.url).port },
-          { name: 'NODE', value: process.execPath }, { name: 'OPERATOR', value: fixture('operator.ts') },
-          { name: 'FIXTURE_WORK', value: '8000' },
-        ],
-        volumeMounts: [{ name: 'out', mountPath: '/out' }, { name: 'drainguard', mountPath: '/drainguard', readOnly: true }, { name: 'drainguard-socket', mountPath: '/run/drainguard' }, ...tools.volumeMounts],
-      }],
-    },
-  };
-}
-
-const read = (file: string) => {
-  try {
-    return readFileSync(`${node.outDir}/${file}`, 'utf8').split('\n').filter(Boolean);
-  } catch {
-    return [];
-  }
-};
-const stdout = (pod: string) => read(`${pod}.out`);
-const logs = (pod: string): { msg: string; [k: string]: unknown }[] => read(`${pod}.err`).flatMap((l) => {
-  try {
-    return [JSON.parse(l)];
-  } catch {
-    return [];
-  }
-});
+const operatorPod = (name: string, serviceAccountName: string) =>
+  wrapPod(node, { name, namespace: ns, serviceAccountName, apiUrl: c.url, operator: fixture('operator.ts'), env: { FIXTURE_WORK: '8000' } });
+const stdout = (pod: string) => wrapStdout(node, pod);
+const logs = (pod: string) => wrapLogs(node, pod);
+const read = (file: string) => wrapStderr(node, file.replace(/\.err$/, ''));
 const podPath = (name: string) => `/api/v1/namespaces/${ns}/pods/${name}`;
 
 interface Ended {

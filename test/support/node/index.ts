@@ -21,6 +21,7 @@ import type { TestCluster } from '../cluster/index.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 
 export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsMounts } from './images.ts';
+export { type WrapPod, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
 
 const READY_MS = 120_000;
 
