@@ -50,14 +50,18 @@ async function scenario(hold: boolean): Promise<{ ns: string; group: string; gon
   }));
   const out = () => wrapStdout(node, pod);
   await c.waitFor(() => out().includes('ready'), 60_000, `the operator ready\n${node.tail()}\n${wrapStderr(node, pod).join('\n')}`);
+  const t0 = Date.now();
   await c.api.delete(`/api/v1/namespaces/${ns}`);
   // The namespace controller deletes the pod first; the kubelet stops it and deletes it for good.
   await c.waitFor(async () => (await c.api.get(`/api/v1/namespaces/${ns}/pods/${pod}`)) === undefined, 60_000, 'the pod stopped and gone');
+  const podGone = Date.now() - t0;
   if (hold) {
     await c.waitFor(async () => (await c.api.get(`/api/v1/namespaces/${ns}`)) === undefined, 60_000, 'the namespace gone');
+    console.log(`DRAINGUARD_HOLD: the pod gone ${podGone} ms, the namespace ${Date.now() - t0} ms after its delete`);
     return { ns, group, gone: true, pod, widgets };
   }
   await c.waitFor(async () => (await c.api.list(widgets)).every((w) => w.metadata.deletionTimestamp), 60_000, 'the widgets deleted by the namespace controller');
+  console.log(`control: the pod gone ${podGone} ms, the widgets deleted by ${Date.now() - t0} ms after the namespace's delete`);
   const gone = (await c.api.get(`/api/v1/namespaces/${ns}`)) === undefined;
   return { ns, group, gone, pod, widgets };
 }
