@@ -3,8 +3,8 @@
 // with restartPolicy Always), the operator fixture in the main container with
 // `drainguard prestop` as its preStop hook. On deletion the real kubelet runs
 // the hook (the operator drains its reconcile through the sidecar), then sends
-// the operator its SIGTERM, and stops the drainguard sidecar only once the
-// operator has exited.
+// the operator its SIGTERM, then the drainguard sidecar (the order of a native
+// sidecar's stop: test/kubelet/real-node.test.ts).
 
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
@@ -28,7 +28,7 @@ test.before(async () => {
 
 const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
 
-test('deletion: the preStop hook drains the operator through the sidecar, the kubelet then stops the operator, and the drainguard sidecar after it', async () => {
+test('deletion: the preStop hook drains the operator through the sidecar, then the kubelet stops the operator; both exit by themselves', async () => {
   const tools = toolsMounts();
   const port = await freePort();
   const socket = { name: 'drainguard-socket', mountPath: '/run/drainguard' };
@@ -82,7 +82,7 @@ test('deletion: the preStop hook drains the operator through the sidecar, the ku
     }
   };
   await c.waitFor(() => out().includes('work start 0'), 60_000, `the operator's reconcile started\n${node.tail()}`);
-  const ended: Record<string, string> = {};
+  const ended: Record<string, string> = {}; // container: 'EXITCODE SEEN_AT_MS'
   const stop = c.api.watch(`/api/v1/namespaces/${ns}/pods?fieldSelector=metadata.name%3Dsidecar`, (e) => {
     for (const s of [...(e.object?.status?.containerStatuses ?? []), ...(e.object?.status?.initContainerStatuses ?? [])]) {
       if (s.state?.terminated && !ended[s.name]) ended[s.name] = `${s.state.terminated.exitCode} ${Date.now()}`;
@@ -102,7 +102,6 @@ test('deletion: the preStop hook drains the operator through the sidecar, the ku
   assert.ok(manager && sidecar, `both containers' ends seen: ${JSON.stringify(ended)}`);
   assert.is(manager![0], '0', 'the operator exited by itself');
   assert.is(sidecar![0], '0', 'drainguard exited by itself');
-  assert.ok(Number(sidecar![1]) >= Number(manager![1]), `the sidecar ended after the operator: ${JSON.stringify(ended)}`);
   console.log(`native sidecar: ${JSON.stringify(ended)}`);
 });
 
