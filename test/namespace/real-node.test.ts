@@ -1,0 +1,89 @@
+// `kubectl delete namespace` with the real namespace controller and the real
+// kubelet (test/support/node): ordered namespace deletion (on by default since
+// Kubernetes 1.34) deletes the operator's pod first, the kubelet sends
+// drainguard its SIGTERM, and with DRAINGUARD_HOLD listing the kind drainguard
+// deletes the custom resources while the operator still runs, waits until the
+// operator removed their finalizers, then drains and stops: the namespace goes.
+// The control, DRAINGUARD_HOLD empty: the operator stops first, the custom
+// resources are deleted after it with nobody to finalize them, and the
+// namespace stays Terminating. test/namespace/delete.test.ts is the same with
+// the test playing the kubelet.
+
+import { randomBytes } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { type TestCluster, useCluster } from '../support/cluster/index.ts';
+import { type RealNode, startNode, wrapLogs, wrapPod, wrapStderr, wrapStdout } from '../support/node/index.ts';
+import { fixture } from '../support/proc.ts';
+
+let c: TestCluster;
+let node: RealNode;
+
+test.before(async () => {
+  c = await useCluster();
+  node = await startNode(c);
+});
+
+const SA_CA = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
+
+async function scenario(hold: boolean): Promise<{ ns: string; group: string; gone: boolean; pod: string; widgets: string }> {
+  const { name: ns } = await c.namespace('nsreal');
+  const group = `nsreal-${randomBytes(4).toString('hex')}.example.io`;
+  await c.create({
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `widgets.${group}` },
+    spec: { group, scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+  });
+  await c.waitFor(async () => (await c.api.get(`/apis/${group}/v1`).catch(() => undefined)) !== undefined, 30_000, 'the group served');
+  await c.serviceAccount(ns, 'op');
+  await c.grant(ns, 'op', 'op', [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }]);
+  await c.grant(ns, 'op', `${ns}-namespace`, [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }], { clusterWide: true });
+  const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
+  for (const name of ['w1', 'w2']) await c.api.create(widgets, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name, namespace: ns, finalizers: [`${group}/cleanup`] } });
+  // Its output file on the host is named after it: one per scenario.
+  const pod = hold ? 'op-hold' : 'op-control';
+  await c.api.create(`/api/v1/namespaces/${ns}/pods`, wrapPod(node, {
+    name: pod, namespace: ns, serviceAccountName: 'op', apiUrl: c.url, operator: fixture('namespace-operator.ts'), terminationGracePeriodSeconds: 10,
+    env: {
+      DRAINGUARD_HOLD: hold ? `widgets.${group}` : '', DRAINGUARD_STOP_TIMEOUT: '2s',
+      OP_API: c.url, OP_TOKEN: await c.token(ns, 'op'), OP_CA: SA_CA, OP_NAMESPACE: ns, OP_GROUP: group,
+    },
+  }));
+  const out = () => wrapStdout(node, pod);
+  await c.waitFor(() => out().includes('ready'), 60_000, `the operator ready\n${node.tail()}\n${wrapStderr(node, pod).join('\n')}`);
+  const t0 = Date.now();
+  await c.api.delete(`/api/v1/namespaces/${ns}`);
+  // The namespace controller deletes the pod first; the kubelet stops it and deletes it for good.
+  await c.waitFor(async () => (await c.api.get(`/api/v1/namespaces/${ns}/pods/${pod}`)) === undefined, 60_000, 'the pod stopped and gone');
+  const podGone = Date.now() - t0;
+  if (hold) {
+    await c.waitFor(async () => (await c.api.get(`/api/v1/namespaces/${ns}`)) === undefined, 60_000, 'the namespace gone');
+    console.log(`DRAINGUARD_HOLD: the pod gone ${podGone} ms, the namespace ${Date.now() - t0} ms after its delete`);
+    return { ns, group, gone: true, pod, widgets };
+  }
+  await c.waitFor(async () => (await c.api.list(widgets)).every((w) => w.metadata.deletionTimestamp), 60_000, 'the widgets deleted by the namespace controller');
+  console.log(`control: the pod gone ${podGone} ms, the widgets deleted by ${Date.now() - t0} ms after the namespace's delete`);
+  const gone = (await c.api.get(`/api/v1/namespaces/${ns}`)) === undefined;
+  return { ns, group, gone, pod, widgets };
+}
+
+test('kubectl delete namespace, DRAINGUARD_HOLD listing the kind: the pod is deleted first, the kubelet\'s SIGTERM has drainguard finalize the custom resources while the operator runs; the namespace is gone', async () => {
+  const r = await scenario(true);
+  const out = wrapStdout(node, r.pod);
+  assert.equal(out.filter((l) => l.startsWith('finalized ')).sort(), ['finalized w1 200', 'finalized w2 200'], out.join('\n'));
+  const msgs = wrapLogs(node, r.pod).map((l) => l.msg);
+  const done = msgs.indexOf('namespace being deleted: its custom resources are finalized and gone');
+  assert.ok(done >= 0 && done < msgs.indexOf('drain started'), msgs.join(' | '));
+  assert.ok(out.includes('signal SIGTERM'), 'the operator stopped by drainguard');
+});
+
+test('control: DRAINGUARD_HOLD empty: the operator stops first, the custom resources are deleted after it and keep their finalizer; the namespace stays Terminating', async () => {
+  const r = await scenario(false);
+  assert.not.ok(r.gone, 'the namespace is still there');
+  assert.equal(wrapStdout(node, r.pod).filter((l) => l.startsWith('finalized ')), [], 'the operator finalized nothing');
+  const kept = await c.api.list(r.widgets);
+  assert.equal(kept.map((w) => [w.metadata.name, w.metadata.finalizers]), [['w1', [`${r.group}/cleanup`]], ['w2', [`${r.group}/cleanup`]]]);
+  // Let the namespace go.
+  for (const w of kept) await c.api.patch(`${r.widgets}/${w.metadata.name}`, { metadata: { finalizers: null } });
+});
+
+test.run();

@@ -1,0 +1,400 @@
+// A real node for the tests that are about the kubelet: Debian's containerd
+// and runc, the kubelet of the control plane's release, registered with the
+// run's control plane under a name of its own, one per test file. Pods run
+// with hostNetwork on the host's loopback (no CNI is ever called: the network
+// config containerd reads is a placeholder that makes the node Ready and fails
+// any pod that is not hostNetwork), images are built here and imported
+// (images.ts), and everything lives in a temporary directory and a cgroup of
+// its own, removed by stop() (which the end of the file runs by itself).
+// containerd and the kubelet run under `setpriv --pdeathsig SIGKILL`, in a
+// process group of their own: they die with the test file however it ends.
+// The measured facts of running them here are in README.md beside this file.
+
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { accessSync, closeSync, copyFileSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { delimiter, join } from 'node:path';
+import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts';
+import { onFileEnd } from '../file-end.ts';
+import type { TestCluster } from '../cluster/index.ts';
+import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
+
+export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsMounts } from './images.ts';
+export { type WrapPod, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
+
+const READY_MS = 120_000;
+
+export interface RealNode {
+  readonly name: string;
+  /** A host directory for pods to mount (hostPath) and write what the test reads back. */
+  readonly outDir: string;
+  /** The kubelet's and containerd's last lines, for a failure's message. */
+  tail(): string;
+  stop(): Promise<void>;
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const onPath = (name: string) => (process.env.PATH ?? '').split(delimiter).concat('/usr/sbin', '/sbin').map((d) => join(d, name)).find(executable);
+
+/** The kubelet and the runtime, or why a real node cannot start here. */
+export function locateNode(env: NodeJS.ProcessEnv = process.env): { kubelet: string; containerd: string; ctr: string } | { missing: string } {
+  const assets = env.KUBEBUILDER_ASSETS || builtRelease(pinnedRelease());
+  const kubelet = assets ? join(assets, 'kubelet') : undefined;
+  if (!kubelet || !executable(kubelet)) return { missing: `no kubelet in ${assets ?? releaseDir(pinnedRelease())} (npm run k8s builds it)` };
+  const [containerd, ctr, runc, shim] = ['containerd', 'ctr', 'runc', 'containerd-shim-runc-v2'].map(onPath);
+  const absent = [['containerd', containerd], ['runc', runc], ['containerd-shim-runc-v2', shim]].filter(([, p]) => !p).map(([n]) => n);
+  if (absent.length > 0) return { missing: `${absent.join(', ')} not on PATH (Debian: apt-get install containerd runc)` };
+  if (process.getuid?.() !== 0) return { missing: 'containerd and the kubelet need root' };
+  if (!existsSync('/bin/busybox')) return { missing: 'no /bin/busybox for the pause and tools images (Debian: apt-get install busybox-static)' };
+  return { kubelet, containerd: containerd!, ctr: ctr! };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** One supervised binary, its output in a log file. */
+class Daemon {
+  #child?: ChildProcess;
+  #exited?: Promise<void>;
+  readonly name: string;
+  readonly #file: string;
+  readonly #args: readonly string[];
+  readonly #log: string;
+
+  constructor(name: string, file: string, args: readonly string[], log: string) {
+    this.name = name;
+    this.#file = file;
+    this.#args = args;
+    this.#log = log;
+  }
+
+  get running(): boolean {
+    return this.#child?.exitCode === null && this.#child.signalCode === null;
+  }
+
+  start(): void {
+    const out = openSync(this.#log, 'a');
+    const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', this.#file, ...this.#args], { stdio: ['ignore', out, out], detached: true });
+    closeSync(out);
+    this.#child = child;
+    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  /** SIGTERM to its group, SIGKILL after 10 s. */
+  async stop(): Promise<void> {
+    const child = this.#child;
+    if (!child?.pid || !this.running) return;
+    const kill = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-child.pid!, signal);
+      } catch {
+        // Already gone.
+      }
+    };
+    kill('SIGTERM');
+    const timer = setTimeout(() => kill('SIGKILL'), 10_000);
+    await this.#exited;
+    clearTimeout(timer);
+  }
+
+  killNow(): void {
+    if (this.#child?.pid && this.running) {
+      try {
+        process.kill(-this.#child.pid, 'SIGKILL');
+      } catch {}
+    }
+  }
+
+  tail(): string {
+    try {
+      return readFileSync(this.#log, 'utf8').split('\n').slice(-20).join('\n');
+    } catch {
+      return '';
+    }
+  }
+}
+
+/** The cgroup hierarchies mounted under /sys/fs/cgroup (v1: one per controller; v2: the unified one). */
+function cgroupHierarchies(): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .filter((f) => f.length > 4 && f[4]!.startsWith('/sys/fs/cgroup') && ['cgroup', 'cgroup2'].includes(f[f.indexOf('-') + 1]!))
+    .map((f) => f[4]!);
+}
+
+/**
+ * Removes a cgroup tree, deepest first (a cgroup is removed with rmdir once
+ * empty); a process still in it is one of this node's containers that outlived
+ * its shim: killed by its pid.
+ */
+function removeCgroup(path: string): void {
+  if (!existsSync(path)) return;
+  for (const e of readdirSync(path, { withFileTypes: true })) if (e.isDirectory()) removeCgroup(join(path, e.name));
+  for (const pid of readFileSync(join(path, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {}
+  }
+  try {
+    rmdirSync(path);
+  } catch {
+    // A process still in it: left for the leftovers report rather than hidden.
+  }
+}
+
+/** Unmounts what is still mounted under `dir` (the kubelet's bind mount of its root, volumes of pods killed with it), deepest first. */
+function unmountUnder(dir: string): void {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m): m is string => !!m && (m === dir || m.startsWith(`${dir}/`)));
+  for (const m of mounts.sort((a, b) => b.length - a.length)) {
+    try {
+      execFileSync('umount', ['-l', m], { stdio: 'ignore' });
+    } catch {}
+  }
+}
+
+function sign(pki: string, caCert: string, caKey: string, subject: string): void {
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: pki, stdio: ['ignore', 'ignore', 'pipe'] });
+  run(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'node.key', '-out', 'node.csr', '-subj', subject]);
+  writeFileSync(join(pki, 'node.ext'), 'extendedKeyUsage=clientAuth\n');
+  run(['x509', '-req', '-in', 'node.csr', '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-CAserial', join(pki, 'ca.srl'), '-days', '2', '-out', 'node.crt', '-extfile', 'node.ext']);
+}
+
+function containerdConfig(dir: string): string {
+  return `version = 2
+root = "${dir}/containerd"
+state = "${dir}/run"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = "${dir}/c.sock"
+[ttrpc]
+  address = "${dir}/c.sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "${PAUSE_IMAGE}"
+  # Without CAP_SYS_RESOURCE (a sandbox VM) runc cannot lower oom_score_adj below containerd's: clamped to it.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "${dir}/cni/bin"
+    conf_dir = "${dir}/cni/conf"
+`;
+}
+
+/** Whether the host's cgroups are v1 (the kubelet refuses them since 1.35 unless failCgroupV1 is false). */
+const cgroupV1 = () => !existsSync('/sys/fs/cgroup/cgroup.controllers');
+
+function kubeletConfig(dir: string, caCert: string, cgroupRoot: string, port: number, containerdSocket: string): string {
+  return `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: ${cgroupV1() ? 'false' : 'true'}
+cgroupDriver: cgroupfs
+cgroupRoot: ${cgroupRoot}
+containerRuntimeEndpoint: unix://${containerdSocket}
+address: 127.0.0.1
+port: ${port}
+readOnlyPort: 0
+healthzPort: 0
+authentication: { anonymous: { enabled: false }, webhook: { enabled: false }, x509: { clientCAFile: ${caCert} } }
+authorization: { mode: AlwaysAllow }
+enforceNodeAllocatable: []
+failSwapOn: false
+podLogsDir: ${dir}/logs
+resolvConf: ""
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: { memory.available: "0%", nodefs.available: "0%", imagefs.available: "0%" }
+localStorageCapacityIsolation: false
+`;
+}
+
+const NODE_DIR_PREFIX = 'drainguard-node-';
+const OWNER_FILE = 'owner.json';
+
+/** Whether process `pid` is alive. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes what a node left on the host once its daemons are gone: the
+ * containers still in its cgroup and the shims serving them (both the node's
+ * own processes, killed by pid), its mounts, its cgroups and its directory.
+ */
+async function reap(dir: string, cgroupRoot: string): Promise<void> {
+  const shims = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`${dir}/c.sock`);
+    } catch {
+      return false;
+    }
+  });
+  const cgroups = cgroupHierarchies().map((h) => join(h, cgroupRoot));
+  // A killed container's cgroup can stay busy for a moment after its process is gone.
+  await until(() => {
+    for (const c of cgroups) removeCgroup(c);
+    return cgroups.every((c) => !existsSync(c));
+  }, 10_000, `the cgroups ${cgroupRoot} removed`).catch((err: Error) => process.stderr.write(`${err.message}\n`));
+  for (const pid of shims) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {}
+  }
+  unmountUnder(dir);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Reaps the nodes whose test file ended without stopping them (killed past its time limit, say), and says so. */
+async function reapLeftovers(): Promise<void> {
+  for (const entry of readdirSync('/tmp').filter((e) => e.startsWith(NODE_DIR_PREFIX))) {
+    const dir = join('/tmp', entry);
+    let owner: { pid: number; cgroupRoot: string } | undefined;
+    try {
+      owner = JSON.parse(readFileSync(join(dir, OWNER_FILE), 'utf8')) as { pid: number; cgroupRoot: string };
+    } catch {
+      continue;
+    }
+    if (alive(owner.pid)) continue;
+    process.stderr.write(`test/support/node: a real node left in ${dir} by process ${owner.pid}, gone: its containers, mounts and cgroups removed\n`);
+    await reap(dir, owner.cgroupRoot);
+  }
+}
+
+/**
+ * Starts containerd and a kubelet registered as a Node of `cluster`, with the
+ * images imported; resolves once the Node is Ready. Stopped at the end of the
+ * file: every container killed, mounts, cgroup and directory removed, Node deleted.
+ */
+export async function startNode(cluster: TestCluster): Promise<RealNode> {
+  if (cluster.tier !== 'real') throw new Error('a real node needs the real control plane (test/support/cluster), not the stand-in');
+  const found = locateNode();
+  if ('missing' in found) throw new Error(`no real node: ${found.missing} (see test/support/node/README.md)`);
+  const name = `node-${randomBytes(3).toString('hex')}`;
+  await reapLeftovers();
+  // In /tmp, not the test file's TMPDIR: what a killed file leaves mounted there is found by
+  // the next start (reapLeftovers), and a mount would fail the runner's removal of TMPDIR.
+  // Short: containerd's socket path must fit in 107 bytes.
+  const dir = mkdtempSync(join('/tmp', NODE_DIR_PREFIX));
+  const outDir = join(dir, 'out');
+  for (const d of ['out', 'pki', 'cni/bin', 'cni/conf', 'logs', 'images']) mkdirSync(join(dir, d), { recursive: true });
+  writeFileSync(join(dir, 'cni/conf/10-host-network-only.conflist'), JSON.stringify({ cniVersion: '0.4.0', name: 'host-network-only', plugins: [{ type: 'loopback' }] }));
+  const socket = join(dir, 'c.sock');
+  const cgroupRoot = `/drainguard-${name}`;
+  const cgroups = cgroupHierarchies().map((h) => join(h, cgroupRoot));
+  writeFileSync(join(dir, OWNER_FILE), JSON.stringify({ pid: process.pid, cgroupRoot }));
+
+  const containerd = new Daemon('containerd', found.containerd, ['--config', join(dir, 'containerd.toml')], join(dir, 'containerd.log'));
+  const kubelet = new Daemon('kubelet', found.kubelet, [
+    `--config=${join(dir, 'kubelet.yaml')}`, `--kubeconfig=${join(dir, 'kubelet.kubeconfig')}`,
+    `--root-dir=${join(dir, 'kubelet')}`, `--cert-dir=${join(dir, 'kubelet-pki')}`,
+    `--hostname-override=${name}`, '--v=2',
+  ], join(dir, 'kubelet.log'));
+  const daemons = [containerd, kubelet];
+  const onExit = () => daemons.forEach((d) => d.killNow());
+  process.once('exit', onExit);
+  const ctr = (...args: string[]) => execFileSync(found.ctr, ['--address', socket, '--namespace', 'k8s.io', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail = () => daemons.map((d) => `--- ${d.name}\n${d.tail()}`).join('\n');
+
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      process.off('exit', onExit);
+      await kubelet.stop();
+      if (containerd.running) {
+        // The kubelet leaves its pods running; the shims outlive containerd: kill every task and remove it here.
+        try {
+          const tasks = ctr('tasks', 'ls', '--quiet').split('\n').filter(Boolean);
+          for (const t of tasks) ctr('tasks', 'kill', '--all', '--signal', 'SIGKILL', t);
+          for (const t of tasks) await deleteTask(ctr, t);
+          for (const c of ctr('containers', 'ls', '--quiet').split('\n').filter(Boolean)) ctr('containers', 'rm', c);
+        } catch (err) {
+          process.stderr.write(`node ${name}: cleaning containerd: ${(err as Error).message}\n`);
+        }
+      }
+      await containerd.stop();
+      // TEST_NODE_LOGS=DIR keeps the kubelet's and containerd's logs of each node there.
+      const keep = process.env.TEST_NODE_LOGS;
+      if (keep) for (const d of daemons) copyFileSync(join(dir, `${d.name}.log`), join(keep, `${name}-${d.name}.log`));
+      await reap(dir, cgroupRoot);
+      await cluster.api.delete(`/api/v1/nodes/${name}`).catch(() => {});
+    })());
+  onFileEnd(stop);
+
+  try {
+    for (const c of cgroups) mkdirSync(c, { recursive: true });
+    const [caCert, caKey] = [cluster.state.caFile, cluster.state.caKey];
+    sign(join(dir, 'pki'), caCert, caKey, `/O=system:nodes/CN=system:node:${name}`);
+    writeFileSync(join(dir, 'kubelet.kubeconfig'), kubeconfig(cluster.url, caCert, join(dir, 'pki/node.crt'), join(dir, 'pki/node.key')), { mode: 0o600 });
+    writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir));
+    writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig(dir, caCert, cgroupRoot, await freePort(), socket));
+    containerd.start();
+    const archives = await buildNodeImages(join(dir, 'images'));
+    await until(() => existsSync(socket) || !containerd.running, 30_000, 'containerd serving');
+    if (!containerd.running) throw new Error(`containerd exited:\n${containerd.tail()}`);
+    for (const a of archives) ctr('images', 'import', a);
+    rmSync(join(dir, 'images'), { recursive: true, force: true });
+    kubelet.start();
+    await until(async () => {
+      if (!kubelet.running) throw new Error(`the kubelet exited:\n${kubelet.tail()}`);
+      const node = await cluster.api.get(`/api/v1/nodes/${name}`);
+      return node?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True') ?? false;
+    }, READY_MS, `Node ${name} Ready`, tail);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { name, outDir, tail, stop };
+}
+
+async function deleteTask(ctr: (...args: string[]) => string, task: string): Promise<void> {
+  await until(() => {
+    try {
+      ctr('tasks', 'delete', task);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 10_000, `task ${task} deleted`);
+}
+
+function kubeconfig(url: string, ca: string, cert: string, key: string): string {
+  return `apiVersion: v1
+kind: Config
+clusters: [{ name: test, cluster: { server: '${url}', certificate-authority: '${ca}' } }]
+users: [{ name: node, user: { client-certificate: '${cert}', client-key: '${key}' } }]
+contexts: [{ name: test, context: { cluster: test, user: node } }]
+current-context: test
+`;
+}
+
+/** Polls `check` every 100 ms until it holds; rejects after `ms` with `what` and `detail()`. */
+async function until(check: () => boolean | Promise<boolean>, ms: number, what: string, detail: () => string = () => ''): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n${detail()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

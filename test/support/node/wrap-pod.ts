@@ -1,0 +1,86 @@
+// A Pod in drainguard's wrap mode as deploy/components/install and wrap make it
+// (the release image's `install` into an emptyDir, `drainguard run -- OPERATOR`
+// in the operator's container, the socket on a volume), for a real node: the
+// operator is a Node.js fixture of this checkout run from TOOLS_IMAGE, and what
+// drainguard and the operator print goes to OUT/NAME.out and NAME.err on the host.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsMounts } from './images.ts';
+import type { RealNode } from './index.ts';
+
+export interface WrapPod {
+  readonly name: string;
+  readonly namespace: string;
+  readonly serviceAccountName: string;
+  /** The operator fixture (a path in this checkout). */
+  readonly operator: string;
+  /** The API server's URL: the container's in-cluster address is set to it (nothing routes the Service's ClusterIP). */
+  readonly apiUrl: string;
+  readonly env?: Record<string, string>;
+  readonly terminationGracePeriodSeconds?: number;
+}
+
+const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+
+export function wrapPod(node: RealNode, pod: WrapPod): object {
+  const tools = toolsMounts();
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: pod.name, namespace: pod.namespace },
+    spec: {
+      nodeName: node.name,
+      hostNetwork: true,
+      serviceAccountName: pod.serviceAccountName,
+      terminationGracePeriodSeconds: pod.terminationGracePeriodSeconds ?? 30,
+      volumes: [{ name: 'out', hostPath: { path: node.outDir } }, { name: 'drainguard', emptyDir: {} }, { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } }, ...tools.volumes],
+      initContainers: [{
+        name: 'drainguard-install',
+        image: DRAINGUARD_IMAGE,
+        command: ['/drainguard/drainguard', 'install', '/shared'],
+        volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
+        securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false },
+      }],
+      containers: [{
+        name: 'manager',
+        image: TOOLS_IMAGE,
+        // The shell only sends the output to the host: exec, so the kubelet's signals reach drainguard.
+        command: ['/busybox', 'sh', '-c', 'exec /drainguard/drainguard run -- "$NODE" "$OPERATOR" >>/out/$DRAINGUARD_POD_NAME.out 2>>/out/$DRAINGUARD_POD_NAME.err'],
+        env: [
+          fieldRef('DRAINGUARD_POD_NAME', 'metadata.name'), fieldRef('DRAINGUARD_POD_NAMESPACE', 'metadata.namespace'), fieldRef('DRAINGUARD_POD_UID', 'metadata.uid'),
+          { name: 'DRAINGUARD_LEADER_LEASE', value: 'off' }, { name: 'DRAINGUARD_SOCKET', value: '/run/drainguard/drain.sock' },
+          { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: new URL(pod.apiUrl).port },
+          { name: 'NODE', value: process.execPath }, { name: 'OPERATOR', value: pod.operator },
+          ...Object.entries(pod.env ?? {}).map(([name, value]) => ({ name, value })),
+        ],
+        volumeMounts: [{ name: 'out', mountPath: '/out' }, { name: 'drainguard', mountPath: '/drainguard', readOnly: true }, { name: 'drainguard-socket', mountPath: '/run/drainguard' }, ...tools.volumeMounts],
+      }],
+    },
+  };
+}
+
+function lines(node: RealNode, file: string): string[] {
+  try {
+    return readFileSync(join(node.outDir, file), 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** What the pod's drainguard and operator printed on stdout so far. */
+export const wrapStdout = (node: RealNode, pod: string): string[] => lines(node, `${pod}.out`);
+
+/** drainguard's stderr so far, as written. */
+export const wrapStderr = (node: RealNode, pod: string): string[] => lines(node, `${pod}.err`);
+
+/** drainguard's log lines so far. */
+export function wrapLogs(node: RealNode, pod: string): { msg: string; [key: string]: unknown }[] {
+  return wrapStderr(node, pod).flatMap((l) => {
+    try {
+      return [JSON.parse(l) as { msg: string }];
+    } catch {
+      return [];
+    }
+  });
+}
