@@ -6,7 +6,7 @@
 // period (kept at the first); a force delete (1 s). The
 // containers are busybox scripts that write what happens to them, stamped with
 // the host's /proc/uptime (not namespaced: the test reads the same clock), to
-// a file on the host. docs/kubernetes-1.37.md has the figures.
+// a file on the host. docs/kubernetes.md has the figures.
 
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
