@@ -25,6 +25,8 @@ const RELEASE_MARGIN_MS = 500;
  * before drainguard's own SIGTERM.
  */
 export const KUBELET_MIN_GRACE_MS = 2000;
+/** After a force delete the kubelet kills the containers this long after it starts the stop (its grace period floor). */
+export const FORCE_DELETE_KILL_MS = 1000;
 /** Kept for the release itself out of the sidecar's wait for the operator. */
 const RELEASE_BUDGET_MS = 2000;
 /** How long Events still on their way may hold up the exit. */
@@ -113,6 +115,8 @@ export class Deadlines {
   #requestAt?: number;
   /** Whether the line saying the deletion is not known was written (once is enough). */
   #toldUnknown = false;
+  /** The Pod was read gone (force-deleted): the kubelet's kill is a second after the termination. */
+  #forceDeleted = false;
 
   constructor(settings: DeadlineSettings, logger: Logger, clock: Pick<Clock, 'now'>) {
     this.#settings = settings;
@@ -165,12 +169,12 @@ export class Deadlines {
    */
   adoptDeletion(reading: DeletionReading): boolean {
     const known = this.#deletionAt;
+    if (reading.state === 'gone') return this.#adoptForceDeletion();
     if (reading.state !== 'deleting') {
       if (known || this.#toldUnknown) return false;
       this.#toldUnknown = true;
       const fields = { gracePeriodMs: this.#grace.ms, gracePeriodFrom: this.#grace.from };
       if (reading.state === 'unknown') this.#log.warn('could not read the Pod\'s deletion in time: going by the grace period from the termination', { ...fields, error: reading.error });
-      else if (reading.state === 'gone') this.#log.info('the Pod is gone (force-deleted): going by the grace period from the termination', fields);
       else this.#log.info('the Pod is not being deleted: going by the grace period from the termination', fields);
       return false;
     }
@@ -193,6 +197,28 @@ export class Deadlines {
       ...(known !== undefined && { previousDeletionTimestamp: new Date(known).toISOString() }),
     });
     return true;
+  }
+
+  /**
+   * The Pod is gone from the API: force-deleted (grace period 0). The kubelet then kills its
+   * containers FORCE_DELETE_KILL_MS after it starts the stop, whatever the spec's grace period
+   * (calculateEffectiveGracePeriod: the deletion's 0 wins, raised to its floor; measured on
+   * 1.37, docs/kubernetes.md): no drain fits, the stop is fitted to what is left.
+   */
+  #adoptForceDeletion(): boolean {
+    if (this.#forceDeleted) return false;
+    this.#forceDeleted = true;
+    const kill = this.terminatedAt() + FORCE_DELETE_KILL_MS;
+    const moved = this.#deletionAt === undefined || kill < this.#deletionAt;
+    if (moved) {
+      this.#deletionAt = kill;
+      this.#deletionStamp = kill;
+    }
+    this.#log.warn('the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it', {
+      leftMs: this.#deletionAt! - this.#clock.now(),
+      stopTimeoutMs: this.stopTimeoutMs(),
+    });
+    return moved;
   }
 
   /** The first termination signal came at `at`. */
@@ -281,7 +307,9 @@ export class Deadlines {
     const start = this.terminatedAt();
     const byGrace = start + this.#grace.ms;
     const explicit = this.#grace.from !== 'pod' && this.#grace.from !== 'default';
-    const byDeletion = this.#deletionAt === undefined ? undefined : Math.max(this.#deletionAt, (this.#signalAt ?? -Infinity) + KUBELET_MIN_GRACE_MS);
+    // A force delete's kill comes sooner than the floor (measured: a second after the stop signal).
+    const floor = this.#forceDeleted ? 0 : KUBELET_MIN_GRACE_MS;
+    const byDeletion = this.#deletionAt === undefined ? undefined : Math.max(this.#deletionAt, (this.#signalAt ?? -Infinity) + floor);
     const kill = byDeletion === undefined ? byGrace : explicit ? Math.min(byDeletion, byGrace) : byDeletion;
     const left = Math.max(0, kill - Math.max(start, from ?? start));
     const reserveMs = Math.min(GRACE_MARGIN_MS, left / 2);

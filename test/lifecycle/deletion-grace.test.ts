@@ -124,15 +124,22 @@ for (const grace of [4, 1]) {
   });
 }
 
-test(`kubectl delete pod --grace-period=0 --force: the Pod is gone at once, the kubelet stops it with the spec's ${SPEC_GRACE} s, and so does drainguard`, async () => {
+test('kubectl delete pod --grace-period=0 --force: the kubelet kills a second later; drainguard drains nothing, stops at once, releases before', async () => {
   const r = await running();
   try {
     c.kubectl(['delete', 'pod', '-n', r.ns, r.pod, '--grace-period=0', '--force', '--wait=false']);
     await r.kubelet.event((e) => e.pod === r.pod && e.container === 'manager' && e.what.startsWith('exited'), 40_000, 'drainguard exited');
     await r.dg.exit(5000);
-    await r.dg.log('the Pod is gone (force-deleted): going by the grace period from the termination');
-    await stoppedInTime(r, SPEC_GRACE);
-    assert.ok(r.dg.stdout.indexOf('work done 0') < r.dg.stdout.indexOf('signal SIGTERM'), 'the reconcile finished before the stop signal');
+    await r.dg.log('the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it');
+    const { kubelet, dg, pod } = r;
+    const sigterm = kubelet.events.find((e) => e.pod === pod && e.container === 'manager' && e.what === 'signal SIGTERM')!;
+    const timeline = () => `${kubelet.timeline()}\n${dg.stderr.join('\n')}\n${dg.stdout.join('\n')}`;
+    assert.ok(sigterm, timeline());
+    assert.ok(dg.stdout.includes('signal SIGTERM'), `the operator never got the stop signal:\n${timeline()}`);
+    assert.not.ok(kubelet.events.some((e) => e.pod === pod && e.what === 'signal SIGKILL'), `the kubelet killed drainguard:\n${timeline()}`);
+    const released = at(dg.logs().find((l) => l.msg === 'guard released'));
+    assert.ok(released < sigterm.at + 1000, `the guard released ${released - sigterm.at} ms after the kubelet's signal:\n${timeline()}`);
+    for (const o of r.guarded) assert.not.ok((await r.holders(o)).includes(r.uid), `${o.kind}/${o.metadata.name}: this pod's finalizer left`);
   } finally {
     await r.close();
   }

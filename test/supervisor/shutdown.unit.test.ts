@@ -208,10 +208,21 @@ test("a second delete read late, at the stop: the operator's stop timeout is fit
   assert.is(d.releaseDeadline(), t + 3500);
 });
 
-test('no deletion to read (a liveness kill, a force delete, no answer): the grace period from the signal, said once', () => {
+test('a force delete (the Pod read gone): the kubelet kills a second after the termination; no drain, the stop fitted, said once', () => {
+  const { d, clock, log } = at(spec30);
+  d.signalled(clock.now);
+  const t = clock.now;
+  assert.ok(d.adoptDeletion({ state: 'gone' }), 'the kill moved');
+  assert.not.ok(d.adoptDeletion({ state: 'gone' }));
+  assert.equal(log.lines.map((l) => l.msg), ['the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it']);
+  assert.is(d.drainDeadline(), t, 'no drain');
+  assert.is(d.stopTimeoutMs(), 500, 'of the second: half to stop, half kept');
+  assert.is(d.releaseDeadline(), t + 750);
+});
+
+test('no deletion to read (a liveness kill, no answer): the grace period from the signal, said once', () => {
   for (const [reading, line] of [
     [{ state: 'not-deleting' }, 'the Pod is not being deleted: going by the grace period from the termination'],
-    [{ state: 'gone' }, 'the Pod is gone (force-deleted): going by the grace period from the termination'],
     [{ state: 'unknown', error: 'timeout' }, "could not read the Pod's deletion in time: going by the grace period from the termination"],
   ] as const) {
     const { d, clock, log } = at(spec30);

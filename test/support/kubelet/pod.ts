@@ -111,10 +111,9 @@ export class PodWorker {
     else if (pod.metadata.deletionTimestamp) this.#shorten(this.#effectiveGrace(pod));
   }
 
-  /** The kubelet's calculateEffectiveGracePeriod (pod_workers.go): the deletion's; 0 (a force delete) means the spec's; at least 1 s. */
+  /** The kubelet's calculateEffectiveGracePeriod (pod_workers.go): the deletion's, 0 (a force delete) included; at least 1 s. */
   #effectiveGrace(pod: any): number {
-    const deletion = pod.metadata.deletionGracePeriodSeconds ?? 0;
-    return Math.max(1, deletion > 0 ? deletion : (pod.spec.terminationGracePeriodSeconds ?? 30));
+    return Math.max(1, pod.metadata.deletionGracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30);
   }
 
   /** A second delete with a shorter grace period: the kubelet restarts the kill with it, from when it sees it. */
@@ -140,10 +139,14 @@ export class PodWorker {
     return { late, cancel: () => (clearTimeout(timer), this.#killAtMoved.delete(arm)) };
   }
 
-  /** The Pod is gone from the API (force-deleted): stop its containers with the grace of its spec, no final delete. */
+  /**
+   * The Pod is gone from the API (force-deleted): its containers are stopped and killed a second
+   * later, whatever the spec's grace period, as the real kubelet does (docs/kubernetes.md); no final delete.
+   */
   gone(): void {
     this.#deleted = true;
-    if (!this.#stopping) this.#beginStop(this.#pod.spec.terminationGracePeriodSeconds ?? 30, false);
+    if (!this.#stopping) this.#beginStop(1, false);
+    else this.#shorten(1);
   }
 
   /** The kubelet itself stops: everything is killed at once. */
@@ -395,7 +398,8 @@ export class PodWorker {
     const stopSignal = (s.spec.lifecycle?.stopSignal ?? 'SIGTERM') as NodeJS.Signals;
     signal(proc, stopSignal);
     this.#events.note(this.#pod, s.spec.name, `signal ${stopSignal}`);
-    const { late, cancel } = this.#lateAt(() => Math.max(deadline(), hookEnded + MIN_GRACE_MS));
+    // A pod gone from the API (force-deleted) gets no floor: the real kubelet kills it a second after the signal.
+    const { late, cancel } = this.#lateAt(() => Math.max(deadline(), hookEnded + (this.#deleted ? 0 : MIN_GRACE_MS)));
     const result = await Promise.race([s.exited!, late]);
     cancel();
     if (result === 'late') {
