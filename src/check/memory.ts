@@ -3,9 +3,10 @@
 // drainguard's own container gets in the sidecar modes (the chart's
 // drainguard.resources: 96Mi, 192Mi; idle RSS of `drainguard run` is 47 MiB
 // installed, about 59 MiB with the guard's API client, docs/deploy.md
-// "Resources"). A limit below that plus the least an operator scaffold is
-// given (kubebuilder's 128Mi) leaves the operator less than it was sized for:
-// the container is OOM-killed, at the worst at the drain, when both work.
+// "Resources"). A limit below what drainguard is expected to use (its
+// request) plus the least an operator scaffold is given (kubebuilder's 128Mi)
+// leaves the operator less than it was sized for: the container is
+// OOM-killed, at the worst at the drain, when both work.
 
 import type { Found } from './finding.ts';
 import type { Container } from './pod.ts';
@@ -27,7 +28,7 @@ export function quantityBytes(raw: string | number): number | undefined {
 
 const TEXT = {
   message: (where: string, limit: string) =>
-    `${where} runs drainguard and the operator under a memory limit of ${limit}: drainguard may take ${WRAP_MEMORY_MIB.limit}Mi of it, which leaves the operator less than the ${OPERATOR_MEMORY_FLOOR_MIB}Mi an operator is given on its own; the container is OOM-killed, at the worst during the drain`,
+    `${where} runs drainguard and the operator under a memory limit of ${limit}: drainguard is sized at ${WRAP_MEMORY_MIB.request}Mi of it, which leaves the operator less than the ${OPERATOR_MEMORY_FLOOR_MIB}Mi an operator is given on its own; the container is OOM-killed, at the worst during the drain`,
   fix: (where: string, limit: number) =>
     `raise the memory request of ${where} by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi (to at least ${limit}Mi here): the Helm library chart does it in wrap mode; with the kustomize components, patch resources.limits.memory and resources.requests.memory of the operator's container (docs/deploy.md)`,
 };
@@ -35,7 +36,7 @@ const TEXT = {
 export function checkWrapMemory(c: Container): Found[] {
   const raw = c.resources?.limits?.memory;
   const bytes = raw === undefined ? undefined : quantityBytes(raw);
-  if (bytes === undefined || bytes >= (WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB) * MIB) return [];
+  if (bytes === undefined || bytes >= (WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB) * MIB) return [];
   const where = `container ${c.name}`;
-  return [{ code: 'wrap-memory-too-low', severity: 'warning', message: TEXT.message(where, String(raw)), fix: TEXT.fix(where, Math.max(WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB.limit)) }];
+  return [{ code: 'wrap-memory-too-low', severity: 'warning', message: TEXT.message(where, String(raw)), fix: TEXT.fix(where, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB.limit) }];
 }

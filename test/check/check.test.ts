@@ -64,7 +64,7 @@ test('the helm renders of the example operator are clean in every mode, hooks an
     const text = templateText(chart, { namespace: 'operator-system', set: { 'drainguard.mode': mode } });
     // Wrap mode needs the chart to raise the operator container's memory limit by drainguard's need.
     const limit = quantityBytes(theDeployment(parseObjects(text)).spec.template.spec.containers.find((c: any) => c.name === 'manager').resources?.limits?.memory ?? '0');
-    const expected = mode === 'wrap' && limit !== undefined && limit > 0 && limit < (WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB) * 2 ** 20 ? ['wrap-memory-too-low'] : [];
+    const expected = mode === 'wrap' && limit !== undefined && limit > 0 && limit < (WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB) * 2 ** 20 ? ['wrap-memory-too-low'] : [];
     const r = check(['-o', 'json', '-'], text);
     assert.equal([r.status, r.findings.map((f) => f.code)], [expected.length === 0 ? 0 : 1, expected], r.stdout);
   }
@@ -379,7 +379,7 @@ test('wrap-memory-too-low: the operator container\'s memory limit not raised for
   const objects = copy('wrap');
   container(objects, 'manager').resources.limits.memory = '128Mi';
   onlyFinding(checkObjects(objects), 'wrap-memory-too-low', `raise the memory request of container manager by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi (to at least 320Mi here)`, 'warning');
-  container(objects, 'manager').resources.limits.memory = `${WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB}Mi`;
+  container(objects, 'manager').resources.limits.memory = `${WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB}Mi`;
   assert.equal(checkObjects(objects).findings, []);
   container(objects, 'manager').resources.limits.memory = '1Gi';
   assert.equal(checkObjects(objects).findings, []);

@@ -68,6 +68,7 @@ test("wrap mode: the doc's memory figures are check's (WRAP_MEMORY_MIB) and the 
   assert.match(doc, `in wrap mode add ${WRAP_MEMORY_MIB.request}Mi to the\noperator container's request and ${WRAP_MEMORY_MIB.limit}Mi to its limit`);
   const memory = yamlBlocks.find((b) => b.startsWith('patches:') && b.includes('memory'))!;
   assert.match(memory, `memory: ${WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB}Mi`);
+  assert.match(doc, `reports a limit under ${WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB}Mi`);
   // The chart adds its drainguard.resources in wrap mode: the same figures.
   const chart = parse(readFileSync('deploy/helm/drainguard/values.yaml', 'utf8')) as { resources: { requests: { memory: string }; limits: { memory: string } } };
   assert.equal([chart.resources.requests.memory, chart.resources.limits.memory], [`${WRAP_MEMORY_MIB.request}Mi`, `${WRAP_MEMORY_MIB.limit}Mi`]);
