@@ -5,10 +5,10 @@
 // kube-controller-manager must be there; etcd is taken from there, else from
 // PATH (Debian: etcd-server). Nothing is downloaded here.
 
-import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts';
+import { executable } from '../daemon-process.ts';
 
 export interface Binaries {
   readonly etcd: string;
@@ -16,14 +16,6 @@ export interface Binaries {
   readonly controllerManager: string;
 }
 
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function onPath(name: string): string | undefined {
   return (process.env.PATH ?? '').split(delimiter).map((d) => join(d, name)).find(executable);

@@ -4,12 +4,12 @@
 // Each runs under `setpriv --pdeathsig SIGKILL`, in a process group of its
 // own: whatever happens to the process that started them, they die with it.
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Daemon } from '../daemon-process.ts';
+import { freePort } from '../free-port.ts';
 import { apiserverVersion, findBinaries } from './binaries.ts';
 import { type Pki, makePki } from './pki.ts';
 
@@ -45,13 +45,6 @@ export interface ControlPlane extends ControlPlaneState {
 
 const READY_MS = 90_000;
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A kubeconfig for `url` with a client certificate. */
 export function writeKubeconfig(path: string, url: string, ca: string, cert: string, key: string): string {
@@ -75,78 +68,6 @@ current-context: test
   return path;
 }
 
-/** One supervised binary: its output in a log file, stopped by process group. */
-class Daemon {
-  #child?: ChildProcess;
-  #exited?: Promise<void>;
-  readonly name: string;
-  readonly #file: string;
-  readonly #args: readonly string[];
-  readonly #log: string;
-  readonly #onUnexpectedExit: (d: Daemon) => void;
-
-  constructor(name: string, file: string, args: readonly string[], log: string, onUnexpectedExit: (d: Daemon) => void = () => {}) {
-    this.name = name;
-    this.#file = file;
-    this.#args = args;
-    this.#log = log;
-    this.#onUnexpectedExit = onUnexpectedExit;
-  }
-
-  get pid(): number | undefined {
-    return this.#child?.pid;
-  }
-
-  start(): void {
-    const out = openSync(this.#log, 'a');
-    const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', this.#file, ...this.#args], { stdio: ['ignore', out, out], detached: true });
-    closeSync(out);
-    this.#child = child;
-    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    child.once('exit', () => {
-      if (this.#child === child) {
-        this.#child = undefined;
-        this.#onUnexpectedExit(this);
-      }
-    });
-  }
-
-  /** SIGTERM to its group, SIGKILL after 10 s. */
-  async stop(): Promise<void> {
-    const child = this.#child;
-    if (!child?.pid) return;
-    this.#child = undefined;
-    const kill = (signal: NodeJS.Signals) => {
-      try {
-        process.kill(-child.pid!, signal);
-      } catch {
-        // Already gone.
-      }
-    };
-    kill('SIGTERM');
-    const timer = setTimeout(() => kill('SIGKILL'), 10_000);
-    await this.#exited;
-    clearTimeout(timer);
-  }
-
-  /** Synchronous SIGKILL, for an exit handler. */
-  killNow(): void {
-    if (this.#child?.pid) {
-      try {
-        process.kill(-this.#child.pid, 'SIGKILL');
-      } catch {}
-    }
-    this.#child = undefined;
-  }
-
-  tail(): string {
-    try {
-      return readFileSync(this.#log, 'utf8').split('\n').slice(-25).join('\n');
-    } catch {
-      return '';
-    }
-  }
-}
 
 /** GET `path` as the admin; the status, or 0 when the server cannot be reached. */
 function adminGet(url: string, path: string, tls: { ca: Buffer; cert: Buffer; key: Buffer }): Promise<number> {

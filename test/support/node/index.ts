@@ -10,12 +10,13 @@
 // process group of their own: they die with the test file however it ends.
 // The measured facts of running them here are in README.md beside this file.
 
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, closeSync, copyFileSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts';
+import { Daemon, executable } from '../daemon-process.ts';
+import { freePort } from '../free-port.ts';
 import { onFileEnd } from '../file-end.ts';
 import type { TestCluster } from '../cluster/index.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
@@ -34,14 +35,6 @@ export interface RealNode {
   stop(): Promise<void>;
 }
 
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const onPath = (name: string) => (process.env.PATH ?? '').split(delimiter).concat('/usr/sbin', '/sbin').map((d) => join(d, name)).find(executable);
 
@@ -58,75 +51,7 @@ export function locateNode(env: NodeJS.ProcessEnv = process.env): { kubelet: str
   return { kubelet, containerd: containerd!, ctr: ctr! };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
-/** One supervised binary, its output in a log file. */
-class Daemon {
-  #child?: ChildProcess;
-  #exited?: Promise<void>;
-  readonly name: string;
-  readonly #file: string;
-  readonly #args: readonly string[];
-  readonly #log: string;
-
-  constructor(name: string, file: string, args: readonly string[], log: string) {
-    this.name = name;
-    this.#file = file;
-    this.#args = args;
-    this.#log = log;
-  }
-
-  get running(): boolean {
-    return this.#child?.exitCode === null && this.#child.signalCode === null;
-  }
-
-  start(): void {
-    const out = openSync(this.#log, 'a');
-    const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', this.#file, ...this.#args], { stdio: ['ignore', out, out], detached: true });
-    closeSync(out);
-    this.#child = child;
-    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
-  }
-
-  /** SIGTERM to its group, SIGKILL after 10 s. */
-  async stop(): Promise<void> {
-    const child = this.#child;
-    if (!child?.pid || !this.running) return;
-    const kill = (signal: NodeJS.Signals) => {
-      try {
-        process.kill(-child.pid!, signal);
-      } catch {
-        // Already gone.
-      }
-    };
-    kill('SIGTERM');
-    const timer = setTimeout(() => kill('SIGKILL'), 10_000);
-    await this.#exited;
-    clearTimeout(timer);
-  }
-
-  killNow(): void {
-    if (this.#child?.pid && this.running) {
-      try {
-        process.kill(-this.#child.pid, 'SIGKILL');
-      } catch {}
-    }
-  }
-
-  tail(): string {
-    try {
-      return readFileSync(this.#log, 'utf8').split('\n').slice(-20).join('\n');
-    } catch {
-      return '';
-    }
-  }
-}
 
 /** The cgroup hierarchies mounted under /sys/fs/cgroup (v1: one per controller; v2: the unified one). */
 function cgroupHierarchies(): string[] {
