@@ -12,8 +12,10 @@
 // What the machine lets the tests check is decided once, before the first file,
 // and printed: the control plane (test/support/tier.ts: real when
 // KUBEBUILDER_ASSETS has its binaries, else the stand-in) and
-// clients/go/ctrl's Go modules (test/support/go.ts). A file that needs what is
-// not there is not run: it is counted as one skip, with the reason. When a
+// clients/go/ctrl's two builds (test/support/go.ts: Go and controller-runtime's
+// modules, the oldest release it supports and the newest). A file that builds
+// clients/go/ctrl where they cannot be had is not run and fails, with the
+// reason: Go and the module proxy are part of what the tests need. When a
 // file needs the control plane, one is started for the whole run and stopped
 // at its end, also when the run is interrupted (test/support/cluster/). A
 // skipped test is never a pass, and a test that throws is never a skip.
@@ -36,7 +38,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { type SharedCluster, needsCluster, startSharedCluster } from './support/cluster-runner.ts';
 import { STATE_VARIABLE } from './support/cluster/index.ts';
-import { GO_MODULES_VARIABLE, ctrlUnavailable } from './support/go.ts';
+import { ctrlCheck } from './support/go.ts';
 import { BEFORE_HOOK_FAILED, PROGRESS_FD_VARIABLE, ProgressReader } from './support/progress.ts';
 import { TIER_VARIABLE, clusterTier } from './support/tier.ts';
 
@@ -103,17 +105,17 @@ function listLeft(dir: string, prefix = ''): string[] {
   });
 }
 
-/** Whether `file` builds clients/go/ctrl (a text check). */
-const needsCtrl = (file: string) => readFileSync(file, 'utf8').includes("'clients/go/ctrl'");
+/** Whether `file` builds clients/go/ctrl (a text check: it calls ctrlBuild, or goBuild on it). */
+const needsCtrl = (file: string) => /\bctrlBuild\(|'clients\/go\/ctrl'/.test(readFileSync(file, 'utf8'));
 
 const tier = files.some((f) => needsCluster(f)) ? clusterTier() : undefined;
 if (tier) process.stdout.write(`cluster tier: ${tier.description}\n`);
-const ctrlMissing = files.some(needsCtrl) ? ctrlUnavailable() : undefined;
-if (files.some(needsCtrl)) process.stdout.write(`clients/go/ctrl: ${ctrlMissing ?? 'Go and its modules are there'}\n`);
+const ctrl = files.some(needsCtrl) ? ctrlCheck() : undefined;
+if (ctrl) process.stdout.write(`clients/go/ctrl: ${'built' in ctrl ? ctrl.built : `cannot be built, the files that build it fail: ${ctrl.missing}`}\n`);
 
 /** Why `file` cannot run here, or undefined. */
 function unmet(file: string): string | undefined {
-  if (ctrlMissing && needsCtrl(file)) return ctrlMissing;
+  if (ctrl && 'missing' in ctrl && needsCtrl(file)) return ctrl.missing;
   return undefined;
 }
 
@@ -142,10 +144,9 @@ async function runFile(file: string): Promise<Result> {
   const started = Date.now();
   const notRun = (failed: number, skips: string[], output: string): Result => ({ file, passed: 0, failed, skipped: 1 - failed, skips, output, ms: Date.now() - started, leftovers: [] });
   const reason = unmet(file);
-  if (reason) return notRun(0, [`skip: the whole file: ${reason}`], '');
+  if (reason) return notRun(1, [], `not run: ${reason}`);
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
   if (tier) env[TIER_VARIABLE] = JSON.stringify(tier);
-  env[GO_MODULES_VARIABLE] = ctrlMissing ?? 'ok';
   if (cluster && needsCluster(file)) {
     try {
       env[STATE_VARIABLE] = await cluster.ready;
