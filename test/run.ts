@@ -11,9 +11,12 @@
 //
 // What the machine lets the tests check is decided once, before the first file,
 // and printed: the control plane (test/support/tier.ts: KUBEBUILDER_ASSETS, or
-// the release `npm run k8s` built) and
-// clients/go/ctrl's Go modules (test/support/go.ts). A file that needs what is
-// not there is not run: it is counted as one skip, with the reason. When a
+// the release `npm run k8s` built) and clients/go/ctrl's two builds
+// (test/support/go.ts: Go and controller-runtime's modules, the oldest release
+// it supports and the newest). A file that needs a control plane where none was
+// built is not run: it is counted as one skip, with the reason. A file that
+// builds clients/go/ctrl where they cannot be had is not run and fails, with the
+// reason: Go and the module proxy are part of what the tests need. When a
 // file needs the control plane, one is started for the whole run and stopped
 // at its end, also when the run is interrupted (test/support/cluster/). A
 // skipped test is never a pass, and a test that throws is never a skip.
@@ -40,7 +43,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { type SharedCluster, needsCluster, startSharedCluster } from './support/cluster-runner.ts';
 import { STATE_VARIABLE } from './support/cluster/index.ts';
-import { GO_MODULES_VARIABLE, ctrlUnavailable } from './support/go.ts';
+import { ctrlCheck } from './support/go.ts';
 import { KUBEBUILDER_VARIABLE, needsKubebuilder, prepareKubebuilder } from './support/kubebuilder.ts';
 import { BEFORE_HOOK_FAILED, PROGRESS_FD_VARIABLE, ProgressReader } from './support/progress.ts';
 import { type ClusterTier, TIER_VARIABLE, clusterTier, detectTier } from './support/tier.ts';
@@ -111,16 +114,16 @@ function listLeft(dir: string, prefix = ''): string[] {
   });
 }
 
-/** Whether `file` builds clients/go/ctrl (a text check). */
-const needsCtrl = (file: string) => readFileSync(file, 'utf8').includes("'clients/go/ctrl'");
+/** Whether `file` builds clients/go/ctrl (a text check: it calls ctrlBuild, or goBuild on it). */
+const needsCtrl = (file: string) => /\bctrlBuild\(|'clients\/go\/ctrl'/.test(readFileSync(file, 'utf8'));
 
 const tier = files.some((f) => needsCluster(f)) ? clusterTier() : undefined;
 if (tier) process.stdout.write(`cluster tier: ${tier.description}\n`);
 const compatFiles = COMPAT_ASSETS ? files.filter((f) => COMPAT_FILES.some((c) => f.startsWith(c)) && needsCluster(f)) : [];
 const compatTier = compatFiles.length > 0 ? detectTier({ ...process.env, KUBEBUILDER_ASSETS: COMPAT_ASSETS }) : undefined;
 if (compatTier) process.stdout.write(`compatibility tier (${compatFiles.length} files again): ${compatTier.description}\n`);
-const ctrlMissing = files.some(needsCtrl) ? ctrlUnavailable() : undefined;
-if (files.some(needsCtrl)) process.stdout.write(`clients/go/ctrl: ${ctrlMissing ?? 'Go and its modules are there'}\n`);
+const ctrl = files.some(needsCtrl) ? ctrlCheck() : undefined;
+if (ctrl) process.stdout.write(`clients/go/ctrl: ${'built' in ctrl ? ctrl.built : `cannot be built, the files that build it fail: ${ctrl.missing}`}\n`);
 
 // kubebuilder's CLI, scaffold and manager (test/support/kubebuilder.ts): built once, before the files
 // that use them (cold, minutes: more than a file's time limit); a failure fails those files, with it.
@@ -136,9 +139,10 @@ if (files.some((f) => needsKubebuilder(f))) {
 }
 
 /** Why `file` cannot run here, or undefined. */
-function unmet(file: string, fileTier: ClusterTier | undefined): string | undefined {
-  if (ctrlMissing && needsCtrl(file)) return ctrlMissing;
-  if (fileTier?.kind === 'none' && needsCluster(file)) return fileTier.description;
+/** Why `file` cannot run here, and whether that fails it or skips it; undefined when it can. */
+function unmet(file: string, fileTier: ClusterTier | undefined): { readonly reason: string; readonly fails: boolean } | undefined {
+  if (ctrl && 'missing' in ctrl && needsCtrl(file)) return { reason: ctrl.missing, fails: true };
+  if (fileTier?.kind === 'none' && needsCluster(file)) return { reason: fileTier.description, fails: false };
   return undefined;
 }
 
@@ -182,11 +186,11 @@ function killGroup(child: ChildProcess): void {
 async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pass): Promise<Result> {
   const started = Date.now();
   const notRun = (failed: number, skips: string[], output: string): Result => ({ file: `${file}${label}`, passed: 0, failed, skipped: 1 - failed, skips, output, ms: Date.now() - started, leftovers: [] });
-  const reason = unmet(file, tier);
-  if (reason) return notRun(0, [`skip: the whole file: ${reason}`], '');
+  const why = unmet(file, tier);
+  if (why?.fails) return notRun(1, [], `not run: ${why.reason}`);
+  if (why) return notRun(0, [`skip: the whole file: ${why.reason}`], '');
   const env: NodeJS.ProcessEnv = { ...process.env, ...passEnv, NODE_DISABLE_COLORS: '1', FORCE_COLOR: '0' };
   if (tier) env[TIER_VARIABLE] = JSON.stringify(tier);
-  env[GO_MODULES_VARIABLE] = ctrlMissing ?? 'ok';
   if (kubebuilder) env[KUBEBUILDER_VARIABLE] = kubebuilder;
   if (cluster && needsCluster(file)) {
     try {

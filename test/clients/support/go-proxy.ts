@@ -32,7 +32,7 @@ export function goProxy() {
       ...goEnv(),
       GOPROXY: [`file://${proxy}`, ...upstream].join(','),
       GOSUMDB: 'off',
-      GOFLAGS: '-mod=mod -modcacherw',
+      GOFLAGS: '-mod=mod -modcacherw -trimpath', // -trimpath: goEnv's, so the build cache serves what ctrlBuild compiled
       GOMODCACHE: modcache,
       GOWORK: 'off',
     };
