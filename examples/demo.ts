@@ -5,7 +5,21 @@ import { resolve } from 'node:path';
 
 const seconds = Number(process.argv[2] ?? 4);
 const exe = resolve('dist/drainguard');
-const command = [exe, 'run', '--log-format', 'text', '--', process.execPath, resolve('examples/demo-operator.ts'), '--workers', '3', '--min', '500ms', '--max', '3s'];
+const command = [
+  exe,
+  'run',
+  '--log-format',
+  'text',
+  '--',
+  process.execPath,
+  resolve('examples/demo-operator.ts'),
+  '--workers',
+  '3',
+  '--min',
+  '500ms',
+  '--max',
+  '3s',
+];
 process.stdout.write(`$ ${command.join(' ')}\n`);
 const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
 setTimeout(() => {
@@ -13,6 +27,8 @@ setTimeout(() => {
   child.kill('SIGTERM');
 }, seconds * 1000);
 child.on('exit', (code, signal) => {
-  process.stdout.write(`\n--- drainguard exited with ${code ?? signal}: every reconcile in flight finished before the operator was stopped\n`);
+  process.stdout.write(
+    `\n--- drainguard exited with ${code ?? signal}: every reconcile in flight finished before the operator was stopped\n`,
+  );
   process.exitCode = code ?? 1;
 });

@@ -39,17 +39,36 @@ export interface BuildImageOptions {
 const revision = (): string => commitOf(ROOT, 40);
 
 /** Builds the image for one architecture; resolves with its id. */
-export async function buildImage({ tag, arch = process.arch as Arch, executable = executablePath(ROOT, arch), timestamp = commitTime(ROOT) ?? 0 }: BuildImageOptions): Promise<string> {
+export async function buildImage({
+  tag,
+  arch = process.arch as Arch,
+  executable = executablePath(ROOT, arch),
+  timestamp = commitTime(ROOT) ?? 0,
+}: BuildImageOptions): Promise<string> {
   const context = mkdtempSync(join(tmpdir(), 'drainguard-image-'));
   try {
     const install = [executable, 'install', '--log-level', 'warn', join(context, 'drainguard')];
     const [file, ...args] = isNative(arch) ? install : emulated(arch, install);
     await execa(file!, args);
     const built = await execa('podman', [
-      'build', '--quiet', '--layers=false', '--platform', `linux/${OCI_ARCH[arch]}`,
-      '-f', join(ROOT, 'Containerfile'), '-t', tag, '--timestamp', String(timestamp),
-      '--build-arg', `VERSION=${VERSION}`, '--build-arg', `REVISION=${revision()}`,
-      '--build-arg', `CREATED=${new Date(timestamp * 1000).toISOString().replace(/\.000Z$/, 'Z')}`, context,
+      'build',
+      '--quiet',
+      '--layers=false',
+      '--platform',
+      `linux/${OCI_ARCH[arch]}`,
+      '-f',
+      join(ROOT, 'Containerfile'),
+      '-t',
+      tag,
+      '--timestamp',
+      String(timestamp),
+      '--build-arg',
+      `VERSION=${VERSION}`,
+      '--build-arg',
+      `REVISION=${revision()}`,
+      '--build-arg',
+      `CREATED=${new Date(timestamp * 1000).toISOString().replace(/\.000Z$/, 'Z')}`,
+      context,
     ]);
     return built.stdout.trim().split('\n').pop()!;
   } finally {
@@ -58,10 +77,18 @@ export async function buildImage({ tag, arch = process.arch as Arch, executable 
 }
 
 /** Builds TAG as a manifest list of one image per architecture, each tagged TAG-ARCH; resolves with their tags. */
-export async function buildManifest(tag: string, archs: readonly Arch[] = ['x64', 'arm64'], executables: Partial<Record<Arch, string>> = {}): Promise<Record<string, string>> {
+export async function buildManifest(
+  tag: string,
+  archs: readonly Arch[] = ['x64', 'arm64'],
+  executables: Partial<Record<Arch, string>> = {},
+): Promise<Record<string, string>> {
   const images: Record<string, string> = {};
   for (const arch of archs) images[OCI_ARCH[arch]] = `${tag}-${OCI_ARCH[arch]}`;
-  await Promise.all(archs.map((arch) => buildImage({ tag: images[OCI_ARCH[arch]]!, arch, ...(executables[arch] ? { executable: executables[arch] } : {}) })));
+  await Promise.all(
+    archs.map((arch) =>
+      buildImage({ tag: images[OCI_ARCH[arch]]!, arch, ...(executables[arch] ? { executable: executables[arch] } : {}) }),
+    ),
+  );
   // A list of that name from an earlier build would otherwise keep its old entries.
   await execa('podman', ['manifest', 'rm', tag], { reject: false });
   await execa('podman', ['manifest', 'create', tag]);
@@ -72,5 +99,9 @@ export async function buildManifest(tag: string, archs: readonly Arch[] = ['x64'
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const tag = process.argv[2] ?? `localhost/drainguard:${VERSION}`;
   const images = await buildManifest(tag);
-  process.stdout.write(`built ${tag}: ${Object.entries(images).map(([arch, image]) => `linux/${arch} ${image}`).join(', ')}\n`);
+  process.stdout.write(
+    `built ${tag}: ${Object.entries(images)
+      .map(([arch, image]) => `linux/${arch} ${image}`)
+      .join(', ')}\n`,
+  );
 }

@@ -79,11 +79,15 @@ export async function release(options: ReleaseOptions = {}): Promise<Release> {
   const version = packageVersion(root);
   const commit = commitOf(root);
   if (commit.endsWith('-dirty') && !options.allowDirty) {
-    throw new ReleaseError(`the tree differs from its commit (git status --porcelain lists files): a release is built from a commit; --allow-dirty to try one anyway`);
+    throw new ReleaseError(
+      `the tree differs from its commit (git status --porcelain lists files): a release is built from a commit; --allow-dirty to try one anyway`,
+    );
   }
   const disagree = versionMentions(root).filter((m) => m.version !== version);
   if (disagree.length > 0) {
-    throw new ReleaseError(`package.json says ${version}, but ${disagree.map((m) => `${m.file}:${m.line} (${m.what}) says ${m.version}`).join(', ')}: node scripts/set-version.ts ${version}`);
+    throw new ReleaseError(
+      `package.json says ${version}, but ${disagree.map((m) => `${m.file}:${m.line} (${m.what}) says ${m.version}`).join(', ')}: node scripts/set-version.ts ${version}`,
+    );
   }
   const epoch = Number(process.env.SOURCE_DATE_EPOCH ?? commitTime(root) ?? 0);
   const time = new Date(epoch * 1000);
@@ -97,7 +101,11 @@ export async function release(options: ReleaseOptions = {}): Promise<Release> {
   log(`drainguard ${version}, commit ${commit}, SOURCE_DATE_EPOCH=${epoch}, into ${out}`);
 
   if (!options.skipBuild) {
-    execFileSync(process.execPath, [join(root, 'sidecar/build.ts'), '--arch', 'all'], { cwd: root, stdio: 'inherit', env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch) } });
+    execFileSync(process.execPath, [join(root, 'sidecar/build.ts'), '--arch', 'all'], {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch) },
+    });
   }
   const packages = await bundledPackages(root);
   for (const arch of archs) {
@@ -128,10 +136,28 @@ export async function release(options: ReleaseOptions = {}): Promise<Release> {
   try {
     // From a copy: helm package would leave charts/ and Chart.lock behind in the tree.
     cpSync(join(root, 'deploy/helm/drainguard'), join(chartWork, 'drainguard'), { recursive: true });
-    execFileSync(helm, ['package', join(chartWork, 'drainguard'), '--version', version, '--app-version', version, '--destination', join(chartWork, 'packaged')], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, HELM_CONFIG_HOME: join(chartWork, 'config'), HELM_CACHE_HOME: join(chartWork, 'cache'), HELM_DATA_HOME: join(chartWork, 'data') },
-    });
+    execFileSync(
+      helm,
+      [
+        'package',
+        join(chartWork, 'drainguard'),
+        '--version',
+        version,
+        '--app-version',
+        version,
+        '--destination',
+        join(chartWork, 'packaged'),
+      ],
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: {
+          ...process.env,
+          HELM_CONFIG_HOME: join(chartWork, 'config'),
+          HELM_CACHE_HOME: join(chartWork, 'cache'),
+          HELM_DATA_HOME: join(chartWork, 'data'),
+        },
+      },
+    );
     // helm package dates the files now: the same files again, dated the commit's time.
     mkdirSync(join(chartWork, 'unpacked'));
     execFileSync('tar', ['-xzf', join(chartWork, 'packaged', names.chart), '-C', join(chartWork, 'unpacked')]);
@@ -157,7 +183,8 @@ export async function release(options: ReleaseOptions = {}): Promise<Release> {
   files.SHA256SUMS = 'SHA-256 of every file above';
   const unexpected = readdirSync(out).filter((f) => !(f in files));
   if (unexpected.length > 0) throw new ReleaseError(`unexpected files in ${out}: ${unexpected.join(', ')}`);
-  for (const [file, role] of Object.entries(files)) log(`  ${file.padEnd(48)} ${String(statSync(join(out, file)).size).padStart(10)}  ${role}`);
+  for (const [file, role] of Object.entries(files))
+    log(`  ${file.padEnd(48)} ${String(statSync(join(out, file)).size).padStart(10)}  ${role}`);
   return { version, commit, epoch, out, imageTag, files };
 }
 
@@ -165,16 +192,26 @@ export async function release(options: ReleaseOptions = {}): Promise<Release> {
 async function checkVersion(file: string, arch: Arch, version: string, commit: string): Promise<void> {
   const [cmd, ...args] = isNative(arch) ? [file, '--version'] : emulated(arch, [file, '--version']);
   const { stdout } = await execa(cmd!, args, { timeout: 60_000 });
-  if (!stdout.startsWith(`drainguard ${version} commit ${commit} `)) throw new ReleaseError(`${file} --version says ${JSON.stringify(stdout)}; expected drainguard ${version} commit ${commit}`);
+  if (!stdout.startsWith(`drainguard ${version} commit ${commit} `))
+    throw new ReleaseError(`${file} --version says ${JSON.stringify(stdout)}; expected drainguard ${version} commit ${commit}`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
-    options: { out: { type: 'string' }, push: { type: 'boolean', default: false }, 'allow-dirty': { type: 'boolean', default: false }, 'skip-build': { type: 'boolean', default: false } },
+    options: {
+      out: { type: 'string' },
+      push: { type: 'boolean', default: false },
+      'allow-dirty': { type: 'boolean', default: false },
+      'skip-build': { type: 'boolean', default: false },
+    },
   });
   try {
     const registry = values.push ? registryFrom(process.env) : undefined;
-    const r = await release({ ...(values.out ? { out: resolve(values.out) } : {}), allowDirty: values['allow-dirty'], skipBuild: values['skip-build'] });
+    const r = await release({
+      ...(values.out ? { out: resolve(values.out) } : {}),
+      allowDirty: values['allow-dirty'],
+      skipBuild: values['skip-build'],
+    });
     if (registry) await publish(r, registry, (line) => process.stdout.write(`${line}\n`));
   } catch (err) {
     if (!(err instanceof ReleaseError) && !(err instanceof PublishError)) throw err;

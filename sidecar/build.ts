@@ -33,7 +33,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = stampOf(root);
 const cacheDir = process.env.DRAINGUARD_BUILD_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'drainguard-build');
 
-const { values } = parseArgs({ options: { arch: { type: 'string', default: process.arch }, 'out-dir': { type: 'string', default: join(root, 'dist') } } });
+const { values } = parseArgs({
+  options: { arch: { type: 'string', default: process.arch }, 'out-dir': { type: 'string', default: join(root, 'dist') } },
+});
 const dist = resolve(values['out-dir']);
 const archs: Arch[] = values.arch === 'all' ? (Object.keys(TARGETS) as Arch[]) : isArch(values.arch) ? [values.arch] : [];
 if (archs.length === 0) throw new Error(`--arch: expected ${Object.keys(TARGETS).join(', ')} or all, got ${JSON.stringify(values.arch)}`);

@@ -25,7 +25,9 @@ function areaOf(file: string): string {
 
 /** The files of src/ (and sidecar/main.ts) that `file` imports, statically or with import(). */
 function importsOf(file: string): string[] {
-  const found = text.get(file)!.matchAll(/(?:^|\n)\s*(?:import|export)\b[^;'"]*?\bfrom\s+'(\.[^']+)'|(?:^|\n)\s*import\s+'(\.[^']+)'|\bimport\(\s*'(\.[^']+)'\s*\)/g);
+  const found = text
+    .get(file)!
+    .matchAll(/(?:^|\n)\s*(?:import|export)\b[^;'"]*?\bfrom\s+'(\.[^']+)'|(?:^|\n)\s*import\s+'(\.[^']+)'|\bimport\(\s*'(\.[^']+)'\s*\)/g);
   return [...found].map((m) => resolve(dirname(file), (m[1] ?? m[2] ?? m[3])!));
 }
 
@@ -69,7 +71,11 @@ function drawnImports(): Map<string, Set<string>> {
   for (const line of block.split('\n')) {
     const m = /^\s*(\S+)\s+─▶\s+(.*)$/.exec(line);
     if (!m) continue;
-    const targets = m[2]!.replace(/\([^)]*\)/g, '').split('·').map((t) => t.trim()).filter(Boolean);
+    const targets = m[2]!
+      .replace(/\([^)]*\)/g, '')
+      .split('·')
+      .map((t) => t.trim())
+      .filter(Boolean);
     drawn.set(m[1]!, new Set(targets));
   }
   return drawn;
@@ -77,7 +83,11 @@ function drawnImports(): Map<string, Set<string>> {
 
 test('no import cycle between files', () => {
   const cycle = cycleIn(fileImports);
-  assert.equal(cycle?.map((f) => relative('.', f)), undefined, 'a cycle of imports');
+  assert.equal(
+    cycle?.map((f) => relative('.', f)),
+    undefined,
+    'a cycle of imports',
+  );
 });
 
 test('no import cycle between areas', () => {
@@ -106,13 +116,20 @@ test("docs/architecture.md draws each area's imports, errors.ts, clock.ts and lo
 function wallClockReaders(): string[] {
   const reads = /\bDate\.now\b|\bperformance\.now\(|\bnew Date\(\)|\bset(?:Timeout|Interval)\(|\bsystemClock\b/;
   const code = (source: string) => source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
-  return sources.filter((f) => reads.test(code(text.get(f)!))).map((f) => relative('.', f)).sort();
+  return sources
+    .filter((f) => reads.test(code(text.get(f)!)))
+    .map((f) => relative('.', f))
+    .sort();
 }
 
 test('docs/architecture.md names every file that reads the wall clock', () => {
   const section = DOC.slice(DOC.indexOf('## Who reads the clock'));
   assert.ok(section.length > 0, 'the section "Who reads the clock"');
-  const named = [...section.slice(0, section.indexOf('\n## ', 1) > 0 ? section.indexOf('\n## ', 1) : undefined).matchAll(/`((?:src|sidecar)\/[^`]+\.ts)`/g)].map((m) => m[1]!);
+  const named = [
+    ...section
+      .slice(0, section.indexOf('\n## ', 1) > 0 ? section.indexOf('\n## ', 1) : undefined)
+      .matchAll(/`((?:src|sidecar)\/[^`]+\.ts)`/g),
+  ].map((m) => m[1]!);
   assert.equal([...new Set(named)].sort(), wallClockReaders());
 });
 

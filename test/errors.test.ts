@@ -10,7 +10,10 @@ import { drainguard, tempDir } from './support/proc.ts';
 test('a configuration error: code, then the message naming the variable; exit 2', async () => {
   const p = drainguard(['run', '--', 'true'], { DRAINGUARD_STOP_TIMEOUT: 'soon' });
   assert.equal((await p.exit()).code, ERRORS.DG_CONFIG_DURATION.exit);
-  assert.equal(p.stderr.at(-1), 'drainguard run: DG_CONFIG_DURATION: DRAINGUARD_STOP_TIMEOUT: expected a duration such as 500ms, 30s, 2m or a number of seconds, got "soon"');
+  assert.equal(
+    p.stderr.at(-1),
+    'drainguard run: DG_CONFIG_DURATION: DRAINGUARD_STOP_TIMEOUT: expected a duration such as 500ms, 30s, 2m or a number of seconds, got "soon"',
+  );
 });
 
 test('an unknown command, an unknown flag and a missing COMMAND have their codes', async () => {

@@ -11,7 +11,8 @@ const sources = (readdirSync(SRC, { recursive: true, encoding: 'utf8' }) as stri
   .filter((f) => f.endsWith('.ts') && f !== 'errors.ts')
   .map((f) => ({ file: join(SRC, f), text: readFileSync(join(SRC, f), 'utf8') }));
 const used = new Map<string, string[]>();
-for (const { file, text } of sources) for (const [code] of text.matchAll(/\bDG_[A-Z0-9_]+\b/g)) used.set(code, [...(used.get(code) ?? []), file]);
+for (const { file, text } of sources)
+  for (const [code] of text.matchAll(/\bDG_[A-Z0-9_]+\b/g)) used.set(code, [...(used.get(code) ?? []), file]);
 
 test('every code used in src/ is in the table', () => {
   for (const [code, files] of used) assert.ok(Object.hasOwn(ERRORS, code), `${code} (${files.join(', ')}) is not in src/errors.ts`);

@@ -123,7 +123,10 @@ const compatFiles = COMPAT_ASSETS ? files.filter((f) => COMPAT_FILES.some((c) =>
 const compatTier = compatFiles.length > 0 ? detectTier({ ...process.env, KUBEBUILDER_ASSETS: COMPAT_ASSETS }) : undefined;
 if (compatTier) process.stdout.write(`compatibility tier (${compatFiles.length} files again): ${compatTier.description}\n`);
 const ctrl = files.some(needsCtrl) ? ctrlCheck() : undefined;
-if (ctrl) process.stdout.write(`clients/go/ctrl: ${'built' in ctrl ? ctrl.built : `cannot be built, the files that build it fail: ${ctrl.missing}`}\n`);
+if (ctrl)
+  process.stdout.write(
+    `clients/go/ctrl: ${'built' in ctrl ? ctrl.built : `cannot be built, the files that build it fail: ${ctrl.missing}`}\n`,
+  );
 
 // kubebuilder's CLI, scaffold and manager (test/support/kubebuilder.ts): built once, before the files
 // that use them (cold, minutes: more than a file's time limit); a failure fails those files, with it.
@@ -161,7 +164,13 @@ const cluster: SharedCluster | undefined = files.some((f) => needsCluster(f) && 
 const passes: Pass[] = [{ files, cluster, tier, label: '', env: {} }];
 if (compatTier) {
   const version = /v\d+\.\d+\.\d+/.exec(compatTier.description)?.[0] ?? COMPAT_ASSETS!;
-  passes.push({ files: compatFiles, cluster: undefined, tier: compatTier, label: ` on ${version}`, env: { KUBEBUILDER_ASSETS: COMPAT_ASSETS } });
+  passes.push({
+    files: compatFiles,
+    cluster: undefined,
+    tier: compatTier,
+    label: ` on ${version}`,
+    env: { KUBEBUILDER_ASSETS: COMPAT_ASSETS },
+  });
 }
 const running = new Set<ChildProcess>();
 let interrupted = false;
@@ -185,7 +194,16 @@ function killGroup(child: ChildProcess): void {
 
 async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pass): Promise<Result> {
   const started = Date.now();
-  const notRun = (failed: number, skips: string[], output: string): Result => ({ file: `${file}${label}`, passed: 0, failed, skipped: 1 - failed, skips, output, ms: Date.now() - started, leftovers: [] });
+  const notRun = (failed: number, skips: string[], output: string): Result => ({
+    file: `${file}${label}`,
+    passed: 0,
+    failed,
+    skipped: 1 - failed,
+    skips,
+    output,
+    ms: Date.now() - started,
+    leftovers: [],
+  });
   const why = unmet(file, tier);
   if (why?.fails) return notRun(1, [], `not run: ${why.reason}`);
   if (why) return notRun(0, [`skip: the whole file: ${why.reason}`], '');
@@ -221,13 +239,19 @@ async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pas
     let killed = false;
     const timer = setTimeout(() => {
       killed = true;
-      output += `\n  runner: ${file} ran past ${FILE_TIMEOUT_MS} ms and was killed\n${progress.report().map((l) => `  runner: ${l}\n`).join('')}`;
+      output += `\n  runner: ${file} ran past ${FILE_TIMEOUT_MS} ms and was killed\n${progress
+        .report()
+        .map((l) => `  runner: ${l}\n`)
+        .join('')}`;
       killGroup(child);
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
       running.delete(child);
       clearTimeout(timer);
-      const leftovers = output.split('\n').filter((l) => l.startsWith('leftover: ')).map((l) => l.slice('leftover: '.length));
+      const leftovers = output
+        .split('\n')
+        .filter((l) => l.startsWith('leftover: '))
+        .map((l) => l.slice('leftover: '.length));
       for (const p of processesWithTmpdir(tmp)) {
         leftovers.push(`${p.command} (pid ${p.pid}) still running after the file, killed`);
         try {
@@ -245,7 +269,11 @@ async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pas
       let passed = Number.isNaN(done) ? 0 : done;
       let failed = Number.isNaN(total) ? 1 : total - passed;
       // Ended without uvu's summary (crashed, or exited with a test unsettled), not killed here: say where it was too.
-      if (Number.isNaN(total) && !killed) output += `\n  runner: ${file} ended before its summary\n${progress.report().map((l) => `  runner: ${l}\n`).join('')}`;
+      if (Number.isNaN(total) && !killed)
+        output += `\n  runner: ${file} ended before its summary\n${progress
+          .report()
+          .map((l) => `  runner: ${l}\n`)
+          .join('')}`;
       // A file that crashed, hung or exited non-zero after its summary still counts as a failure.
       if ((code !== 0 || signal) && failed === 0) failed = 1;
       if (Number.isNaN(total)) passed = 0;
@@ -264,7 +292,10 @@ async function runFile(file: string, { cluster, tier, label, env: passEnv }: Pas
 const results: Result[] = [];
 for (const [i, pass] of passes.entries()) {
   // The compatibility pass starts its control plane once the first has stopped: one at a time on 2 cores.
-  const current: Pass = i === 0 || pass.tier?.kind !== 'real' ? pass : { ...pass, cluster: startSharedCluster({ ...process.env, ...pass.env, [TIER_VARIABLE]: JSON.stringify(pass.tier) }) };
+  const current: Pass =
+    i === 0 || pass.tier?.kind !== 'real'
+      ? pass
+      : { ...pass, cluster: startSharedCluster({ ...process.env, ...pass.env, [TIER_VARIABLE]: JSON.stringify(pass.tier) }) };
   passes[i] = current;
   await runPass(current);
   await current.cluster?.stop();
@@ -273,18 +304,20 @@ for (const [i, pass] of passes.entries()) {
 async function runPass(pass: Pass): Promise<void> {
   let next = 0;
   await Promise.all(
-  Array.from({ length: Math.min(CONCURRENCY, pass.files.length) }, async () => {
-    while (next < pass.files.length && !interrupted) {
-      const file = pass.files[next++]!;
-      const result = await runFile(file, pass);
-      results.push(result);
-      const mark = result.failed > 0 ? 'FAIL' : result.passed === 0 ? 'skip' : 'ok  ';
-      process.stdout.write(`${mark} ${result.file} (${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped, ${result.ms} ms)\n`);
-      for (const l of result.skips) process.stdout.write(`     ${l}\n`);
-      if (result.failed > 0 || process.env.TEST_VERBOSE) process.stdout.write(`${result.output.trim()}\n\n`);
-      for (const l of result.leftovers) process.stdout.write(`     leftover of ${result.file}: ${l}\n`);
-    }
-  }),
+    Array.from({ length: Math.min(CONCURRENCY, pass.files.length) }, async () => {
+      while (next < pass.files.length && !interrupted) {
+        const file = pass.files[next++]!;
+        const result = await runFile(file, pass);
+        results.push(result);
+        const mark = result.failed > 0 ? 'FAIL' : result.passed === 0 ? 'skip' : 'ok  ';
+        process.stdout.write(
+          `${mark} ${result.file} (${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped, ${result.ms} ms)\n`,
+        );
+        for (const l of result.skips) process.stdout.write(`     ${l}\n`);
+        if (result.failed > 0 || process.env.TEST_VERBOSE) process.stdout.write(`${result.output.trim()}\n\n`);
+        for (const l of result.leftovers) process.stdout.write(`     leftover of ${result.file}: ${l}\n`);
+      }
+    }),
   );
 }
 
@@ -300,7 +333,8 @@ function failureSummary(output: string): string[] {
     const diff: string[] = [];
     let j = lines.findIndex((l, k) => k > i && /^\s{8}\S/.test(l));
     const next = lines.findIndex((l, k) => k > i && /^\s+FAIL\s+"/.test(l));
-    if (j !== -1 && (next === -1 || j < next)) for (; j < lines.length && /^\s{8}\S/.test(lines[j]!) && diff.length < 38; j++) diff.push(lines[j]!);
+    if (j !== -1 && (next === -1 || j < next))
+      for (; j < lines.length && /^\s{8}\S/.test(lines[j]!) && diff.length < 38; j++) diff.push(lines[j]!);
     summary.push(`  ${name}`, `    ${(lines[i + 1] ?? '').trim().slice(0, 1000)}`, ...diff);
   }
   // A before hook that failed: every test of the file failed with it, and uvu names none of them.

@@ -7,11 +7,16 @@ import { EVERY_OPTION, type OptionValues, defaultValue } from '../../src/config/
 
 export const CHART_DEFAULTS = 'deploy/helm/drainguard/templates/_defaults.tpl';
 
-const sidecarDefault = (key: keyof OptionValues): unknown => defaultValue(EVERY_OPTION.find((o) => o.key === key)!, 'sidecar');
+const sidecarDefault = (key: keyof OptionValues): unknown =>
+  defaultValue(
+    EVERY_OPTION.find((o) => o.key === key)!,
+    'sidecar',
+  );
 
 /** The chart's settings are whole seconds: a default that is not cannot be written there. */
 function seconds(ms: unknown, what: string): number {
-  if (typeof ms !== 'number' || ms % 1000 !== 0) throw new Error(`${CHART_DEFAULTS}: ${what} (${String(ms)} ms) is not a whole number of seconds`);
+  if (typeof ms !== 'number' || ms % 1000 !== 0)
+    throw new Error(`${CHART_DEFAULTS}: ${what} (${String(ms)} ms) is not a whole number of seconds`);
   return ms / 1000;
 }
 

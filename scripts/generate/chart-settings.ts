@@ -20,7 +20,12 @@ interface Row {
 }
 
 const shown = (value: unknown): string => (typeof value === 'string' ? (value === '' ? '""' : value) : JSON.stringify(value));
-const comment = (text: string | null | undefined): string => (text ?? '').split('\n').map((l) => l.trim()).filter(Boolean).join(' ');
+const comment = (text: string | null | undefined): string =>
+  (text ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .join(' ');
 
 /** The rows of the table, in the order of values.yaml. */
 export function settingsRows(valuesYaml: string): Row[] {
@@ -33,7 +38,10 @@ export function settingsRows(valuesYaml: string): Row[] {
       const key = String(isScalar(pair.key) ? pair.key.value : pair.key);
       const own = comment((pair.key as { commentBefore?: string }).commentBefore);
       // The file's opening paragraph is about all settings: only its last one is the first key's.
-      const text = path.length === 0 && rows.length === 0 ? comment(((pair.key as { commentBefore?: string }).commentBefore ?? '').split('\n\n').pop()) : own;
+      const text =
+        path.length === 0 && rows.length === 0
+          ? comment(((pair.key as { commentBefore?: string }).commentBefore ?? '').split('\n\n').pop())
+          : own;
       const value = pair.value as { commentBefore?: string; toJSON?: () => unknown };
       const here = [...path, key];
       if (isMap(pair.value) && pair.value.items.length > 0) {
@@ -63,7 +71,9 @@ const topOf = (key: string): string => key.split('.')[0]!;
 const cell = (text: string): string => text.replaceAll('|', '\\|');
 
 export function settingsTable(valuesYaml: string): string {
-  const rows = settingsRows(valuesYaml).map((r) => `| ${r.keys.map((k) => `\`${k}\``).join(', ')} | ${r.defaults.map((d) => `\`${cell(d)}\``).join(', ')} | ${cell(r.comment)} |`);
+  const rows = settingsRows(valuesYaml).map(
+    (r) => `| ${r.keys.map((k) => `\`${k}\``).join(', ')} | ${r.defaults.map((d) => `\`${cell(d)}\``).join(', ')} | ${cell(r.comment)} |`,
+  );
   return ['| value | default | |', '|---|---|---|', ...rows].join('\n');
 }
 

@@ -7,7 +7,9 @@ export const ERRORS_DOC = 'docs/errors.md';
 const cell = (text: string): string => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
 export function errorsDoc(table: Readonly<Record<string, ErrorSpec>> = ERRORS): string {
-  const rows = Object.entries(table).map(([code, e]) => `| \`${code}\` | ${e.exit ?? 'the connection is closed'} | ${cell(e.meaning)} | ${cell(e.fix)} |`);
+  const rows = Object.entries(table).map(
+    ([code, e]) => `| \`${code}\` | ${e.exit ?? 'the connection is closed'} | ${cell(e.meaning)} | ${cell(e.fix)} |`,
+  );
   return `# Error codes
 
 <!-- Generated from src/errors.ts by npm run generate; a test fails when it is out of date. -->

@@ -32,14 +32,17 @@ function coefficients(rule: GraceRule): { perDrain: number; perStop: number; mar
   const margin = needed(0, 0);
   const perDrain = needed(1, 0) - margin;
   const perStop = needed(0, 1) - margin;
-  if (![margin, perDrain, perStop].every(Number.isInteger)) fail(`graceNeeded is not a whole number of seconds for whole seconds (margin ${margin}, ×${perDrain} drain, ×${perStop} stop)`);
+  if (![margin, perDrain, perStop].every(Number.isInteger))
+    fail(`graceNeeded is not a whole number of seconds for whole seconds (margin ${margin}, ×${perDrain} drain, ×${perStop} stop)`);
   for (const stop of SAMPLES) {
     for (const drain of SAMPLES) {
-      if (needed(drain, stop) !== drain * perDrain + stop * perStop + margin) fail(`graceNeeded(${drain}s, ${stop}s) is not drain × ${perDrain} + stop × ${perStop} + ${margin}s`);
+      if (needed(drain, stop) !== drain * perDrain + stop * perStop + margin)
+        fail(`graceNeeded(${drain}s, ${stop}s) is not drain × ${perDrain} + stop × ${perStop} + ${margin}s`);
     }
     for (const grace of SAMPLES) {
       const left = Math.max(0, grace - needed(0, stop));
-      if (rule.defaultDrainTimeout(grace * 1000, stop * 1000) !== left * 1000) fail(`defaultDrainTimeout(${grace}s, ${stop}s) is not grace − graceNeeded(0, stop), at least 0 (${left}s)`);
+      if (rule.defaultDrainTimeout(grace * 1000, stop * 1000) !== left * 1000)
+        fail(`defaultDrainTimeout(${grace}s, ${stop}s) is not grace − graceNeeded(0, stop), at least 0 (${left}s)`);
     }
   }
   return { perDrain, perStop, margin };
@@ -51,7 +54,8 @@ function minDrainSeconds(): number {
   return MIN_DRAIN_MS / 1000;
 }
 
-const term = (coefficient: number, value: string): string[] => (coefficient === 0 ? [] : [coefficient === 1 ? value : `(mul ${coefficient} ${value})`]);
+const term = (coefficient: number, value: string): string[] =>
+  coefficient === 0 ? [] : [coefficient === 1 ? value : `(mul ${coefficient} ${value})`];
 
 export function graceRuleTemplate(rule: GraceRule = { graceNeeded, defaultDrainTimeout }): string {
   const { perDrain, perStop, margin } = coefficients(rule);

@@ -9,7 +9,8 @@ export const VARIABLES_DOC = 'README.md';
 /** Every option: the shared table, then those only one command has. */
 export function allOptions(): OptionSpec[] {
   const all = [...OPTIONS];
-  for (const command of COMMANDS) for (const spec of command.extra ?? []) if (!all.some((o) => o.key === spec.key && o.flag === spec.flag)) all.push(spec);
+  for (const command of COMMANDS)
+    for (const spec of command.extra ?? []) if (!all.some((o) => o.key === spec.key && o.flag === spec.flag)) all.push(spec);
   return all;
 }
 export const BEGIN = '<!-- variables:begin -->';

@@ -13,9 +13,20 @@ function tar(dir: string, names: readonly string[], epoch: number): Buffer {
   return execFileSync(
     'tar',
     [
-      '--sort=name', `--mtime=@${epoch}`, '--owner=0', '--group=0', '--numeric-owner', '--mode=go-w,a+rX',
-      '--format=posix', '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime',
-      '-C', dir, '-cf', '-', '--', ...names,
+      '--sort=name',
+      `--mtime=@${epoch}`,
+      '--owner=0',
+      '--group=0',
+      '--numeric-owner',
+      '--mode=go-w,a+rX',
+      '--format=posix',
+      '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime',
+      '-C',
+      dir,
+      '-cf',
+      '-',
+      '--',
+      ...names,
     ],
     { maxBuffer: 1 << 30 },
   );

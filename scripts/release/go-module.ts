@@ -46,7 +46,9 @@ export function moduleFiles(root: string, { dir }: GoModule): string[] {
 }
 
 function walk(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : [],
+  );
 }
 
 /** Go's case-encoding of module paths in the module cache and proxies: an upper-case letter is ! and its lower case. */
@@ -87,7 +89,10 @@ export function writeProxy(dir: string, root: string, version: string, time: Dat
     const base = join(dir, escapePath(m.module.path), '@v');
     mkdirSync(base, { recursive: true });
     writeFileSync(join(base, 'list'), `${version}\n`);
-    writeFileSync(join(base, `${version}.info`), `${JSON.stringify({ Version: version, Time: time.toISOString().replace(/\.000Z$/, 'Z') })}\n`);
+    writeFileSync(
+      join(base, `${version}.info`),
+      `${JSON.stringify({ Version: version, Time: time.toISOString().replace(/\.000Z$/, 'Z') })}\n`,
+    );
     writeFileSync(join(base, `${version}.mod`), m.mod);
     writeFileSync(join(base, `${version}.zip`), m.zip);
     return m;

@@ -29,7 +29,10 @@ export class PublishError extends Error {}
 
 export function registryFrom(env: NodeJS.ProcessEnv): Registry {
   const given = env[REGISTRY_VARIABLE];
-  if (!given) throw new PublishError(`--push needs ${REGISTRY_VARIABLE}: the repository prefix to push to, such as ghcr.io/drainguard or localhost:5000/drainguard`);
+  if (!given)
+    throw new PublishError(
+      `--push needs ${REGISTRY_VARIABLE}: the repository prefix to push to, such as ghcr.io/drainguard or localhost:5000/drainguard`,
+    );
   const repository = given.replace(/^oci:\/\//, '').replace(/\/+$/, '');
   if (!/^[a-z0-9.-]+(:\d+)?(\/[a-z0-9._-]+)*$/.test(repository) && !/^\[[0-9a-f:]+\](:\d+)?(\/[a-z0-9._-]+)*$/.test(repository)) {
     throw new PublishError(`${REGISTRY_VARIABLE}: expected HOST[:PORT][/PATH] (lower case, no scheme), got ${JSON.stringify(given)}`);
@@ -52,13 +55,27 @@ export interface Published {
   readonly chart: string;
 }
 
-export async function publish({ version, out, imageTag }: PublishInput, registry: Registry, log: (line: string) => void = () => {}): Promise<Published> {
+export async function publish(
+  { version, out, imageTag }: PublishInput,
+  registry: Registry,
+  log: (line: string) => void = () => {},
+): Promise<Published> {
   const image = `${registry.repository}/drainguard:${version}`;
   const work = mkdtempSync(join(tmpdir(), 'drainguard-publish-'));
   try {
     const digestFile = join(work, 'digest');
     await execa('podman', [
-      'manifest', 'push', '--quiet', '--all', '--format', 'oci', `--tls-verify=${!registry.plainHttp}`, '--digestfile', digestFile, imageTag, `docker://${image}`,
+      'manifest',
+      'push',
+      '--quiet',
+      '--all',
+      '--format',
+      'oci',
+      `--tls-verify=${!registry.plainHttp}`,
+      '--digestfile',
+      digestFile,
+      imageTag,
+      `docker://${image}`,
     ]);
     const digest = readFileSync(digestFile, 'utf8').trim();
     log(`pushed ${image}@${digest}`);

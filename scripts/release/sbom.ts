@@ -48,7 +48,8 @@ export async function bundledPackages(root: string): Promise<BundledPackage[]> {
     // Its path in package-lock: from the root's node_modules (nested ones keep their parents).
     const lockPath = relativeLockPath(root, dir);
     const key = `${name}@${pkg.version}`;
-    if (!found.has(key)) found.set(key, { name, version: pkg.version, license: pkg.license, integrity: lock.packages[lockPath]?.integrity });
+    if (!found.has(key))
+      found.set(key, { name, version: pkg.version, license: pkg.license, integrity: lock.packages[lockPath]?.integrity });
   }
   return [...found.values()].sort((a, b) => (a.name === b.name ? a.version.localeCompare(b.version) : a.name < b.name ? -1 : 1));
 }
@@ -130,4 +131,3 @@ export function sbom({ root, version, commit, arch, file, sha256, time, packages
   const uuid = `${digest.slice(0, 8)}-${digest.slice(8, 12)}-5${digest.slice(13, 16)}-${((parseInt(digest[16]!, 16) & 3) | 8).toString(16)}${digest.slice(17, 20)}-${digest.slice(20, 32)}`;
   return { bomFormat: 'CycloneDX', specVersion: '1.5', serialNumber: `urn:uuid:${uuid}`, version: 1, ...body };
 }
-

@@ -19,13 +19,18 @@ export async function stageClientPackage(root: string, dir: string, version: str
   }
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   copyFileSync(join(root, 'clients/ts/README.md'), join(dir, 'README.md'));
-  await bundleClient(root, join(dir, 'index.js'), `// @drainguard/client ${version}: built from src/protocol/client.ts of https://github.com/drainguard/drainguard`);
+  await bundleClient(
+    root,
+    join(dir, 'index.js'),
+    `// @drainguard/client ${version}: built from src/protocol/client.ts of https://github.com/drainguard/drainguard`,
+  );
   const types = mkdtempSync(join(dir, '..', '.client-types-'));
   try {
     emitClientTypes(root, types);
     const dts = readFileSync(join(types, 'protocol/client.d.ts'), 'utf8');
     // One declaration file: the client's own types must not reach into the rest of drainguard.
-    if (/^\s*import\b|from\s+['"]\.|import\(['"]\./m.test(dts)) throw new Error('src/protocol/client.ts: its declarations import other files; index.d.ts would be incomplete');
+    if (/^\s*import\b|from\s+['"]\.|import\(['"]\./m.test(dts))
+      throw new Error('src/protocol/client.ts: its declarations import other files; index.d.ts would be incomplete');
     // It names NodeJS.ProcessEnv: the consumer's @types/node.
     writeFileSync(join(dir, 'index.d.ts'), `/// <reference types="node" />\n${dts}`);
   } finally {
@@ -37,12 +42,14 @@ export async function stageClientPackage(root: string, dir: string, version: str
 /** `npm pack` of the staged DIR into DEST; returns the tarball's path. */
 export function packClientPackage(dir: string, dest: string): string {
   mkdirSync(dest, { recursive: true });
-  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dest], {
+  const [packed] = JSON.parse(
+    execFileSync('npm', ['pack', '--json', '--pack-destination', dest], {
       cwd: dir,
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
       // npm would leave Node's compile cache in TMPDIR.
       env: { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' },
-    })) as [{ filename: string }];
+    }),
+  ) as [{ filename: string }];
   return join(dest, packed.filename);
 }

@@ -20,7 +20,8 @@ interface Rule {
 
 const md = (p: string) => p.endsWith('.md') && p !== 'CHANGELOG.md';
 const manifests = (p: string) => p.startsWith('deploy/') && p.endsWith('.yaml');
-const dependents = (p: string) => p === 'deploy/helm/example-operator/Chart.yaml' || (p.startsWith('test/helm/fixtures/') && p.endsWith('/Chart.yaml'));
+const dependents = (p: string) =>
+  p === 'deploy/helm/example-operator/Chart.yaml' || (p.startsWith('test/helm/fixtures/') && p.endsWith('/Chart.yaml'));
 
 export const RULES: readonly Rule[] = [
   { files: (p) => md(p) || manifests(p), pattern: new RegExp(String.raw`ghcr\.io/drainguard/drainguard:${V}`, 'g'), what: 'image tag' },
@@ -33,12 +34,36 @@ export const RULES: readonly Rule[] = [
   { files: md, pattern: new RegExp(String.raw`drainguard-${V}-(?:linux|image|kustomize)`, 'g'), what: 'release file' },
   { files: md, pattern: new RegExp(String.raw`npm install @drainguard/client@${V}`, 'g'), what: 'npm install' },
   { files: md, pattern: new RegExp(String.raw`oci://ghcr\.io/drainguard/charts/drainguard --version ${V}`, 'g'), what: 'helm pull' },
-  { files: (p) => md(p) || dependents(p), pattern: new RegExp(String.raw`- name: drainguard\n\s+version: ${V}`, 'g'), what: 'chart dependency' },
-  { files: (p) => p === 'deploy/helm/drainguard/Chart.yaml', pattern: new RegExp(String.raw`^(?:version|appVersion): ${V}$`, 'gm'), what: 'chart version' },
-  { files: (p) => p === 'deploy/helm/drainguard/values.yaml', pattern: new RegExp(String.raw`^  tag: ${V}$`, 'gm'), what: 'chart image tag' },
-  { files: (p) => p === 'clients/go/ctrl/go.mod', pattern: new RegExp(String.raw`^\s+github\.com/drainguard/drainguard/clients/go v${V}$`, 'gm'), what: 'ctrl requires the client' },
-  { files: (p) => p === 'package-lock.json', pattern: new RegExp(String.raw`^  "name": "drainguard",\n  "version": "${V}"`, 'gm'), what: 'package-lock' },
-  { files: (p) => p === 'package-lock.json', pattern: new RegExp(String.raw`^    "": \{\n      "name": "drainguard",\n      "version": "${V}"`, 'gm'), what: 'package-lock' },
+  {
+    files: (p) => md(p) || dependents(p),
+    pattern: new RegExp(String.raw`- name: drainguard\n\s+version: ${V}`, 'g'),
+    what: 'chart dependency',
+  },
+  {
+    files: (p) => p === 'deploy/helm/drainguard/Chart.yaml',
+    pattern: new RegExp(String.raw`^(?:version|appVersion): ${V}$`, 'gm'),
+    what: 'chart version',
+  },
+  {
+    files: (p) => p === 'deploy/helm/drainguard/values.yaml',
+    pattern: new RegExp(String.raw`^  tag: ${V}$`, 'gm'),
+    what: 'chart image tag',
+  },
+  {
+    files: (p) => p === 'clients/go/ctrl/go.mod',
+    pattern: new RegExp(String.raw`^\s+github\.com/drainguard/drainguard/clients/go v${V}$`, 'gm'),
+    what: 'ctrl requires the client',
+  },
+  {
+    files: (p) => p === 'package-lock.json',
+    pattern: new RegExp(String.raw`^  "name": "drainguard",\n  "version": "${V}"`, 'gm'),
+    what: 'package-lock',
+  },
+  {
+    files: (p) => p === 'package-lock.json',
+    pattern: new RegExp(String.raw`^    "": \{\n      "name": "drainguard",\n      "version": "${V}"`, 'gm'),
+    what: 'package-lock',
+  },
 ];
 
 const SKIP = new Set(['node_modules', 'dist', '.git', '.cache', 'coverage']);

@@ -24,9 +24,13 @@ export async function bundleClient(root: string, outfile: string, banner?: strin
 
 /** Emits the client's declarations into `outDir` (tsconfig.client.json); protocol/client.d.ts is the client's. */
 export function emitClientTypes(root: string, outDir: string): void {
-  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json'), '--outDir', outDir], {
-    stdio: 'inherit',
-    // Node's compile cache would be left in TMPDIR by tsc's run.
-    env: { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' },
-  });
+  execFileSync(
+    process.execPath,
+    [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json'), '--outDir', outDir],
+    {
+      stdio: 'inherit',
+      // Node's compile cache would be left in TMPDIR by tsc's run.
+      env: { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' },
+    },
+  );
 }

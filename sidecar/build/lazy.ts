@@ -46,7 +46,12 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
     setup(b) {
       b.onResolve({ filter: /.*/ }, async (args) => {
         if (args.kind !== 'dynamic-import' || args.pluginData === skip) return undefined;
-        const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: skip });
+        const resolved = await b.resolve(args.path, {
+          kind: args.kind,
+          resolveDir: args.resolveDir,
+          importer: args.importer,
+          pluginData: skip,
+        });
         if (resolved.errors.length > 0 || resolved.external || !resolved.path.startsWith(root)) return undefined;
         if (staticGraph?.has(key(resolved.path))) return { path: resolved.path };
         lazyEntries.set(key(resolved.path), resolved.path);
@@ -58,7 +63,11 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
         resolveDir: root,
         loader: 'js',
       }));
-      b.onLoad({ filter: /.*/, namespace: 'drainguard-lazy-loader' }, () => ({ contents: loaderSource(root, shared), resolveDir: root, loader: 'js' }));
+      b.onLoad({ filter: /.*/, namespace: 'drainguard-lazy-loader' }, () => ({
+        contents: loaderSource(root, shared),
+        resolveDir: root,
+        loader: 'js',
+      }));
     },
   });
 
@@ -79,7 +88,10 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
     entryPoints: undefined,
     stdin: {
       // Sorted: the entries are found in the order esbuild's parallel parse meets them, which varies (and so would the asset).
-      contents: `module.exports = {\n${[...lazyEntries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, path]) => `  ${JSON.stringify(k)}: () => require(${JSON.stringify(path)}),`).join('\n')}\n};`,
+      contents: `module.exports = {\n${[...lazyEntries]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, path]) => `  ${JSON.stringify(k)}: () => require(${JSON.stringify(path)}),`)
+        .join('\n')}\n};`,
       resolveDir: root,
       loader: 'js',
       sourcefile: 'drainguard-lazy-entries.js',
@@ -90,7 +102,12 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
         setup(b) {
           b.onResolve({ filter: /.*/ }, async (args) => {
             if (args.kind === 'entry-point' || args.pluginData === skip) return undefined;
-            const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: skip });
+            const resolved = await b.resolve(args.path, {
+              kind: args.kind,
+              resolveDir: args.resolveDir,
+              importer: args.importer,
+              pluginData: skip,
+            });
             if (resolved.errors.length > 0 || resolved.external) return undefined;
             return staticGraph.has(key(resolved.path)) ? { path: SHARED + key(resolved.path), external: true } : undefined;
           });
@@ -106,7 +123,9 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
 }
 
 function sharedImports(metafile: Metafile): string[] {
-  const all = Object.values(metafile.outputs).flatMap((o) => o.imports.filter((i) => i.external && i.path.startsWith(SHARED)).map((i) => i.path.slice(SHARED.length)));
+  const all = Object.values(metafile.outputs).flatMap((o) =>
+    o.imports.filter((i) => i.external && i.path.startsWith(SHARED)).map((i) => i.path.slice(SHARED.length)),
+  );
   return [...new Set(all)].sort();
 }
 

@@ -38,20 +38,23 @@ export function runtimeFor(target: Target, cacheDir: string): Runtime {
   const qemu = `qemu-${target.qemu}-static`;
   const loader = target.arch === 'arm64' ? '/lib/ld-linux-aarch64.so.1' : '/lib64/ld-linux-x86-64.so.2';
   if (!existsSync(loader)) {
-    throw new Error(`${spec} needs ${loader} to run under ${qemu}: install Debian's multiarch libc6:${target.arch} and libstdc++6:${target.arch}`);
+    throw new Error(
+      `${spec} needs ${loader} to run under ${qemu}: install Debian's multiarch libc6:${target.arch} and libstdc++6:${target.arch}`,
+    );
   }
   return { node, id: spec, command: (args) => [qemu, node, ...args] };
 }
 
 function fetchRuntime(spec: string, node: string): void {
   const pinned = PINNED[spec];
-  if (pinned === undefined) throw new Error(`no pinned integrity for ${spec}: add it to PINNED in sidecar/build/runtime.ts (npm view ${spec} dist.integrity)`);
+  if (pinned === undefined)
+    throw new Error(`no pinned integrity for ${spec}: add it to PINNED in sidecar/build/runtime.ts (npm view ${spec} dist.integrity)`);
   mkdirSync(dirname(node), { recursive: true });
   const work = mkdtempSync(`${node}-fetch-`);
   try {
-    const [packed] = JSON.parse(execFileSync('npm', ['pack', spec, '--json', '--pack-destination', work], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })) as [
-      { filename: string },
-    ];
+    const [packed] = JSON.parse(
+      execFileSync('npm', ['pack', spec, '--json', '--pack-destination', work], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }),
+    ) as [{ filename: string }];
     const tarball = join(work, packed.filename);
     const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
     if (integrity !== pinned) throw new Error(`${spec}: the registry's tarball has integrity ${integrity}, pinned is ${pinned}`);

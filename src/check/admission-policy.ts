@@ -14,8 +14,17 @@ interface Rule {
 }
 
 /** What the policies in OBJECTS leave uncovered of TARGETS for ServiceAccount NAMESPACE/NAME ('KIND/NAME' each); undefined: no policy for it at all. */
-export function uncoveredByPolicy(objects: readonly Manifest[], namespace: string, name: string, targets: readonly { kind: keyof typeof RESOURCES; name: string }[]): string[] | undefined {
-  const bound = new Set(objects.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding' && (o.spec?.validationActions ?? []).includes('Deny')).map((o) => o.spec?.policyName as string));
+export function uncoveredByPolicy(
+  objects: readonly Manifest[],
+  namespace: string,
+  name: string,
+  targets: readonly { kind: keyof typeof RESOURCES; name: string }[],
+): string[] | undefined {
+  const bound = new Set(
+    objects
+      .filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding' && (o.spec?.validationActions ?? []).includes('Deny'))
+      .map((o) => o.spec?.policyName as string),
+  );
   const user = `system:serviceaccount:${namespace}:${name}`;
   const policies = objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy' && bound.has(o.metadata.name) && forUser(o, user));
   if (policies.length === 0) return undefined;
@@ -23,7 +32,12 @@ export function uncoveredByPolicy(objects: readonly Manifest[], namespace: strin
   const covers = (r: Rule, t: { kind: keyof typeof RESOURCES; name: string }) => {
     const { group, resource } = RESOURCES[t.kind];
     const has = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === '*' || x === v);
-    return has(r.apiGroups, group) && has(r.resources, resource) && has(r.operations, 'UPDATE') && (!r.resourceNames?.length || r.resourceNames.includes(t.name));
+    return (
+      has(r.apiGroups, group) &&
+      has(r.resources, resource) &&
+      has(r.operations, 'UPDATE') &&
+      (!r.resourceNames?.length || r.resourceNames.includes(t.name))
+    );
   };
   return targets.filter((t) => !rules.some((r) => covers(r, t))).map((t) => `${t.kind}/${t.name}`);
 }

@@ -57,7 +57,12 @@ export function layersOf(objects: readonly Manifest[]): LayersRow[] | undefined 
   });
   if (placements.length === 0) return undefined;
   const configured: Configured = {
-    hook: objects.some((o) => o.kind === 'Job' && isPreDeleteHook(o) && [...(o.spec?.template?.spec?.containers ?? [])].some((c: Container) => drainguardCommand(c) === 'predelete')),
+    hook: objects.some(
+      (o) =>
+        o.kind === 'Job' &&
+        isPreDeleteHook(o) &&
+        [...(o.spec?.template?.spec?.containers ?? [])].some((c: Container) => drainguardCommand(c) === 'predelete'),
+    ),
     hold: placements.some(({ object, placement }) => object.kind === 'Deployment' && holdOf(placement.supervisor).length > 0),
     guard: placements.some(({ placement }) => (settingOf(placement.supervisor, 'guard') ?? '').trim() !== ''),
   };
@@ -78,22 +83,36 @@ function holdOf(c: Container): HoldKind[] {
  * beside one that runs it, each long-running workload (not a Helm hook, not a
  * Job) whose ServiceAccount a binding in the manifests names, as an operator's.
  */
-function withoutDrainguard(pods: readonly { object: Manifest; pod: PodSpec }[], workloads: readonly Workload[], objects: readonly Manifest[]): Manifest[] {
+function withoutDrainguard(
+  pods: readonly { object: Manifest; pod: PodSpec }[],
+  workloads: readonly Workload[],
+  objects: readonly Manifest[],
+): Manifest[] {
   const running = new Set(workloads.map((w) => w.object));
   const others = pods.filter(({ object }) => !running.has(object));
   if (workloads.length === 0) return others.map(({ object }) => object);
   const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
   const bound = (namespace: string, account: string): boolean =>
-    bindings.some((b) => ((b.subjects ?? []) as { kind: string; name: string; namespace?: string }[]).some((s) => s.kind === 'ServiceAccount' && s.name === account && (s.namespace || b.metadata.namespace) === namespace));
+    bindings.some((b) =>
+      ((b.subjects ?? []) as { kind: string; name: string; namespace?: string }[]).some(
+        (s) => s.kind === 'ServiceAccount' && s.name === account && (s.namespace || b.metadata.namespace) === namespace,
+      ),
+    );
   return others
-    .filter(({ object, pod }) => object.kind !== 'Pod' && !isHook(object) && bound(object.metadata.namespace ?? 'default', pod.serviceAccountName ?? 'default'))
+    .filter(
+      ({ object, pod }) =>
+        object.kind !== 'Pod' && !isHook(object) && bound(object.metadata.namespace ?? 'default', pod.serviceAccountName ?? 'default'),
+    )
     .map(({ object }) => object);
 }
 
 const isHook = (o: Manifest): boolean => (o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] !== undefined;
 
 const isPreDeleteHook = (o: Manifest): boolean =>
-  ((o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] ?? '').split(',').map((h) => h.trim()).includes('pre-delete');
+  ((o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .includes('pre-delete');
 
 export function analyze(objects: readonly Manifest[]): Finding[] {
   const findings: Finding[] = [];
@@ -108,13 +127,17 @@ export function analyze(objects: readonly Manifest[]): Finding[] {
   });
   for (const object of withoutDrainguard(pods, workloads, objects)) {
     findings.push({
-      code: 'no-drainguard', severity: 'warning', object: objectId(object),
-      message: workloads.length === 0
-        ? 'no container runs drainguard (run, or sidecar)'
-        : `no container runs drainguard, though its ServiceAccount is bound to roles as an operator's is and ${workloads.map((w) => w.id).join(', ')} runs it: its stop is not drained and its RBAC not guarded`,
-      fix: workloads.length === 0
-        ? 'add drainguard in one of its modes: the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/'
-        : 'add drainguard to this workload too, each with its own ServiceAccount and guard: the kustomize components in an overlay of its own (docs/deploy.md), the Helm library chart with one entry per Deployment (docs/helm.md)',
+      code: 'no-drainguard',
+      severity: 'warning',
+      object: objectId(object),
+      message:
+        workloads.length === 0
+          ? 'no container runs drainguard (run, or sidecar)'
+          : `no container runs drainguard, though its ServiceAccount is bound to roles as an operator's is and ${workloads.map((w) => w.id).join(', ')} runs it: its stop is not drained and its RBAC not guarded`,
+      fix:
+        workloads.length === 0
+          ? 'add drainguard in one of its modes: the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/'
+          : 'add drainguard to this workload too, each with its own ServiceAccount and guard: the kustomize components in an overlay of its own (docs/deploy.md), the Helm library chart with one entry per Deployment (docs/helm.md)',
     });
   }
   for (const w of workloads) findings.push(...checkWorkload(w, objects));
@@ -123,7 +146,8 @@ export function analyze(objects: readonly Manifest[]): Finding[] {
 
 function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   const out: Finding[] = [];
-  const add = (code: string, severity: Finding['severity'], message: string, fix: string) => out.push({ code, severity, object: w.id, message, fix });
+  const add = (code: string, severity: Finding['severity'], message: string, fix: string) =>
+    out.push({ code, severity, object: w.id, message, fix });
   const take = (found: readonly Found[]) => out.push(...found.map((f) => ({ ...f, object: w.id })));
   const { supervisor, mode } = w.placement;
   const where = `container ${supervisor.name}`;
@@ -159,9 +183,12 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     return e?.valueFrom?.fieldRef?.fieldPath !== `metadata.${f}`;
   });
   if (fields.length > 0) {
-    add('pod-identity-missing', 'error',
+    add(
+      'pod-identity-missing',
+      'error',
       `${where} ${guard.length > 0 ? 'guards objects' : 'holds its Deployment'} but does not get ${fields.map((f) => `DRAINGUARD_POD_${f.toUpperCase()}`).join(', ')} from the downward API: it cannot name its finalizer and Lease`,
-      `add to ${where}: ${fields.map((f) => `{name: DRAINGUARD_POD_${f.toUpperCase()}, valueFrom: {fieldRef: {fieldPath: metadata.${f}}}}`).join(', ')}`);
+      `add to ${where}: ${fields.map((f) => `{name: DRAINGUARD_POD_${f.toUpperCase()}, valueFrom: {fieldRef: {fieldPath: metadata.${f}}}}`).join(', ')}`,
+    );
   }
 
   const sa = w.pod.serviceAccountName ?? 'default';
@@ -169,7 +196,12 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   take(checkToken(supervisor, w.pod, account));
   const can = authorizerFor(objects, w.namespace, sa);
   if (hold.length > 0) {
-    checkHold(hold, objects, { workloadKind: w.object.kind, deployment: w.object.metadata.name, namespace: w.namespace, serviceAccount: sa, where, can }, add);
+    checkHold(
+      hold,
+      objects,
+      { workloadKind: w.object.kind, deployment: w.object.metadata.name, namespace: w.namespace, serviceAccount: sa, where, can },
+      add,
+    );
   }
   if (guard.length > 0) {
     take(checkGuardScope(guard, objects, { namespace: w.namespace, serviceAccount: sa, where, kept }));
@@ -179,54 +211,98 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     const k = RESOURCES[t.kind];
     const entry = `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`;
     if (!present.has(`${k.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`)) {
-      add('guarded-object-missing', 'error', `the guard names ${entry}, which these manifests do not contain: nothing holds what the operator needs at uninstall, or the name is wrong`,
-        `fix the name in DRAINGUARD_GUARD of ${where}, or remove ${entry} from it`);
+      add(
+        'guarded-object-missing',
+        'error',
+        `the guard names ${entry}, which these manifests do not contain: nothing holds what the operator needs at uninstall, or the name is wrong`,
+        `fix the name in DRAINGUARD_GUARD of ${where}, or remove ${entry} from it`,
+      );
     }
-    const lacking = ['get', 'patch'].filter((verb) => !can.allows({ verb, group: k.group, resource: k.resource, name: t.name, namespace: t.namespace }));
+    const lacking = ['get', 'patch'].filter(
+      (verb) => !can.allows({ verb, group: k.group, resource: k.resource, name: t.name, namespace: t.namespace }),
+    );
     if (lacking.length > 0) {
-      add('guard-not-covered', 'error', `ServiceAccount ${w.namespace}/${sa} may not ${lacking.join(' or ')} ${entry}: drainguard cannot put its finalizer on it`,
-        `add to a ${t.namespace ? `Role in ${t.namespace}` : 'ClusterRole'} bound to ServiceAccount ${w.namespace}/${sa}: {apiGroups: ["${k.group}"], resources: [${k.resource}], verbs: [get, patch], resourceNames: [${t.name}]}`);
+      add(
+        'guard-not-covered',
+        'error',
+        `ServiceAccount ${w.namespace}/${sa} may not ${lacking.join(' or ')} ${entry}: drainguard cannot put its finalizer on it`,
+        `add to a ${t.namespace ? `Role in ${t.namespace}` : 'ClusterRole'} bound to ServiceAccount ${w.namespace}/${sa}: {apiGroups: ["${k.group}"], resources: [${k.resource}], verbs: [get, patch], resourceNames: [${t.name}]}`,
+      );
     }
   }
   // The release: each removal must be authorised by RBAC that no earlier removal can take away,
   // objects the uninstall keeps; and the token it is sent with must outlive it.
   const firm = authorizerFor(objects.filter(kept), w.namespace, sa);
-  const patch = (t: GuardTarget) => ({ verb: 'patch', group: RESOURCES[t.kind].group, resource: RESOURCES[t.kind].resource, name: t.name, namespace: t.namespace });
+  const patch = (t: GuardTarget) => ({
+    verb: 'patch',
+    group: RESOURCES[t.kind].group,
+    resource: RESOURCES[t.kind].resource,
+    name: t.name,
+    namespace: t.namespace,
+  });
   const exposed = guard.filter((t) => can.allows(patch(t)) && !firm.allows(patch(t))).map(guardTargetKey);
   if (exposed.length > 0) {
-    add('release-unauthorised', 'error',
+    add(
+      'release-unauthorised',
+      'error',
       `ServiceAccount ${w.namespace}/${sa} may patch ${exposed.join(', ')} only through roles and bindings the uninstall deletes: once the guard's release has taken the first of them away, the removals after it are refused (403) and keep this pod's finalizer`,
-      `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`);
+      `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`,
+    );
   }
-  if (guard.length > 0 && account && !kept(account) && !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)) {
-    add('release-unauthorised', 'error',
+  if (
+    guard.length > 0 &&
+    account &&
+    !kept(account) &&
+    !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)
+  ) {
+    add(
+      'release-unauthorised',
+      'error',
       `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
-      `add serviceaccount/${w.namespace}/${sa} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`);
+      `add serviceaccount/${w.namespace}/${sa} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`,
+    );
   }
-  const uncovered = uncoveredByPolicy(objects, w.namespace, sa, [...guard, ...(hold.length > 0 ? [{ kind: 'deployment' as const, name: w.object.metadata.name }] : [])]);
+  const uncovered = uncoveredByPolicy(objects, w.namespace, sa, [
+    ...guard,
+    ...(hold.length > 0 ? [{ kind: 'deployment' as const, name: w.object.metadata.name }] : []),
+  ]);
   if (uncovered === undefined || uncovered.length > 0) {
-    add('admission-policy-missing', 'warning',
+    add(
+      'admission-policy-missing',
+      'warning',
       uncovered === undefined
         ? `no ValidatingAdmissionPolicy holds ServiceAccount ${w.namespace}/${sa} to the finalizers of what drainguard guards: RBAC's patch lets that account, drainguard's and the operator's, change anything else of them too (add a subject to a binding of a role it holds, say)`
         : `drainguard's admission policy for ServiceAccount ${w.namespace}/${sa} does not cover ${uncovered.join(', ')}: that account may change more of them than their finalizers`,
-      'use the components (deploy/components/rbac has the policy) or the library chart (drainguard.admissionPolicy: true), which ship it for Kubernetes 1.30 or later; on older clusters there is none to have');
+      'use the components (deploy/components/rbac has the policy) or the library chart (drainguard.admissionPolicy: true), which ship it for Kubernetes 1.30 or later; on older clusters there is none to have',
+    );
   }
   const own = OWN_NEEDS.filter((n) => !can.allows({ ...n, namespace: w.namespace }));
   if (own.length > 0) {
-    add('guard-not-covered', 'error', `ServiceAccount ${w.namespace}/${sa} may not ${own.map((n) => `${n.verb} ${n.resource}`).join(', ')} in ${w.namespace}: drainguard cannot keep its holder Lease or write its Events`,
-      `add to a Role in ${w.namespace} bound to ServiceAccount ${w.namespace}/${sa}: leases (coordination.k8s.io) create, list, patch, delete; events create; pods get`);
+    add(
+      'guard-not-covered',
+      'error',
+      `ServiceAccount ${w.namespace}/${sa} may not ${own.map((n) => `${n.verb} ${n.resource}`).join(', ')} in ${w.namespace}: drainguard cannot keep its holder Lease or write its Events`,
+      `add to a Role in ${w.namespace} bound to ServiceAccount ${w.namespace}/${sa}: leases (coordination.k8s.io) create, list, patch, delete; events create; pods get`,
+    );
   }
 
   if (guard.some((t) => t.kind === 'serviceaccount') && graceNeeded(budget.drainMs, budget.stopMs) > SERVICE_ACCOUNT_TOKEN_MS) {
-    add('serviceaccount-token-expires', 'warning',
+    add(
+      'serviceaccount-token-expires',
+      'warning',
       `the ServiceAccount is guarded, but drain ${budget.drainMs / 1000}s + stop ${budget.stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized`,
-      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - graceNeeded(0, budget.stopMs)) / 1000}s), or keep the ServiceAccount out of the release and of the guard`);
+      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - graceNeeded(0, budget.stopMs)) / 1000}s), or keep the ServiceAccount out of the release and of the guard`,
+    );
   }
 
   const arch = architectureOf(w.pod);
   if (arch && !arch.some((a) => (ARCHITECTURES as readonly string[]).includes(a))) {
-    add('unsupported-architecture', 'error', `the pod is scheduled only on ${arch.join(', ')} nodes; drainguard is built for ${ARCHITECTURES.join(' and ')}`,
-      `schedule the pod on ${ARCHITECTURES.join(' or ')} nodes (nodeSelector kubernetes.io/arch)`);
+    add(
+      'unsupported-architecture',
+      'error',
+      `the pod is scheduled only on ${arch.join(', ')} nodes; drainguard is built for ${ARCHITECTURES.join(' and ')}`,
+      `schedule the pod on ${ARCHITECTURES.join(' or ')} nodes (nodeSelector kubernetes.io/arch)`,
+    );
   }
   return out;
 }
@@ -235,8 +311,11 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
 function architectureOf(pod: PodSpec): string[] | undefined {
   const selected = pod.nodeSelector?.['kubernetes.io/arch'];
   if (selected) return [selected];
-  const terms = pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms as { matchExpressions?: { key: string; operator: string; values?: string[] }[] }[] | undefined;
-  const pinned = (terms ?? []).map((t) => (t.matchExpressions ?? []).find((e) => e.key === 'kubernetes.io/arch' && e.operator === 'In')?.values);
+  const terms = pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms as
+    { matchExpressions?: { key: string; operator: string; values?: string[] }[] }[] | undefined;
+  const pinned = (terms ?? []).map(
+    (t) => (t.matchExpressions ?? []).find((e) => e.key === 'kubernetes.io/arch' && e.operator === 'In')?.values,
+  );
   if (pinned.length === 0 || pinned.some((v) => v === undefined)) return undefined;
   return [...new Set(pinned.flat() as string[])];
 }

@@ -12,7 +12,10 @@ const POD_DEFAULT_GRACE_S = 30;
 
 /** drainguard's default for option KEY in COMMAND, from the options table. */
 export const optionDefault = <K extends keyof OptionValues>(key: K, command: Command): OptionValues[K] =>
-  defaultValue(EVERY_OPTION.find((o) => o.key === key)!, command) as OptionValues[K];
+  defaultValue(
+    EVERY_OPTION.find((o) => o.key === key)!,
+    command,
+  ) as OptionValues[K];
 
 export interface Budget {
   readonly graceS: number;
@@ -43,25 +46,32 @@ export function checkBudget(pod: PodSpec, placement: Placement): Found[] {
   const needS = Math.ceil(graceNeeded(drainMs, stopMs) / 1000);
   // drainguard checks its timeouts against its own grace period before it reads the Pod's.
   const configuredGraceMs = durationSetting(supervisor, 'grace-period') ?? optionDefault('gracePeriodMs', command);
-  const refused = checkFit({ gracePeriodMs: configuredGraceMs, stopTimeoutMs: stopMs, drainTimeoutMs: drainSetting }, { stop: `DRAINGUARD_STOP_TIMEOUT in ${where}`, drain: `DRAINGUARD_DRAIN_TIMEOUT in ${where}` });
+  const refused = checkFit(
+    { gracePeriodMs: configuredGraceMs, stopTimeoutMs: stopMs, drainTimeoutMs: drainSetting },
+    { stop: `DRAINGUARD_STOP_TIMEOUT in ${where}`, drain: `DRAINGUARD_DRAIN_TIMEOUT in ${where}` },
+  );
   if (refused !== undefined) {
     out.push({
-      code: 'timeouts-refused', severity: 'error',
+      code: 'timeouts-refused',
+      severity: 'error',
       message: `drainguard exits at start (status 2), the pod never runs: ${refused}`,
-      fix: configuredGraceMs < graceS * 1000
-        ? `set DRAINGUARD_GRACE_PERIOD=${graceS}s (the pod's terminationGracePeriodSeconds) in ${where}: without it drainguard holds its timeouts to ${formatDuration(configuredGraceMs)}`
-        : `lower the timeouts in ${where} to fit the grace period ${formatDuration(configuredGraceMs)}`,
+      fix:
+        configuredGraceMs < graceS * 1000
+          ? `set DRAINGUARD_GRACE_PERIOD=${graceS}s (the pod's terminationGracePeriodSeconds) in ${where}: without it drainguard holds its timeouts to ${formatDuration(configuredGraceMs)}`
+          : `lower the timeouts in ${where} to fit the grace period ${formatDuration(configuredGraceMs)}`,
     });
   }
   if (drainSetting !== undefined && needS > graceS) {
     out.push({
-      code: 'grace-period-too-short', severity: 'error',
+      code: 'grace-period-too-short',
+      severity: 'error',
       message: `terminationGracePeriodSeconds ${graceS} is shorter than the drain timeout ${drainMs / 1000}s + stop timeout ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin: the kubelet kills the pod before drainguard releases the guard`,
       fix: `set spec.template.spec.terminationGracePeriodSeconds to at least ${needS}, or lower DRAINGUARD_DRAIN_TIMEOUT in ${where}`,
     });
   } else if (drainSetting === undefined && drainMs < MIN_DRAIN_MS) {
     out.push({
-      code: 'grace-period-too-short', severity: 'error',
+      code: 'grace-period-too-short',
+      severity: 'error',
       message: `terminationGracePeriodSeconds ${graceS} leaves no time to drain after the stop timeout ${stopMs / 1000}s and the ${GRACE_MARGIN_MS / 1000}s margin`,
       fix: `set spec.template.spec.terminationGracePeriodSeconds to at least ${Math.ceil(graceNeeded(MIN_DRAIN_MS, stopMs) / 1000)}`,
     });

@@ -19,7 +19,6 @@
 import type { Found } from './finding.ts';
 import { type Placement, operatorArgv } from './pod.ts';
 
-
 /** kubebuilder's and operator-sdk's manager binary, which the renders used to assume. */
 const KUBEBUILDER_MANAGER = '/manager';
 const SHELLS = /(^|\/)(sh|bash|ash|dash|zsh|ksh|busybox)$/;
@@ -27,13 +26,14 @@ const SHELL_SYNTAX = /\n|&&|\|\||;\s|\|\s|\$\(|`/;
 
 const SET_COMMAND =
   "set the operator's own command after `--`, as its image runs it (the image's ENTRYPOINT and CMD: `crane config IMAGE`, `docker inspect IMAGE`): " +
-  'the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap; or use a sidecar mode, which leaves the container\'s command as it is';
+  "the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap; or use a sidecar mode, which leaves the container's command as it is";
 
 const TEXT = {
   missing: (where: string, first: string | undefined) => ({
-    message: first === undefined
-      ? `${where} runs drainguard run with no COMMAND after it: drainguard exits 2 at start and the operator never runs`
-      : `${where} runs drainguard run with no COMMAND: what follows it is ${JSON.stringify(first)}, a flag of the container's args, which drainguard cannot start (exit 2); the operator never runs`,
+    message:
+      first === undefined
+        ? `${where} runs drainguard run with no COMMAND after it: drainguard exits 2 at start and the operator never runs`
+        : `${where} runs drainguard run with no COMMAND: what follows it is ${JSON.stringify(first)}, a flag of the container's args, which drainguard cannot start (exit 2); the operator never runs`,
     fix: SET_COMMAND,
   }),
   script: (where: string, command: string) => ({
@@ -50,7 +50,8 @@ export function checkEntrypoint(placement: Placement): Found[] {
   if (placement.mode !== 'wrap') return [];
   const where = `container ${placement.supervisor.name}`;
   const [command, ...args] = operatorArgv(placement);
-  if (command === undefined || command.startsWith('-')) return [{ code: 'wrap-command-missing', severity: 'error', ...TEXT.missing(where, command) }];
+  if (command === undefined || command.startsWith('-'))
+    return [{ code: 'wrap-command-missing', severity: 'error', ...TEXT.missing(where, command) }];
   if (!SHELLS.test(command) && (/^-[a-z]*c$/.test(args[0] ?? '') || args.some((a) => SHELL_SYNTAX.test(a)))) {
     return [{ code: 'wrap-entrypoint-unknown', severity: 'error', ...TEXT.script(where, command) }];
   }

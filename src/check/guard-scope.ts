@@ -15,7 +15,6 @@ import { type LabelSelector, selects } from './label-selector.ts';
 
 export type GuardScopeCode = 'binding-not-guarded' | 'role-not-guarded' | 'aggregation-source-not-guarded';
 
-
 export interface GuardScopeContext {
   readonly namespace: string;
   readonly serviceAccount: string;
@@ -35,7 +34,11 @@ export function guardEntry(o: Manifest): GuardTarget {
 
 /** The chart's value that names an entry of KIND (roles and role bindings as NAMESPACE/NAME). */
 const CHART_VALUE: Record<string, string> = {
-  clusterrole: 'clusterRoles', clusterrolebinding: 'clusterRoleBindings', role: 'roles', rolebinding: 'roleBindings', serviceaccount: 'serviceAccount',
+  clusterrole: 'clusterRoles',
+  clusterrolebinding: 'clusterRoleBindings',
+  role: 'roles',
+  rolebinding: 'roleBindings',
+  serviceaccount: 'serviceAccount',
 };
 const howToAdd = (t: GuardTarget): string =>
   `the Helm library chart: drainguard.guard.${CHART_VALUE[t.kind]}: [${t.namespace ? `${t.namespace}/` : ''}${t.name}]; the kustomize components: ${guardTargetKey(t)} in data.guard and ${t.name} in data.guardNames of the drainguard ConfigMap, with the guard-more component`;
@@ -62,26 +65,44 @@ const isBinding = (o: Manifest): boolean => o.kind === 'ClusterRoleBinding' || o
 /** Whether binding B names ServiceAccount NAMESPACE/NAME as a subject of its own (not through a group). */
 function bindsAccount(b: Manifest, namespace: string, name: string): boolean {
   const own = b.kind === 'RoleBinding' ? b.metadata.namespace : undefined;
-  return ((b.subjects ?? []) as { kind: string; name: string; namespace?: string }[]).some((s) =>
-    (s.kind === 'ServiceAccount' && s.name === name && (s.namespace || own) === namespace) || (s.kind === 'User' && s.name === `system:serviceaccount:${namespace}:${name}`));
+  return ((b.subjects ?? []) as { kind: string; name: string; namespace?: string }[]).some(
+    (s) =>
+      (s.kind === 'ServiceAccount' && s.name === name && (s.namespace || own) === namespace) ||
+      (s.kind === 'User' && s.name === `system:serviceaccount:${namespace}:${name}`),
+  );
 }
 
 /** The API server's own roles (cluster-admin, view, system:…), as read from a cluster: labelled so by its RBAC bootstrap. */
-const isBuiltIn = (o: Manifest): boolean => (o.metadata.labels as Record<string, string> | undefined)?.['kubernetes.io/bootstrapping'] === 'rbac-defaults';
+const isBuiltIn = (o: Manifest): boolean =>
+  (o.metadata.labels as Record<string, string> | undefined)?.['kubernetes.io/bootstrapping'] === 'rbac-defaults';
 
 /** The role BINDING binds, when the manifests define it and it is not built in. */
 function boundRole(binding: Manifest, objects: readonly Manifest[]): Manifest | undefined {
   const ref = binding.roleRef as { kind?: string; name?: string } | undefined;
   if (!ref) return undefined;
-  const role = objects.find((o) => o.kind === ref.kind && o.metadata.name === ref.name && (o.kind === 'ClusterRole' || o.metadata.namespace === binding.metadata.namespace));
+  const role = objects.find(
+    (o) =>
+      o.kind === ref.kind &&
+      o.metadata.name === ref.name &&
+      (o.kind === 'ClusterRole' || o.metadata.namespace === binding.metadata.namespace),
+  );
   return role && !isBuiltIn(role) ? role : undefined;
 }
 
 /** The ClusterRoles among OBJECTS that AGGREGATED's selectors match, and theirs in turn (each once). */
-function aggregationSources(aggregated: Manifest, objects: readonly Manifest[], reached = new Set<string>([aggregated.metadata.name])): Manifest[] {
+function aggregationSources(
+  aggregated: Manifest,
+  objects: readonly Manifest[],
+  reached = new Set<string>([aggregated.metadata.name]),
+): Manifest[] {
   const selectors = aggregated.aggregationRule?.clusterRoleSelectors as LabelSelector[] | undefined;
   if (aggregated.kind !== 'ClusterRole' || !Array.isArray(selectors)) return [];
-  const direct = objects.filter((c) => c.kind === 'ClusterRole' && !reached.has(c.metadata.name) && selectors.some((s) => selects(s, (c.metadata.labels ?? {}) as Record<string, string>)));
+  const direct = objects.filter(
+    (c) =>
+      c.kind === 'ClusterRole' &&
+      !reached.has(c.metadata.name) &&
+      selectors.some((s) => selects(s, (c.metadata.labels ?? {}) as Record<string, string>)),
+  );
   for (const c of direct) reached.add(c.metadata.name);
   return [...direct, ...direct.flatMap((c) => aggregationSources(c, objects, reached))];
 }
@@ -112,10 +133,17 @@ export function checkGuardScope(guard: readonly GuardTarget[], objects: readonly
     report(role, 'role-not-guarded', TEXT['role-not-guarded'].message(objectText(role), objectText(b)));
   }
   // The sources of every aggregated role the guard holds, or should hold.
-  const aggregated = [...roles, ...objects.filter((o) => o.kind === 'ClusterRole' && !isBuiltIn(o) && held.has(guardTargetKey(guardEntry(o))))];
+  const aggregated = [
+    ...roles,
+    ...objects.filter((o) => o.kind === 'ClusterRole' && !isBuiltIn(o) && held.has(guardTargetKey(guardEntry(o)))),
+  ];
   for (const role of aggregated) {
     for (const source of aggregationSources(role, objects)) {
-      report(source, 'aggregation-source-not-guarded', TEXT['aggregation-source-not-guarded'].message(objectText(source), objectText(role)));
+      report(
+        source,
+        'aggregation-source-not-guarded',
+        TEXT['aggregation-source-not-guarded'].message(objectText(source), objectText(role)),
+      );
     }
   }
   return out;

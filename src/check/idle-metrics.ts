@@ -36,7 +36,8 @@ export function checkIdleMetrics(placement: Placement): IdleMetricsFinding[] {
   const bind = flag && goFlagOf(words, flag)!;
   if (flag && bind === '0') {
     out.push({
-      code: 'idle-metrics-not-metrics-port', severity: 'error',
+      code: 'idle-metrics-not-metrics-port',
+      severity: 'error',
       message: `DRAINGUARD_IDLE_METRICS is ${raw}, but the operator runs with --${flag}=0: its metrics are off, every scrape fails and the drain waits out its whole timeout`,
       fix: `serve the operator's metrics (--${flag}=127.0.0.1:8080) and point DRAINGUARD_IDLE_METRICS in ${where} at them, or remove DRAINGUARD_IDLE_METRICS`,
     });
@@ -44,7 +45,8 @@ export function checkIdleMetrics(placement: Placement): IdleMetricsFinding[] {
     const served = Number(bind.slice(bind.lastIndexOf(':') + 1));
     if (Number.isInteger(served) && served !== port) {
       out.push({
-        code: 'idle-metrics-not-metrics-port', severity: 'error',
+        code: 'idle-metrics-not-metrics-port',
+        severity: 'error',
         message: `DRAINGUARD_IDLE_METRICS scrapes port ${port} (${raw}), but the operator serves its metrics on port ${served} (--${flag}=${bind}): every scrape fails and the drain waits out its whole timeout`,
         fix: `set DRAINGUARD_IDLE_METRICS=${suggest(served)} in ${where}`,
       });
@@ -54,7 +56,8 @@ export function checkIdleMetrics(placement: Placement): IdleMetricsFinding[] {
     if (named.length > 0 && !named.some((p) => p.containerPort === port)) {
       const list = named.map((p) => `${p.name} ${p.containerPort}`).join(', ');
       out.push({
-        code: 'idle-metrics-not-metrics-port', severity: 'error',
+        code: 'idle-metrics-not-metrics-port',
+        severity: 'error',
         message: `DRAINGUARD_IDLE_METRICS scrapes port ${port} (${raw}), but container ${placement.operator!.name} declares its metrics on ${list}: every scrape fails and the drain waits out its whole timeout`,
         fix: `set DRAINGUARD_IDLE_METRICS=${suggest(named[0]!.containerPort)} in ${where}`,
       });
@@ -63,7 +66,8 @@ export function checkIdleMetrics(placement: Placement): IdleMetricsFinding[] {
 
   if (!isLoopbackHost(url.hostname) && !raw.includes(POD_IP)) {
     out.push({
-      code: 'idle-metrics-not-this-pod', severity: 'warning',
+      code: 'idle-metrics-not-this-pod',
+      severity: 'warning',
       message: `DRAINGUARD_IDLE_METRICS scrapes ${url.hostname}, not this pod: a Service or another host answers for some other operator (or none), not the one drainguard stops`,
       fix: `set DRAINGUARD_IDLE_METRICS=${suggest(port)} in ${where}: the containers of a pod share its loopback`,
     });

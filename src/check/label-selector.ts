@@ -10,14 +10,21 @@ export interface LabelSelector {
 
 export function selects(selector: LabelSelector, labels: Readonly<Record<string, string>>): boolean {
   const has = (key: string) => Object.hasOwn(labels, key);
-  return Object.entries(selector.matchLabels ?? {}).every(([k, v]) => has(k) && labels[k] === v)
-    && (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+  return (
+    Object.entries(selector.matchLabels ?? {}).every(([k, v]) => has(k) && labels[k] === v) &&
+    (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
       switch (operator) {
-        case 'In': return has(key) && values.includes(labels[key]!);
-        case 'NotIn': return !has(key) || !values.includes(labels[key]!);
-        case 'Exists': return has(key);
-        case 'DoesNotExist': return !has(key);
-        default: return false;
+        case 'In':
+          return has(key) && values.includes(labels[key]!);
+        case 'NotIn':
+          return !has(key) || !values.includes(labels[key]!);
+        case 'Exists':
+          return has(key);
+        case 'DoesNotExist':
+          return !has(key);
+        default:
+          return false;
       }
-    });
+    })
+  );
 }

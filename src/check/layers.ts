@@ -18,13 +18,21 @@ export interface Way {
 export const WAYS: readonly Way[] = [
   { way: 'helm uninstall', covers: { hook: true, hold: true, guard: true } },
   { way: 'helm uninstall --no-hooks', covers: { hook: false, hold: true, guard: true }, note: 'no hooks run' },
-  { way: 'kubectl delete -f / -k, Flux prune', covers: { hook: false, hold: true, guard: true }, note: "Helm's hooks are not run; background propagation (kubectl's default) lets the hold keep the pods" },
+  {
+    way: 'kubectl delete -f / -k, Flux prune',
+    covers: { hook: false, hold: true, guard: true },
+    note: "Helm's hooks are not run; background propagation (kubectl's default) lets the hold keep the pods",
+  },
   {
     way: 'Argo CD prune',
     covers: { hook: false, hold: false, guard: true },
     note: 'foreground propagation by default deletes the pods first: the hold warns and lets go (sync option PrunePropagationPolicy=background makes it hold)',
   },
-  { way: 'namespace deletion', covers: { hook: false, hold: false, guard: true }, note: 'the namespace controller deletes the pods directly: nothing holds them' },
+  {
+    way: 'namespace deletion',
+    covers: { hook: false, hold: false, guard: true },
+    note: 'the namespace controller deletes the pods directly: nothing holds them',
+  },
 ];
 
 /** A cell: the layer covers the way, does not, or is not configured (off). */
@@ -64,6 +72,13 @@ export function formatLayers(rows: readonly LayersRow[]): string {
 
 /** The README's table: what each layer covers when it is configured. */
 export function layersMarkdown(ways: readonly Way[] = WAYS): string {
-  const rows = ways.map((w) => `| ${w.way} | ${LAYERS.map((l) => (w.covers[l] ? 'yes' : 'no')).join(' | ')} | ${w.covers.hook || w.covers.hold ? 'yes' : 'no'} | ${w.note ?? ''} |`);
-  return [`| uninstalled by | ${LAYERS.map((l) => LAYER_NAMES[l]).join(' | ')} | ${FINALIZED} | notes |`, '|---|---|---|---|---|---|', ...rows].join('\n');
+  const rows = ways.map(
+    (w) =>
+      `| ${w.way} | ${LAYERS.map((l) => (w.covers[l] ? 'yes' : 'no')).join(' | ')} | ${w.covers.hook || w.covers.hold ? 'yes' : 'no'} | ${w.note ?? ''} |`,
+  );
+  return [
+    `| uninstalled by | ${LAYERS.map((l) => LAYER_NAMES[l]).join(' | ')} | ${FINALIZED} | notes |`,
+    '|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
 }

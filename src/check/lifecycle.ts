@@ -6,7 +6,6 @@
 import type { Found } from './finding.ts';
 import type { Container, PodSpec } from './pod.ts';
 
-
 const ACTIONS = ['exec', 'httpGet', 'tcpSocket', 'sleep'] as const;
 
 const TEXT = {
@@ -24,7 +23,13 @@ export function checkHooks(pod: PodSpec): Found[] {
     for (const hook of ['preStop', 'postStart'] as const) {
       const handler = c.lifecycle?.[hook] as Record<string, unknown> | undefined;
       const actions = ACTIONS.filter((a) => handler?.[a] !== undefined && handler[a] !== null);
-      if (actions.length > 1) out.push({ code: 'hook-invalid', severity: 'error', message: TEXT.message(`container ${c.name}`, hook, actions), fix: TEXT.fix(`container ${c.name}`, hook, actions) });
+      if (actions.length > 1)
+        out.push({
+          code: 'hook-invalid',
+          severity: 'error',
+          message: TEXT.message(`container ${c.name}`, hook, actions),
+          fix: TEXT.fix(`container ${c.name}`, hook, actions),
+        });
     }
   }
   return out;

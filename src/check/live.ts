@@ -17,15 +17,25 @@ interface List {
 }
 
 export async function liveManifests(client: KubeClient, namespace: string, name: string): Promise<Manifest[]> {
-  const deployment = await client.request<Manifest>('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`, { what: `deployment/${namespace}/${name}` });
+  const deployment = await client.request<Manifest>('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`, {
+    what: `deployment/${namespace}/${name}`,
+  });
   // The guarded kinds (the RBAC that may grant to the Deployment) and the admission policy's;
   // Roles and RoleBindings in every namespace, where an operator is bound too (leader election in kube-system).
   const kinds = [...GUARD_KINDS, ...POLICY_KINDS].map((kind) => RESOURCES[kind]);
   const everywhere = new Set(['role', 'rolebinding']);
-  const read = await Promise.all(kinds.map((r, i) => client.request<List>('GET', pathOf(r, everywhere.has([...GUARD_KINDS, ...POLICY_KINDS][i]!) ? undefined : namespace))));
+  const read = await Promise.all(
+    kinds.map((r, i) =>
+      client.request<List>('GET', pathOf(r, everywhere.has([...GUARD_KINDS, ...POLICY_KINDS][i]!) ? undefined : namespace)),
+    ),
+  );
   const object: Manifest = { ...deployment, apiVersion: 'apps/v1', kind: 'Deployment' };
   // A list's items carry no apiVersion and kind.
-  return [object, ...read.flatMap((list, i) => list.items.map((o) => ({ ...o, apiVersion: apiVersion(kinds[i]!), kind: kinds[i]!.kind }) as Manifest)), ...(await heldDefinitions(client, object))];
+  return [
+    object,
+    ...read.flatMap((list, i) => list.items.map((o) => ({ ...o, apiVersion: apiVersion(kinds[i]!), kind: kinds[i]!.kind }) as Manifest)),
+    ...(await heldDefinitions(client, object)),
+  ];
 }
 
 /** The CRDs of the kinds the Deployment's drainguard holds: those that exist (a missing one is a finding). */
@@ -38,14 +48,19 @@ async function heldDefinitions(client: KubeClient, deployment: Manifest): Promis
   } catch {
     // hold-invalid, found by the analysis.
   }
-  const found = await Promise.all(kinds.map(async ({ plural, group }) => {
-    try {
-      const crd = await client.request<Omit<Manifest, 'apiVersion' | 'kind'>>('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${group}`);
-      return [{ ...crd, apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as Manifest];
-    } catch (err) {
-      if (isStatus(err, 404)) return [];
-      throw err;
-    }
-  }));
+  const found = await Promise.all(
+    kinds.map(async ({ plural, group }) => {
+      try {
+        const crd = await client.request<Omit<Manifest, 'apiVersion' | 'kind'>>(
+          'GET',
+          `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${group}`,
+        );
+        return [{ ...crd, apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as Manifest];
+      } catch (err) {
+        if (isStatus(err, 404)) return [];
+        throw err;
+      }
+    }),
+  );
   return found.flat();
 }

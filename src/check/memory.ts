@@ -16,9 +16,19 @@ export const WRAP_MEMORY_MIB = { request: 96, limit: 192 } as const;
 /** The least memory limit an operator is given on its own, in MiB: kubebuilder's scaffold's. */
 export const OPERATOR_MEMORY_FLOOR_MIB = 128;
 
-
 const MIB = 1024 * 1024;
-const SUFFIX: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: MIB, Gi: 1024 * MIB, Ti: 1024 * 1024 * MIB, m: 1e-3 };
+const SUFFIX: Record<string, number> = {
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  Ki: 1024,
+  Mi: MIB,
+  Gi: 1024 * MIB,
+  Ti: 1024 * 1024 * MIB,
+  m: 1e-3,
+};
 
 /** A Kubernetes quantity (128Mi, 1G, 134217728, 1e9) in bytes; undefined when it does not parse. */
 export function quantityBytes(raw: string | number): number | undefined {
@@ -38,5 +48,12 @@ export function checkWrapMemory(c: Container): Found[] {
   const bytes = raw === undefined ? undefined : quantityBytes(raw);
   if (bytes === undefined || bytes >= (WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB) * MIB) return [];
   const where = `container ${c.name}`;
-  return [{ code: 'wrap-memory-too-low', severity: 'warning', message: TEXT.message(where, String(raw)), fix: TEXT.fix(where, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB.limit) }];
+  return [
+    {
+      code: 'wrap-memory-too-low',
+      severity: 'warning',
+      message: TEXT.message(where, String(raw)),
+      fix: TEXT.fix(where, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB.limit),
+    },
+  ];
 }

@@ -16,7 +16,14 @@ const CLUSTER_SCOPED: ReadonlySet<string> = new Set([
   ...['ClusterRole', 'ClusterRoleBinding'].map((k) => `rbac.authorization.k8s.io/${k}`),
   'apiextensions.k8s.io/CustomResourceDefinition',
   'apiregistration.k8s.io/APIService',
-  ...['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'].map((k) => `admissionregistration.k8s.io/${k}`),
+  ...[
+    'MutatingWebhookConfiguration',
+    'ValidatingWebhookConfiguration',
+    'ValidatingAdmissionPolicy',
+    'ValidatingAdmissionPolicyBinding',
+    'MutatingAdmissionPolicy',
+    'MutatingAdmissionPolicyBinding',
+  ].map((k) => `admissionregistration.k8s.io/${k}`),
   ...['StorageClass', 'CSIDriver', 'CSINode', 'VolumeAttachment', 'VolumeAttributesClass'].map((k) => `storage.k8s.io/${k}`),
   'scheduling.k8s.io/PriorityClass',
   'node.k8s.io/RuntimeClass',
@@ -38,7 +45,9 @@ export interface GivenNamespace {
 export function placeInNamespace(objects: readonly Manifest[], given?: GivenNamespace): Manifest[] {
   const clusterScoped = new Set([
     ...CLUSTER_SCOPED,
-    ...objects.filter((o) => o.kind === 'CustomResourceDefinition' && o.spec?.scope === 'Cluster').map((crd) => `${crd.spec.group}/${crd.spec.names?.kind}`),
+    ...objects
+      .filter((o) => o.kind === 'CustomResourceDefinition' && o.spec?.scope === 'Cluster')
+      .map((crd) => `${crd.spec.group}/${crd.spec.names?.kind}`),
   ]);
   return objects.map((o): Manifest => {
     const { namespace, ...rest } = o.metadata;

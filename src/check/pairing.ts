@@ -33,9 +33,10 @@ const TEXT = {
     fix: `run drainguard as the operator's user: the Helm library chart: drainguard.runAsUser: ${b} and drainguard.runAsGroup: ${group}; the kustomize components: a patch of the Deployment setting securityContext: {runAsUser: ${b}, runAsGroup: ${group}} in ${where} (docs/deploy.md, step 3)`,
   }),
   'prestop-missing': (operator: string, own: readonly string[]) => ({
-    message: own.length > 0
-      ? `the preStop hook of container ${operator} (${own.join(', ')}) does not run drainguard prestop: the chart's own hook took the place of drainguard's, and the kubelet's SIGTERM reaches the operator before any drain`
-      : `container ${operator} has no preStop hook running drainguard prestop: the kubelet's SIGTERM reaches the operator before any drain`,
+    message:
+      own.length > 0
+        ? `the preStop hook of container ${operator} (${own.join(', ')}) does not run drainguard prestop: the chart's own hook took the place of drainguard's, and the kubelet's SIGTERM reaches the operator before any drain`
+        : `container ${operator} has no preStop hook running drainguard prestop: the kubelet's SIGTERM reaches the operator before any drain`,
     fix: `make the preStop hook of container ${operator} drainguard's alone: ${PRESTOP}, with the install volume mounted at /drainguard (it waits for the drain, which a pause of the chart's own only guesses at)`,
   }),
 };
@@ -46,7 +47,8 @@ export function checkPairing(pod: PodSpec, { mode, supervisor, operator }: Place
   const where = `container ${supervisor.name}`;
   if (mode === 'wrap') {
     const socket = settingOf(supervisor, 'socket');
-    if (supervisor.securityContext?.readOnlyRootFilesystem && (socket === undefined || !mountFor(supervisor, dirname(socket)))) error('socket-not-on-volume', TEXT['socket-not-on-volume'](where, socket));
+    if (supervisor.securityContext?.readOnlyRootFilesystem && (socket === undefined || !mountFor(supervisor, dirname(socket))))
+      error('socket-not-on-volume', TEXT['socket-not-on-volume'](where, socket));
     return out;
   }
   if (!operator) {
@@ -63,7 +65,8 @@ export function checkPairing(pod: PodSpec, { mode, supervisor, operator }: Place
     error('socket-not-shared', TEXT['socket-not-shared'](where, socket, operator.name, theirs, supervisor.name));
   }
   const [a, b] = [userOf(supervisor, pod), userOf(operator, pod)];
-  if (a !== undefined && b !== undefined && a !== b) error('different-users', TEXT['different-users'](where, a, operator.name, b, groupOf(operator, pod) ?? b));
+  if (a !== undefined && b !== undefined && a !== b)
+    error('different-users', TEXT['different-users'](where, a, operator.name, b, groupOf(operator, pod) ?? b));
   const preStop = operator.lifecycle?.preStop;
   const execs = preStop?.exec?.command ?? [];
   const viaExec = /(^|\/)drainguard$/.test(execs[0] ?? '') && execs.includes('prestop');

@@ -29,7 +29,11 @@ export interface Handler {
 export interface PodSpec {
   readonly containers: readonly Container[];
   readonly initContainers?: readonly Container[];
-  readonly volumes?: readonly { name: string; emptyDir?: unknown; projected?: { sources?: readonly { serviceAccountToken?: unknown }[] } }[];
+  readonly volumes?: readonly {
+    name: string;
+    emptyDir?: unknown;
+    projected?: { sources?: readonly { serviceAccountToken?: unknown }[] };
+  }[];
   readonly automountServiceAccountToken?: boolean;
   readonly terminationGracePeriodSeconds?: number;
   readonly serviceAccountName?: string;
@@ -86,7 +90,8 @@ export function placementOf(pod: PodSpec): Placement | undefined {
 export function envOf(c: Container, fields: Record<string, string>): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = {};
   for (const e of c.env ?? []) {
-    if (e.valueFrom) out[e.name] = e.valueFrom.fieldRef ? (fields[e.valueFrom.fieldRef.fieldPath] ?? `<${e.valueFrom.fieldRef.fieldPath}>`) : undefined;
+    if (e.valueFrom)
+      out[e.name] = e.valueFrom.fieldRef ? (fields[e.valueFrom.fieldRef.fieldPath] ?? `<${e.valueFrom.fieldRef.fieldPath}>`) : undefined;
     else out[e.name] = (e.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => out[name] ?? whole);
   }
   return out;
@@ -108,7 +113,12 @@ export function operatorArgv({ mode, supervisor, operator }: Placement): string[
 }
 
 /** The flags of drainguard run that take a value. */
-const TAKES_VALUE: ReadonlySet<string> = new Set(OPTIONS.filter((o) => o.value !== undefined && o.commands.includes('run')).flatMap((o) => [`--${o.flag}`, ...(o.short ? [`-${o.short}`] : [])]));
+const TAKES_VALUE: ReadonlySet<string> = new Set(
+  OPTIONS.filter((o) => o.value !== undefined && o.commands.includes('run')).flatMap((o) => [
+    `--${o.flag}`,
+    ...(o.short ? [`-${o.short}`] : []),
+  ]),
+);
 
 /** The value of a Go flag (-NAME V, -NAME=V, and the same with --), as Go's flag package reads it; the last one wins. */
 export function goFlagOf(words: readonly string[], name: string): string | undefined {
@@ -147,5 +157,7 @@ export function mountFor(c: Container | undefined, path: string): { name: string
     .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
 }
 
-export const userOf = (c: Container | undefined, pod: PodSpec): number | undefined => c?.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;
-export const groupOf = (c: Container | undefined, pod: PodSpec): number | undefined => c?.securityContext?.runAsGroup ?? pod.securityContext?.runAsGroup;
+export const userOf = (c: Container | undefined, pod: PodSpec): number | undefined =>
+  c?.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;
+export const groupOf = (c: Container | undefined, pod: PodSpec): number | undefined =>
+  c?.securityContext?.runAsGroup ?? pod.securityContext?.runAsGroup;

@@ -47,11 +47,15 @@ function matches(rule: Rule, r: Request): boolean {
 function isAccount(s: Subject, bindingNamespace: string | undefined, namespace: string, name: string): boolean {
   switch (s.kind) {
     // A ServiceAccount subject that names no namespace is in the binding's (upstream appliesToUser).
-    case 'ServiceAccount': return s.name === name && (s.namespace || bindingNamespace) === namespace;
-    case 'User': return s.name === `system:serviceaccount:${namespace}:${name}`;
+    case 'ServiceAccount':
+      return s.name === name && (s.namespace || bindingNamespace) === namespace;
+    case 'User':
+      return s.name === `system:serviceaccount:${namespace}:${name}`;
     // The groups the API server puts every ServiceAccount token in.
-    case 'Group': return s.name === 'system:serviceaccounts' || s.name === `system:serviceaccounts:${namespace}` || s.name === 'system:authenticated';
-    default: return false;
+    case 'Group':
+      return s.name === 'system:serviceaccounts' || s.name === `system:serviceaccounts:${namespace}` || s.name === 'system:authenticated';
+    default:
+      return false;
   }
 }
 
@@ -74,7 +78,11 @@ export interface Authorizer {
 /** The rules bound to ServiceAccount NAMESPACE/NAME by the (Cluster)RoleBindings in OBJECTS. */
 export function authorizerFor(objects: readonly Manifest[], namespace: string, name: string): Authorizer {
   const clusterRoles = objects.filter((o) => o.kind === 'ClusterRole');
-  const roles = new Map(objects.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role').map((o) => [`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, o]));
+  const roles = new Map(
+    objects
+      .filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
+      .map((o) => [`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, o]),
+  );
   const bound: { rules: Rule[]; clusterWide: boolean; namespace?: string }[] = [];
   for (const b of objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
     const clusterWide = b.kind === 'ClusterRoleBinding';
@@ -85,6 +93,9 @@ export function authorizerFor(objects: readonly Manifest[], namespace: string, n
     if (role) bound.push({ rules: rulesOf(role, clusterRoles), clusterWide, namespace: bindingNamespace });
   }
   return {
-    allows: (r) => bound.some((b) => (b.clusterWide || (r.namespace !== undefined && b.namespace === r.namespace)) && b.rules.some((rule) => matches(rule, r))),
+    allows: (r) =>
+      bound.some(
+        (b) => (b.clusterWide || (r.namespace !== undefined && b.namespace === r.namespace)) && b.rules.some((rule) => matches(rule, r)),
+      ),
   };
 }

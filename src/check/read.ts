@@ -36,8 +36,17 @@ export function parseManifests(text: string, source: string): Manifest[] {
     if (value === null || value === undefined) continue;
     const items = isObject(value) && value.kind === 'List' && Array.isArray(value.items) ? (value.items as unknown[]) : [value];
     for (const item of items) {
-      if (!isObject(item) || typeof item.kind !== 'string' || typeof item.apiVersion !== 'string' || !isObject(item.metadata) || typeof item.metadata.name !== 'string') {
-        throw new ConfigError('DG_CHECK_INPUT', `${source}: a document is not a Kubernetes object (apiVersion, kind and metadata.name): ${JSON.stringify(item).slice(0, 80)}`);
+      if (
+        !isObject(item) ||
+        typeof item.kind !== 'string' ||
+        typeof item.apiVersion !== 'string' ||
+        !isObject(item.metadata) ||
+        typeof item.metadata.name !== 'string'
+      ) {
+        throw new ConfigError(
+          'DG_CHECK_INPUT',
+          `${source}: a document is not a Kubernetes object (apiVersion, kind and metadata.name): ${JSON.stringify(item).slice(0, 80)}`,
+        );
       }
       out.push(item as unknown as Manifest);
     }
@@ -47,11 +56,20 @@ export function parseManifests(text: string, source: string): Manifest[] {
 
 /** Every object in PATHS; `-` reads STDIN. */
 export function readManifests(paths: readonly string[], stdin: () => string): Manifest[] {
-  if (paths.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the manifests to check: a file, a directory, or - for standard input, as arguments or with -f');
-  const objects = paths.flatMap((p) => (p === '-' ? parseManifests(stdin(), '<stdin>') : files(p).flatMap((f) => parseManifests(readFileSync(f, 'utf8'), f))));
+  if (paths.length === 0)
+    throw new ConfigError(
+      'DG_CONFIG_ARGUMENTS',
+      'name the manifests to check: a file, a directory, or - for standard input, as arguments or with -f',
+    );
+  const objects = paths.flatMap((p) =>
+    p === '-' ? parseManifests(stdin(), '<stdin>') : files(p).flatMap((f) => parseManifests(readFileSync(f, 'utf8'), f)),
+  );
   // A pipe whose render failed gives check nothing: that is no success to report.
   if (objects.length === 0) {
-    throw new ConfigError('DG_CHECK_INPUT', `${paths.map((p) => (p === '-' ? '<stdin>' : p)).join(', ')}: no Kubernetes object in the input; a helm template or kubectl kustomize that fails in a pipe prints nothing: run it alone to see its error`);
+    throw new ConfigError(
+      'DG_CHECK_INPUT',
+      `${paths.map((p) => (p === '-' ? '<stdin>' : p)).join(', ')}: no Kubernetes object in the input; a helm template or kubectl kustomize that fails in a pipe prints nothing: run it alone to see its error`,
+    );
   }
   return objects;
 }

@@ -28,19 +28,36 @@ export function releaseTargets(objects: readonly Manifest[], source: string): Re
     const list = placement && settingOf(placement.supervisor, 'guard');
     if (!list?.trim()) continue;
     const namespace = o.metadata.namespace;
-    if (namespace === undefined) throw new ConfigError('DG_CHECK_INPUT', `${source}: ${o.kind}/${o.metadata.name} guards objects but names no namespace: its holder Leases cannot be found`);
+    if (namespace === undefined)
+      throw new ConfigError(
+        'DG_CHECK_INPUT',
+        `${source}: ${o.kind}/${o.metadata.name} guards objects but names no namespace: its holder Leases cannot be found`,
+      );
     namespaces.add(namespace);
-    for (const t of parseGuardList(list, `DRAINGUARD_GUARD of ${o.kind}/${namespace}/${o.metadata.name} in ${source}`)) guard.set(guardTargetKey(t), t);
+    for (const t of parseGuardList(list, `DRAINGUARD_GUARD of ${o.kind}/${namespace}/${o.metadata.name} in ${source}`))
+      guard.set(guardTargetKey(t), t);
   }
-  if (namespaces.size === 0) throw new ConfigError('DG_CHECK_INPUT', `${source}: no Deployment in these manifests holds a guard (DRAINGUARD_GUARD): nothing to release`);
-  if (namespaces.size > 1) throw new ConfigError('DG_CHECK_INPUT', `${source}: guarding pods in several namespaces (${[...namespaces].join(', ')}): release each with its own manifests`);
+  if (namespaces.size === 0)
+    throw new ConfigError(
+      'DG_CHECK_INPUT',
+      `${source}: no Deployment in these manifests holds a guard (DRAINGUARD_GUARD): nothing to release`,
+    );
+  if (namespaces.size > 1)
+    throw new ConfigError(
+      'DG_CHECK_INPUT',
+      `${source}: guarding pods in several namespaces (${[...namespaces].join(', ')}): release each with its own manifests`,
+    );
   const remove = objects
     .filter((o) => (o.metadata.labels as Record<string, string> | undefined)?.[OWN_LABEL[0]] === OWN_LABEL[1])
     .flatMap((o): DeleteTarget[] => {
       const kind = o.kind.toLowerCase();
       if (isPolicyKind(kind)) return [{ kind, name: o.metadata.name }];
       if (!isGuardKind(kind)) return [];
-      return [RESOURCES[kind].namespaced ? { kind, namespace: o.metadata.namespace ?? [...namespaces][0]!, name: o.metadata.name } : { kind, name: o.metadata.name }];
+      return [
+        RESOURCES[kind].namespaced
+          ? { kind, namespace: o.metadata.namespace ?? [...namespaces][0]!, name: o.metadata.name }
+          : { kind, name: o.metadata.name },
+      ];
     });
   return { guard: [...guard.values()], remove, namespace: [...namespaces][0]! };
 }

@@ -16,7 +16,12 @@ interface CheckIO {
 }
 
 export async function runCheck({ output, deployment, paths, namespace }: CheckConfig, io: CheckIO): Promise<number> {
-  const objects = deployment ? await live(deployment, io) : placeInNamespace(readManifests(paths, () => readFileSync(0, 'utf8')), namespace);
+  const objects = deployment
+    ? await live(deployment, io)
+    : placeInNamespace(
+        readManifests(paths, () => readFileSync(0, 'utf8')),
+        namespace,
+      );
   const findings = analyze(objects);
   const layers = layersOf(objects);
   io.stdout.write(output === 'json' ? formatJson(findings, objects.length, layers) : formatText(findings, objects.length, layers));

@@ -9,7 +9,6 @@ import { SERVICE_ACCOUNT_DIR } from '../kube/locate.ts';
 import type { Found, Manifest } from './finding.ts';
 import { type Container, type PodSpec, envOf } from './pod.ts';
 
-
 const TEXT = {
   message: (where: string, source: string) =>
     `${source} says automountServiceAccountToken: false and ${where} mounts no token at ${SERVICE_ACCOUNT_DIR}: drainguard cannot reach the Kubernetes API, and neither guards nor holds anything`,

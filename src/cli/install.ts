@@ -19,7 +19,12 @@ and the launcher is written last. DIR is created when missing.`,
     const [{ install }, { InstallSourceError }] = await Promise.all([import('../install/install.ts'), import('../install/sources.ts')]);
     try {
       const result = await install(dir);
-      logger.info('installed', { dir, files: result.files.map((f) => f.path), bytes: result.bytes, run: `${dir.replace(/\/+$/, '')}/drainguard` });
+      logger.info('installed', {
+        dir,
+        files: result.files.map((f) => f.path),
+        bytes: result.bytes,
+        run: `${dir.replace(/\/+$/, '')}/drainguard`,
+      });
       return 0;
     } catch (err) {
       if (err instanceof InstallSourceError) {

@@ -17,7 +17,16 @@ import { sidecarCommand } from './sidecar.ts';
 import { statusCommand } from './status.ts';
 import { checkCommand } from './check.ts';
 
-export const COMMANDS: readonly CommandDef[] = [runCommand, sidecarCommand, prestopCommand, installCommand, predeleteCommand, releaseCommand, statusCommand, checkCommand];
+export const COMMANDS: readonly CommandDef[] = [
+  runCommand,
+  sidecarCommand,
+  prestopCommand,
+  installCommand,
+  predeleteCommand,
+  releaseCommand,
+  statusCommand,
+  checkCommand,
+];
 
 export const EXIT_USAGE = 2;
 
@@ -55,13 +64,18 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
 }
 
 /** Every variable some command reads; one set for all, since containers of a pod often share env. */
-const KNOWN_VARIABLES: ReadonlySet<string> = new Set([...OPTIONS, ...COMMANDS.flatMap((c) => c.extra ?? [])].filter((o) => !o.flagOnly).map(envName));
+const KNOWN_VARIABLES: ReadonlySet<string> = new Set(
+  [...OPTIONS, ...COMMANDS.flatMap((c) => c.extra ?? [])].filter((o) => !o.flagOnly).map(envName),
+);
 
 function warnUnknownVariables(values: ParsedArgs['values'], io: CliIO): void {
   const unknown = unknownVariables(io.env, KNOWN_VARIABLES);
   if (unknown.length === 0) return;
   const logger = createLogger({ level: values.logLevel, format: values.logFormat, stream: io.stderr });
   for (const { name, suggestion } of unknown) {
-    logger.warn(`${name} is not a drainguard variable and is ignored${suggestion ? `; did you mean ${suggestion}?` : ''}`, { variable: name, suggestion });
+    logger.warn(`${name} is not a drainguard variable and is ignored${suggestion ? `; did you mean ${suggestion}?` : ''}`, {
+      variable: name,
+      suggestion,
+    });
   }
 }

@@ -30,8 +30,16 @@ finalizer was removed (and every --delete object deleted), 1 when some could not
     const client = await openClient(io.env, logger, 'drainguard release');
     const namespace = defaultNamespace(client, v.podNamespace);
     // The hold's Deployments: those of the namespace that carry a holder finalizer.
-    const held = v.hold.length > 0 && namespace !== undefined ? await (await import('../guard/inspect.ts')).heldDeployments(client, namespace) : [];
-    const release = { targets: [...v.targets, ...held], allObjects: v.allObjects, all: v.all, waitMs: v.waitMs, remove: v.remove, namespace };
+    const held =
+      v.hold.length > 0 && namespace !== undefined ? await (await import('../guard/inspect.ts')).heldDeployments(client, namespace) : [];
+    const release = {
+      targets: [...v.targets, ...held],
+      allObjects: v.allObjects,
+      all: v.all,
+      waitMs: v.waitMs,
+      remove: v.remove,
+      namespace,
+    };
     return releaseStale(client, release, (line) => io.stdout.write(`${line}\n`));
   },
 };
@@ -40,6 +48,14 @@ finalizer was removed (and every --delete object deleted), 1 when some could not
 async function fromManifests(config: ReleaseConfig, path: string): Promise<ReleaseConfig> {
   const { readManifests } = await import('../check/read.ts');
   const { releaseTargets } = await import('../check/release-targets.ts');
-  const found = releaseTargets(readManifests([path], () => readFileSync(0, 'utf8')), path === '-' ? '<stdin>' : path);
-  return { ...config, targets: [...config.targets, ...found.guard], remove: [...config.remove, ...found.remove], podNamespace: config.podNamespace ?? found.namespace };
+  const found = releaseTargets(
+    readManifests([path], () => readFileSync(0, 'utf8')),
+    path === '-' ? '<stdin>' : path,
+  );
+  return {
+    ...config,
+    targets: [...config.targets, ...found.guard],
+    remove: [...config.remove, ...found.remove],
+    podNamespace: config.podNamespace ?? found.namespace,
+  };
 }

@@ -23,10 +23,15 @@ that are being deleted and still carry a finalizer. Reads only.`,
     const client = await openClient(io.env, logger, 'drainguard status');
     const namespace = defaultNamespace(client, v.podNamespace);
     const held = v.hold.length > 0 ? await import('../hold/status.ts') : undefined;
-    const deployments = held && namespace !== undefined ? await (await import('../guard/inspect.ts')).heldDeployments(client, namespace) : [];
+    const deployments =
+      held && namespace !== undefined ? await (await import('../guard/inspect.ts')).heldDeployments(client, namespace) : [];
     const report = await statusReport(client, { targets: [...v.targets, ...deployments], allObjects: v.allObjects, namespace });
     const hold = held && namespace !== undefined ? await held.holdStatus(client, v.hold, namespace) : undefined;
-    io.stdout.write(v.output === 'json' ? `${JSON.stringify(hold ? { ...report, hold } : report, null, 2)}\n` : renderStatus(report) + (hold ? held!.renderHoldStatus(hold) : ''));
+    io.stdout.write(
+      v.output === 'json'
+        ? `${JSON.stringify(hold ? { ...report, hold } : report, null, 2)}\n`
+        : renderStatus(report) + (hold ? held!.renderHoldStatus(hold) : ''),
+    );
     return 0;
   },
 };

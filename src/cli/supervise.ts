@@ -43,7 +43,15 @@ export async function supervise(config: SupervisorConfig, io: CliIO, command: re
   const pod = laterPodLink(config, io.env, logger);
   // The Kubernetes client is loaded once the operator started (late: at the guard's start()).
   const guard = await guardOf(config, { env: io.env, logger, clock, late: true, events: () => pod.events });
-  return superviseWith(config, logger, mode, pod, guard, leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: 'exited' }), io.env);
+  return superviseWith(
+    config,
+    logger,
+    mode,
+    pod,
+    guard,
+    leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: 'exited' }),
+    io.env,
+  );
 }
 
 /** `drainguard sidecar` */
@@ -61,11 +69,25 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
     deletion: api.readDeletion && ((ms) => readDeletion(api, ms)),
   };
   // The leader Lease is given up only once the API reports the operator container terminated.
-  const leader = leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: api.operatorStopped ?? 'unknown' });
+  const leader = leaderRelease({
+    setting: config.leaderLease,
+    pod: config.pod,
+    env: io.env,
+    logger,
+    operator: api.operatorStopped ?? 'unknown',
+  });
   return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard, leader, io.env);
 }
 
-async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mode, pod: PodLink, guard: SupervisedGuard | undefined, releaseLeader: StopProcedureOptions['releaseLeader'], env: NodeJS.ProcessEnv): Promise<number> {
+async function superviseWith(
+  config: SupervisorConfig,
+  logger: Logger,
+  mode: Mode,
+  pod: PodLink,
+  guard: SupervisedGuard | undefined,
+  releaseLeader: StopProcedureOptions['releaseLeader'],
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
   const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
   const procedure = new StopProcedure(config, mode, {
     logger,
@@ -81,11 +103,16 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
   // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
   const telemetry =
     config.httpAddr &&
-    (await (await import('../telemetry/telemetry.ts')).startTelemetry({
+    (await (
+      await import('../telemetry/telemetry.ts')
+    ).startTelemetry({
       addr: config.httpAddr,
       logger,
       guard: guard && (() => guard.report()),
-      prestop: config.prestopToken === undefined || !mode.takesDrainRequests ? undefined : { token: config.prestopToken, startDrain: () => procedure.startDrain('http') },
+      prestop:
+        config.prestopToken === undefined || !mode.takesDrainRequests
+          ? undefined
+          : { token: config.prestopToken, startDrain: () => procedure.startDrain('http') },
     }));
   // In the same turn as the run's own handlers (signals reach them from the event loop, not
   // before): when the run removes those at its end, these stay, with no moment in between.
@@ -105,7 +132,10 @@ async function superviseWith(config: SupervisorConfig, logger: Logger, mode: Mod
  */
 async function guardOf(
   config: SupervisorConfig,
-  { events, ...options }: Pick<OpenGuardOptions, 'env' | 'logger' | 'clock' | 'late'> & { readonly events: () => DrainEventObserver | undefined },
+  {
+    events,
+    ...options
+  }: Pick<OpenGuardOptions, 'env' | 'logger' | 'clock' | 'late'> & { readonly events: () => DrainEventObserver | undefined },
 ): Promise<SupervisedGuard | undefined> {
   if (config.guard.length === 0 && config.hold.length === 0) return undefined;
   const { name, namespace, uid } = config.pod;
@@ -128,7 +158,9 @@ function laterPodLink(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: 
   const open = () =>
     (opened ??= import('../kube/pod.ts').then(async ({ openPodApi }) => {
       const api = await openPodApi(config.pod, [], env, logger).catch((err: unknown): PodApi => {
-        logger.warn('cannot reach the Kubernetes API about this pod: no Events on it, and the grace period stays as configured', { error: err });
+        logger.warn('cannot reach the Kubernetes API about this pod: no Events on it, and the grace period stays as configured', {
+          error: err,
+        });
         return {};
       });
       events?.connect(api.recordEvent);

@@ -74,11 +74,17 @@ export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
   const query = guardQuery(args);
   const manifests = args.values.releaseManifests;
   if (query.targets.length === 0 && !query.allObjects && query.hold.length === 0 && manifests === undefined) {
-    throw new ConfigError('DG_CONFIG_ARGUMENTS', 'name the objects to release: --guard LIST (DRAINGUARD_GUARD), -f FILE (the manifests that were applied), --hold KINDS (DRAINGUARD_HOLD: the held Deployments of the namespace), or --all-objects for every object that carries a drainguard.dev/holder- finalizer');
+    throw new ConfigError(
+      'DG_CONFIG_ARGUMENTS',
+      'name the objects to release: --guard LIST (DRAINGUARD_GUARD), -f FILE (the manifests that were applied), --hold KINDS (DRAINGUARD_HOLD: the held Deployments of the namespace), or --all-objects for every object that carries a drainguard.dev/holder- finalizer',
+    );
   }
   const given = settings(args, RELEASE);
   if (given.all && !setting(args, 'yes')) {
-    throw new ConfigError('DG_CONFIG_CONFIRM', '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm');
+    throw new ConfigError(
+      'DG_CONFIG_CONFIRM',
+      '--all removes the finalizers of live holders too, whose pods then lose their guard; add --yes to confirm',
+    );
   }
   const remove = args.values.delete === undefined ? [] : parseDeleteList(args.values.delete, sourceOf(args, 'delete'));
   return Object.freeze({ ...query, ...given, remove: Object.freeze(remove), manifests });
@@ -91,29 +97,41 @@ export function resolveStatusConfig(args: ParsedArgs): StatusConfig {
 }
 
 export function resolvePredeleteConfig(args: ParsedArgs): PredeleteConfig {
-  if (args.positionals.length === 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard predelete' needs at least one RESOURCE, such as installations.operator.tigera.io/default");
+  if (args.positionals.length === 0)
+    throw new ConfigError(
+      'DG_CONFIG_ARGUMENTS',
+      "'drainguard predelete' needs at least one RESOURCE, such as installations.operator.tigera.io/default",
+    );
   return Object.freeze({ ...settings(args, PREDELETE), resources: Object.freeze([...args.positionals]) });
 }
 export function resolveInstallConfig(args: ParsedArgs): InstallConfig {
   if (args.positionals.length !== 1) {
-    throw new ConfigError('DG_CONFIG_ARGUMENTS', `'drainguard install' needs exactly one DIR, got ${args.positionals.length === 0 ? 'none' : JSON.stringify(args.positionals)}`);
+    throw new ConfigError(
+      'DG_CONFIG_ARGUMENTS',
+      `'drainguard install' needs exactly one DIR, got ${args.positionals.length === 0 ? 'none' : JSON.stringify(args.positionals)}`,
+    );
   }
   const dir = args.positionals[0]!;
   let stat;
   try {
     stat = statSync(dir);
   } catch {}
-  if (stat && !stat.isDirectory()) throw new ConfigError('DG_INSTALL_DIR', `DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
+  if (stat && !stat.isDirectory())
+    throw new ConfigError('DG_INSTALL_DIR', `DIR: expected a directory, got ${JSON.stringify(dir)}, which is not one`);
   return Object.freeze({ ...settings(args, LOG), dir });
 }
 
 export function resolveCheckConfig(args: ParsedArgs): CheckConfig {
   const { checkDeployment: deployment, namespace: name, filenames = [] } = args.values;
   const paths = [...filenames, ...args.positionals];
-  if (deployment && paths.length > 0) throw new ConfigError('DG_CONFIG_ARGUMENTS', '--deployment reads from the API: name no manifests with it');
+  if (deployment && paths.length > 0)
+    throw new ConfigError('DG_CONFIG_ARGUMENTS', '--deployment reads from the API: name no manifests with it');
   const namespace = name === undefined ? undefined : { name, source: args.sources.namespace! };
   if (deployment && namespace && namespace.name !== deployment.namespace) {
-    throw new ConfigError('DG_CONFIG_ARGUMENTS', `--deployment ${deployment.namespace}/${deployment.name} is in namespace ${deployment.namespace}, ${namespace.source} names ${namespace.name}: give one namespace`);
+    throw new ConfigError(
+      'DG_CONFIG_ARGUMENTS',
+      `--deployment ${deployment.namespace}/${deployment.name} is in namespace ${deployment.namespace}, ${namespace.source} names ${namespace.name}: give one namespace`,
+    );
   }
   return Object.freeze({ output: setting(args, 'output'), deployment, paths: Object.freeze(paths), ...(namespace && { namespace }) });
 }

@@ -19,13 +19,17 @@ export interface DeleteTarget {
 
 /** A --delete list: the forms of DRAINGUARD_GUARD, and validatingadmissionpolicy/NAME, validatingadmissionpolicybinding/NAME. */
 export function parseDeleteList(raw: string, source: string): DeleteTarget[] {
-  const items = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const policies = items.filter((item) => isPolicyKind(item.split('/')[0]!.toLowerCase()));
   const out: DeleteTarget[] = parseGuardList(items.filter((item) => !policies.includes(item)).join(','), source);
   for (const item of policies) {
     const [given, name, ...rest] = item.split('/');
     const kind = given!.toLowerCase() as PolicyKind;
-    if (rest.length > 0 || !name || !PATH_SEGMENT.test(name)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${guardForm(kind)} (${POLICY_KINDS.join(', ')} are cluster-scoped)`, item);
+    if (rest.length > 0 || !name || !PATH_SEGMENT.test(name))
+      throw invalid('DG_CONFIG_GUARD_LIST', source, `${guardForm(kind)} (${POLICY_KINDS.join(', ')} are cluster-scoped)`, item);
     out.push(Object.freeze({ kind, name }));
   }
   return out;
@@ -48,9 +52,21 @@ export function parseGuardList(raw: string, source: string): GuardTarget[] {
     const form = guardForm(kind);
     if (parts.length !== (namespaced ? 3 : 2)) throw invalid('DG_CONFIG_GUARD_LIST', source, form, item);
     const name = parts[parts.length - 1]!;
-    if (!PATH_SEGMENT.test(name) || name === '.' || name === '..') throw invalid('DG_CONFIG_GUARD_LIST', source, `${form} where NAME is the object's name (not empty, no '/', ',', '%' or spaces)`, item);
+    if (!PATH_SEGMENT.test(name) || name === '.' || name === '..')
+      throw invalid(
+        'DG_CONFIG_GUARD_LIST',
+        source,
+        `${form} where NAME is the object's name (not empty, no '/', ',', '%' or spaces)`,
+        item,
+      );
     const target: GuardTarget = namespaced ? { kind, namespace: parts[1]!, name } : { kind, name };
-    if (namespaced && !DNS_LABEL.test(target.namespace!)) throw invalid('DG_CONFIG_GUARD_LIST', source, `${form} where NAMESPACE is a valid namespace name (lowercase letters, digits and '-', at most 63)`, item);
+    if (namespaced && !DNS_LABEL.test(target.namespace!))
+      throw invalid(
+        'DG_CONFIG_GUARD_LIST',
+        source,
+        `${form} where NAMESPACE is a valid namespace name (lowercase letters, digits and '-', at most 63)`,
+        item,
+      );
     const key = guardTargetKey(target);
     if (!seen.has(key)) targets.push(Object.freeze(target));
     seen.add(key);

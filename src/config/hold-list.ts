@@ -25,8 +25,15 @@ export function parseHoldList(raw: string, source: string): HoldKind[] {
     // A CRD's group is a domain with at least one dot (the API server refuses others),
     // so `plural.group` has at least two: `deployments.apps` is no custom resource.
     const labels = group.split('.');
-    const wellFormed = dot > 0 && DNS_LABEL.test(plural) && labels.length >= 2 && group.length <= 253 && labels.every((l) => DNS_SUBDOMAIN_LABEL.test(l));
-    if (!wellFormed) throw invalid('DG_CONFIG_HOLD_LIST', source, `comma-separated custom resource kinds as ${HOLD_FORM} (lowercase, the CRD's name)`, item);
+    const wellFormed =
+      dot > 0 && DNS_LABEL.test(plural) && labels.length >= 2 && group.length <= 253 && labels.every((l) => DNS_SUBDOMAIN_LABEL.test(l));
+    if (!wellFormed)
+      throw invalid(
+        'DG_CONFIG_HOLD_LIST',
+        source,
+        `comma-separated custom resource kinds as ${HOLD_FORM} (lowercase, the CRD's name)`,
+        item,
+      );
     if (!kinds.some((k) => k.plural === plural && k.group === group)) kinds.push(Object.freeze({ plural, group }));
   }
   return kinds;

@@ -7,7 +7,16 @@
 // and reports unknown options in its own words without the name as a field.
 
 import { ConfigError } from '../errors.ts';
-import { type Command, type DefaultedKey, EVERY_OPTION, type OptionSpec, type OptionValues, OPTIONS, defaultValue, envName } from './options.ts';
+import {
+  type Command,
+  type DefaultedKey,
+  EVERY_OPTION,
+  type OptionSpec,
+  type OptionValues,
+  OPTIONS,
+  defaultValue,
+  envName,
+} from './options.ts';
 
 export interface ParsedArgs {
   readonly command: Command;
@@ -74,7 +83,11 @@ export function parseArgs(
     const eq = arg.indexOf('=');
     const name = eq === -1 ? arg : arg.slice(0, eq);
     const spec = specs.find((s) => `--${s.flag}` === name || (s.short !== undefined && `-${s.short}` === name));
-    if (!spec) throw new ConfigError('DG_CONFIG_UNKNOWN_OPTION', `unknown option ${name} for 'drainguard ${command}' (see 'drainguard ${command} --help')`);
+    if (!spec)
+      throw new ConfigError(
+        'DG_CONFIG_UNKNOWN_OPTION',
+        `unknown option ${name} for 'drainguard ${command}' (see 'drainguard ${command} --help')`,
+      );
     const again = fromFlags.has(spec.key);
     if (again && !spec.repeatable) throw new ConfigError('DG_CONFIG_OPTION_USAGE', `option --${spec.flag} given twice`);
     fromFlags.add(spec.key);
@@ -95,7 +108,13 @@ export function parseArgs(
     sources[spec.key] = name;
   }
   // Each parser returns its key's type (OptionValues), so this is the one cast.
-  return Object.freeze({ command, values: Object.freeze(values) as Partial<OptionValues>, sources: Object.freeze(sources), positionals, help });
+  return Object.freeze({
+    command,
+    values: Object.freeze(values) as Partial<OptionValues>,
+    sources: Object.freeze(sources),
+    positionals,
+    help,
+  });
 }
 
 /** Where the value of `key` came from (the flag or variable given), else its variable: the name a message about it uses. */

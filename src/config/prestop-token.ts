@@ -45,7 +45,10 @@ function fileToken(file: string, fileSource: string): PrestopToken {
       return { stamp, token: checked(readFileSync(file, 'utf8').trim(), source) };
     } catch (err) {
       if (err instanceof ConfigError) throw err;
-      throw new ConfigError('DG_CONFIG_PRESTOP_TOKEN', `${fileSource}: cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new ConfigError(
+        'DG_CONFIG_PRESTOP_TOKEN',
+        `${fileSource}: cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
   };
   let last = read();
@@ -55,7 +58,10 @@ function fileToken(file: string, fileSource: string): PrestopToken {
       try {
         stamp = stampOf(file);
       } catch (err) {
-        return { token: last.token, problem: `${fileSource}: cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code}; the token read before stays in force` };
+        return {
+          token: last.token,
+          problem: `${fileSource}: cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code}; the token read before stays in force`,
+        };
       }
       if (stamp === last.stamp) return { token: last.token };
       try {
@@ -76,7 +82,10 @@ function stampOf(file: string): string {
 
 function checked(token: string, source: string): string {
   if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) {
-    throw new ConfigError('DG_CONFIG_PRESTOP_TOKEN', `${source}: expected a token of at least ${MIN_TOKEN_LENGTH} characters without spaces (a random string), got one of ${token.length} characters`);
+    throw new ConfigError(
+      'DG_CONFIG_PRESTOP_TOKEN',
+      `${source}: expected a token of at least ${MIN_TOKEN_LENGTH} characters without spaces (a random string), got one of ${token.length} characters`,
+    );
   }
   return token;
 }

@@ -12,7 +12,16 @@ import { type ParsedArgs, type Settings, settings, sourceOf } from './load.ts';
 export type SignalTarget = OptionValues['signalTarget'];
 
 /** The supervisors' options that resolveSupervisorConfig resolves itself (below); it takes every other one as given. */
-const RESOLVED = ['drainTimeoutMs', 'guard', 'podName', 'podNamespace', 'podUid', 'operatorContainer', 'prestopToken', 'prestopTokenFile'] as const;
+const RESOLVED = [
+  'drainTimeoutMs',
+  'guard',
+  'podName',
+  'podNamespace',
+  'podUid',
+  'operatorContainer',
+  'prestopToken',
+  'prestopTokenFile',
+] as const;
 
 type AsGiven = Exclude<KeyOf<'run' | 'sidecar'>, (typeof RESOLVED)[number]>;
 
@@ -46,7 +55,10 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
   const given = settings(args, AS_GIVEN);
   const { gracePeriodMs, stopTimeoutMs, hold } = given;
   const drainTimeoutExplicit = v.drainTimeoutMs !== undefined;
-  const misfit = checkFit({ gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs }, { stop: src('stopTimeoutMs'), drain: src('drainTimeoutMs') });
+  const misfit = checkFit(
+    { gracePeriodMs, stopTimeoutMs, drainTimeoutMs: v.drainTimeoutMs },
+    { stop: src('stopTimeoutMs'), drain: src('drainTimeoutMs') },
+  );
   if (misfit !== undefined) throw new ConfigError('DG_CONFIG_TIMEOUTS', misfit);
   const drainTimeoutMs = v.drainTimeoutMs ?? defaultDrainTimeout(gracePeriodMs, stopTimeoutMs);
 

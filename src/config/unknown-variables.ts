@@ -16,7 +16,10 @@ export function unknownVariables(env: NodeJS.ProcessEnv, known: ReadonlySet<stri
     .filter((name) => name.startsWith(PREFIX) && !known.has(name))
     .sort()
     .map((name) => {
-      const suggestion = closest(name.slice(PREFIX.length), [...known].map((k) => k.slice(PREFIX.length)));
+      const suggestion = closest(
+        name.slice(PREFIX.length),
+        [...known].map((k) => k.slice(PREFIX.length)),
+      );
       return suggestion === undefined ? { name } : { name, suggestion: PREFIX + suggestion };
     });
 }

@@ -16,7 +16,13 @@ export type AddOutcome =
   | { readonly state: 'missing' };
 
 /** Adds `finalizer` unless present; an object being deleted cannot take a new one ('deleting'). */
-export async function addFinalizer(client: KubeClient, ref: ObjectRef, finalizer: string, options: CallOptions = {}, known?: KubeObject): Promise<AddOutcome> {
+export async function addFinalizer(
+  client: KubeClient,
+  ref: ObjectRef,
+  finalizer: string,
+  options: CallOptions = {},
+  known?: KubeObject,
+): Promise<AddOutcome> {
   let object = known;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -43,7 +49,8 @@ export async function addFinalizer(client: KubeClient, ref: ObjectRef, finalizer
   }
 }
 
-export type RemoveOutcome = { readonly state: 'removed'; readonly object: KubeObject; readonly gone: boolean } | { readonly state: 'missing' };
+export type RemoveOutcome =
+  { readonly state: 'removed'; readonly object: KubeObject; readonly gone: boolean } | { readonly state: 'missing' };
 
 /**
  * Removes `finalizers` from the object in one request: a strategic merge patch
@@ -54,7 +61,12 @@ export type RemoveOutcome = { readonly state: 'removed'; readonly object: KubeOb
  * another object may just have taken away. `gone` when that let a deleted
  * object go.
  */
-export async function removeFinalizers(client: KubeClient, ref: ObjectRef, finalizers: readonly string[], options: CallOptions = {}): Promise<RemoveOutcome> {
+export async function removeFinalizers(
+  client: KubeClient,
+  ref: ObjectRef,
+  finalizers: readonly string[],
+  options: CallOptions = {},
+): Promise<RemoveOutcome> {
   const patch = { metadata: { '$deleteFromPrimitiveList/finalizers': finalizers } };
   for (let attempt = 1; ; attempt++) {
     try {

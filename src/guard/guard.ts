@@ -64,7 +64,12 @@ export interface GuardStatus {
   /** As GuardReport.set. */
   readonly set: boolean;
   readonly lease: 'held' | 'not-held';
-  readonly objects: readonly { readonly object: string; readonly state: ObjectState; readonly deleting: boolean; readonly message?: string }[];
+  readonly objects: readonly {
+    readonly object: string;
+    readonly state: ObjectState;
+    readonly deleting: boolean;
+    readonly message?: string;
+  }[];
   readonly lastError?: string;
 }
 
@@ -132,7 +137,12 @@ export class Guard {
       ...(o.message !== undefined && { message: o.message }),
     }));
     const set = this.#lease.held && this.#objects.every((o) => o.letGo || o.state === 'guarded' || o.state === 'missing');
-    return { set, lease: this.#lease.held ? 'held' : 'not-held', objects, ...(this.#lastError !== undefined && { lastError: this.#lastError }) };
+    return {
+      set,
+      lease: this.#lease.held ? 'held' : 'not-held',
+      objects,
+      ...(this.#lastError !== undefined && { lastError: this.#lastError }),
+    };
   }
 
   /** The figures readiness and metrics read. */
@@ -150,7 +160,11 @@ export class Guard {
         { serviceAccounts: accounts },
       );
     }
-    this.#log.info('guard starting', { lease: this.#lease.name, objects: this.#objects.map((o) => guardTargetKey(o.target)), api: this.#client.server });
+    this.#log.info('guard starting', {
+      lease: this.#lease.name,
+      objects: this.#objects.map((o) => guardTargetKey(o.target)),
+      api: this.#client.server,
+    });
     this.#loop = this.#run().catch((err: unknown) => this.#log.error('guard loop failed', { error: err as Error }));
   }
 
@@ -222,7 +236,8 @@ export class Guard {
     await Promise.all(this.#objects.map((o) => this.#holdObject(o, signal, foreign)));
     if (foreign.size > 0) await this.#sweep(foreign, signal);
     const failed = this.#objects.filter((o) => o.state === 'error');
-    if (failed.length > 0) throw new DrainguardError('DG_GUARD_HOLD', failed.map((o) => `${guardTargetKey(o.target)}: ${o.message}`).join('; '));
+    if (failed.length > 0)
+      throw new DrainguardError('DG_GUARD_HOLD', failed.map((o) => `${guardTargetKey(o.target)}: ${o.message}`).join('; '));
   }
 
   /** Its ServiceAccount, and a check that DRAINGUARD_POD_UID is this pod's. */
@@ -234,11 +249,14 @@ export class Guard {
       const account = (pod.spec as { serviceAccountName?: unknown } | undefined)?.serviceAccountName;
       this.#serviceAccount = typeof account === 'string' && account !== '' ? account : 'default';
       if (pod.metadata.uid !== this.#pod.uid) {
-        this.#log.warn('DRAINGUARD_POD_UID is not the uid of the pod DRAINGUARD_POD_NAME names: the holder Lease would be collected at once', {
-          pod: describe(ref),
-          uid: pod.metadata.uid,
-          given: this.#pod.uid,
-        });
+        this.#log.warn(
+          'DRAINGUARD_POD_UID is not the uid of the pod DRAINGUARD_POD_NAME names: the holder Lease would be collected at once',
+          {
+            pod: describe(ref),
+            uid: pod.metadata.uid,
+            given: this.#pod.uid,
+          },
+        );
       }
     } catch (err) {
       if (!isStatus(err, 403, 404)) throw err;
@@ -259,7 +277,10 @@ export class Guard {
         o.state = 'missing';
         o.object = undefined;
         o.mayHold = false;
-        if (before !== 'missing') this.#log.warn(`guarded object ${name} does not exist: nothing to hold; drainguard guards it once it is created`, { object: name });
+        if (before !== 'missing')
+          this.#log.warn(`guarded object ${name} does not exist: nothing to hold; drainguard guards it once it is created`, {
+            object: name,
+          });
         return;
       }
       o.object = outcome.object;
@@ -271,13 +292,16 @@ export class Guard {
         o.state = 'unguarded-deleting';
         o.mayHold = false;
         if (before !== 'unguarded-deleting') {
-          this.#log.warn(`${name} is being deleted and does not carry this pod's finalizer: the API server forbids adding one now`, { object: name });
+          this.#log.warn(`${name} is being deleted and does not carry this pod's finalizer: the API server forbids adding one now`, {
+            object: name,
+          });
         }
         return;
       }
       o.state = 'guarded';
       o.mayHold = true;
-      if (outcome.state === 'added') this.#log.info(before === 'guarded' ? 'finalizer was removed by someone else: added again' : 'finalizer added', { object: name });
+      if (outcome.state === 'added')
+        this.#log.info(before === 'guarded' ? 'finalizer was removed by someone else: added again' : 'finalizer added', { object: name });
     } catch (err) {
       if (signal.aborted) return;
       o.state = 'error';
@@ -320,6 +344,17 @@ export class Guard {
       objects: this.#objects.filter((o) => o.mayHold),
       identity: { namespace: this.#pod.namespace, serviceAccount: this.#serviceAccount },
     }));
-    await releaseHeld({ client: this.#client, finalizer: this.#finalizer, lease: this.#lease, logger: this.#log, clock: this.#clock, onReleaseFailed: this.#onReleaseFailed, held }, deadline);
+    await releaseHeld(
+      {
+        client: this.#client,
+        finalizer: this.#finalizer,
+        lease: this.#lease,
+        logger: this.#log,
+        clock: this.#clock,
+        onReleaseFailed: this.#onReleaseFailed,
+        held,
+      },
+      deadline,
+    );
   }
 }

@@ -47,7 +47,12 @@ export const CLOCK_SKEW_MS = 60_000;
 export type StaleReason = 'gone' | 'not-owned' | 'expired' | 'future';
 
 /** Each reason as the reports say it. */
-export const STALE_TEXT: Readonly<Record<StaleReason, string>> = { gone: 'Lease gone', 'not-owned': 'Lease not owned by its Pod', expired: 'Lease expired', future: 'Lease renewed in the future' };
+export const STALE_TEXT: Readonly<Record<StaleReason, string>> = {
+  gone: 'Lease gone',
+  'not-owned': 'Lease not owned by its Pod',
+  expired: 'Lease expired',
+  future: 'Lease renewed in the future',
+};
 
 export interface HolderState {
   readonly uid: string;
@@ -98,7 +103,12 @@ export function holderState(uid: string, leases: readonly LeaseObject[], namespa
  * Never across the cluster: a Lease elsewhere counts for nothing, so there is
  * no reason to read it, nor to hold the right to.
  */
-export async function listHolders(client: KubeClient, namespace: string, now: () => number, options: CallOptions = {}): Promise<HolderIndex> {
+export async function listHolders(
+  client: KubeClient,
+  namespace: string,
+  now: () => number,
+  options: CallOptions = {},
+): Promise<HolderIndex> {
   const query = { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` };
   const listed = (await client.list<LeaseObject>(RESOURCES.lease, namespace, { ...options, query })).items;
   const leases = listed.filter((l) => l.metadata.namespace === namespace);

@@ -33,7 +33,14 @@ async function objectsWithHolders(client: KubeClient): Promise<{ target: GuardTa
       const { items } = await client.list(RESOURCES[kind], undefined);
       return items
         .filter((o) => (o.metadata.finalizers ?? []).some((f) => holderOf(f) !== undefined))
-        .map((object) => ({ target: { kind, name: object.metadata.name, ...(object.metadata.namespace !== undefined && { namespace: object.metadata.namespace }) }, object }));
+        .map((object) => ({
+          target: {
+            kind,
+            name: object.metadata.name,
+            ...(object.metadata.namespace !== undefined && { namespace: object.metadata.namespace }),
+          },
+          object,
+        }));
     }),
   );
   return lists.flat();
@@ -42,7 +49,9 @@ async function objectsWithHolders(client: KubeClient): Promise<{ target: GuardTa
 /** The hold's Deployments (src/hold): those in `namespace` that carry a holder finalizer. */
 export async function heldDeployments(client: KubeClient, namespace: string): Promise<HeldTarget[]> {
   const { items } = await client.list(RESOURCES.deployment, namespace);
-  return items.filter((d) => (d.metadata.finalizers ?? []).some((f) => holderOf(f) !== undefined)).map((d) => ({ kind: 'deployment' as const, namespace, name: d.metadata.name }));
+  return items
+    .filter((d) => (d.metadata.finalizers ?? []).some((f) => holderOf(f) !== undefined))
+    .map((d) => ({ kind: 'deployment' as const, namespace, name: d.metadata.name }));
 }
 
 export async function inspect(

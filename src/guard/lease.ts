@@ -73,7 +73,12 @@ export class HolderLease {
       if (this.#created) {
         // The label and the owner too: a sweeper counts this Lease only with both (holders.ts), so an edit that took them is undone.
         const { labels, ownerReferences } = body.metadata;
-        await client.patch(this.#ref, { metadata: { labels, ownerReferences }, spec: { holderIdentity: body.spec!.holderIdentity, renewTime: body.spec!.renewTime } }, 'application/merge-patch+json', { signal });
+        await client.patch(
+          this.#ref,
+          { metadata: { labels, ownerReferences }, spec: { holderIdentity: body.spec!.holderIdentity, renewTime: body.spec!.renewTime } },
+          'application/merge-patch+json',
+          { signal },
+        );
       } else {
         await client.create(RESOURCES.lease, pod.namespace, body, { signal });
         logger.info('holder Lease created', { lease: this.name });
@@ -87,7 +92,12 @@ export class HolderLease {
       if (!this.#created && isStatus(err, 409)) {
         // Left by an earlier run of this pod's container: take it over.
         const { metadata, spec } = body;
-        await client.patch(this.#ref, { metadata: { labels: metadata.labels, annotations: metadata.annotations, ownerReferences: metadata.ownerReferences }, spec }, 'application/merge-patch+json', { signal });
+        await client.patch(
+          this.#ref,
+          { metadata: { labels: metadata.labels, annotations: metadata.annotations, ownerReferences: metadata.ownerReferences }, spec },
+          'application/merge-patch+json',
+          { signal },
+        );
         logger.info('holder Lease taken over from an earlier run of this pod', { lease: this.name });
       } else {
         this.#held = false;

@@ -14,7 +14,9 @@ export const leaseNameFor = (podUid: string): string => `drainguard-${podUid}`;
 
 /** The pod UID a holder finalizer names, or undefined for other finalizers. */
 export const holderOf = (finalizer: string): string | undefined =>
-  finalizer.startsWith(FINALIZER_PREFIX) && finalizer.length > FINALIZER_PREFIX.length ? finalizer.slice(FINALIZER_PREFIX.length) : undefined;
+  finalizer.startsWith(FINALIZER_PREFIX) && finalizer.length > FINALIZER_PREFIX.length
+    ? finalizer.slice(FINALIZER_PREFIX.length)
+    : undefined;
 
 /** What a guard holds: the guarded objects, and the hold's Deployment (src/hold). */
 export type HeldTarget = GuardTarget | { readonly kind: 'deployment'; readonly namespace: string; readonly name: string };

@@ -43,7 +43,8 @@ const RACING =
   "released together: each is being deleted and is what lets drainguard release another of them, so whichever goes first may take the permission from the others' removals; keep drainguard's own RBAC out of the uninstall (docs/guard.md)";
 
 /** The command that frees what a failed release left (once the holder is stale); holders count only in their own namespace. */
-const releaseCommand = (objects: readonly string[], namespace: string): string => `drainguard release --pod-namespace ${namespace} --guard ${objects.join(',')}`;
+const releaseCommand = (objects: readonly string[], namespace: string): string =>
+  `drainguard release --pod-namespace ${namespace} --guard ${objects.join(',')}`;
 
 /** Removes this pod's finalizers and the Lease by `deadline` (epoch ms), cut short there; never throws. */
 export async function releaseHeld(r: HeldRelease, deadline: number): Promise<void> {
@@ -60,10 +61,13 @@ export async function releaseHeld(r: HeldRelease, deadline: number): Promise<voi
     // The deadline (supervisor/shutdown.ts Deadlines) counts from the Pod's deletion, read at the termination and again before the release.
     const outcome = await Promise.race([releaseWithin(r, deadline, cutoff.signal, started), expired]);
     if (outcome === 'deadline') {
-      r.logger.warn('guard release cut short by the deadline: what is left is stale once this pod is gone, and swept by any drainguard or `drainguard release`', {
-        deadline: new Date(deadline).toISOString(),
-        afterMs: r.clock.now() - started,
-      });
+      r.logger.warn(
+        'guard release cut short by the deadline: what is left is stale once this pod is gone, and swept by any drainguard or `drainguard release`',
+        {
+          deadline: new Date(deadline).toISOString(),
+          afterMs: r.clock.now() - started,
+        },
+      );
     }
   } finally {
     cancelTimer();
@@ -78,7 +82,12 @@ export async function releaseHeld(r: HeldRelease, deadline: number): Promise<voi
  * keep only one or two); the copies say what is being deleted now, which decides the order.
  * null: gone; absent: not read in time.
  */
-async function warmUp(r: HeldRelease, targets: readonly HeldTarget[], signal: AbortSignal, deadline: number): Promise<Map<HeldTarget, KubeObject | null>> {
+async function warmUp(
+  r: HeldRelease,
+  targets: readonly HeldTarget[],
+  signal: AbortSignal,
+  deadline: number,
+): Promise<Map<HeldTarget, KubeObject | null>> {
   const over = new AbortController();
   const cancel = r.clock.after(Math.floor(Math.min(WARM_UP_MS, Math.max(0, deadline - r.clock.now()) / 4)), () => over.abort());
   const warm = AbortSignal.any([signal, over.signal]);
@@ -112,7 +121,12 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
       return { name, state: 'failed' as const, error: (err as Error).message };
     }
   };
-  const copies = await warmUp(r, held.map((o) => o.target), signal, deadline);
+  const copies = await warmUp(
+    r,
+    held.map((o) => o.target),
+    signal,
+    deadline,
+  );
   const plan = planRelease(
     held.map((o) => {
       const copy = copies.get(o.target);
@@ -141,7 +155,16 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
     const share = Math.max(0, deadline - r.clock.now()) / (plan.waves.length - i);
     let cancelTurn = (): void => {};
     const turn = new Promise<void>((resolve) => (cancelTurn = r.clock.after(share, resolve)));
-    if (i > 0) await Promise.race([warmUp(r, wave.map((h) => h.target), signal, deadline), turn]);
+    if (i > 0)
+      await Promise.race([
+        warmUp(
+          r,
+          wave.map((h) => h.target),
+          signal,
+          deadline,
+        ),
+        turn,
+      ]);
     // A wave goes out at once, one request per object that needs no read.
     const answered = wave.map((h) => remove(h.target));
     sent.push(...answered);
@@ -153,8 +176,14 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
   // for stale (and the post-delete hook drainguard's own RBAC away) while they are under way.
   // Once the ServiceAccount went with them its token is refused: the garbage collector deletes
   // the Lease with the Pod.
-  const credential = new Set(plan.last === undefined ? [] : plan.waves[plan.last]!.filter((h) => h.target.kind === 'serviceaccount').map((h) => guardTargetKey(h.target)));
-  const lease = results.some((result) => result.gone && credential.has(result.name)) ? 'left to the garbage collector' : await r.lease.delete({ deadline, signal });
+  const credential = new Set(
+    plan.last === undefined
+      ? []
+      : plan.waves[plan.last]!.filter((h) => h.target.kind === 'serviceaccount').map((h) => guardTargetKey(h.target)),
+  );
+  const lease = results.some((result) => result.gone && credential.has(result.name))
+    ? 'left to the garbage collector'
+    : await r.lease.delete({ deadline, signal });
   const failed = results.filter((result) => result.state === 'failed');
   const fields = {
     released: results.filter((result) => result.state === 'removed').map((result) => result.name),
@@ -163,16 +192,20 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
     lease: lease instanceof Error ? 'not deleted' : lease,
     durationMs: r.clock.now() - started,
   };
-  if (lease instanceof Error) r.logger.warn('could not delete the holder Lease: the garbage collector deletes it with the Pod', { error: lease.message });
+  if (lease instanceof Error)
+    r.logger.warn('could not delete the holder Lease: the garbage collector deletes it with the Pod', { error: lease.message });
   if (failed.length > 0) {
     const objects = failed.map((f) => f.name);
     const fix = releaseCommand(objects, identity.namespace);
     // Loud: after an uninstall no other drainguard may be left to sweep it.
-    r.logger.error(`guard released in part: ${objects.join(', ')} keep this pod's finalizer; once this pod is gone, \`${fix}\` (or the post-delete hook) removes it`, {
-      ...fields,
-      failed: failed.map((f) => `${f.name}: ${f.error}`),
-      fix,
-    });
+    r.logger.error(
+      `guard released in part: ${objects.join(', ')} keep this pod's finalizer; once this pod is gone, \`${fix}\` (or the post-delete hook) removes it`,
+      {
+        ...fields,
+        failed: failed.map((f) => `${f.name}: ${f.error}`),
+        fix,
+      },
+    );
     r.onReleaseFailed?.(objects, fix);
   } else {
     r.logger.info('guard released', fields);

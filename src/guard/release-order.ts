@@ -69,7 +69,8 @@ function rulesAllowPatch(rules: readonly Rule[], target: HeldTarget): boolean {
 }
 
 // Without the ServiceAccount's name, any one in drainguard's namespace may be its own.
-const isMe = (namespace: string | undefined, name: string | undefined, me: Identity) => namespace === me.namespace && (me.serviceAccount === undefined || name === me.serviceAccount);
+const isMe = (namespace: string | undefined, name: string | undefined, me: Identity) =>
+  namespace === me.namespace && (me.serviceAccount === undefined || name === me.serviceAccount);
 
 function bindsMe(subjects: readonly Subject[], bindingNamespace: string | undefined, me: Identity): boolean {
   const groups = ['system:authenticated', 'system:serviceaccounts', `system:serviceaccounts:${me.namespace}`];
@@ -92,7 +93,9 @@ interface Grant {
 
 function grants(held: readonly Held[], me: Identity): Grant[] {
   const find = (kind: string, name: string, namespace?: string) =>
-    held.findIndex((h) => h.target.kind === kind && h.target.name === name && (namespace === undefined || h.target.namespace === namespace));
+    held.findIndex(
+      (h) => h.target.kind === kind && h.target.name === name && (namespace === undefined || h.target.namespace === namespace),
+    );
   return held.flatMap((h, i) => {
     if (h.target.kind !== 'clusterrolebinding' && h.target.kind !== 'rolebinding') return [];
     const spec = h.object as (KubeObject & { subjects?: Subject[]; roleRef?: { kind?: string; name?: string } }) | undefined;
@@ -102,7 +105,13 @@ function grants(held: readonly Held[], me: Identity): Grant[] {
     const rules = (held[role]?.object as { rules?: Rule[] } | undefined)?.rules;
     if (role === -1 || !rules) return [];
     // A RoleBinding grants only in its own namespace, whatever role it binds.
-    const allows = new Set(held.flatMap((x, j) => ((h.target.kind === 'clusterrolebinding' || x.target.namespace === h.target.namespace) && rulesAllowPatch(rules, x.target) ? [j] : [])));
+    const allows = new Set(
+      held.flatMap((x, j) =>
+        (h.target.kind === 'clusterrolebinding' || x.target.namespace === h.target.namespace) && rulesAllowPatch(rules, x.target)
+          ? [j]
+          : [],
+      ),
+    );
     return [{ members: [i, role] as const, allows }];
   });
 }
@@ -119,7 +128,8 @@ function supports(held: readonly Held[], me: Identity): Set<number>[] {
   });
   // The credential of every request: the ServiceAccount's tokens stop working once it is gone.
   held.forEach((h, i) => {
-    if (h.target.kind === 'serviceaccount' && h.deleting && isMe(h.target.namespace, h.target.name, me)) held.forEach((_, j) => j !== i && out[i]!.add(j));
+    if (h.target.kind === 'serviceaccount' && h.deleting && isMe(h.target.namespace, h.target.name, me))
+      held.forEach((_, j) => j !== i && out[i]!.add(j));
   });
   return out;
 }
@@ -129,7 +139,7 @@ export function planRelease<T extends Held>(held: readonly T[], me: Identity): R
   const edges = supports(held, me);
   // reach[i]: every object whose removal needs i, directly or through others.
   const reach = edges.map((s) => new Set(s));
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const r of reach) {
       for (const j of [...r]) {
@@ -160,7 +170,8 @@ export function planRelease<T extends Held>(held: readonly T[], me: Identity): R
     }
     return groups.filter((g) => g.length > 1);
   });
-  const ends = (i: number) => held[i]!.target.kind === 'serviceaccount' && held[i]!.deleting && isMe(held[i]!.target.namespace, held[i]!.target.name, me);
+  const ends = (i: number) =>
+    held[i]!.target.kind === 'serviceaccount' && held[i]!.deleting && isMe(held[i]!.target.namespace, held[i]!.target.name, me);
   const last = waves.findIndex((w) => w.some(ends));
   const pick = (is: number[]) => is.map((i) => held[i]!);
   return { waves: waves.map(pick), racing: racing.map(pick), ...(last !== -1 && { last }) };

@@ -69,13 +69,19 @@ export async function releaseStale(client: KubeClient, r: StaleRelease, write: (
     const done = kept === 0 && failed === 0;
     if (done || Date.now() >= until) {
       let deleted = 0;
-      if (r.remove.length > 0 && !done) say(`not deleted: ${r.remove.map(guardTargetKey).join(', ')} (${kept > 0 ? 'live holders remain' : 'finalizers could not be removed'})`);
+      if (r.remove.length > 0 && !done)
+        say(
+          `not deleted: ${r.remove.map(guardTargetKey).join(', ')} (${kept > 0 ? 'live holders remain' : 'finalizers could not be removed'})`,
+        );
       if (r.remove.length > 0 && done) {
         await Promise.all(
           r.remove.map(async (x) => {
             const key = guardTargetKey(x);
             try {
-              await client.delete({ ...RESOURCES[x.kind], namespace: x.namespace, name: x.name }, { body: { propagationPolicy: 'Background' } });
+              await client.delete(
+                { ...RESOURCES[x.kind], namespace: x.namespace, name: x.name },
+                { body: { propagationPolicy: 'Background' } },
+              );
               deleted++;
               say(`${key}: deleted`);
             } catch (err) {
@@ -86,7 +92,13 @@ export async function releaseStale(client: KubeClient, r: StaleRelease, write: (
           }),
         );
       }
-      const summary = [`released ${removed} finalizer(s)`, `${kept} of live holders left`, ...(r.remove.length > 0 ? [`deleted ${deleted} object(s)`] : []), ...(failed > 0 ? [`${failed} object(s) failed`] : []), `holders judged by the Leases of namespace ${r.namespace}`];
+      const summary = [
+        `released ${removed} finalizer(s)`,
+        `${kept} of live holders left`,
+        ...(r.remove.length > 0 ? [`deleted ${deleted} object(s)`] : []),
+        ...(failed > 0 ? [`${failed} object(s) failed`] : []),
+        `holders judged by the Leases of namespace ${r.namespace}`,
+      ];
       write(summary.join('; '));
       return failed > 0 || ((r.waitMs !== undefined || r.remove.length > 0) && kept > 0) ? 1 : 0;
     }

@@ -47,7 +47,10 @@ export async function statusReport(client: KubeClient, query: StatusQuery, now =
         finalizer: h.finalizer,
         live: h.live,
         ...(h.staleBecause && { staleBecause: h.staleBecause }),
-        ...(h.lease && { lease: `${h.lease.metadata.namespace}/${h.lease.metadata.name}`, pod: h.lease.spec?.holderIdentity as string | undefined }),
+        ...(h.lease && {
+          lease: `${h.lease.metadata.namespace}/${h.lease.metadata.name}`,
+          pod: h.lease.spec?.holderIdentity as string | undefined,
+        }),
       })),
     })),
     holders: leases,
@@ -59,14 +62,27 @@ export function renderStatus(report: StatusReport): string {
   const rows = report.objects.map((o) => [
     o.object,
     !o.exists ? 'not found' : o.deleting ? 'deleting' : 'present',
-    o.holders.length === 0 ? '-' : o.holders.map((h) => `${h.uid} ${h.live ? `live (pod ${h.pod})` : `stale (${STALE_TEXT[h.staleBecause!]})`}`).join(', '),
+    o.holders.length === 0
+      ? '-'
+      : o.holders.map((h) => `${h.uid} ${h.live ? `live (pod ${h.pod})` : `stale (${STALE_TEXT[h.staleBecause!]})`}`).join(', '),
   ]);
   const leases = report.holders;
   const scope = `namespace ${report.leaseScope}`;
   return [
     table([['OBJECT', 'STATE', 'HOLDERS'], ...rows]),
     `\nholder Leases (${scope}):\n`,
-    leases.length === 0 ? '  none\n' : table([['LEASE', 'POD', 'STATE', 'RENEWED', 'GUARDS'], ...leases.map((l) => [`${l.namespace}/${l.name}`, l.pod ?? '-', l.live ? 'live' : `stale (${STALE_TEXT[l.staleBecause!]})`, l.renewTime ?? '-', l.guards.join(',') || '-'])]),
+    leases.length === 0
+      ? '  none\n'
+      : table([
+          ['LEASE', 'POD', 'STATE', 'RENEWED', 'GUARDS'],
+          ...leases.map((l) => [
+            `${l.namespace}/${l.name}`,
+            l.pod ?? '-',
+            l.live ? 'live' : `stale (${STALE_TEXT[l.staleBecause!]})`,
+            l.renewTime ?? '-',
+            l.guards.join(',') || '-',
+          ]),
+        ]),
   ].join('');
 }
 

@@ -21,15 +21,28 @@ export function holdersOf(object: KubeObject | undefined, holders: HolderIndex):
 }
 
 /** Which of `held` a sweep removes: the stale ones, and with `all` the live ones too. */
-export function toSweep(held: readonly HeldBy[], { all = false, except }: { all?: boolean; except?: string } = {}): { remove: HeldBy[]; keep: HeldBy[] } {
+export function toSweep(
+  held: readonly HeldBy[],
+  { all = false, except }: { all?: boolean; except?: string } = {},
+): { remove: HeldBy[]; keep: HeldBy[] } {
   const mine = held.filter((h) => h.finalizer !== except);
   const remove = mine.filter((h) => !h.live || all);
   return { remove, keep: mine.filter((h) => !remove.includes(h)) };
 }
 
 /** Removes those finalizers from the object, in one request. */
-export function sweep(client: KubeClient, target: HeldTarget, remove: readonly HeldBy[], options: CallOptions = {}): Promise<RemoveOutcome> {
-  return removeFinalizers(client, refOf(target), remove.map((h) => h.finalizer), options);
+export function sweep(
+  client: KubeClient,
+  target: HeldTarget,
+  remove: readonly HeldBy[],
+  options: CallOptions = {},
+): Promise<RemoveOutcome> {
+  return removeFinalizers(
+    client,
+    refOf(target),
+    remove.map((h) => h.finalizer),
+    options,
+  );
 }
 
 /** Why a holder's finalizer goes, for the release command's report. */

@@ -21,9 +21,13 @@ const controllerOf = (o: KubeObject) => (o.metadata.ownerReferences ?? []).find(
 export async function findDeployment(client: KubeClient, pod: PodRef, signal?: AbortSignal): Promise<FoundDeployment> {
   const self = await client.get({ ...RESOURCES.pod, namespace: pod.namespace, name: pod.name }, { signal });
   const rsRef = controllerOf(self);
-  if (rsRef?.kind !== 'ReplicaSet' || rsRef.apiVersion !== 'apps/v1') return { none: rsRef ? `this pod is controlled by ${rsRef.kind} ${rsRef.name}` : 'this pod has no controller' };
+  if (rsRef?.kind !== 'ReplicaSet' || rsRef.apiVersion !== 'apps/v1')
+    return { none: rsRef ? `this pod is controlled by ${rsRef.kind} ${rsRef.name}` : 'this pod has no controller' };
   const rs = await client.get({ ...RESOURCES.replicaset, namespace: pod.namespace, name: rsRef.name }, { signal });
   const dRef = controllerOf(rs);
-  if (dRef?.kind !== 'Deployment' || dRef.apiVersion !== 'apps/v1') return { none: `its ReplicaSet ${rsRef.name} is ${dRef ? `controlled by ${dRef.kind} ${dRef.name}` : 'not controlled by a Deployment'}` };
+  if (dRef?.kind !== 'Deployment' || dRef.apiVersion !== 'apps/v1')
+    return {
+      none: `its ReplicaSet ${rsRef.name} is ${dRef ? `controlled by ${dRef.kind} ${dRef.name}` : 'not controlled by a Deployment'}`,
+    };
   return { found: { kind: 'deployment', namespace: pod.namespace, name: dRef.name, uid: dRef.uid } };
 }

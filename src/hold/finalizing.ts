@@ -81,10 +81,18 @@ export class FinalizingObjects {
     if (known !== undefined) return known;
     let served: Served | null = null;
     try {
-      const group = await this.#client.request<{ preferredVersion?: { version?: string } }>('GET', `/apis/${kind.group}`, { signal, retry: false, what: `discovery of ${kind.group}` });
+      const group = await this.#client.request<{ preferredVersion?: { version?: string } }>('GET', `/apis/${kind.group}`, {
+        signal,
+        retry: false,
+        what: `discovery of ${kind.group}`,
+      });
       const version = group.preferredVersion?.version;
       if (version) {
-        const list = await this.#client.request<{ resources?: { name: string; kind: string; namespaced: boolean }[] }>('GET', `/apis/${kind.group}/${version}`, { signal, retry: false, what: `discovery of ${kind.group}/${version}` });
+        const list = await this.#client.request<{ resources?: { name: string; kind: string; namespaced: boolean }[] }>(
+          'GET',
+          `/apis/${kind.group}/${version}`,
+          { signal, retry: false, what: `discovery of ${kind.group}/${version}` },
+        );
         const r = (list.resources ?? []).find((x) => x.name === kind.plural);
         if (r) served = { ref: { group: kind.group, version, resource: kind.plural, kind: r.kind, namespaced: r.namespaced } };
       }

@@ -126,7 +126,9 @@ export class Hold {
     const key = `${message}: ${error.message}`;
     if (this.#warned.has(key)) return;
     this.#warned.add(key);
-    const fix = isStatus(error, 403) ? { fix: "grant drainguard's ServiceAccount the verb on the resource the message names (docs: the hold's RBAC)" } : {};
+    const fix = isStatus(error, 403)
+      ? { fix: "grant drainguard's ServiceAccount the verb on the resource the message names (docs: the hold's RBAC)" }
+      : {};
     this.#log.warn(message, { error: error.message, ...fix });
   }
 
@@ -138,7 +140,9 @@ export class Hold {
         const found = await findDeployment(client, pod, signal);
         if ('none' in found) {
           this.#state = 'no-deployment';
-          this.#log.warn(`the hold needs a Deployment above this pod, and ${found.none}: nothing is held, the operator runs on`, { pod: `${pod.namespace}/${pod.name}` });
+          this.#log.warn(`the hold needs a Deployment above this pod, and ${found.none}: nothing is held, the operator runs on`, {
+            pod: `${pod.namespace}/${pod.name}`,
+          });
           return;
         }
         this.#target = found.found;
@@ -153,14 +157,20 @@ export class Hold {
     const target = this.#target;
     this.#o.guard.hold(target);
     this.#state = 'holding';
-    this.#log.info('hold set: the Deployment carries this pod\'s finalizer', { deployment: `${target.namespace}/${target.name}`, finalizer: this.#o.guard.finalizer, timeoutMs: this.#o.timeoutMs, settleMs: this.#o.settleMs });
+    this.#log.info("hold set: the Deployment carries this pod's finalizer", {
+      deployment: `${target.namespace}/${target.name}`,
+      finalizer: this.#o.guard.finalizer,
+      timeoutMs: this.#o.timeoutMs,
+      settleMs: this.#o.settleMs,
+    });
     await watchDeployment({
       client,
       target,
       signal,
       clock: this.#clock,
       onObject: (d) => this.#observe(d),
-      onError: (err) => this.#warnOnce('the hold cannot watch its Deployment: Kubernetes API call failed, it keeps holding and trying', err),
+      onError: (err) =>
+        this.#warnOnce('the hold cannot watch its Deployment: Kubernetes API call failed, it keeps holding and trying', err),
     });
   }
 
@@ -268,11 +278,18 @@ export class Hold {
     this.#cancelTimer?.();
     this.#released[reason]++;
     const message = this.#message(reason);
-    const fields = { reason, deployment: this.#target && `${this.#target.namespace}/${this.#target.name}`, ...(this.#finalizing && this.#finalizing.length > 0 && { finalizing: this.#finalizing }) };
+    const fields = {
+      reason,
+      deployment: this.#target && `${this.#target.namespace}/${this.#target.name}`,
+      ...(this.#finalizing && this.#finalizing.length > 0 && { finalizing: this.#finalizing }),
+    };
     if (reason === 'timeout' || reason === 'foreground') this.#log.warn(message, fields);
     else this.#log.info(message, fields);
     this.#o.onReleased?.(reason, message);
     const outcome = await this.#o.guard.letGo(this.#target!);
-    if (outcome instanceof Error) this.#log.warn("could not remove this pod's finalizer from the Deployment: the guard's release tries again when the pod stops", { error: outcome.message });
+    if (outcome instanceof Error)
+      this.#log.warn("could not remove this pod's finalizer from the Deployment: the guard's release tries again when the pod stops", {
+        error: outcome.message,
+      });
   }
 }

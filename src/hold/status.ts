@@ -18,7 +18,12 @@ export interface HoldStatus {
 
 export async function holdStatus(client: KubeClient, kinds: readonly HoldKind[], namespace: string): Promise<HoldStatus> {
   const listed = await new FinalizingObjects(client, kinds, namespace).list();
-  return { kinds: kinds.map(holdKindName), namespace, ...(listed.finalizing && { waitingFor: listed.finalizing }), errors: listed.errors.map((e) => `${e.kind}: ${e.error.message}`) };
+  return {
+    kinds: kinds.map(holdKindName),
+    namespace,
+    ...(listed.finalizing && { waitingFor: listed.finalizing }),
+    errors: listed.errors.map((e) => `${e.kind}: ${e.error.message}`),
+  };
 }
 
 export function renderHoldStatus(s: HoldStatus): string {

@@ -16,7 +16,10 @@ export interface ScrapeResponse {
 }
 
 /** How one scrape is made; the default is node:http/https. */
-export type Fetch = (url: URL, options: { headers: Record<string, string>; ca?: string | Buffer; insecureSkipVerify?: boolean; signal: AbortSignal }) => Promise<ScrapeResponse>;
+export type Fetch = (
+  url: URL,
+  options: { headers: Record<string, string>; ca?: string | Buffer; insecureSkipVerify?: boolean; signal: AbortSignal },
+) => Promise<ScrapeResponse>;
 
 export interface IdleOptions {
   /** The metrics URL: http on loopback, or https (controller-runtime's secure metrics). */

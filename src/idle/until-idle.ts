@@ -57,8 +57,23 @@ export function untilIdle(url: URL, logger: Logger, tokenFile = POD_TOKEN): Idle
           fix: "point DRAINGUARD_IDLE_METRICS at the operator's metrics bind address (controller-runtime's --metrics-bind-address), reachable from drainguard",
         });
       };
-      const r = await waitForIdle({ url, token, insecureSkipVerify: https && isLoopbackHost(url.hostname), intervalMs: SCRAPE_INTERVAL_MS, scrapeTimeoutMs: SCRAPE_TIMEOUT_MS, deadline, signal, onFailure });
-      const fields = { scrapes: r.scrapes, failedScrapes: r.failed, afterMs: Date.now() - started, activeWorkers: r.lastActive, error: r.lastError };
+      const r = await waitForIdle({
+        url,
+        token,
+        insecureSkipVerify: https && isLoopbackHost(url.hostname),
+        intervalMs: SCRAPE_INTERVAL_MS,
+        scrapeTimeoutMs: SCRAPE_TIMEOUT_MS,
+        deadline,
+        signal,
+        onFailure,
+      });
+      const fields = {
+        scrapes: r.scrapes,
+        failedScrapes: r.failed,
+        afterMs: Date.now() - started,
+        activeWorkers: r.lastActive,
+        error: r.lastError,
+      };
       if (r.outcome === 'idle') logger.info('operator idle: no reconcile running', fields);
       else if (r.outcome === 'deadline') logger.warn('operator still busy (or its metrics unreadable) at the drain deadline', fields);
       return r.outcome;

@@ -53,7 +53,9 @@ async function checkStarts(launcher: string): Promise<void> {
   const run = await execa(launcher, ['--version'], { reject: false, timeout: 30_000, extendEnv: false, env: {} });
   if (run.exitCode !== 0 || !run.stdout.startsWith('drainguard ')) {
     const why = run.code === 'EACCES' ? ' (permission denied: is DIR on a noexec mount?)' : '';
-    throw new InstalledCopyError(`the installed copy does not start: ${launcher} --version: ${String(run.stderr).trim() || run.originalMessage || run.shortMessage}${why}`);
+    throw new InstalledCopyError(
+      `the installed copy does not start: ${launcher} --version: ${String(run.stderr).trim() || run.originalMessage || run.shortMessage}${why}`,
+    );
   }
 }
 

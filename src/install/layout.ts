@@ -18,7 +18,10 @@ export const LAUNCHER = 'drainguard';
 export const LIB_DIR = 'lib';
 export const PROGRAM = join(LIB_DIR, 'drainguard');
 /** glibc's loader on each architecture: the name its launcher execs. */
-export const LOADER_NAMES: Readonly<Partial<Record<NodeJS.Architecture, string>>> = { x64: 'ld-linux-x86-64.so.2', arm64: 'ld-linux-aarch64.so.1' };
+export const LOADER_NAMES: Readonly<Partial<Record<NodeJS.Architecture, string>>> = {
+  x64: 'ld-linux-x86-64.so.2',
+  arm64: 'ld-linux-aarch64.so.1',
+};
 /**
  * The loader of this architecture under DIR, the name the launcher execs;
  * the loader is copied under this name whatever it is called on the build host.

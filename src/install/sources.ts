@@ -35,7 +35,9 @@ export async function installSources(): Promise<SourceFile[]> {
   const dir = installedDir();
   if (dir !== undefined) return fromInstalledDir(dir);
   if (!isSea()) {
-    throw new InstallSourceError('install copies the drainguard executable, and this is not it (run dist/drainguard install DIR, not the sources)');
+    throw new InstallSourceError(
+      'install copies the drainguard executable, and this is not it (run dist/drainguard install DIR, not the sources)',
+    );
   }
   return fromBareExecutable(realpathSync(process.execPath));
 }
@@ -54,7 +56,9 @@ function fromInstalledDir(dir: string): SourceFile[] {
 async function fromBareExecutable(program: string): Promise<SourceFile[]> {
   const traced = await execa(program, [], { env: { LD_TRACE_LOADED_OBJECTS: '1' }, reject: false, timeout: 30_000 });
   if (traced.exitCode !== 0) {
-    throw new InstallSourceError(`the dynamic loader could not list what ${program} needs: ${traced.stderr || traced.stdout || traced.shortMessage}`);
+    throw new InstallSourceError(
+      `the dynamic loader could not list what ${program} needs: ${traced.stderr || traced.stdout || traced.shortMessage}`,
+    );
   }
   const { loader, libraries } = parseLoadedObjects(traced.stdout);
   await requireArgv0Option(loader);
@@ -105,6 +109,8 @@ export function parseLoadedObjects(text: string): LoadedObjects {
 async function requireArgv0Option(loader: string): Promise<void> {
   const help = await execa(loader, ['--help'], { reject: false, timeout: 30_000 });
   if (!help.stdout.includes('--argv0')) {
-    throw new InstallSourceError(`the dynamic loader ${loader} does not take --argv0 (glibc 2.33 or later needed); install from a newer system or from the drainguard image`);
+    throw new InstallSourceError(
+      `the dynamic loader ${loader} does not take --argv0 (glibc 2.33 or later needed); install from a newer system or from the drainguard image`,
+    );
   }
 }

@@ -116,10 +116,18 @@ export class KubeClient {
   }
 
   list<T extends KubeObject = KubeObject>(r: ResourceRef, namespace: string | undefined, options: CallOptions = {}): Promise<KubeList<T>> {
-    return this.request<KubeList<T>>('GET', pathOf(r, namespace), { what: `${r.resource}${namespace ? ` in namespace ${namespace}` : ''}`, ...options });
+    return this.request<KubeList<T>>('GET', pathOf(r, namespace), {
+      what: `${r.resource}${namespace ? ` in namespace ${namespace}` : ''}`,
+      ...options,
+    });
   }
 
-  create<T extends KubeObject = KubeObject>(r: ResourceRef, namespace: string | undefined, body: KubeObject, options: CallOptions = {}): Promise<T> {
+  create<T extends KubeObject = KubeObject>(
+    r: ResourceRef,
+    namespace: string | undefined,
+    body: KubeObject,
+    options: CallOptions = {},
+  ): Promise<T> {
     const what = `${r.kind.toLowerCase()}/${namespace ? `${namespace}/` : ''}${body.metadata.name ?? ''}`;
     return this.request<T>('POST', pathOf(r, namespace), { what, body, ...options });
   }
@@ -137,7 +145,13 @@ export class KubeClient {
    * and hands each event to `onEvent` as it comes; resolves when the server ends the stream
    * (after timeoutSeconds), rejects as request() does. One attempt: the caller resumes.
    */
-  async watch<T extends KubeObject = KubeObject>(r: ResourceRef, namespace: string | undefined, query: Record<string, string | undefined>, onEvent: (event: WatchEvent<T>) => void, options: CallOptions = {}): Promise<void> {
+  async watch<T extends KubeObject = KubeObject>(
+    r: ResourceRef,
+    namespace: string | undefined,
+    query: Record<string, string | undefined>,
+    onEvent: (event: WatchEvent<T>) => void,
+    options: CallOptions = {},
+  ): Promise<void> {
     const what = `watch ${r.resource}${namespace ? ` in namespace ${namespace}` : ''}`;
     const stop = new AbortController();
     let failure: unknown;
@@ -183,7 +197,9 @@ export class KubeClient {
   /** One API call with retries of transient failures (network, timeouts, 429, 5xx). */
   async request<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
     const policy: RetryPolicy =
-      options.retry === false ? { ...this.#retry, maxAttempts: 1 } : { ...this.#retry, ...(typeof options.retry === 'object' ? options.retry : {}) };
+      options.retry === false
+        ? { ...this.#retry, maxAttempts: 1 }
+        : { ...this.#retry, ...(typeof options.retry === 'object' ? options.retry : {}) };
     const call = `${method} ${options.what ?? path}`;
     let refreshed = false;
     for (let attempt = 1; ; attempt++) {
@@ -219,7 +235,13 @@ export class KubeClient {
     const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
     const started = performance.now();
     const record = (status: number) => {
-      const call: CallRecord = { method, path: url.pathname + url.search, status, durationMs: Math.round((performance.now() - started) * 10) / 10, attempt };
+      const call: CallRecord = {
+        method,
+        path: url.pathname + url.search,
+        status,
+        durationMs: Math.round((performance.now() - started) * 10) / 10,
+        attempt,
+      };
       this.#log.debug('Kubernetes API call', { ...call });
       this.#onCall?.(call);
     };
@@ -230,10 +252,15 @@ export class KubeClient {
     let text: string;
     let resHeaders: Record<string, string | string[] | undefined>;
     try {
-      ({ status, headers: resHeaders, text } = await this.#transport.send({ method, url, headers, body, signal, credential, onData: options.onData }));
+      ({
+        status,
+        headers: resHeaders,
+        text,
+      } = await this.#transport.send({ method, url, headers, body, signal, credential, onData: options.onData }));
     } catch (err) {
       record(status);
-      if (timeout.aborted) throw new KubeUnreachableError(call, this.server, `no answer within ${timeoutMs} ms`, { cause: err, timedOut: true });
+      if (timeout.aborted)
+        throw new KubeUnreachableError(call, this.server, `no answer within ${timeoutMs} ms`, { cause: err, timedOut: true });
       if (options.signal?.aborted) throw new KubeUnreachableError(call, this.server, 'cancelled', { cause: err });
       throw new KubeUnreachableError(call, this.server, networkDetail(err), { cause: err });
     }
@@ -247,7 +274,14 @@ export class KubeClient {
     if (status >= 200 && status < 300) return answer;
     const message = typeof answer === 'object' && answer?.message ? String(answer.message) : String(text).slice(0, 500) || '(no message)';
     const retryAfter = Number(resHeaders['retry-after']);
-    throw new KubeApiError(call, this.server, status, answer?.reason, message, status === 429 && retryAfter > 0 ? retryAfter * 1000 : undefined);
+    throw new KubeApiError(
+      call,
+      this.server,
+      status,
+      answer?.reason,
+      message,
+      status === 429 && retryAfter > 0 ? retryAfter * 1000 : undefined,
+    );
   }
 }
 

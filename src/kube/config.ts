@@ -32,7 +32,14 @@ export async function loadApiAccess(env: NodeJS.ProcessEnv, options: LoadOptions
     server: cluster.server,
     source,
     namespace,
-    transport: { server: cluster.server, ca: cluster.ca, insecureSkipTlsVerify: cluster.insecureSkipTlsVerify, tlsServerName: cluster.tlsServerName, proxyUrl: cluster.proxyUrl, env },
+    transport: {
+      server: cluster.server,
+      ca: cluster.ca,
+      insecureSkipTlsVerify: cluster.insecureSkipTlsVerify,
+      tlsServerName: cluster.tlsServerName,
+      proxyUrl: cluster.proxyUrl,
+      env,
+    },
     credentials: credentialsOf(user, cluster, env),
   };
 }

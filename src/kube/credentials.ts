@@ -81,7 +81,10 @@ class TokenFile {
         this.#stamp = stamp;
       }
     } catch (err) {
-      throw new KubeCredentialsError(`cannot read the token file ${this.#path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+      throw new KubeCredentialsError(
+        `cannot read the token file ${this.#path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        { cause: err },
+      );
     }
     return this.#token;
   }
@@ -174,12 +177,14 @@ class ExecCredentials {
 function parseExecCredential(stdout: string, apiVersion: string): ExecResult {
   const cred = JSON.parse(stdout);
   if (cred?.kind !== 'ExecCredential') throw new KubeCredentialsError(`kind is ${JSON.stringify(cred?.kind)}, not ExecCredential`);
-  if (cred.apiVersion !== apiVersion) throw new KubeCredentialsError(`apiVersion ${cred.apiVersion} differs from the kubeconfig's ${apiVersion}`);
+  if (cred.apiVersion !== apiVersion)
+    throw new KubeCredentialsError(`apiVersion ${cred.apiVersion} differs from the kubeconfig's ${apiVersion}`);
   const s = cred.status ?? {};
   const token = typeof s.token === 'string' && s.token !== '' ? s.token : undefined;
   const cert = typeof s.clientCertificateData === 'string' && s.clientCertificateData !== '' ? s.clientCertificateData : undefined;
   const key = typeof s.clientKeyData === 'string' && s.clientKeyData !== '' ? s.clientKeyData : undefined;
-  if ((cert === undefined) !== (key === undefined)) throw new KubeCredentialsError('status has a client certificate or key without the other');
+  if ((cert === undefined) !== (key === undefined))
+    throw new KubeCredentialsError('status has a client certificate or key without the other');
   if (!token && !cert) throw new KubeCredentialsError('status has neither a token nor a client certificate');
   const expiresAt = s.expirationTimestamp ? Date.parse(s.expirationTimestamp) : Infinity;
   if (Number.isNaN(expiresAt)) throw new KubeCredentialsError(`expirationTimestamp ${s.expirationTimestamp} is not a time`);

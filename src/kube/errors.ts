@@ -32,7 +32,8 @@ export class KubeUnreachableError extends DrainguardError {
   }
 }
 
-export const isStatus = (err: unknown, ...statuses: number[]): err is KubeApiError => err instanceof KubeApiError && statuses.includes(err.status);
+export const isStatus = (err: unknown, ...statuses: number[]): err is KubeApiError =>
+  err instanceof KubeApiError && statuses.includes(err.status);
 export const isNotFound = (err: unknown): err is KubeApiError => isStatus(err, 404);
 export const isConflict = (err: unknown): err is KubeApiError => isStatus(err, 409);
 

@@ -35,7 +35,14 @@ export interface EventRecorderOptions {
 export type EventRecorder = (regarding: Regarding, type: EventType, reason: string, message: string) => Promise<void>;
 
 /** Returns `recordEvent`, which never rejects. */
-export function createEventRecorder({ client, component = 'drainguard', instance, logger = silentLogger, now = Date.now, timeoutMs = 5_000 }: EventRecorderOptions): EventRecorder {
+export function createEventRecorder({
+  client,
+  component = 'drainguard',
+  instance,
+  logger = silentLogger,
+  now = Date.now,
+  timeoutMs = 5_000,
+}: EventRecorderOptions): EventRecorder {
   return async (regarding, type, reason, message) => {
     const at = now();
     const time = new Date(at).toISOString();
@@ -62,7 +69,11 @@ export function createEventRecorder({ client, component = 'drainguard', instance
     try {
       await client.create(RESOURCES.event, namespace, event, { deadline: at + timeoutMs, retry: { maxAttempts: 2 } });
     } catch (err) {
-      logger.warn('could not record a Kubernetes Event', { reason, regarding: `${regarding.kind}/${regarding.name}`, error: (err as Error).message });
+      logger.warn('could not record a Kubernetes Event', {
+        reason,
+        regarding: `${regarding.kind}/${regarding.name}`,
+        error: (err as Error).message,
+      });
     }
   };
 }

@@ -42,7 +42,12 @@ export interface KubeconfigUser {
   readonly cert?: string;
   readonly key?: string;
   readonly exec?: ExecPlugin;
-  readonly impersonate?: { readonly user?: string; readonly uid?: string; readonly groups: readonly string[]; readonly extra: Readonly<Record<string, readonly string[]>> };
+  readonly impersonate?: {
+    readonly user?: string;
+    readonly uid?: string;
+    readonly groups: readonly string[];
+    readonly extra: Readonly<Record<string, readonly string[]>>;
+  };
 }
 
 export interface Kubeconfig {
@@ -70,15 +75,20 @@ export async function readKubeconfig(files: readonly string[], source: string): 
     collect(doc.clusters, 'cluster', clusters, dir, file);
     collect(doc.users, 'user', users, dir, file);
     collect(doc.contexts, 'context', contexts, dir, file);
-    if (current === undefined && typeof doc['current-context'] === 'string' && doc['current-context'] !== '') current = doc['current-context'];
+    if (current === undefined && typeof doc['current-context'] === 'string' && doc['current-context'] !== '')
+      current = doc['current-context'];
   }
   if (current === undefined) throw new KubeconfigError(`${source}: no current context with a cluster`);
   const context = contexts.get(current)?.entry;
   if (!context) throw new KubeconfigError(`${source}: the current context "${current}" is not defined`);
   const cluster = context.cluster ? clusters.get(String(context.cluster)) : undefined;
-  if (!cluster) throw new KubeconfigError(`${source}: the context "${current}" names no cluster that is defined${context.cluster ? ` ("${context.cluster}")` : ''}`);
+  if (!cluster)
+    throw new KubeconfigError(
+      `${source}: the context "${current}" names no cluster that is defined${context.cluster ? ` ("${context.cluster}")` : ''}`,
+    );
   const user = context.user ? users.get(String(context.user)) : undefined;
-  if (context.user && !user) throw new KubeconfigError(`${source}: the context "${current}" names the user "${context.user}", which is not defined`);
+  if (context.user && !user)
+    throw new KubeconfigError(`${source}: the context "${current}" names the user "${context.user}", which is not defined`);
   const where = `${source}: context "${current}"`;
   return {
     context: current,
@@ -121,10 +131,13 @@ function readCluster({ entry: c, dir }: Named, where: string): KubeconfigCluster
   } catch {
     throw new KubeconfigError(`${where}: the cluster's server is not a URL: ${c.server}`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new KubeconfigError(`${where}: the cluster's server must be https:// or http://, not ${c.server}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new KubeconfigError(`${where}: the cluster's server must be https:// or http://, not ${c.server}`);
   const proxyUrl = optionalString(c['proxy-url']);
   if (proxyUrl !== undefined && !/^https?:\/\//.test(proxyUrl)) {
-    throw new KubeconfigError(`${where}: proxy-url ${proxyUrl}: drainguard goes through http:// and https:// proxies (CONNECT), not ${proxyUrl.split(':')[0]}`);
+    throw new KubeconfigError(
+      `${where}: proxy-url ${proxyUrl}: drainguard goes through http:// and https:// proxies (CONNECT), not ${proxyUrl.split(':')[0]}`,
+    );
   }
   return {
     server: c.server,
@@ -137,12 +150,18 @@ function readCluster({ entry: c, dir }: Named, where: string): KubeconfigCluster
 
 function readUser({ entry: u, dir }: Named, where: string): KubeconfigUser {
   if (u['auth-provider']) {
-    throw new KubeconfigError(`${where}: the user's auth-provider "${u['auth-provider'].name ?? '?'}" was removed from Kubernetes clients; use the provider's exec plugin (users[].user.exec), as kubectl does`);
+    throw new KubeconfigError(
+      `${where}: the user's auth-provider "${u['auth-provider'].name ?? '?'}" was removed from Kubernetes clients; use the provider's exec plugin (users[].user.exec), as kubectl does`,
+    );
   }
-  if (u.username !== undefined || u.password !== undefined) throw new KubeconfigError(`${where}: the user has a username and password; Kubernetes no longer accepts basic authentication (removed in 1.19)`);
+  if (u.username !== undefined || u.password !== undefined)
+    throw new KubeconfigError(
+      `${where}: the user has a username and password; Kubernetes no longer accepts basic authentication (removed in 1.19)`,
+    );
   const cert = pem(u, 'client-certificate', dir, where);
   const key = pem(u, 'client-key', dir, where);
-  if ((cert === undefined) !== (key === undefined)) throw new KubeconfigError(`${where}: the user has a client ${cert ? 'certificate but no key' : 'key but no certificate'}`);
+  if ((cert === undefined) !== (key === undefined))
+    throw new KubeconfigError(`${where}: the user has a client ${cert ? 'certificate but no key' : 'key but no certificate'}`);
   const groups = u['as-groups'];
   const extra = u['as-user-extra'];
   return {
@@ -157,7 +176,10 @@ function readUser({ entry: u, dir }: Named, where: string): KubeconfigUser {
             user: optionalString(u.as),
             uid: optionalString(u['as-uid']),
             groups: Array.isArray(groups) ? groups.map(String) : [],
-            extra: extra && typeof extra === 'object' ? Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : [String(v)]])) : {},
+            extra:
+              extra && typeof extra === 'object'
+                ? Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : [String(v)]]))
+                : {},
           }
         : undefined,
   };
@@ -167,7 +189,9 @@ function readExec(e: Record<string, any>, dir: string, where: string): ExecPlugi
   if (typeof e.command !== 'string' || e.command === '') throw new KubeconfigError(`${where}: the user's exec plugin has no command`);
   const apiVersion = String(e.apiVersion ?? '');
   if (apiVersion !== 'client.authentication.k8s.io/v1' && apiVersion !== 'client.authentication.k8s.io/v1beta1') {
-    throw new KubeconfigError(`${where}: the exec plugin's apiVersion must be client.authentication.k8s.io/v1 or v1beta1, not "${apiVersion}"`);
+    throw new KubeconfigError(
+      `${where}: the exec plugin's apiVersion must be client.authentication.k8s.io/v1 or v1beta1, not "${apiVersion}"`,
+    );
   }
   const env: Record<string, string> = {};
   for (const { name, value } of Array.isArray(e.env) ? e.env : []) if (typeof name === 'string') env[name] = String(value ?? '');
@@ -191,7 +215,9 @@ function pem(entry: Record<string, any>, name: string, dir: string, where: strin
   try {
     return readFileSync(relative(file, dir), 'utf8');
   } catch (err) {
-    throw new KubeconfigError(`${where}: cannot read ${name} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new KubeconfigError(`${where}: cannot read ${name} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

@@ -28,7 +28,10 @@ export class NoApiConfigError extends ConfigError {
   }
 }
 
-export function locateApiConfig(env: NodeJS.ProcessEnv, { serviceAccountDir = SERVICE_ACCOUNT_DIR, home = env.HOME ?? homedir() }: LocateOptions = {}): ApiConfigSource {
+export function locateApiConfig(
+  env: NodeJS.ProcessEnv,
+  { serviceAccountDir = SERVICE_ACCOUNT_DIR, home = env.HOME ?? homedir() }: LocateOptions = {},
+): ApiConfigSource {
   const paths = (env.KUBECONFIG ?? '').split(delimiter).filter((p) => p !== '');
   const userConfig = join(home, '.kube', 'config');
   if (paths.length > 0) {
@@ -56,11 +59,17 @@ export function precheckApiConfig(located: ApiConfigSource): void {
   if (located.kind === 'in-cluster') return;
   const texts = located.files.map((f) => readFileSync(f, 'utf8'));
   // At the start of a line (YAML) or after `{` or `,` (JSON, which kubectl reads too).
-  if (!texts.some((t) => /(?:^|[{,])\s*["']?current-context["']?\s*:\s*["']?[^\s"',}#]/m.test(t))) throw new NoApiConfigError(`${located.source}: no current context with a cluster`);
+  if (!texts.some((t) => /(?:^|[{,])\s*["']?current-context["']?\s*:\s*["']?[^\s"',}#]/m.test(t)))
+    throw new NoApiConfigError(`${located.source}: no current context with a cluster`);
 }
 
 /** The configuration error of a command that needs the API (`why`: what needs it) and cannot have it. */
 export function apiConfigError(why: string, err: unknown): ConfigError {
-  if (err instanceof NoApiConfigError) return new ConfigError('DG_CONFIG_NO_API', `${why} needs the Kubernetes API: ${err.message}`, { cause: err });
-  return new ConfigError('DG_CONFIG_NO_API', `${why} needs the Kubernetes API, but its configuration cannot be read: ${(err as Error).message}`, { cause: err });
+  if (err instanceof NoApiConfigError)
+    return new ConfigError('DG_CONFIG_NO_API', `${why} needs the Kubernetes API: ${err.message}`, { cause: err });
+  return new ConfigError(
+    'DG_CONFIG_NO_API',
+    `${why} needs the Kubernetes API, but its configuration cannot be read: ${(err as Error).message}`,
+    { cause: err },
+  );
 }

@@ -42,7 +42,13 @@ export interface KubeList<T extends KubeObject = KubeObject> {
   items: T[];
 }
 
-const rbac = (resource: string, kind: string, namespaced: boolean): ResourceRef => ({ group: 'rbac.authorization.k8s.io', version: 'v1', resource, kind, namespaced });
+const rbac = (resource: string, kind: string, namespaced: boolean): ResourceRef => ({
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  resource,
+  kind,
+  namespaced,
+});
 
 export const RESOURCES = {
   clusterrole: rbac('clusterroles', 'ClusterRole', false),
@@ -55,8 +61,20 @@ export const RESOURCES = {
   deployment: { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true },
   lease: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },
   event: { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true },
-  validatingadmissionpolicy: { group: 'admissionregistration.k8s.io', version: 'v1', resource: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy', namespaced: false },
-  validatingadmissionpolicybinding: { group: 'admissionregistration.k8s.io', version: 'v1', resource: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding', namespaced: false },
+  validatingadmissionpolicy: {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    resource: 'validatingadmissionpolicies',
+    kind: 'ValidatingAdmissionPolicy',
+    namespaced: false,
+  },
+  validatingadmissionpolicybinding: {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    resource: 'validatingadmissionpolicybindings',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    namespaced: false,
+  },
 } as const satisfies Record<string, ResourceRef>;
 
 /**

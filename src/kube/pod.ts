@@ -43,7 +43,11 @@ export type PodDeletion =
   | { readonly state: 'gone' };
 
 /** Reads the Pod's deletion: one try, and one more while `deadline` leaves time. */
-export async function readDeletion(client: KubeClient, pod: { readonly name: string; readonly namespace: string }, deadline: number): Promise<PodDeletion> {
+export async function readDeletion(
+  client: KubeClient,
+  pod: { readonly name: string; readonly namespace: string },
+  deadline: number,
+): Promise<PodDeletion> {
   const ref = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace };
   let current: KubeObject & { metadata: { deletionGracePeriodSeconds?: unknown } };
   try {
@@ -66,10 +70,19 @@ export async function readDeletion(client: KubeClient, pod: { readonly name: str
 /** How long reading the Pod's grace period may take in all. */
 const GRACE_READ_TIMEOUT_MS = 10_000;
 
-export async function openPodApi(pod: Partial<PodRef>, operatorContainers: readonly string[], env: NodeJS.ProcessEnv, logger: Logger): Promise<PodApi> {
+export async function openPodApi(
+  pod: Partial<PodRef>,
+  operatorContainers: readonly string[],
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+): Promise<PodApi> {
   const needed = operatorContainers.length > 0;
   if (pod.name === undefined || pod.namespace === undefined) {
-    if (needed) throw new ConfigError('DG_CONFIG_POD_MISSING', 'DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)');
+    if (needed)
+      throw new ConfigError(
+        'DG_CONFIG_POD_MISSING',
+        'DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)',
+      );
     return {};
   }
   const [{ NoApiConfigError, loadApiAccess }, { KubeClient }, { createEventRecorder }] = await Promise.all([
@@ -81,7 +94,12 @@ export async function openPodApi(pod: Partial<PodRef>, operatorContainers: reado
   try {
     access = await loadApiAccess(env);
   } catch (err) {
-    if (needed) throw new ConfigError('DG_CONFIG_NO_API', `DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs the Kubernetes API: ${(err as Error).message}`, { cause: err });
+    if (needed)
+      throw new ConfigError(
+        'DG_CONFIG_NO_API',
+        `DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs the Kubernetes API: ${(err as Error).message}`,
+        { cause: err },
+      );
     if (!(err instanceof NoApiConfigError)) throw err;
     logger.info('no Kubernetes API configured: no Events on the pod', { reason: err.message });
     return {};
@@ -91,13 +109,17 @@ export async function openPodApi(pod: Partial<PodRef>, operatorContainers: reado
   const regarding = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace, uid: pod.uid };
   return {
     readGracePeriodMs: async () => {
-      const current = await client.get<KubeObject & { spec?: { terminationGracePeriodSeconds?: unknown } }>(regarding, { deadline: Date.now() + GRACE_READ_TIMEOUT_MS });
+      const current = await client.get<KubeObject & { spec?: { terminationGracePeriodSeconds?: unknown } }>(regarding, {
+        deadline: Date.now() + GRACE_READ_TIMEOUT_MS,
+      });
       const seconds = current.spec?.terminationGracePeriodSeconds;
       return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
     },
     readDeletion: (timeoutMs) => readDeletion(client, { name: pod.name!, namespace: pod.namespace! }, Date.now() + timeoutMs),
     recordEvent: (event: PodEvent) => record(regarding, event.type, event.reason, event.message),
-    operatorStopped: needed ? containersTerminated(client, { name: pod.name, namespace: pod.namespace }, operatorContainers, logger) : undefined,
+    operatorStopped: needed
+      ? containersTerminated(client, { name: pod.name, namespace: pod.namespace }, operatorContainers, logger)
+      : undefined,
   };
 }
 
@@ -143,7 +165,10 @@ export function containersTerminated(
       const containers = (current.spec?.containers ?? []).map((c) => c.name);
       const unknown = names.filter((n) => !containers.includes(n));
       if (unknown.length > 0) {
-        throw new DrainguardError('DG_KUBE_CONTAINER', `DRAINGUARD_OPERATOR_CONTAINER names ${unknown.join(', ')}, which is not a container of pod ${pod.namespace}/${pod.name} (it has ${containers.join(', ')})`);
+        throw new DrainguardError(
+          'DG_KUBE_CONTAINER',
+          `DRAINGUARD_OPERATOR_CONTAINER names ${unknown.join(', ')}, which is not a container of pod ${pod.namespace}/${pod.name} (it has ${containers.join(', ')})`,
+        );
       }
       const statuses = current.status?.containerStatuses ?? [];
       const running = names.filter((n) => !statuses.find((s) => s.name === n)?.state?.terminated);

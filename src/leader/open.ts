@@ -32,7 +32,10 @@ export function leaderRelease(use: LeaderReleaseUse): ((deadline: number) => Pro
   return async (deadline) => {
     const confirmed = use.operator === 'exited' || use.operator === 'unknown' || (await operatorGone(use.operator, deadline));
     const { releaseLeaderLease } = await import('./release.ts');
-    return releaseLeaderLease({ pod: where, lease: setting, client: () => openClient(env, logger), logger, mayWrite: use.operator !== 'unknown' && confirmed }, deadline);
+    return releaseLeaderLease(
+      { pod: where, lease: setting, client: () => openClient(env, logger), logger, mayWrite: use.operator !== 'unknown' && confirmed },
+      deadline,
+    );
   };
 }
 
@@ -53,4 +56,5 @@ async function operatorGone(wait: (signal: AbortSignal) => Promise<void>, deadli
 }
 
 /** The API client, loaded with the rest of the kube layer only when the step runs. */
-const openClient = async (env: NodeJS.ProcessEnv, logger: Logger): Promise<KubeClient | undefined> => (await import('../kube/open.ts')).openOptionalClient(env, logger);
+const openClient = async (env: NodeJS.ProcessEnv, logger: Logger): Promise<KubeClient | undefined> =>
+  (await import('../kube/open.ts')).openOptionalClient(env, logger);

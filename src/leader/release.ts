@@ -19,7 +19,6 @@ import { KubeApiError, isConflict, isNotFound, isStatus } from '../kube/errors.t
 import { type KubeObject, RESOURCES, microTime, objectPath } from '../kube/objects.ts';
 import type { Logger } from '../log/logger.ts';
 
-
 export interface LeaseSpec {
   holderIdentity?: string | null;
   leaseDurationSeconds?: number | null;
@@ -90,26 +89,38 @@ export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline
       } catch (err) {
         if (!isStatus(err, 403)) throw err;
         // An operator that elects no leader needs no rights on Leases: not worth a warning.
-        log.info('cannot list the Leases of this namespace: no leader Lease looked for (DRAINGUARD_LEADER_LEASE=off says none is wanted)', { namespace: pod.namespace, status: 403 });
+        log.info('cannot list the Leases of this namespace: no leader Lease looked for (DRAINGUARD_LEADER_LEASE=off says none is wanted)', {
+          namespace: pod.namespace,
+          status: 403,
+        });
         return { outcome: 'refused' };
       }
       held = list.items.filter((l) => heldByPod(l.spec?.holderIdentity, pod.name));
     } else {
-      const one = await client.get<LeaderLease>({ ...RESOURCES.lease, namespace: pod.namespace, name: options.lease.name }, call).catch((err: unknown) => {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      });
+      const one = await client
+        .get<LeaderLease>({ ...RESOURCES.lease, namespace: pod.namespace, name: options.lease.name }, call)
+        .catch((err: unknown) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        });
       held = one && heldByPod(one.spec?.holderIdentity, pod.name) ? [one] : [];
-      if (one && held.length === 0) log.info('leader Lease not held by this pod: left as it is', { lease: `${pod.namespace}/${options.lease.name}`, holder: one.spec?.holderIdentity ?? '' });
+      if (one && held.length === 0)
+        log.info('leader Lease not held by this pod: left as it is', {
+          lease: `${pod.namespace}/${options.lease.name}`,
+          holder: one.spec?.holderIdentity ?? '',
+        });
     }
     if (held.length === 0) {
       log.debug('no leader Lease held by this pod', fields);
       return { outcome: 'none' };
     }
     if (options.mayWrite === false) {
-      log.info('leader Lease held by this pod left as it is: drainguard cannot tell that the operator has stopped (a sidecar needs DRAINGUARD_OPERATOR_CONTAINER, and the API to report that container terminated)', {
-        leases: held.map((l) => `${pod.namespace}/${l.metadata.name}`),
-      });
+      log.info(
+        'leader Lease held by this pod left as it is: drainguard cannot tell that the operator has stopped (a sidecar needs DRAINGUARD_OPERATOR_CONTAINER, and the API to report that container terminated)',
+        {
+          leases: held.map((l) => `${pod.namespace}/${l.metadata.name}`),
+        },
+      );
       return { outcome: 'left' };
     }
     const done: string[] = [];
@@ -120,7 +131,10 @@ export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline
         // PUT with the resourceVersion read: a successor that took the Lease since wins (409).
         await client.request('PUT', objectPath(ref), { what: `lease/${pod.namespace}/${ref.name}`, body: released(lease, now()), ...call });
         done.push(ref.name);
-        log.info('leader Lease released: the next leader can take it at once', { lease: `${pod.namespace}/${ref.name}`, holder: lease.spec?.holderIdentity });
+        log.info('leader Lease released: the next leader can take it at once', {
+          lease: `${pod.namespace}/${ref.name}`,
+          holder: lease.spec?.holderIdentity,
+        });
       } catch (err) {
         if (!isConflict(err) && !isNotFound(err)) throw err;
         // Taken over (or deleted) since it was read: the successor's, not ours.
@@ -131,11 +145,14 @@ export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline
     return done.length > 0 ? { outcome: 'released', leases: done } : { outcome: taken ? 'taken' : 'none' };
   } catch (err) {
     if (isStatus(err, 401, 403)) {
-      log.warn('leader Lease not released: the API refused (the successor waits out its lease duration); drainguard uses the rights the operator has, get, list and update on leases in its namespace', {
-        ...fields,
-        status: (err as KubeApiError).status,
-        error: err,
-      });
+      log.warn(
+        'leader Lease not released: the API refused (the successor waits out its lease duration); drainguard uses the rights the operator has, get, list and update on leases in its namespace',
+        {
+          ...fields,
+          status: (err as KubeApiError).status,
+          error: err,
+        },
+      );
       return { outcome: 'refused' };
     }
     if (now() >= deadline) {

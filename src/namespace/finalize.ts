@@ -45,7 +45,11 @@ const POLL_MS = 250;
  * kinds' objects in it and waits until they are gone, by `deadline` (epoch ms)
  * or until `signal` aborts (a second termination signal).
  */
-export async function finalizeNamespaceContent(o: NamespaceFinalizeOptions, deadline: number, signal?: AbortSignal): Promise<NamespaceFinalizeOutcome> {
+export async function finalizeNamespaceContent(
+  o: NamespaceFinalizeOptions,
+  deadline: number,
+  signal?: AbortSignal,
+): Promise<NamespaceFinalizeOutcome> {
   const { namespace, logger: log } = o;
   const now = o.now ?? Date.now;
   try {
@@ -54,11 +58,17 @@ export async function finalizeNamespaceContent(o: NamespaceFinalizeOptions, dead
     const call = { deadline, signal };
     let ns: KubeObject;
     try {
-      ns = await client.get({ group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false, name: namespace }, call);
+      ns = await client.get(
+        { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false, name: namespace },
+        call,
+      );
     } catch (err) {
       if (isStatus(err, 401, 403)) {
         // Info, not a warning: only a namespace deletion needs it, and installs from before this step lack the rule.
-        log.info('cannot tell whether this namespace is being deleted, so its custom resources are not finalized before the stop if it is: grant get on namespaces, resourceNames: [this namespace] (docs/namespace.md)', { namespace, status: err.status });
+        log.info(
+          'cannot tell whether this namespace is being deleted, so its custom resources are not finalized before the stop if it is: grant get on namespaces, resourceNames: [this namespace] (docs/namespace.md)',
+          { namespace, status: err.status },
+        );
         return { outcome: 'failed' };
       }
       throw err;
@@ -70,7 +80,8 @@ export async function finalizeNamespaceContent(o: NamespaceFinalizeOptions, dead
       const ref = await resolve(client, kind, call);
       if (ref?.namespaced) refs.push(ref);
     }
-    const listAll = async () => (await Promise.all(refs.map(async (ref) => (await client.list(ref, namespace, call)).items.map((item) => ({ ref, item }))))).flat();
+    const listAll = async () =>
+      (await Promise.all(refs.map(async (ref) => (await client.list(ref, namespace, call)).items.map((item) => ({ ref, item }))))).flat();
     const first = await listAll();
     if (first.length === 0) {
       log.info('namespace being deleted: none of the listed kinds left in it', { namespace, kinds: o.kinds.map(holdKindName) });
@@ -78,25 +89,40 @@ export async function finalizeNamespaceContent(o: NamespaceFinalizeOptions, dead
     }
     const names = first.map(({ ref, item }) => nameOf(ref, item));
     const started = now();
-    log.info('namespace being deleted: deleting its custom resources while the operator runs, before the drain', { namespace, objects: names, deadline: new Date(deadline).toISOString() });
+    log.info('namespace being deleted: deleting its custom resources while the operator runs, before the drain', {
+      namespace,
+      objects: names,
+      deadline: new Date(deadline).toISOString(),
+    });
     for (const { ref, item } of first) {
       if (item.metadata.deletionTimestamp) continue;
-      await client.delete({ ...ref, namespace, name: item.metadata.name! }, { ...call, body: { propagationPolicy: 'Background' } }).catch((err: unknown) => {
-        if (!isNotFound(err)) throw err;
-      });
+      await client
+        .delete({ ...ref, namespace, name: item.metadata.name! }, { ...call, body: { propagationPolicy: 'Background' } })
+        .catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
     }
     let left = first;
     while (left.length > 0) {
       if (signal?.aborted) return { outcome: 'aborted' };
       if (now() + (o.pollMs ?? POLL_MS) >= deadline) {
-        const objects = left.map(({ ref, item }) => `${nameOf(ref, item)} (finalizers: ${(item.metadata.finalizers ?? []).join(', ') || 'none'})`);
-        log.warn('namespace being deleted: custom resources not finalized by the deadline; draining now, they are left', { namespace, left: objects });
+        const objects = left.map(
+          ({ ref, item }) => `${nameOf(ref, item)} (finalizers: ${(item.metadata.finalizers ?? []).join(', ') || 'none'})`,
+        );
+        log.warn('namespace being deleted: custom resources not finalized by the deadline; draining now, they are left', {
+          namespace,
+          left: objects,
+        });
         return { outcome: 'left', left: objects };
       }
       await sleep(o.pollMs ?? POLL_MS, signal).catch(() => {});
       left = await listAll();
     }
-    log.info('namespace being deleted: its custom resources are finalized and gone', { namespace, objects: names, afterMs: now() - started });
+    log.info('namespace being deleted: its custom resources are finalized and gone', {
+      namespace,
+      objects: names,
+      afterMs: now() - started,
+    });
     return { outcome: 'finalized', objects: names };
   } catch (err) {
     if (signal?.aborted) return { outcome: 'aborted' };
@@ -108,12 +134,23 @@ export async function finalizeNamespaceContent(o: NamespaceFinalizeOptions, dead
 const nameOf = (ref: ResourceRef, item: KubeObject) => `${ref.resource}.${ref.group}/${item.metadata.namespace}/${item.metadata.name}`;
 
 /** The kind's preferred version and scope, from discovery; undefined when it is not served. */
-async function resolve(client: KubeClient, kind: HoldKind, call: { deadline: number; signal?: AbortSignal }): Promise<ResourceRef | undefined> {
+async function resolve(
+  client: KubeClient,
+  kind: HoldKind,
+  call: { deadline: number; signal?: AbortSignal },
+): Promise<ResourceRef | undefined> {
   try {
-    const group = await client.request<{ preferredVersion?: { version?: string } }>('GET', `/apis/${kind.group}`, { ...call, what: `discovery of ${kind.group}` });
+    const group = await client.request<{ preferredVersion?: { version?: string } }>('GET', `/apis/${kind.group}`, {
+      ...call,
+      what: `discovery of ${kind.group}`,
+    });
     const version = group.preferredVersion?.version;
     if (!version) return undefined;
-    const list = await client.request<{ resources?: { name: string; kind: string; namespaced: boolean }[] }>('GET', `/apis/${kind.group}/${version}`, { ...call, what: `discovery of ${kind.group}/${version}` });
+    const list = await client.request<{ resources?: { name: string; kind: string; namespaced: boolean }[] }>(
+      'GET',
+      `/apis/${kind.group}/${version}`,
+      { ...call, what: `discovery of ${kind.group}/${version}` },
+    );
     const r = (list.resources ?? []).find((x) => x.name === kind.plural);
     return r && { group: kind.group, version, resource: kind.plural, kind: r.kind, namespaced: r.namespaced };
   } catch (err) {

@@ -16,7 +16,9 @@ export interface NamespaceFinalizeUse {
 }
 
 /** The step before the drain, or undefined when no kinds are listed or the namespace is not known. */
-export function namespaceFinalizer(use: NamespaceFinalizeUse): ((deadline: number, signal: AbortSignal) => Promise<NamespaceFinalizeOutcome>) | undefined {
+export function namespaceFinalizer(
+  use: NamespaceFinalizeUse,
+): ((deadline: number, signal: AbortSignal) => Promise<NamespaceFinalizeOutcome>) | undefined {
   const { kinds, namespace, env, logger } = use;
   if (kinds.length === 0 || namespace === undefined) return undefined;
   let client: Promise<KubeClient | undefined> | undefined;
@@ -27,4 +29,5 @@ export function namespaceFinalizer(use: NamespaceFinalizeUse): ((deadline: numbe
 }
 
 /** The API client, loaded with the rest of the kube layer only when the step runs. */
-const openClient = async (env: NodeJS.ProcessEnv, logger: Logger): Promise<KubeClient | undefined> => (await import('../kube/open.ts')).openOptionalClient(env, logger);
+const openClient = async (env: NodeJS.ProcessEnv, logger: Logger): Promise<KubeClient | undefined> =>
+  (await import('../kube/open.ts')).openOptionalClient(env, logger);

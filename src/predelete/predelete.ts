@@ -38,7 +38,11 @@ export interface Remaining {
 export class PredeleteError extends DrainguardError {
   override name = 'PredeleteError';
   readonly remaining: readonly Remaining[];
-  constructor(code: 'DG_PREDELETE_NOT_READY' | 'DG_PREDELETE_NAMESPACE' | 'DG_PREDELETE_TIMEOUT', message: string, remaining: readonly Remaining[] = []) {
+  constructor(
+    code: 'DG_PREDELETE_NOT_READY' | 'DG_PREDELETE_NAMESPACE' | 'DG_PREDELETE_TIMEOUT',
+    message: string,
+    remaining: readonly Remaining[] = [],
+  ) {
     super(code, message);
     this.remaining = remaining;
   }
@@ -72,7 +76,8 @@ async function requireReady(options: PredeleteOptions, deadline: number): Promis
   const { namespace, selector } = options.requireReady!;
   const pods = await options.client.list(RESOURCES.pod, namespace, { query: { labelSelector: selector }, deadline });
   const ready = pods.items.filter(
-    (p) => !p.metadata.deletionTimestamp && ((p.status as any)?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'),
+    (p) =>
+      !p.metadata.deletionTimestamp && ((p.status as any)?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'),
   );
   if (ready.length === 0) {
     throw new PredeleteError(
@@ -89,7 +94,8 @@ async function expand(options: PredeleteOptions, target: Target, deadline: numbe
   const label = (o: { name: string; namespace?: string }) =>
     `${r.kind.toLowerCase()}.${r.group || 'core'}/${o.name}${r.namespaced && o.namespace ? ` (namespace ${o.namespace})` : ''}`;
   if (target.name !== undefined) {
-    if (r.namespaced && namespace === undefined) throw new PredeleteError('DG_PREDELETE_NAMESPACE', `${target.text}: a namespaced object needs -n NAMESPACE, not --all-namespaces`);
+    if (r.namespaced && namespace === undefined)
+      throw new PredeleteError('DG_PREDELETE_NAMESPACE', `${target.text}: a namespaced object needs -n NAMESPACE, not --all-namespaces`);
     return [{ ref: { ...r, namespace, name: target.name }, label: label({ name: target.name, namespace }) }];
   }
   const list = await options.client.list(r, namespace, { deadline });
@@ -135,7 +141,12 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
     left = still;
     if (left.length === 0) return;
     if (now() >= deadline) {
-      const remaining = await Promise.all(left.map(async (o) => ({ name: o.label, ...(await state(options, o, Infinity).catch(() => undefined) ?? { finalizers: [], deleting: true }) })));
+      const remaining = await Promise.all(
+        left.map(async (o) => ({
+          name: o.label,
+          ...((await state(options, o, Infinity).catch(() => undefined)) ?? { finalizers: [], deleting: true }),
+        })),
+      );
       throw new PredeleteError(
         'DG_PREDELETE_TIMEOUT',
         `timed out with ${left.length} left:\n${remaining.map((r) => `  ${r.name}: ${r.finalizers.length ? `finalizers ${r.finalizers.join(', ')}` : 'no finalizers'}`).join('\n')}`,
@@ -149,7 +160,9 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
 /** The object's state, or undefined once it is gone (or replaced by a new object of the same name). */
 async function state(options: PredeleteOptions, o: Tracked, deadline: number): Promise<Omit<Remaining, 'name'> | undefined> {
   try {
-    const obj = await options.client.get(o.ref, { deadline: Number.isFinite(deadline) ? Math.max(deadline, (options.now ?? Date.now)() + 5000) : undefined });
+    const obj = await options.client.get(o.ref, {
+      deadline: Number.isFinite(deadline) ? Math.max(deadline, (options.now ?? Date.now)() + 5000) : undefined,
+    });
     if (o.uid !== undefined && obj.metadata.uid !== o.uid) return undefined;
     return { finalizers: obj.metadata.finalizers ?? [], deleting: obj.metadata.deletionTimestamp !== undefined };
   } catch (err) {

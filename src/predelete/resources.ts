@@ -30,9 +30,13 @@ export function parseResourceArgs(argument: string): ResourceArg[] {
     const typePart = slash === -1 ? trimmed : trimmed.slice(0, slash);
     const name = slash === -1 ? undefined : trimmed.slice(slash + 1);
     if (typePart === '' || !/^[a-zA-Z0-9][-a-zA-Z0-9.]*$/.test(typePart)) {
-      throw new ConfigError('DG_PREDELETE_RESOURCE', `RESOURCE: expected TYPE[.GROUP][/NAME] such as installations.operator.tigera.io/default, got ${JSON.stringify(text)}`);
+      throw new ConfigError(
+        'DG_PREDELETE_RESOURCE',
+        `RESOURCE: expected TYPE[.GROUP][/NAME] such as installations.operator.tigera.io/default, got ${JSON.stringify(text)}`,
+      );
     }
-    if (name !== undefined && !NAME.test(name)) throw new ConfigError('DG_PREDELETE_RESOURCE', `RESOURCE: expected an object name after "/" in ${JSON.stringify(text)}`);
+    if (name !== undefined && !NAME.test(name))
+      throw new ConfigError('DG_PREDELETE_RESOURCE', `RESOURCE: expected an object name after "/" in ${JSON.stringify(text)}`);
     const dot = typePart.indexOf('.');
     return {
       text: trimmed,
@@ -78,7 +82,10 @@ export class Discovery {
       );
     }
     if (groups.length > 1 && !groups.includes('')) {
-      throw new ConfigError('DG_PREDELETE_RESOURCE', `RESOURCE: ${JSON.stringify(arg.text)} is ambiguous: ${matches.map((r) => `${r.resource}.${r.group}`).join(', ')}; name the group`);
+      throw new ConfigError(
+        'DG_PREDELETE_RESOURCE',
+        `RESOURCE: ${JSON.stringify(arg.text)} is ambiguous: ${matches.map((r) => `${r.resource}.${r.group}`).join(', ')}; name the group`,
+      );
     }
     // As kubectl: a core type wins over one of the same name in another group.
     const resource = matches.find((r) => r.group === '') ?? matches[0]!;
@@ -87,16 +94,16 @@ export class Discovery {
 
   async #load(): Promise<Discovered[]> {
     const core = this.#client.request<{ resources: ApiResource[] }>('GET', '/api/v1', { what: 'discovery of the core API' });
-    const groups = await this.#client.request<{ groups: { name: string; preferredVersion?: { version: string }; versions: { version: string }[] }[] }>(
-      'GET',
-      '/apis',
-      { what: 'discovery of API groups' },
-    );
+    const groups = await this.#client.request<{
+      groups: { name: string; preferredVersion?: { version: string }; versions: { version: string }[] }[];
+    }>('GET', '/apis', { what: 'discovery of API groups' });
     const lists = await Promise.all(
       groups.groups.map(async (g) => {
         const version = g.preferredVersion?.version ?? g.versions[0]?.version;
         if (!version) return [];
-        const list = await this.#client.request<{ resources: ApiResource[] }>('GET', `/apis/${g.name}/${version}`, { what: `discovery of ${g.name}/${version}` });
+        const list = await this.#client.request<{ resources: ApiResource[] }>('GET', `/apis/${g.name}/${version}`, {
+          what: `discovery of ${g.name}/${version}`,
+        });
         return toDiscovered(g.name, version, list.resources);
       }),
     );

@@ -13,7 +13,11 @@ export interface BoundedLogOptions {
 }
 
 /** A `logger.warn(msg, fields)` that writes at most one line per interval; `notLogged` on a line counts the ones left out before it. */
-export function boundedWarn(logger: Logger, msg: string, { intervalMs = BOUNDED_LOG_INTERVAL_MS, now = Date.now }: BoundedLogOptions = {}): (fields: LogFields) => void {
+export function boundedWarn(
+  logger: Logger,
+  msg: string,
+  { intervalMs = BOUNDED_LOG_INTERVAL_MS, now = Date.now }: BoundedLogOptions = {},
+): (fields: LogFields) => void {
   let last = -Infinity;
   let notLogged = 0;
   return (fields) => {

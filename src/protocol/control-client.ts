@@ -30,11 +30,23 @@ export interface PrestopRequestOptions {
 
 export type PrestopResult =
   /** The drain ended (whatever its outcome), or this side's own deadline passed while it ran. */
-  | { readonly ok: true; readonly outcome: string; readonly durationMs?: number; readonly clients?: number; readonly joined?: boolean; readonly gaveUp: boolean }
+  | {
+      readonly ok: true;
+      readonly outcome: string;
+      readonly durationMs?: number;
+      readonly clients?: number;
+      readonly joined?: boolean;
+      readonly gaveUp: boolean;
+    }
   /** The supervisor could not be reached, refused, or went away: the message says which and what to check. */
   | { readonly ok: false; readonly code: FailureCode; readonly message: string };
 
-export function askForDrain({ socket: path, timeoutMs, source = `prestop pid ${process.pid}`, now = Date.now }: PrestopRequestOptions): Promise<PrestopResult> {
+export function askForDrain({
+  socket: path,
+  timeoutMs,
+  source = `prestop pid ${process.pid}`,
+  now = Date.now,
+}: PrestopRequestOptions): Promise<PrestopResult> {
   const start = now();
   const hardDeadline = timeoutMs === undefined ? Infinity : start + timeoutMs;
   const connectUntil = Math.min(hardDeadline, start + CONNECT_RETRY_MS);
@@ -70,7 +82,10 @@ export function askForDrain({ socket: path, timeoutMs, source = `prestop pid ${p
         connected = true;
         s.write(encode({ type: 'request-drain', protocol: PROTOCOL_VERSION, source }));
         waitUntil(Math.min(hardDeadline, now() + ANSWER_TIMEOUT_MS), () =>
-          fail('DG_PRESTOP_NO_ANSWER', `the drainguard at ${path} accepted the connection but did not answer within ${Math.round((Math.min(hardDeadline, now()) - start) / 100) / 10}s`),
+          fail(
+            'DG_PRESTOP_NO_ANSWER',
+            `the drainguard at ${path} accepted the connection but did not answer within ${Math.round((Math.min(hardDeadline, now()) - start) / 100) / 10}s`,
+          ),
         );
       });
       const splitter = new LineSplitter();
@@ -89,10 +104,17 @@ export function askForDrain({ socket: path, timeoutMs, source = `prestop pid ${p
             } else if (reply.type === 'drain-ended') {
               finish({ ok: true, outcome: reply.outcome, durationMs: reply.durationMs, ...started, gaveUp: false });
             } else if (reply.type === 'error') {
-              const old = /first message must be hello/.test(reply.message) ? ' (this drainguard predates drain requests: upgrade the sidecar)' : '';
+              const old = /first message must be hello/.test(reply.message)
+                ? ' (this drainguard predates drain requests: upgrade the sidecar)'
+                : '';
               // The supervisor's code (since errors.ts) goes last: this failure's own code leads.
               const [, wireCode, text] = /^(?:(DG_[A-Z_]+): )?(.*)$/s.exec(reply.message)!;
-              finish(fail('DG_PRESTOP_REFUSED', `the drainguard at ${path} refused the drain request: ${text}${old}${wireCode ? ` (${wireCode})` : ''}`));
+              finish(
+                fail(
+                  'DG_PRESTOP_REFUSED',
+                  `the drainguard at ${path} refused the drain request: ${text}${old}${wireCode ? ` (${wireCode})` : ''}`,
+                ),
+              );
             }
           });
         } catch (err) {
@@ -107,7 +129,14 @@ export function askForDrain({ socket: path, timeoutMs, source = `prestop pid ${p
           retry = setTimeout(attempt, delay);
           return;
         }
-        finish(fail('DG_PRESTOP_UNREACHABLE', !connected ? unreachable(path, err) : `lost the connection to the drainguard at ${path} before the drain ended: ${err.code ?? err.message}`));
+        finish(
+          fail(
+            'DG_PRESTOP_UNREACHABLE',
+            !connected
+              ? unreachable(path, err)
+              : `lost the connection to the drainguard at ${path} before the drain ended: ${err.code ?? err.message}`,
+          ),
+        );
       });
       s.on('close', () => {
         // After an error the retry or the failure is already under way.
@@ -115,7 +144,11 @@ export function askForDrain({ socket: path, timeoutMs, source = `prestop pid ${p
         finish(fail('DG_PRESTOP_UNREACHABLE', `the drainguard at ${path} closed the connection before the drain ended (did it exit?)`));
       });
     };
-    waitUntil(hardDeadline, () => (started ? { ok: true, outcome: 'deadline', ...started, gaveUp: true } : fail('DG_PRESTOP_NO_ANSWER', `no answer from the drainguard at ${path} before the deadline`)));
+    waitUntil(hardDeadline, () =>
+      started
+        ? { ok: true, outcome: 'deadline', ...started, gaveUp: true }
+        : fail('DG_PRESTOP_NO_ANSWER', `no answer from the drainguard at ${path} before the deadline`),
+    );
     attempt();
   });
 }

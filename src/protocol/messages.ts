@@ -14,9 +14,7 @@ export type ClientMessage =
   | { type: 'request-drain'; protocol: number; source?: string };
 
 export type ServerMessage =
-  | { type: 'welcome'; protocol: number }
-  | { type: 'drain'; deadline: string; remainingMs: number }
-  | { type: 'error'; message: string };
+  { type: 'welcome'; protocol: number } | { type: 'drain'; deadline: string; remainingMs: number } | { type: 'error'; message: string };
 
 export function encode(message: object): string {
   return `${JSON.stringify(message)}\n`;
@@ -102,7 +100,8 @@ export function parseClientMessage(line: string): ClientMessage | { type: 'unkno
   } catch {
     throw new ProtocolError('DG_PROTOCOL_JSON', 'invalid JSON');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'a message must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'a message must be a JSON object');
   const m = value as Record<string, unknown>;
   switch (m.type) {
     case 'hello':
@@ -114,13 +113,18 @@ export function parseClientMessage(line: string): ClientMessage | { type: 'unkno
         pid: Number.isSafeInteger(m.pid) ? (m.pid as number) : undefined,
       };
     case 'inflight':
-      if (!Number.isSafeInteger(m.count) || (m.count as number) < 0) throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'inflight needs a non-negative integer "count"');
+      if (!Number.isSafeInteger(m.count) || (m.count as number) < 0)
+        throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'inflight needs a non-negative integer "count"');
       return { type: 'inflight', count: m.count as number };
     case 'drained':
       return { type: 'drained' };
     case 'request-drain':
       if (!Number.isSafeInteger(m.protocol)) throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'request-drain needs an integer "protocol"');
-      return { type: 'request-drain', protocol: m.protocol as number, source: typeof m.source === 'string' ? m.source.slice(0, 64) : undefined };
+      return {
+        type: 'request-drain',
+        protocol: m.protocol as number,
+        source: typeof m.source === 'string' ? m.source.slice(0, 64) : undefined,
+      };
     default:
       if (typeof m.type !== 'string') throw new ProtocolError('DG_PROTOCOL_MESSAGE', 'a message needs a string "type"');
       return { type: 'unknown' };

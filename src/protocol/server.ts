@@ -108,7 +108,14 @@ export class DrainServer {
   /** Once the clients were told to drain. */
   #drain?: DrainListener;
 
-  constructor({ path, logger = silentLogger, clock = systemClock, onEvent = () => {}, onDrainRequest, limits = INTAKE_LIMITS }: DrainServerOptions) {
+  constructor({
+    path,
+    logger = silentLogger,
+    clock = systemClock,
+    onEvent = () => {},
+    onDrainRequest,
+    limits = INTAKE_LIMITS,
+  }: DrainServerOptions) {
     this.path = path;
     this.#logger = logger;
     this.#now = () => clock.now();
@@ -292,7 +299,10 @@ export class DrainServer {
       if (message.type === 'request-drain') return this.#control(client, message.protocol, { source: message.source });
       if (message.type !== 'hello') throw new ProtocolError('DG_PROTOCOL_HELLO_FIRST', 'the first message must be hello');
       if (message.protocol !== PROTOCOL_VERSION) {
-        throw new ProtocolError('DG_PROTOCOL_VERSION', `unsupported protocol version ${message.protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
+        throw new ProtocolError(
+          'DG_PROTOCOL_VERSION',
+          `unsupported protocol version ${message.protocol}; this drainguard speaks ${PROTOCOL_VERSION}`,
+        );
       }
       client.greeted = true;
       this.#settled(client);
@@ -325,9 +335,16 @@ export class DrainServer {
   /** Turns the connection into a control connection and hands the request over. */
   #control(client: Client, protocol: number, request: DrainRequest): void {
     if (protocol !== PROTOCOL_VERSION) {
-      throw new ProtocolError('DG_PROTOCOL_VERSION', `unsupported protocol version ${protocol}; this drainguard speaks ${PROTOCOL_VERSION}`);
+      throw new ProtocolError(
+        'DG_PROTOCOL_VERSION',
+        `unsupported protocol version ${protocol}; this drainguard speaks ${PROTOCOL_VERSION}`,
+      );
     }
-    if (!this.#onDrainRequest) throw new ProtocolError('DG_PROTOCOL_DRAIN_REFUSED', 'drain requests are not accepted here: drainguard run drains on SIGTERM; prestop is for drainguard sidecar');
+    if (!this.#onDrainRequest)
+      throw new ProtocolError(
+        'DG_PROTOCOL_DRAIN_REFUSED',
+        'drain requests are not accepted here: drainguard run drains on SIGTERM; prestop is for drainguard sidecar',
+      );
     this.#clients.delete(client.id);
     this.#settled(client);
     client.control = new AbortController();
@@ -366,7 +383,6 @@ export class DrainServer {
     // Neither a peer that never reads nor one that keeps sending keeps the half-closed socket alive.
     this.#linger(client.socket);
   }
-
 }
 
 function drainLine(deadline: number, now: number): string {

@@ -22,17 +22,23 @@ export async function claimSocketPath(path: string, source: string): Promise<voi
   try {
     dirStat = lstatSync(dir);
   } catch {
-    throw new ConfigError('DG_SOCKET_PATH', `${source}: the directory ${dir} of the socket ${path} does not exist; create it or choose another path`);
+    throw new ConfigError(
+      'DG_SOCKET_PATH',
+      `${source}: the directory ${dir} of the socket ${path} does not exist; create it or choose another path`,
+    );
   }
-  if (!dirStat.isDirectory()) throw new ConfigError('DG_SOCKET_PATH', `${source}: ${dir} is not a directory, so the socket ${path} cannot be made there`);
+  if (!dirStat.isDirectory())
+    throw new ConfigError('DG_SOCKET_PATH', `${source}: ${dir} is not a directory, so the socket ${path} cannot be made there`);
   let stat;
   try {
     stat = lstatSync(path);
   } catch {
     return;
   }
-  if (!stat.isSocket()) throw new ConfigError('DG_SOCKET_PATH', `${source}: ${path} exists and is not a socket; remove it or choose another path`);
-  if (await answers(path)) throw new ConfigError('DG_SOCKET_IN_USE', `${source}: ${path} is in use by another process; choose another path`);
+  if (!stat.isSocket())
+    throw new ConfigError('DG_SOCKET_PATH', `${source}: ${path} exists and is not a socket; remove it or choose another path`);
+  if (await answers(path))
+    throw new ConfigError('DG_SOCKET_IN_USE', `${source}: ${path} is in use by another process; choose another path`);
   unlinkSync(path);
 }
 

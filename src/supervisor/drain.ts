@@ -118,7 +118,14 @@ export class Drain {
     });
     announce?.();
     // An acknowledgement that comes at or after the deadline is an operator that gave up there.
-    const outcome = (): DrainOutcome => (now() >= deadline && clients > 0 ? 'deadline' : clients === 0 && acknowledged === 0 ? 'no-client' : gone > 0 ? 'disconnected' : 'drained');
+    const outcome = (): DrainOutcome =>
+      now() >= deadline && clients > 0
+        ? 'deadline'
+        : clients === 0 && acknowledged === 0
+          ? 'no-client'
+          : gone > 0
+            ? 'disconnected'
+            : 'drained';
     // No client to tell: where the operator's metrics are known, wait until no reconcile runs.
     const idle = clients === 0 ? this.#options.untilIdle : undefined;
     let stopIdle: AbortController | undefined;
@@ -132,7 +139,12 @@ export class Drain {
       const result = { outcome, durationMs: now() - startedAt };
       (outcome === 'deadline' ? logger.warn : logger.info)('drain ended', {
         ...result,
-        ...(outcome === 'deadline' && { waitingFor: server.clients().filter((c) => c.greeted && !c.drained).map((c) => c.name ?? c.id) }),
+        ...(outcome === 'deadline' && {
+          waitingFor: server
+            .clients()
+            .filter((c) => c.greeted && !c.drained)
+            .map((c) => c.name ?? c.id),
+        }),
         ...idle?.summary(),
       });
       resolve(result);

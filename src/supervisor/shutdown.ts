@@ -138,25 +138,34 @@ export class Deadlines {
     const { gracePeriodMs, gracePeriodSource } = this.#settings;
     const explicit = gracePeriodSource !== 'default';
     if (explicit && podMs >= gracePeriodMs) {
-      this.#log.info(`grace period read from the Pod; ${gracePeriodSource} is shorter and stays`, { gracePeriodMs, podGracePeriodMs: podMs });
+      this.#log.info(`grace period read from the Pod; ${gracePeriodSource} is shorter and stays`, {
+        gracePeriodMs,
+        podGracePeriodMs: podMs,
+      });
       return;
     }
     if (explicit) {
-      this.#log.warn(`${gracePeriodSource} is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: going by the Pod's`, {
-        gracePeriodMs: podMs,
-        configuredMs: gracePeriodMs,
-      });
+      this.#log.warn(
+        `${gracePeriodSource} is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: going by the Pod's`,
+        {
+          gracePeriodMs: podMs,
+          configuredMs: gracePeriodMs,
+        },
+      );
     }
     this.#grace = { ms: podMs, from: 'pod' };
     const { stopTimeoutMs } = this.#settings;
     this.#log.info('grace period read from the Pod', { gracePeriodMs: podMs, drainTimeoutMs: this.drainTimeoutMs() });
     if (this.#settings.drainTimeoutExplicit && this.#settings.drainTimeoutMs + stopTimeoutMs > podMs) {
-      this.#log.warn("the drain timeout plus the stop timeout exceed the Pod's grace period: the drain is cut to fit, or the kubelet would kill the operator before it stopped", {
-        gracePeriodMs: podMs,
-        drainTimeoutMs: this.drainTimeoutMs(),
-        configuredDrainTimeoutMs: this.#settings.drainTimeoutMs,
-        stopTimeoutMs,
-      });
+      this.#log.warn(
+        "the drain timeout plus the stop timeout exceed the Pod's grace period: the drain is cut to fit, or the kubelet would kill the operator before it stopped",
+        {
+          gracePeriodMs: podMs,
+          drainTimeoutMs: this.drainTimeoutMs(),
+          configuredDrainTimeoutMs: this.#settings.drainTimeoutMs,
+          stopTimeoutMs,
+        },
+      );
     }
   }
 
@@ -174,7 +183,11 @@ export class Deadlines {
       if (known || this.#toldUnknown) return false;
       this.#toldUnknown = true;
       const fields = { gracePeriodMs: this.#grace.ms, gracePeriodFrom: this.#grace.from };
-      if (reading.state === 'unknown') this.#log.warn('could not read the Pod\'s deletion in time: going by the grace period from the termination', { ...fields, error: reading.error });
+      if (reading.state === 'unknown')
+        this.#log.warn("could not read the Pod's deletion in time: going by the grace period from the termination", {
+          ...fields,
+          error: reading.error,
+        });
       else this.#log.info('the Pod is not being deleted: going by the grace period from the termination', fields);
       return false;
     }
@@ -184,18 +197,24 @@ export class Deadlines {
     // and the kubelet's lag earlier, so it is the bound below; a later delete only moves it earlier.
     // A later read moves it only when its timestamp is earlier than the first's (a second delete).
     if (this.#deletionStamp !== undefined && this.#deletionStamp <= reading.at) return false;
-    const kill = known === undefined && reading.graceMs !== undefined ? Math.max(reading.at, this.terminatedAt() + reading.graceMs) : Math.min(known ?? reading.at, reading.at);
+    const kill =
+      known === undefined && reading.graceMs !== undefined
+        ? Math.max(reading.at, this.terminatedAt() + reading.graceMs)
+        : Math.min(known ?? reading.at, reading.at);
     this.#deletionStamp = reading.at;
     this.#deletionAt = kill;
-    this.#log[known === undefined ? 'info' : 'warn'](known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it", {
-      deletionTimestamp: new Date(reading.at).toISOString(),
-      deletionGracePeriodMs: reading.graceMs,
-      leftMs: kill - this.#clock.now(),
-      drainDeadline: new Date(this.drainDeadline()).toISOString(),
-      stopTimeoutMs: this.stopTimeoutMs(),
-      releaseDeadline: new Date(this.releaseDeadline()).toISOString(),
-      ...(known !== undefined && { previousDeletionTimestamp: new Date(known).toISOString() }),
-    });
+    this.#log[known === undefined ? 'info' : 'warn'](
+      known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it",
+      {
+        deletionTimestamp: new Date(reading.at).toISOString(),
+        deletionGracePeriodMs: reading.graceMs,
+        leftMs: kill - this.#clock.now(),
+        drainDeadline: new Date(this.drainDeadline()).toISOString(),
+        stopTimeoutMs: this.stopTimeoutMs(),
+        releaseDeadline: new Date(this.releaseDeadline()).toISOString(),
+        ...(known !== undefined && { previousDeletionTimestamp: new Date(known).toISOString() }),
+      },
+    );
     return true;
   }
 
@@ -214,10 +233,13 @@ export class Deadlines {
       this.#deletionAt = kill;
       this.#deletionStamp = kill;
     }
-    this.#log.warn('the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it', {
-      leftMs: this.#deletionAt! - this.#clock.now(),
-      stopTimeoutMs: this.stopTimeoutMs(),
-    });
+    this.#log.warn(
+      'the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it',
+      {
+        leftMs: this.#deletionAt! - this.#clock.now(),
+        stopTimeoutMs: this.stopTimeoutMs(),
+      },
+    );
     return moved;
   }
 

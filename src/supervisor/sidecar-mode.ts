@@ -68,7 +68,8 @@ export class SidecarMode implements Mode {
       else log.info('no operator client connected: releasing at once');
       const how = await Promise.race([gone, deadline, secondSignal]);
       if (how === 'stopped' && waiting) log.info('operator stopped', { afterSignalMs: now() - signalledAt });
-      else if (how === 'deadline') log.warn('the operator has not stopped and the grace period is running out: releasing anyway', { clients: clients.count() });
+      else if (how === 'deadline')
+        log.warn('the operator has not stopped and the grace period is running out: releasing anyway', { clients: clients.count() });
       else if (how === 'cut-short') log.info('second termination signal: releasing now', { clients: clients.count() });
     } finally {
       cancelDeadline();
@@ -91,7 +92,8 @@ export class SidecarMode implements Mode {
       check();
     });
     const api = this.#options.operatorStopped?.(signal).catch((err: unknown) => {
-      if (!signal.aborted) log.warn('cannot tell from the Kubernetes API whether the operator stopped; going by its connections', { error: err });
+      if (!signal.aborted)
+        log.warn('cannot tell from the Kubernetes API whether the operator stopped; going by its connections', { error: err });
     });
     return Promise.all([disconnected, api]);
   }

@@ -13,8 +13,24 @@ export const JOB_CONTROL: readonly NodeJS.Signals[] = ['SIGTSTP', 'SIGTTIN', 'SI
  * raises it in drainguard itself when a protocol client vanishes mid-write).
  */
 export const FORWARDED: readonly NodeJS.Signals[] = [
-  'SIGHUP', 'SIGQUIT', 'SIGTRAP', 'SIGABRT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGSTKFLT', 'SIGCONT', 'SIGURG',
-  'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGWINCH', 'SIGIO', 'SIGPWR', 'SIGSYS',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGTRAP',
+  'SIGABRT',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGALRM',
+  'SIGSTKFLT',
+  'SIGCONT',
+  'SIGURG',
+  'SIGXCPU',
+  'SIGXFSZ',
+  'SIGVTALRM',
+  'SIGPROF',
+  'SIGWINCH',
+  'SIGIO',
+  'SIGPWR',
+  'SIGSYS',
 ];
 
 /**

@@ -283,7 +283,11 @@ export class StopProcedure {
       void this.#options.podGracePeriod?.().then((ms) => ms !== undefined && this.#deadlines.adoptPodGracePeriod(ms));
     }
     // Until the operator exits, a termination signal comes, or a preStop request asks for the drain.
-    const byItself = await Promise.race([operator?.exited ?? new Promise<never>(() => {}), this.#termination.requested.then(() => undefined), this.#drainBegun.promise.then(() => undefined)]);
+    const byItself = await Promise.race([
+      operator?.exited ?? new Promise<never>(() => {}),
+      this.#termination.requested.then(() => undefined),
+      this.#drainBegun.promise.then(() => undefined),
+    ]);
     if (byItself !== undefined) {
       this.#log.info('operator exited by itself', { status: byItself.status, code: byItself.code, signal: byItself.signal });
       // Nothing to drain: a termination signal from now on is only told.
@@ -377,7 +381,8 @@ export class StopProcedure {
     const reread = guard && (this.#termination.count > 0 || this.#drain?.started) ? this.#deletion.read() : undefined;
     await this.#flushEvents();
     if (guard) {
-      if (reread) await within(this.#clock, reread, Math.min(DELETION_READ_MS, (this.#deadlines.releaseDeadline() - this.#clock.now()) / 4));
+      if (reread)
+        await within(this.#clock, reread, Math.min(DELETION_READ_MS, (this.#deadlines.releaseDeadline() - this.#clock.now()) / 4));
       const deadline = this.#deadlines.releaseDeadline();
       this.#log.info('releasing the guard', { deadline: new Date(deadline).toISOString() });
       await guard.release(deadline);
@@ -396,8 +401,15 @@ export class StopProcedure {
       await server.listen();
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      const fix = e.code === 'EACCES' ? `this user may not create files in ${dirname(server.path)}; choose a writable directory (an emptyDir volume in a pod) or make it writable` : 'choose another path';
-      throw new ConfigError('DG_SOCKET_LISTEN', `${this.#config.socketSource}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`, { cause: err });
+      const fix =
+        e.code === 'EACCES'
+          ? `this user may not create files in ${dirname(server.path)}; choose a writable directory (an emptyDir volume in a pod) or make it writable`
+          : 'choose another path';
+      throw new ConfigError(
+        'DG_SOCKET_LISTEN',
+        `${this.#config.socketSource}: cannot listen on ${server.path}: ${e.code ?? e.message}; ${fix}`,
+        { cause: err },
+      );
     }
   }
 
@@ -416,7 +428,8 @@ export class StopProcedure {
       this.#deadlines.signalled(at);
       const grace = this.#deadlines.gracePeriod;
       const clients = () => (this.#mode.countsClientsAtTermination ? { clients: this.#server?.greetedCount() ?? 0 } : {});
-      const announce = () => this.#log.info('termination requested', { signal: sig, ...clients(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
+      const announce = () =>
+        this.#log.info('termination requested', { signal: sig, ...clients(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
       this.#announce = announce;
       // A drain under way (a preStop request's) has told its deadline: the signal joins it at once; the Pod's deletion, read meanwhile, may end it sooner.
       if (this.#drain?.started) {

@@ -25,7 +25,8 @@ export class WrapMode implements Mode {
   readonly #refused = new Set<NodeJS.Signals | 0>();
 
   constructor(command: readonly string[], env: NodeJS.ProcessEnv) {
-    if (command[0] === undefined) throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard run' needs a command: drainguard run [OPTIONS] -- COMMAND [ARGS...]");
+    if (command[0] === undefined)
+      throw new ConfigError('DG_CONFIG_ARGUMENTS', "'drainguard run' needs a command: drainguard run [OPTIONS] -- COMMAND [ARGS...]");
     this.#command = command;
     this.#env = env;
   }
@@ -65,11 +66,14 @@ export class WrapMode implements Mode {
   #signalRefused(sig: NodeJS.Signals | 0, err: NodeJS.ErrnoException, config: SupervisorConfig, log: Logger): void {
     if (sig === 0 || this.#refused.has(sig)) return;
     this.#refused.add(sig);
-    log.error(`cannot send ${sig} to the operator: ${err.code ?? err.message}; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it`, {
-      signal: sig,
-      pid: this.#child?.pid,
-      target: config.signalTarget,
-    });
+    log.error(
+      `cannot send ${sig} to the operator: ${err.code ?? err.message}; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it`,
+      {
+        signal: sig,
+        pid: this.#child?.pid,
+        target: config.signalTarget,
+      },
+    );
   }
 }
 
@@ -78,13 +82,19 @@ async function stopChild(child: Child, { config, log, clock }: StartContext, { d
   if (result.outcome !== 'child-exited') {
     const stopAt = clock.now();
     const killAt = killTime(stopAt);
-    if (child.signal(config.stopSignal)) log.info('stop signal sent', { signal: config.stopSignal, target: config.signalTarget, pid: child.pid, timeoutMs: killAt - stopAt });
+    if (child.signal(config.stopSignal))
+      log.info('stop signal sent', { signal: config.stopSignal, target: config.signalTarget, pid: child.pid, timeoutMs: killAt - stopAt });
     const cancelKill = clock.after(killAt - clock.now(), () => {
       if (child.signal('SIGKILL')) log.warn('stop timeout passed, operator killed', { signal: 'SIGKILL', timeoutMs: killAt - stopAt });
     });
     void child.exited.then(cancelKill);
   }
   const exit = await child.exited;
-  log.info('operator exited', { status: exit.status, code: exit.code, signal: exit.signal, afterDrainStartMs: clock.now() - drain.startedAt });
+  log.info('operator exited', {
+    status: exit.status,
+    code: exit.code,
+    signal: exit.signal,
+    afterDrainStartMs: clock.now() - drain.startedAt,
+  });
   return exit.status;
 }

@@ -12,9 +12,9 @@ export interface Readiness {
 
 export class Health implements SupervisorObserver {
   #phase: Phase = 'starting';
-  readonly #guard?: (() => GuardReport);
+  readonly #guard?: () => GuardReport;
 
-  constructor(guard?: (() => GuardReport)) {
+  constructor(guard?: () => GuardReport) {
     this.#guard = guard;
   }
 

@@ -33,8 +33,19 @@ export async function listenHttp(addr: HttpAddr, handler: Handler): Promise<Http
       resolve();
     });
   }).catch((err: NodeJS.ErrnoException) => {
-    const hint = err.code === 'EADDRINUSE' ? ' (address in use)' : err.code === 'EADDRNOTAVAIL' ? ' (no such local address)' : err.code === 'EACCES' ? ' (permission denied)' : '';
-    throw new ConfigError('DG_HTTP_LISTEN', `DRAINGUARD_HTTP_ADDR: cannot listen on ${format(addr.host, addr.port)}: ${err.code ?? err.message}${hint}`, { cause: err });
+    const hint =
+      err.code === 'EADDRINUSE'
+        ? ' (address in use)'
+        : err.code === 'EADDRNOTAVAIL'
+          ? ' (no such local address)'
+          : err.code === 'EACCES'
+            ? ' (permission denied)'
+            : '';
+    throw new ConfigError(
+      'DG_HTTP_LISTEN',
+      `DRAINGUARD_HTTP_ADDR: cannot listen on ${format(addr.host, addr.port)}: ${err.code ?? err.message}${hint}`,
+      { cause: err },
+    );
   });
   server.on('error', () => {});
   const bound = server.address() as AddressInfo;

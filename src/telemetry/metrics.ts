@@ -14,7 +14,7 @@ const REFUSALS: readonly PrestopRefusal[] = ['missing-token', 'wrong-token'];
 export interface MetricsOptions {
   /** The operator clients connected now (read at scrape time). */
   readonly clients: () => readonly ClientInfo[];
-  readonly guard?: (() => GuardReport);
+  readonly guard?: () => GuardReport;
 }
 
 export interface Metrics {

@@ -57,15 +57,27 @@ function drainEventObserver(record: RecordPodEvent, clock: Clock, logger: Logger
       emit({ type: 'Normal', reason: 'DrainStarted', message: `drainguard started the drain${source ? ` ${SOURCE_TEXT[source]}` : ''}` });
     },
     guardReleaseFailed: (objects, fix) => {
-      emit({ type: 'Warning', reason: 'GuardReleaseFailed', message: `${objects.join(', ')} keep this pod's finalizer; once the pod is gone, \`${fix}\` (or the post-delete hook) removes it` });
+      emit({
+        type: 'Warning',
+        reason: 'GuardReleaseFailed',
+        message: `${objects.join(', ')} keep this pod's finalizer; once the pod is gone, \`${fix}\` (or the post-delete hook) removes it`,
+      });
     },
     holdReleased: (reason, message) => {
       // timeout and foreground: the custom resources may be left unfinalized.
-      emit({ type: reason === 'finalized' || reason === 'orphan' ? 'Normal' : 'Warning', reason: 'HoldReleased', message: `${message} (reason ${reason})` });
+      emit({
+        type: reason === 'finalized' || reason === 'orphan' ? 'Normal' : 'Warning',
+        reason: 'HoldReleased',
+        message: `${message} (reason ${reason})`,
+      });
     },
     drainEnded: (outcome, durationMs) => {
       const e = ENDED[outcome];
-      emit({ type: e.type, reason: e.reason, message: `drain ended after ${(durationMs / 1000).toFixed(1)}s: ${e.text} (outcome ${outcome})` });
+      emit({
+        type: e.type,
+        reason: e.reason,
+        message: `drain ended after ${(durationMs / 1000).toFixed(1)}s: ${e.text} (outcome ${outcome})`,
+      });
     },
   };
 }

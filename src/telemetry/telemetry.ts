@@ -16,7 +16,7 @@ import { PRESTOP_PATH, prestopRoute } from './prestop-route.ts';
 export interface TelemetryOptions {
   readonly addr: HttpAddr;
   readonly logger: Logger;
-  readonly guard?: (() => GuardReport);
+  readonly guard?: () => GuardReport;
   /** Sidecar mode with a token: the httpGet preStop route. */
   readonly prestop?: { readonly token: PrestopToken; readonly startDrain: () => DrainTicket };
 }

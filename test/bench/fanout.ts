@@ -80,7 +80,11 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
       anonMiB: percentile(anon, 50) / MiB,
       drainguardCpuMs: percentile(cpu, 50),
       drainguardWaitMs: percentile(wait, 50),
-      floor: { drainLatencyMsP50: percentile(floor.latencies, 50), drainLatencyMsP99: percentile(floor.latencies, 99), allDrainedMsMax: percentile(floor.lasts, 100) },
+      floor: {
+        drainLatencyMsP50: percentile(floor.latencies, 50),
+        drainLatencyMsP99: percentile(floor.latencies, 99),
+        allDrainedMsMax: percentile(floor.lasts, 100),
+      },
       ...(errors.length > 0 && { errors: [...new Set(errors)].slice(0, 3) }),
     };
   }
@@ -88,7 +92,12 @@ export async function runFanout(o: FanoutOptions, progress: (label: string) => v
 }
 
 /** One drain of `n` clients under `supervisor` (drainguard run, or the bare relay). */
-async function runOnce(supervisor: readonly string[], n: number, procs: number, client: string): Promise<{ latencies: number[]; rss: Rss; cpuMs: number; waitMs: number }> {
+async function runOnce(
+  supervisor: readonly string[],
+  n: number,
+  procs: number,
+  client: string,
+): Promise<{ latencies: number[]; rss: Rss; cpuMs: number; waitMs: number }> {
   const env = { BENCH_CLIENTS: String(n), BENCH_PROCS: String(procs), BENCH_CLIENT: client };
   const [file, ...args] = supervisor;
   const proc = new Proc(file!, [...args, NODE, fixture('clients.ts')], env, { detached: true });

@@ -24,7 +24,9 @@ import { median } from '../support/stats.ts';
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, uninstall: { type: 'boolean', default: false } } });
 const runs = Number(values.runs);
 /** How the guarded objects are named in what is printed: each run's namespace and cluster-scoped names are unique. */
-const GUARD = ['clusterrole/NAME', 'clusterrolebinding/NAME', 'role/NS/op-leases', 'rolebinding/NS/op-leases', 'serviceaccount/NS/op'].join(',');
+const GUARD = ['clusterrole/NAME', 'clusterrolebinding/NAME', 'role/NS/op-leases', 'rolebinding/NS/op-leases', 'serviceaccount/NS/op'].join(
+  ',',
+);
 
 interface Call {
   key: string;
@@ -57,7 +59,12 @@ function phase(c: Install, calls: Recorded[], logged: LogLine[]): Phase {
       // drainguard logs the path with its query; the proxy records it without.
       const i = pending.findIndex((l) => l.method === r.method && String(l.path).split('?')[0] === r.path);
       const client = i >= 0 ? pending.splice(i, 1)[0] : undefined;
-      return { key: `${r.method} ${short(c, r.path)}`, status: r.status, serverMs: r.durationMs ?? NaN, clientMs: (client?.durationMs as number | undefined) ?? NaN };
+      return {
+        key: `${r.method} ${short(c, r.path)}`,
+        status: r.status,
+        serverMs: r.durationMs ?? NaN,
+        clientMs: (client?.durationMs as number | undefined) ?? NaN,
+      };
     }),
   };
 }
@@ -89,7 +96,11 @@ async function once(): Promise<{ start: Phase; release: Phase; releaseLogMs: num
       await cluster.waitFor(() => guardCalls().every((r) => r.done), 10_000, 'the release calls answered');
       const atRelease = guardCalls().slice(atStart.length);
       const logged = p.logs().filter((l) => l.msg === 'Kubernetes API call');
-      result = { start: phase(c, atStart, logged.slice(0, atStart.length)), release: phase(c, atRelease, logged.slice(atStart.length)), releaseLogMs: released.durationMs as number };
+      result = {
+        start: phase(c, atStart, logged.slice(0, atStart.length)),
+        release: phase(c, atRelease, logged.slice(atStart.length)),
+        releaseLogMs: released.durationMs as number,
+      };
       // The kubelet's last step (there is none here): the Pod goes, and its namespace can.
       await c.finishPod('op-0');
     },
@@ -100,7 +111,9 @@ async function once(): Promise<{ start: Phase; release: Phase; releaseLogMs: num
 
 function print(name: string, phases: Phase[]): void {
   const first = phases[0]!;
-  process.stdout.write(`\n${name}: ${first.calls.length} calls; span from first call to last answer: median ${median(phases.map((p) => p.spanMs))} ms over ${phases.length} runs (${phases.map((p) => p.spanMs).join(', ')})\n`);
+  process.stdout.write(
+    `\n${name}: ${first.calls.length} calls; span from first call to last answer: median ${median(phases.map((p) => p.spanMs))} ms over ${phases.length} runs (${phases.map((p) => p.spanMs).join(', ')})\n`,
+  );
   process.stdout.write(`  ${'call (in the order sent in the first run)'.padEnd(92)} status  ms drainguard / proxy (medians)\n`);
   const seen = new Map<string, number>();
   for (const call of first.calls) {
@@ -108,17 +121,29 @@ function print(name: string, phases: Phase[]): void {
     const n = seen.get(call.key) ?? 0;
     seen.set(call.key, n + 1);
     const same = phases.flatMap((p) => p.calls.filter((c) => c.key === call.key)[n] ?? []);
-    process.stdout.write(`  ${call.key.padEnd(92)} ${String(call.status).padEnd(6)}  ${median(same.map((c) => c.clientMs))} / ${median(same.map((c) => c.serverMs))}\n`);
+    process.stdout.write(
+      `  ${call.key.padEnd(92)} ${String(call.status).padEnd(6)}  ${median(same.map((c) => c.clientMs))} / ${median(same.map((c) => c.serverMs))}\n`,
+    );
   }
 }
 
 try {
   const results = [];
   for (let i = 0; i < runs; i++) results.push(await once());
-  process.stdout.write(`drainguard guard API calls, ${GUARD.split(',').length} guarded objects (${GUARD}), ${values.uninstall ? 'uninstall' : 'objects kept'}, on Kubernetes ${cluster.release}\n`);
-  print('start (pod read, Lease, finalizers)', results.map((r) => r.start));
-  print('release (after the operator stopped)', results.map((r) => r.release));
-  process.stdout.write(`\nrelease as drainguard logged it ("guard released" durationMs): median ${median(results.map((r) => r.releaseLogMs))} ms (${results.map((r) => r.releaseLogMs).join(', ')})\n`);
+  process.stdout.write(
+    `drainguard guard API calls, ${GUARD.split(',').length} guarded objects (${GUARD}), ${values.uninstall ? 'uninstall' : 'objects kept'}, on Kubernetes ${cluster.release}\n`,
+  );
+  print(
+    'start (pod read, Lease, finalizers)',
+    results.map((r) => r.start),
+  );
+  print(
+    'release (after the operator stopped)',
+    results.map((r) => r.release),
+  );
+  process.stdout.write(
+    `\nrelease as drainguard logged it ("guard released" durationMs): median ${median(results.map((r) => r.releaseLogMs))} ms (${results.map((r) => r.releaseLogMs).join(', ')})\n`,
+  );
 } finally {
   // The private control plane and its temporary files.
   for (const err of await runFileEndHooks()) process.stderr.write(`cleanup: ${String(err)}\n`);

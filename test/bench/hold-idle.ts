@@ -32,10 +32,16 @@ await cluster.create({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
   metadata: { name: 'op', namespace: ns },
-  spec: { replicas: 1, selector: { matchLabels: { app: 'op' } }, template: { metadata: { labels: { app: 'op' } }, spec: { serviceAccountName: 'op', containers: [{ name: 'manager', image: 'x' }] } } },
+  spec: {
+    replicas: 1,
+    selector: { matchLabels: { app: 'op' } },
+    template: { metadata: { labels: { app: 'op' } }, spec: { serviceAccountName: 'op', containers: [{ name: 'manager', image: 'x' }] } },
+  },
 });
 const pod = await cluster.waitFor(async () => (await cluster.api.list(`/api/v1/namespaces/${ns}/pods`))[0], 20_000, 'the pod');
-const kubeconfig = cluster.kubeconfigFor(await cluster.token(ns, 'op', { pod: { name: pod.metadata.name, uid: pod.metadata.uid } }), { server: proxy.url });
+const kubeconfig = cluster.kubeconfigFor(await cluster.token(ns, 'op', { pod: { name: pod.metadata.name, uid: pod.metadata.uid } }), {
+  server: proxy.url,
+});
 
 interface Case {
   readonly name: string;
@@ -49,7 +55,14 @@ async function measure(name: string, env: Record<string, string>): Promise<Case>
   const p = new Proc(
     EXE,
     ['run', '--', NODE, '-e', 'setInterval(() => {}, 1 << 30)'],
-    { KUBECONFIG: kubeconfig, DRAINGUARD_POD_NAME: pod.metadata.name, DRAINGUARD_POD_NAMESPACE: ns, DRAINGUARD_POD_UID: pod.metadata.uid, DRAINGUARD_GUARD: `clusterrole/${ns}-op`, ...env },
+    {
+      KUBECONFIG: kubeconfig,
+      DRAINGUARD_POD_NAME: pod.metadata.name,
+      DRAINGUARD_POD_NAMESPACE: ns,
+      DRAINGUARD_POD_UID: pod.metadata.uid,
+      DRAINGUARD_GUARD: `clusterrole/${ns}-op`,
+      ...env,
+    },
     { detached: true },
   );
   const log = () => p.stderr.join('\n');
@@ -68,14 +81,24 @@ async function measure(name: string, env: Record<string, string>): Promise<Case>
   for (const r of idle) byVerb[`${r.verb} ${r.resource ?? r.path}`] = (byVerb[`${r.verb} ${r.resource ?? r.path}`] ?? 0) + 1;
   if (!log().includes('guard released')) throw new Error(`${name}: drainguard did not release:\n${log()}`);
   if (env.DRAINGUARD_HOLD && !log().includes('hold set')) throw new Error(`${name}: the hold was not set:\n${log()}`);
-  return { name, callsPerMinute: Math.round((idle.length / ((to - from) / 60_000)) * 10) / 10, byVerb, watchesOpened: mine.filter((r) => r.verb === 'watch').length, rssMiB: Math.round(rss * 10) / 10 };
+  return {
+    name,
+    callsPerMinute: Math.round((idle.length / ((to - from) / 60_000)) * 10) / 10,
+    byVerb,
+    watchesOpened: mine.filter((r) => r.verb === 'watch').length,
+    rssMiB: Math.round(rss * 10) / 10,
+  };
 }
 
 try {
   const results = [await measure('guard', {}), await measure('guard + hold', { DRAINGUARD_HOLD: 'widgets.example.com' })];
-  console.log(`hold idle cost, ${seconds} s after a ${WARM_UP_MS / 1000} s warm-up, lease duration 60 s (renewal every 20 s), watch timeoutSeconds 300`);
+  console.log(
+    `hold idle cost, ${seconds} s after a ${WARM_UP_MS / 1000} s warm-up, lease duration 60 s (renewal every 20 s), watch timeoutSeconds 300`,
+  );
   for (const r of results) {
-    console.log(`  ${r.name.padEnd(14)} ${String(r.callsPerMinute).padStart(5)} calls/min  RSS ${r.rssMiB} MiB  watches opened ${r.watchesOpened}  idle calls: ${JSON.stringify(r.byVerb)}`);
+    console.log(
+      `  ${r.name.padEnd(14)} ${String(r.callsPerMinute).padStart(5)} calls/min  RSS ${r.rssMiB} MiB  watches opened ${r.watchesOpened}  idle calls: ${JSON.stringify(r.byVerb)}`,
+    );
   }
 } finally {
   await runFileEndHooks();

@@ -52,14 +52,35 @@ interface Summary {
 }
 
 async function stopOnce(opts: IdleMetricsOptions, seed: number, stopAfter: number, idleWait: boolean): Promise<Stop> {
-  const p = new Proc(NODE, [fixture('bursty-operator.ts'), '--seed', String(seed), '--workers', String(opts.workers), '--reconcile', opts.reconcile, '--burst-every', opts.burstEvery, '--burst-size', opts.burstSize], {}, { detached: true });
+  const p = new Proc(
+    NODE,
+    [
+      fixture('bursty-operator.ts'),
+      '--seed',
+      String(seed),
+      '--workers',
+      String(opts.workers),
+      '--reconcile',
+      opts.reconcile,
+      '--burst-every',
+      opts.burstEvery,
+      '--burst-size',
+      opts.burstSize,
+    ],
+    {},
+    { detached: true },
+  );
   try {
     const [, port] = await event(p, 'metrics', 10_000);
     await sleep(stopAfter);
     const before = nowMs();
     let outcome = 'bare';
     if (idleWait) {
-      const r = await waitForIdle({ url: `http://127.0.0.1:${port}/metrics`, intervalMs: opts.intervalMs, deadline: Date.now() + opts.deadlineMs });
+      const r = await waitForIdle({
+        url: `http://127.0.0.1:${port}/metrics`,
+        intervalMs: opts.intervalMs,
+        deadline: Date.now() + opts.deadlineMs,
+      });
       outcome = r.outcome;
     }
     const waitMs = nowMs() - before;
@@ -75,12 +96,19 @@ async function stopOnce(opts: IdleMetricsOptions, seed: number, stopAfter: numbe
 function summary(stops: Stop[]): Summary {
   const interrupted = stops.reduce((s, x) => s + x.interrupted, 0);
   const finished = stops.reduce((s, x) => s + x.finished, 0);
-  return { stopsInterrupting: stops.filter((s) => s.interrupted > 0).length, interrupted, interruptedShare: interrupted / Math.max(1, interrupted + finished) };
+  return {
+    stopsInterrupting: stops.filter((s) => s.interrupted > 0).length,
+    interrupted,
+    interruptedShare: interrupted / Math.max(1, interrupted + finished),
+  };
 }
 
 export async function runIdleMetrics(opts: IdleMetricsOptions): Promise<IdleMetricsResult> {
   const rnd = prng(opts.seed);
-  const plan = Array.from({ length: opts.iterations }, (_, i) => ({ seed: seedOf(opts.seed, i), stopAfter: rnd.between(...opts.stopAfter) }));
+  const plan = Array.from({ length: opts.iterations }, (_, i) => ({
+    seed: seedOf(opts.seed, i),
+    stopAfter: rnd.between(...opts.stopAfter),
+  }));
   const bare: Stop[] = [];
   const waited: Stop[] = [];
   for (let i = 0; i < plan.length; i += opts.concurrency) {
@@ -138,9 +166,17 @@ if (import.meta.main) {
     concurrency: Number(v.concurrency),
   });
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  console.log(`idle-metrics drain, ${r.iterations} stops per strategy (bursty operator: ${v.workers} workers, reconciles ${v.reconcile} ms, bursts of ${v['burst-size']} every ${v['burst-every']} ms)`);
-  console.log(`  bare SIGTERM:           ${r.bare.stopsInterrupting}/${r.iterations} stops interrupted a reconcile; ${r.bare.interrupted} reconciles interrupted (${pct(r.bare.interruptedShare)} of all)`);
-  console.log(`  SIGTERM after idle:     ${r.idleWait.stopsInterrupting}/${r.iterations} stops interrupted a reconcile; ${r.idleWait.interrupted} reconciles interrupted (${pct(r.idleWait.interruptedShare)} of all)`);
-  console.log(`  wait before the signal: mean ${r.idleWait.waitMsMean.toFixed(0)} ms, max ${r.idleWait.waitMsMax.toFixed(0)} ms, ${r.idleWait.deadlines} reached the ${v.deadline} ms deadline`);
+  console.log(
+    `idle-metrics drain, ${r.iterations} stops per strategy (bursty operator: ${v.workers} workers, reconciles ${v.reconcile} ms, bursts of ${v['burst-size']} every ${v['burst-every']} ms)`,
+  );
+  console.log(
+    `  bare SIGTERM:           ${r.bare.stopsInterrupting}/${r.iterations} stops interrupted a reconcile; ${r.bare.interrupted} reconciles interrupted (${pct(r.bare.interruptedShare)} of all)`,
+  );
+  console.log(
+    `  SIGTERM after idle:     ${r.idleWait.stopsInterrupting}/${r.iterations} stops interrupted a reconcile; ${r.idleWait.interrupted} reconciles interrupted (${pct(r.idleWait.interruptedShare)} of all)`,
+  );
+  console.log(
+    `  wait before the signal: mean ${r.idleWait.waitMsMean.toFixed(0)} ms, max ${r.idleWait.waitMsMax.toFixed(0)} ms, ${r.idleWait.deadlines} reached the ${v.deadline} ms deadline`,
+  );
   console.log(JSON.stringify(r));
 }

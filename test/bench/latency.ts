@@ -61,10 +61,15 @@ const round = (x: number) => Math.round(x * 100) / 100;
 
 /** N processes spinning on a CPU each, bounded in time: the load beside the measurement. */
 function busyLoops(n: number): ChildProcess[] {
-  return Array.from({ length: n }, () => spawn(process.execPath, ['-e', 'const end = Date.now() + 600_000; while (Date.now() < end);'], { stdio: 'ignore' }));
+  return Array.from({ length: n }, () =>
+    spawn(process.execPath, ['-e', 'const end = Date.now() + 600_000; while (Date.now() < end);'], { stdio: 'ignore' }),
+  );
 }
 
-async function measure(o: LatencyOptions, progress: (done: number, total: number) => void): Promise<Omit<LatencyResult, 'busyLoops' | 'loadavg'>> {
+async function measure(
+  o: LatencyOptions,
+  progress: (done: number, total: number) => void,
+): Promise<Omit<LatencyResult, 'busyLoops' | 'loadavg'>> {
   const drainguard: Hops = { drain: [], kill: [] };
   const bare: Hops = { drain: [], kill: [] };
   const compared: Hops = { drain: [], kill: [] };

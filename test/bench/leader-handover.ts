@@ -29,11 +29,25 @@ import { Proc } from '../support/proc.ts';
 import { percentile } from '../support/stats.ts';
 import { EXE, NODE, ROOT } from './lib/paths.ts';
 
-const { values } = parseArgs({ options: { handovers: { type: 'string', default: '20' }, duration: { type: 'string', default: '15s' }, retry: { type: 'string', default: '2s' } } });
+const { values } = parseArgs({
+  options: {
+    handovers: { type: 'string', default: '20' },
+    duration: { type: 'string', default: '15s' },
+    retry: { type: 'string', default: '2s' },
+  },
+});
 const handovers = Number(values.handovers);
 const durationMs = parseDuration(values.duration);
 const retryMs = parseDuration(values.retry);
-if (!Number.isSafeInteger(handovers) || handovers < 1 || durationMs === undefined || durationMs < 1000 || durationMs % 1000 !== 0 || retryMs === undefined || retryMs <= 0) {
+if (
+  !Number.isSafeInteger(handovers) ||
+  handovers < 1 ||
+  durationMs === undefined ||
+  durationMs < 1000 ||
+  durationMs % 1000 !== 0 ||
+  retryMs === undefined ||
+  retryMs <= 0
+) {
   process.stderr.write('usage: node test/bench/leader-handover.ts [--handovers N] [--duration WHOLE-SECONDS] [--retry DURATION]\n');
   process.exit(2);
 }
@@ -43,7 +57,9 @@ const cluster = await useCluster();
 const { name: ns } = await cluster.namespace('handover');
 await cluster.serviceAccount(ns, 'op');
 // kubebuilder's leader-election Role: all the operator (and so drainguard, as the same ServiceAccount) may do with Leases.
-await cluster.grant(ns, 'op', 'leader-election', [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }]);
+await cluster.grant(ns, 'op', 'leader-election', [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+]);
 const token = await cluster.token(ns, 'op');
 const kubeconfig = cluster.kubeconfigFor(token);
 

@@ -21,7 +21,10 @@ const RUNS = 8;
 const dir = mkdtempSync(join(tmpdir(), 'drainguard-profile-'));
 // The preload as JavaScript: a .ts file would have Node load its TypeScript stripper, in the profile.
 const preload = join(dir, 'no-sigprof.mjs');
-writeFileSync(preload, transformSync(readFileSync(join(ROOT, 'test/bench/lib/no-sigprof.ts'), 'utf8'), { loader: 'ts', format: 'esm' }).code);
+writeFileSync(
+  preload,
+  transformSync(readFileSync(join(ROOT, 'test/bench/lib/no-sigprof.ts'), 'utf8'), { loader: 'ts', format: 'esm' }).code,
+);
 const flags = ['--import', preload, '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '50'];
 const bundle = process.env.BUNDLE ?? join(ROOT, 'dist/drainguard.cjs');
 
@@ -91,5 +94,7 @@ const top = (m: Map<string, number>, count: number) =>
     .slice(0, count)
     .map(([k, us]) => `${(us / files.length / 1000).toFixed(2).padStart(8)} ms  ${k}`)
     .join('\n');
-process.stdout.write(`${files.length} profiles in ${dir}; busy ${(totalUs / files.length / 1000).toFixed(1)} ms per run (sampling inflates it)\n`);
+process.stdout.write(
+  `${files.length} profiles in ${dir}; busy ${(totalUs / files.length / 1000).toFixed(1)} ms per run (sampling inflates it)\n`,
+);
 process.stdout.write(`\nself time\n${top(self, 25)}\n\ninclusive time\n${top(inclusive, 40)}\n`);

@@ -83,20 +83,42 @@ const admin = ['--kubeconfig', cluster.adminKubeconfig];
 
 async function helmUninstall(): Promise<Outcome> {
   const ns = await cluster.namespace('race-helm');
-  const access = { server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert, 'utf8'), key: readFileSync(cluster.state.adminKey, 'utf8') };
+  const access = {
+    server: cluster.url,
+    ca: cluster.ca,
+    cert: readFileSync(cluster.state.adminCert, 'utf8'),
+    key: readFileSync(cluster.state.adminKey, 'utf8'),
+  };
   const kubelet = await Kubelet.start({ cluster: access, namespaces: [ns.name], images });
   try {
     const predelete = values['no-predelete'] ? ['--set', 'drainguard.predelete.enabled=false'] : [];
-    const hold = values.hold ? ['--set', `drainguard.hold.kinds={${['installations', 'apiservers'].map((p) => `${p}.${GROUP.split('/')[2]}`).join(',')}}`] : [];
-    const installed = await helmRun(['install', 'ex', chart, '-n', ns.name, '--wait', '--timeout', '90s', ...predelete, ...hold, ...admin], 150_000);
+    const hold = values.hold
+      ? ['--set', `drainguard.hold.kinds={${['installations', 'apiservers'].map((p) => `${p}.${GROUP.split('/')[2]}`).join(',')}}`]
+      : [];
+    const installed = await helmRun(
+      ['install', 'ex', chart, '-n', ns.name, '--wait', '--timeout', '90s', ...predelete, ...hold, ...admin],
+      150_000,
+    );
     if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}`);
-    await cluster.waitFor(async () => holdersOf(await cluster.api.get(`${RBAC}/clusterrolebindings/example-operator`)).length > 0, 60_000, 'the guard set');
+    await cluster.waitFor(
+      async () => holdersOf(await cluster.api.get(`${RBAC}/clusterrolebindings/example-operator`)).length > 0,
+      60_000,
+      'the guard set',
+    );
     const t0 = Date.now();
     const r = await helmRun(['uninstall', 'ex', '-n', ns.name, ...(values.wait ? ['--wait'] : []), '--timeout', '60s', ...admin], 150_000);
     const ms = Date.now() - t0;
     await cluster.emptied(`/api/v1/namespaces/${ns.name}/pods`, 'pod', 60_000).catch(() => {});
-    const left = (await Promise.all(releaseRbac(ns.name).map(async (path) => ((await cluster.api.get(path)) ? path.split('/').slice(-2).join('/') : undefined)))).filter((x) => x !== undefined);
-    const stuck = (await Promise.all(['installations', 'apiservers'].map(async (p) => ((await cluster.api.get(`${GROUP}/${p}/default`)) ? p : undefined)))).filter((x) => x !== undefined);
+    const left = (
+      await Promise.all(
+        releaseRbac(ns.name).map(async (path) => ((await cluster.api.get(path)) ? path.split('/').slice(-2).join('/') : undefined)),
+      )
+    ).filter((x) => x !== undefined);
+    const stuck = (
+      await Promise.all(
+        ['installations', 'apiservers'].map(async (p) => ((await cluster.api.get(`${GROUP}/${p}/default`)) ? p : undefined)),
+      )
+    ).filter((x) => x !== undefined);
     const logs = kubelet.events.filter((e) => e.proc && e.container === 'drainguard').flatMap((e) => e.proc!.logs());
     const released = logs.find((l) => l.msg === 'guard released' || l.msg.startsWith('guard released in part'));
     const partial = logs.find((l) => l.msg.startsWith('guard released in part'));
@@ -123,7 +145,8 @@ async function once(): Promise<Outcome> {
       const pod = await c.pod('op-b', 30);
       const pa = await c.run(first, { DRAINGUARD_LOG_LEVEL: 'info' }, ['sleep', '600']);
       const p = await c.run(pod, { DRAINGUARD_LOG_LEVEL: 'info' }, ['sleep', '600']);
-      const holding = async (q: { uid: string }) => Object.values(await c.holders()).filter((h) => h.includes(finalizer(q))).length === c.objects.length;
+      const holding = async (q: { uid: string }) =>
+        Object.values(await c.holders()).filter((h) => h.includes(finalizer(q))).length === c.objects.length;
       await c.cluster.waitFor(async () => (await holding(first)) && (await holding(pod)), 30_000, 'both guards set');
       await c.deletePod(first.name);
       pa.kill('SIGTERM');
@@ -132,8 +155,10 @@ async function once(): Promise<Outcome> {
       await c.deletePod(pod.name);
       await c.uninstall({ own: values['delete-own'] });
       if (jitterMs > 0) {
-        const removal = (r: ProxiedRequest) => r.user === `system:serviceaccount:${c.ns}:op` && r.verb === 'patch' && r.contentType === 'application/strategic-merge-patch+json';
-        for (let k = 0; k < c.objects.length; k++) c.proxy!.rule({ match: removal, times: 1, delayMs: Math.round(Math.random() * jitterMs) });
+        const removal = (r: ProxiedRequest) =>
+          r.user === `system:serviceaccount:${c.ns}:op` && r.verb === 'patch' && r.contentType === 'application/strategic-merge-patch+json';
+        for (let k = 0; k < c.objects.length; k++)
+          c.proxy!.rule({ match: removal, times: 1, delayMs: Math.round(Math.random() * jitterMs) });
       }
       p.kill('SIGTERM');
       await p.exit(40_000);
@@ -141,7 +166,11 @@ async function once(): Promise<Outcome> {
         .filter(([, h]) => h.includes(finalizer(pod)) || h.includes(finalizer(first)))
         .map(([o]) => o);
       const released = p.logs().find((l) => l.msg === 'guard released' || l.msg.startsWith('guard released in part'));
-      outcome = { left, releaseMs: released?.durationMs as number | undefined, ...(left.length > 0 && { failed: String(released?.failed ?? released?.msg) }) };
+      outcome = {
+        left,
+        releaseMs: released?.durationMs as number | undefined,
+        ...(left.length > 0 && { failed: String(released?.failed ?? released?.msg) }),
+      };
       await c.finishPod(pod.name);
       // What a failed release left: removed as the post-delete hook would, so the namespace can go.
       for (const o of c.objects) await c.cluster.api.patch(o.path, { metadata: { finalizers: null } }).catch(() => {});

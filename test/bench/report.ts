@@ -69,11 +69,20 @@ export const IDLE_ANON_RATIO = 1.25;
 
 /** One line per held goal that was measured and not met: what `npm run bench` fails with. */
 export function failedHeldGoals(goals: readonly Goal[]): string[] {
-  return goals.filter((g) => g.held && g.met === false).map((g) => `${g.goal}: measured ${Math.round(g.measured! * 100) / 100}, the goal is ${g.target}`);
+  return goals
+    .filter((g) => g.held && g.met === false)
+    .map((g) => `${g.goal}: measured ${Math.round(g.measured! * 100) / 100}, the goal is ${g.target}`);
 }
 
 export function evaluateGoals(r: Results): Goal[] {
-  const goal = (name: string, target: string, measured: number | null | undefined, ok: (x: number) => boolean, floor?: number, held = false): Goal => ({
+  const goal = (
+    name: string,
+    target: string,
+    measured: number | null | undefined,
+    ok: (x: number) => boolean,
+    floor?: number,
+    held = false,
+  ): Goal => ({
     goal: name,
     target,
     measured: measured ?? null,
@@ -88,10 +97,24 @@ export function evaluateGoals(r: Results): Goal[] {
     // a drain lasts seconds, and what users see of the stop is the overhead over the ideal.
     goal('shutdown overhead over the ideal, p99 (ms)', '<= 50', r.overheadMsP99, (x) => x <= 50, r.overheadFloor?.overheadMsP99),
     // The start's ratio to `node -e 0` moves with the host; the CPU time above the floor is drainguard's own work.
-    goal('start: CPU above the floor, run -- /bin/true (ms)', `<= ${START_CPU_ABOVE_FLOOR_MS}`, r.start?.read.cpu.aboveFloorMs, (x) => x <= START_CPU_ABOVE_FLOOR_MS, undefined, true),
+    goal(
+      'start: CPU above the floor, run -- /bin/true (ms)',
+      `<= ${START_CPU_ABOVE_FLOOR_MS}`,
+      r.start?.read.cpu.aboveFloorMs,
+      (x) => x <= START_CPU_ABOVE_FLOOR_MS,
+      undefined,
+      true,
+    ),
     goal('start in a pod with the guard set, relative to bare node', '<= 1.35', r.podStartRatio, (x) => x <= 1.35),
     // Anonymous memory is what a container's limit cannot reclaim; file-backed pages follow the page cache.
-    goal('idle RssAnon of run, relative to bare node', `<= ${IDLE_ANON_RATIO}`, r.idleAnonRatio, (x) => x <= IDLE_ANON_RATIO, undefined, true),
+    goal(
+      'idle RssAnon of run, relative to bare node',
+      `<= ${IDLE_ANON_RATIO}`,
+      r.idleAnonRatio,
+      (x) => x <= IDLE_ANON_RATIO,
+      undefined,
+      true,
+    ),
     goal('idle RSS in a pod (API opened), relative to bare node', '<= 1.3', r.podIdleRssRatio, (x) => x <= 1.3),
     goal('idle RSS of the sidecar, relative to bare node', '<= 1.3', r.sidecarIdleRssRatio, (x) => x <= 1.3),
     goal('the executable (MiB)', '<= 106', r.binaryMiB, (x) => x <= 106),
@@ -100,9 +123,16 @@ export function evaluateGoals(r: Results): Goal[] {
 }
 
 /** A row of the latency table: p50, p99, max of one hop, quiet and loaded. */
-function hops(name: string, hop: 'drain' | 'kill', quiet: Partial<HopFigures> | undefined, loaded: Partial<HopFigures> | undefined): string[] {
+function hops(
+  name: string,
+  hop: 'drain' | 'kill',
+  quiet: Partial<HopFigures> | undefined,
+  loaded: Partial<HopFigures> | undefined,
+): string[] {
   const of = (x: Partial<HopFigures> | undefined) =>
-    hop === 'drain' ? [x?.drainLatencyMsP50, x?.drainLatencyMsP99, x?.drainLatencyMsMax] : [x?.killLatencyMsP50, x?.killLatencyMsP99, x?.killLatencyMsMax];
+    hop === 'drain'
+      ? [x?.drainLatencyMsP50, x?.drainLatencyMsP99, x?.drainLatencyMsMax]
+      : [x?.killLatencyMsP50, x?.killLatencyMsP99, x?.killLatencyMsMax];
   return [name, ...[...of(quiet), ...of(loaded)].map((v) => f(v, 2))];
 }
 
@@ -115,7 +145,11 @@ function table(head: string[], rows: string[][]): string {
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-export function printReport(r: Results, goals: Goal[], meta: { options: Record<string, unknown>; durationS: number; cpus: number; node: string }): string {
+export function printReport(
+  r: Results,
+  goals: Goal[],
+  meta: { options: Record<string, unknown>; durationS: number; cpus: number; node: string },
+): string {
   const o = meta.options as { iterations: number; workers: number; reconcileMs: number[]; stopAfterMs: number[]; seed: number };
   const out: string[] = [''];
   if (r.strategies) {
@@ -165,12 +199,36 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
   if (r.start) {
     const row = (state: 'read' | 'written', name: string) => {
       const x = r.start![state];
-      return [name, f(x.drainguardMs), f(x.nodeMs), f(x.ratio, 2), `${f(x.drainguardMinMs)} / ${f(x.nodeMinMs)} = ${f(x.minRatio, 2)}`, f(x.floorMs), f(x.floorRatio, 2), f(x.versionMs), f(x.podGuardMs), f(x.podNodeMs), f(x.podRatio, 2)];
+      return [
+        name,
+        f(x.drainguardMs),
+        f(x.nodeMs),
+        f(x.ratio, 2),
+        `${f(x.drainguardMinMs)} / ${f(x.nodeMinMs)} = ${f(x.minRatio, 2)}`,
+        f(x.floorMs),
+        f(x.floorRatio, 2),
+        f(x.versionMs),
+        f(x.podGuardMs),
+        f(x.podNodeMs),
+        f(x.podRatio, 2),
+      ];
     };
     out.push(
       `Start, median of ${r.start.runs} runs (ms)`,
       table(
-        ['executables', 'drainguard run -- /bin/true', 'node -e 0', 'ratio', 'fastest: drainguard / node', 'floor: a bare supervisor', 'ratio', 'drainguard --version', 'in a pod, guard set: operator started', 'node -e 0 there', 'ratio'],
+        [
+          'executables',
+          'drainguard run -- /bin/true',
+          'node -e 0',
+          'ratio',
+          'fastest: drainguard / node',
+          'floor: a bare supervisor',
+          'ratio',
+          'drainguard --version',
+          'in a pod, guard set: operator started',
+          'node -e 0 there',
+          'ratio',
+        ],
         [row('read', 'read back from disk'), row('written', 'freshly written')],
       ),
       // The ratios move with the host (the floor's with them); this distance is drainguard's own.
@@ -181,7 +239,13 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
         ['executables', 'drainguard run -- /bin/true', 'floor: a bare supervisor', 'node -e 0', 'drainguard above the floor'],
         (['read', 'written'] as const).map((state) => {
           const c = r.start![state].cpu;
-          return [state === 'read' ? 'read back from disk' : 'freshly written', f(c.drainguardMs), f(c.floorMs), f(c.nodeMs), f(c.aboveFloorMs)];
+          return [
+            state === 'read' ? 'read back from disk' : 'freshly written',
+            f(c.drainguardMs),
+            f(c.floorMs),
+            f(c.nodeMs),
+            f(c.aboveFloorMs),
+          ];
         }),
       ),
       '',
@@ -192,7 +256,16 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
     const row = (name: string, key: string) => {
       const c = r.idleMemory!.read[key];
       const w = r.idleMemory!.written[key];
-      return [name, f(c?.rssMiB), f(c?.anonMiB), f(c?.fileMiB), f(c && node ? c.rssMiB / node.rssMiB : undefined, 2), f(w?.rssMiB), f(w?.anonMiB), f(w?.fileMiB)];
+      return [
+        name,
+        f(c?.rssMiB),
+        f(c?.anonMiB),
+        f(c?.fileMiB),
+        f(c && node ? c.rssMiB / node.rssMiB : undefined, 2),
+        f(w?.rssMiB),
+        f(w?.anonMiB),
+        f(w?.fileMiB),
+      ];
     };
     out.push(
       'Idle memory (MiB, median): VmRSS / RssAnon / RssFile, executable read back from disk, then freshly written',
@@ -215,14 +288,34 @@ export function printReport(r: Results, goals: Goal[], meta: { options: Record<s
     out.push(
       'Fan-out: clients connected when the drain starts; the floor is the bare relay with the same clients, run for run',
       table(
-        ['clients', 'runs', 'drain p50 ms', 'drain p99 ms', 'all have drain, worst ms', 'floor p50 / p99 / worst ms', 'drainguard RSS MiB', 'of it anonymous', 'drainguard CPU / waiting ms'],
+        [
+          'clients',
+          'runs',
+          'drain p50 ms',
+          'drain p99 ms',
+          'all have drain, worst ms',
+          'floor p50 / p99 / worst ms',
+          'drainguard RSS MiB',
+          'of it anonymous',
+          'drainguard CPU / waiting ms',
+        ],
         [
           ...Object.entries(r.fanout).map(([n, e]) => [n, e]),
           ...Object.entries(r.fanoutTsClient ?? {}).map(([n, e]) => [`${n}, TypeScript client`, e]),
         ].map(([n, e]) => {
           const x = e as FanoutEntry;
           const fl = x.floor;
-          return [n as string, String(x.runs), f(x.drainLatencyMsP50, 2), f(x.drainLatencyMsP99, 2), f(x.allDrainedMsMax, 2), `${f(fl.drainLatencyMsP50, 2)} / ${f(fl.drainLatencyMsP99, 2)} / ${f(fl.allDrainedMsMax, 2)}`, f(x.rssMiB), f(x.anonMiB), `${f(x.drainguardCpuMs)} / ${f(x.drainguardWaitMs)}`];
+          return [
+            n as string,
+            String(x.runs),
+            f(x.drainLatencyMsP50, 2),
+            f(x.drainLatencyMsP99, 2),
+            f(x.allDrainedMsMax, 2),
+            `${f(fl.drainLatencyMsP50, 2)} / ${f(fl.drainLatencyMsP99, 2)} / ${f(fl.allDrainedMsMax, 2)}`,
+            f(x.rssMiB),
+            f(x.anonMiB),
+            `${f(x.drainguardCpuMs)} / ${f(x.drainguardWaitMs)}`,
+          ];
         }),
       ),
       '',

@@ -152,7 +152,9 @@ async function section<T>(name: Section, title: string, body: () => Promise<T>):
 }
 
 try {
-  const reproducible = await section('reproducible', 'a second build of this checkout, against dist/', () => runReproducible((l) => log(`  ${l}`)));
+  const reproducible = await section('reproducible', 'a second build of this checkout, against dist/', () =>
+    runReproducible((l) => log(`  ${l}`)),
+  );
   if (reproducible && reproducible.differences.length > 0) {
     process.stderr.write(
       `\nbench: FAILED: two builds of one checkout differ, so what follows would measure one build, not the commit:\n` +
@@ -164,12 +166,15 @@ try {
     );
     process.exit(1);
   }
-  if (reproducible) log(`  the same bytes: ${reproducible.files} files (the second build took ${(reproducible.buildMs / 1000).toFixed(1)} s)`);
+  if (reproducible)
+    log(`  the same bytes: ${reproducible.files} files (the second build took ${(reproducible.buildMs / 1000).toFixed(1)} s)`);
   const size = await section('size', 'executable size', runSize);
   const copies = wants('start') || wants('memory') ? privateCopies() : undefined;
   let start, memory;
   try {
-    start = await section('start', `start time, ${options.startRuns} runs each`, () => runStart(copies!, options.startRuns, (l) => log(`  ${l}`)));
+    start = await section('start', `start time, ${options.startRuns} runs each`, () =>
+      runStart(copies!, options.startRuns, (l) => log(`  ${l}`)),
+    );
     memory = await section('memory', 'idle memory', () => runMemory(copies!, options.memoryReps, (l) => log(`  ${l}`)));
   } finally {
     copies?.remove();
@@ -178,12 +183,17 @@ try {
     runLatency({ runs: options.latencyRuns, seed: options.seed, compare: options.compare }, ticker('latency')),
   );
   const latencyLoaded = await section('latency', `the same beside ${options.busyLoops} busy loops`, () =>
-    runLatency({ runs: options.latencyRuns, seed: options.seed, busyLoops: options.busyLoops, compare: options.compare }, ticker('latency, loaded')),
+    runLatency(
+      { runs: options.latencyRuns, seed: options.seed, busyLoops: options.busyLoops, compare: options.compare },
+      ticker('latency, loaded'),
+    ),
   );
   const fanout = await section('fanout', `fan-out to ${options.fanout.join(', ')} clients`, async () => ({
     raw: await runFanout({ sizes: options.fanout, procs: options.fanoutProcs, client: 'raw' }, (l) => log(`  ${l}`)),
     // The same with the TypeScript client, whose own handling of `drain` is then included.
-    ts: await runFanout({ sizes: [Math.max(...options.fanout)], procs: options.fanoutProcs, client: 'ts' }, (l) => log(`  TypeScript client: ${l}`)),
+    ts: await runFanout({ sizes: [Math.max(...options.fanout)], procs: options.fanoutProcs, client: 'ts' }, (l) =>
+      log(`  TypeScript client: ${l}`),
+    ),
   }));
   const shutdown = await section('shutdown', `shutdown scenario, ${options.iterations} runs per strategy, all strategies at once`, () =>
     runShutdown(options, ticker('shutdown')),
@@ -222,17 +232,18 @@ try {
       nodeStartMs: start.read.nodeMs,
       start,
     }),
-    ...(idle && memory && {
-      idleRssMiB: idle.run?.rssMiB ?? null,
-      idleRssRatio: idle.run && idle.node ? idle.run.rssMiB / idle.node.rssMiB : null,
-      idleAnonRatio: idle.run && idle.node ? idle.run.anonMiB / idle.node.anonMiB : null,
-      sidecarIdleRssMiB: idle.sidecar?.rssMiB ?? null,
-      podIdleRssRatio: idle['run-pod'] && idle.node ? idle['run-pod'].rssMiB / idle.node.rssMiB : null,
-      sidecarIdleRssRatio: idle.sidecar && idle.node ? idle.sidecar.rssMiB / idle.node.rssMiB : null,
-      nodeIdleRssMiB: idle.node?.rssMiB ?? null,
-      ...(memory.sidecarNote && { sidecarIdleRssNote: memory.sidecarNote }),
-      idleMemory: { read: memory.read, written: memory.written },
-    }),
+    ...(idle &&
+      memory && {
+        idleRssMiB: idle.run?.rssMiB ?? null,
+        idleRssRatio: idle.run && idle.node ? idle.run.rssMiB / idle.node.rssMiB : null,
+        idleAnonRatio: idle.run && idle.node ? idle.run.anonMiB / idle.node.anonMiB : null,
+        sidecarIdleRssMiB: idle.sidecar?.rssMiB ?? null,
+        podIdleRssRatio: idle['run-pod'] && idle.node ? idle['run-pod'].rssMiB / idle.node.rssMiB : null,
+        sidecarIdleRssRatio: idle.sidecar && idle.node ? idle.sidecar.rssMiB / idle.node.rssMiB : null,
+        nodeIdleRssMiB: idle.node?.rssMiB ?? null,
+        ...(memory.sidecarNote && { sidecarIdleRssNote: memory.sidecarNote }),
+        idleMemory: { read: memory.read, written: memory.written },
+      }),
     ...(fanout && { fanout: fanout.raw, fanoutTsClient: fanout.ts }),
     ...(size && size),
     ...(reproducible && { reproducibleFiles: reproducible.files }),
@@ -257,7 +268,9 @@ try {
   process.stdout.write(`\nwrote ${v.out}\n`);
   const failed = failedHeldGoals(goals);
   if (failed.length > 0) {
-    process.stderr.write(`\nbench: FAILED: ${failed.length === 1 ? 'a held goal is' : 'held goals are'} not met (docs/performance.md, "Goals"):\n${failed.map((l) => `  ${l}\n`).join('')}`);
+    process.stderr.write(
+      `\nbench: FAILED: ${failed.length === 1 ? 'a held goal is' : 'held goals are'} not met (docs/performance.md, "Goals"):\n${failed.map((l) => `  ${l}\n`).join('')}`,
+    );
     process.exitCode = 1;
   }
 } finally {

@@ -67,7 +67,13 @@ export interface ShutdownResult {
   readonly signalMsP50: number;
   readonly signalMsP99: number;
   /** The same two through the bare relay, stopped beside drainguard in the same batches. */
-  readonly floor: { readonly overheadMsP50: number; readonly overheadMsP99: number; readonly overheadMsMax: number; readonly signalMsP50: number; readonly signalMsP99: number };
+  readonly floor: {
+    readonly overheadMsP50: number;
+    readonly overheadMsP99: number;
+    readonly overheadMsMax: number;
+    readonly signalMsP50: number;
+    readonly signalMsP99: number;
+  };
   readonly absent: string[];
   readonly runs: RunResult[];
 }
@@ -108,7 +114,15 @@ export async function runShutdown(o: ShutdownOptions, progress: (done: number, t
     const batchReady = nowMs();
     const results = await Promise.all(
       list.map((strategy, i) => {
-        const fail = (err: Error): RunResult => ({ strategy: strategy.name, iteration, touched: 0, interrupted: 0, exitMs: Number.NaN, afterOperatorMs: Number.NaN, error: err.message });
+        const fail = (err: Error): RunResult => ({
+          strategy: strategy.name,
+          iteration,
+          touched: 0,
+          interrupted: 0,
+          exitMs: Number.NaN,
+          afterOperatorMs: Number.NaN,
+          error: err.message,
+        });
         const readyAt = ready[i];
         if (readyAt === undefined) return procs[i]!.ready.then(() => fail(new Error('not ready')), fail);
         // The same moment after its own start for every strategy, unless the batch took longer to come up.
@@ -134,8 +148,14 @@ export async function runShutdown(o: ShutdownOptions, progress: (done: number, t
       runsWithInterruption: ok.filter((r) => r.interrupted > 0).length,
       exitMsP50: percentile(exits, 50),
       exitMsP99: percentile(exits, 99),
-      afterOperatorMsP50: percentile(ok.map((r) => r.afterOperatorMs), 50),
-      afterOperatorMsP99: percentile(ok.map((r) => r.afterOperatorMs), 99),
+      afterOperatorMsP50: percentile(
+        ok.map((r) => r.afterOperatorMs),
+        50,
+      ),
+      afterOperatorMsP99: percentile(
+        ok.map((r) => r.afterOperatorMs),
+        99,
+      ),
       command: (s.preStopMs ? `preStop sleep ${s.preStopMs / 1000}; ` : '') + s.command.map((a) => a.split('/').pop()).join(' '),
     };
   }
@@ -208,7 +228,14 @@ function analyse(strategy: Strategy, iteration: number, lines: readonly string[]
     touched++;
     if (end === undefined) interrupted++;
   }
-  const result: RunResult = { strategy: strategy.name, iteration, touched, interrupted, exitMs: exitAt - stopAt, afterOperatorMs: exitAt - lastLineAt };
+  const result: RunResult = {
+    strategy: strategy.name,
+    iteration,
+    touched,
+    interrupted,
+    exitMs: exitAt - stopAt,
+    afterOperatorMs: exitAt - lastLineAt,
+  };
   if (strategy.mode !== 'drainguard') return result;
   return { ...result, overheadMs: exitAt - lastEnd, signalMs: termAt === undefined ? Number.NaN : termAt - lastEnd };
 }

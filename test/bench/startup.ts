@@ -132,7 +132,14 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
   const result: Partial<Record<CacheState, StartFigures>> = {};
   for (const state of ['written', 'read'] as const) {
     copies.prepare(state);
-    const samples = { dg: [] as number[], version: [] as number[], node: [] as number[], floor: [] as number[], pod: [] as number[], podNode: [] as number[] };
+    const samples = {
+      dg: [] as number[],
+      version: [] as number[],
+      node: [] as number[],
+      floor: [] as number[],
+      pod: [] as number[],
+      podNode: [] as number[],
+    };
     const cpu = { dg: [] as number[], floor: [] as number[], node: [] as number[], above: [] as number[] };
     for (let i = 0; i < runs + warmup; i++) {
       const a = await timeToExit(copies.drainguard, ['run', '--', '/bin/true']);
@@ -140,7 +147,12 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
       const c = await timeToExit(copies.drainguard, ['--version']);
       const f = await timeToExit(copies.floor, ['/bin/true']);
       // The operator's first act kills drainguard: the time is until the operator ran.
-      const d = await timeToExit('unshare', [...mount, copies.drainguard, 'run', '--', '/bin/sh', '-c', 'kill -KILL $PPID'], podEnv, 'killed');
+      const d = await timeToExit(
+        'unshare',
+        [...mount, copies.drainguard, 'run', '--', '/bin/sh', '-c', 'kill -KILL $PPID'],
+        podEnv,
+        'killed',
+      );
       const e = await timeToExit('unshare', [...mount, copies.node, '-e', '0'], podEnv);
       const cd = await cpuOfRun(copies.drainguard, ['run', '--', '/bin/true']);
       const cf = await cpuOfRun(copies.floor, ['/bin/true']);
@@ -179,13 +191,20 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
 }
 
 /** Wall time from spawn to exit; `expect`: exit 0, or death by SIGKILL. */
-function timeToExit(file: string, args: string[], env: NodeJS.ProcessEnv = { PATH: process.env.PATH }, expect: 'ok' | 'killed' = 'ok'): Promise<number> {
+function timeToExit(
+  file: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = { PATH: process.env.PATH },
+  expect: 'ok' | 'killed' = 'ok',
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const start = nowMs();
     const child = spawn(file, args, { stdio: 'ignore', env });
     child.once('error', reject);
     child.once('exit', (code, signal) =>
-      (expect === 'ok' ? code === 0 : signal === 'SIGKILL') ? resolve(nowMs() - start) : reject(new Error(`${file} ${args.join(' ')} exited ${code ?? signal}`)),
+      (expect === 'ok' ? code === 0 : signal === 'SIGKILL')
+        ? resolve(nowMs() - start)
+        : reject(new Error(`${file} ${args.join(' ')} exited ${code ?? signal}`)),
     );
   });
 }
@@ -197,13 +216,17 @@ function timeToExit(file: string, args: string[], env: NodeJS.ProcessEnv = { PAT
 function cpuOfRun(file: string, args: string[]): Promise<number> {
   return new Promise((resolve, reject) => {
     const script = 'TIMEFORMAT="%3U %3S"; { time "$@" </dev/null >/dev/null 2>&1; } 2>&1';
-    const child = spawn('bash', ['-c', script, 'cpu', file, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH } });
+    const child = spawn('bash', ['-c', script, 'cpu', file, ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { PATH: process.env.PATH },
+    });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.once('error', reject);
     child.once('close', (code) => {
       const m = /^(\d+\.\d{3}) (\d+\.\d{3})\s*$/.exec(out);
-      if (code !== 0 || !m) reject(new Error(`${file} ${args.join(' ')}: exit ${code}, CPU time not read from bash's time: ${JSON.stringify(out)}`));
+      if (code !== 0 || !m)
+        reject(new Error(`${file} ${args.join(' ')}: exit ${code}, CPU time not read from bash's time: ${JSON.stringify(out)}`));
       else resolve((Number(m[1]) + Number(m[2])) * 1000);
     });
   });
@@ -237,7 +260,10 @@ type Cluster = Install;
 export async function runMemory(copies: Copies, reps: number, progress: (label: string) => void): Promise<MemoryResult> {
   let result: MemoryResult | undefined;
   try {
-    await withCluster(async (c) => void (result = await measureAll(copies, reps, progress, c)), { proxy: true, cluster: await useCluster() });
+    await withCluster(async (c) => void (result = await measureAll(copies, reps, progress, c)), {
+      proxy: true,
+      cluster: await useCluster(),
+    });
   } finally {
     // The control plane (private to this run) and what the install made.
     await runFileEndHooks();
@@ -254,7 +280,9 @@ async function measureAll(copies: Copies, reps: number, progress: (label: string
         progress(`${state} ${s} ${r + 1}/${reps}`);
         // Dropped again before each start: the previous one read the pages back.
         if (state === 'read') copies.prepare('read');
-        (samples[s] ??= []).push(await idle(s, s === 'node' ? copies.node : copies.drainguard, copies.dir, cluster, `op-${state}-${s}-${r}`));
+        (samples[s] ??= []).push(
+          await idle(s, s === 'node' ? copies.node : copies.drainguard, copies.dir, cluster, `op-${state}-${s}-${r}`),
+        );
       }
     }
     const out = Object.fromEntries(SUBJECTS.map((s) => [s, null])) as Record<Subject, IdleRss | null>;
@@ -321,12 +349,22 @@ async function idle(subject: Subject, file: string, dir: string, cluster: Cluste
   const server = new URL(cluster.proxy!.url);
   const env = {
     HOME: dir,
-    ...(pod && { KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port, DRAINGUARD_POD_NAME: pod.name, DRAINGUARD_POD_NAMESPACE: cluster.ns, DRAINGUARD_POD_UID: pod.uid }),
+    ...(pod && {
+      KUBERNETES_SERVICE_HOST: server.hostname,
+      KUBERNETES_SERVICE_PORT: server.port,
+      DRAINGUARD_POD_NAME: pod.name,
+      DRAINGUARD_POD_NAMESPACE: cluster.ns,
+      DRAINGUARD_POD_UID: pod.uid,
+    }),
     ...(subject === 'run-guard' && { DRAINGUARD_GUARD: cluster.guard }),
   };
-  const serviceAccount = pod && serviceAccountArgs(serviceAccountDir(dir, await cluster.cluster.token(cluster.ns, 'op', { pod }), cluster.cluster.ca, cluster.ns));
+  const serviceAccount =
+    pod &&
+    serviceAccountArgs(serviceAccountDir(dir, await cluster.cluster.token(cluster.ns, 'op', { pod }), cluster.cluster.ca, cluster.ns));
   const start = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
-    serviceAccount ? new Proc('unshare', [...serviceAccount, file, ...args], { ...env, ...extra }, { detached: true }) : new Proc(file, args, { ...env, ...extra }, { detached: true });
+    serviceAccount
+      ? new Proc('unshare', [...serviceAccount, file, ...args], { ...env, ...extra }, { detached: true })
+      : new Proc(file, args, { ...env, ...extra }, { detached: true });
   const proc =
     subject === 'node'
       ? new Proc(file, ['-e', "console.log('ready'); setInterval(() => {}, 1 << 30)"], env, { detached: true })
@@ -338,9 +376,19 @@ async function idle(subject: Subject, file: string, dir: string, cluster: Cluste
     else await proc.line(/^ready( |$)/, 30_000);
     // In a pod: idle once the API has answered the read of the Pod (and the guard is set).
     const requests = cluster.proxy!.requests;
-    if (pod) await cluster.cluster.waitFor(async () => requests.some((r) => r.verb === 'get' && r.resource === 'pods' && r.name === pod.name && r.status === 200), 30_000, `${subject}: the Pod read`);
+    if (pod)
+      await cluster.cluster.waitFor(
+        async () => requests.some((r) => r.verb === 'get' && r.resource === 'pods' && r.name === pod.name && r.status === 200),
+        30_000,
+        `${subject}: the Pod read`,
+      );
     const holder = pod && `drainguard.dev/holder-${pod.uid}`;
-    if (subject === 'run-guard') await cluster.cluster.waitFor(async () => Object.values(await cluster.holders()).every((h) => h.includes(holder!)), 30_000, 'guard set');
+    if (subject === 'run-guard')
+      await cluster.cluster.waitFor(
+        async () => Object.values(await cluster.holders()).every((h) => h.includes(holder!)),
+        30_000,
+        'guard set',
+      );
     return await settledRss(proc.pid);
   } finally {
     proc.kill('SIGTERM');

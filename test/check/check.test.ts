@@ -15,8 +15,19 @@ import { OPERATOR_MEMORY_FLOOR_MIB, WRAP_MEMORY_MIB, quantityBytes } from '../..
 import { EXAMPLE, MODES, cleanupCharts, stageChart, templateText } from '../helm/support/charts.ts';
 import { EXE, tempDir } from '../support/proc.ts';
 
-interface Finding { code: string; severity: string; object: string; message: string; fix: string }
-interface Result { status: number | null; stdout: string; stderr: string; findings: Finding[] }
+interface Finding {
+  code: string;
+  severity: string;
+  object: string;
+  message: string;
+  fix: string;
+}
+interface Result {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  findings: Finding[];
+}
 
 const dir = tempDir();
 test.after(() => {
@@ -33,13 +44,17 @@ const checkObjects = (objects: KubeObject[]) => check(['-o', 'json', '-'], objec
 
 const copy = (mode: string): KubeObject[] => structuredClone(rendered(mode));
 const podOf = (objects: KubeObject[]) => theDeployment(objects).spec.template.spec;
-const container = (objects: KubeObject[], name: string) => [...podOf(objects).containers, ...(podOf(objects).initContainers ?? [])].find((c: any) => c.name === name);
+const container = (objects: KubeObject[], name: string) =>
+  [...podOf(objects).containers, ...(podOf(objects).initContainers ?? [])].find((c: any) => c.name === name);
 const DEPLOYMENT = 'Deployment/example-system/example-operator';
 
 /** Exactly one finding, CODE on the Deployment (OBJECT), whose fix contains FIX. */
 function onlyFinding(r: Result, code: string, fix: string, severity = 'error', object = DEPLOYMENT): void {
   assert.equal(r.status, 1, r.stdout + r.stderr);
-  assert.equal(r.findings.map((f) => f.code), [code]);
+  assert.equal(
+    r.findings.map((f) => f.code),
+    [code],
+  );
   const [f] = r.findings;
   assert.equal([f!.severity, f!.object], [severity, object]);
   assert.ok(f!.fix.includes(fix), `fix ${JSON.stringify(f!.fix)} should contain ${JSON.stringify(fix)}`);
@@ -63,21 +78,34 @@ test('the helm renders of the example operator are clean in every mode, hooks an
   for (const mode of MODES) {
     const text = templateText(chart, { namespace: 'operator-system', set: { 'drainguard.mode': mode } });
     // Wrap mode needs the chart to raise the operator container's memory limit by drainguard's need.
-    const limit = quantityBytes(theDeployment(parseObjects(text)).spec.template.spec.containers.find((c: any) => c.name === 'manager').resources?.limits?.memory ?? '0');
-    const expected = mode === 'wrap' && limit !== undefined && limit > 0 && limit < (WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB) * 2 ** 20 ? ['wrap-memory-too-low'] : [];
+    const limit = quantityBytes(
+      theDeployment(parseObjects(text)).spec.template.spec.containers.find((c: any) => c.name === 'manager').resources?.limits?.memory ??
+        '0',
+    );
+    const expected =
+      mode === 'wrap' && limit !== undefined && limit > 0 && limit < (WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB) * 2 ** 20
+        ? ['wrap-memory-too-low']
+        : [];
     const r = check(['-o', 'json', '-'], text);
     assert.equal([r.status, r.findings.map((f) => f.code)], [expected.length === 0 ? 0 : 1, expected], r.stdout);
   }
   // drainguard switched off: nothing runs it.
   const off = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.enabled': false } }));
-  assert.equal([off.status, off.findings.map((f) => `${f.severity} ${f.code} ${f.object}`)], [1, ['warning no-drainguard Deployment/operator-system/example-operator']]);
+  assert.equal(
+    [off.status, off.findings.map((f) => `${f.severity} ${f.code} ${f.object}`)],
+    [1, ['warning no-drainguard Deployment/operator-system/example-operator']],
+  );
 });
 
 test('grace-period-too-short: an explicit drain timeout that does not fit, and a grace period with no drain time', () => {
   const long = copy('native-sidecar');
   podOf(long).terminationGracePeriodSeconds = 30;
   container(long, 'drainguard').env.push({ name: 'DRAINGUARD_DRAIN_TIMEOUT', value: '25s' });
-  onlyFinding(checkObjects(long), 'grace-period-too-short', 'set spec.template.spec.terminationGracePeriodSeconds to at least 32, or lower DRAINGUARD_DRAIN_TIMEOUT in container drainguard');
+  onlyFinding(
+    checkObjects(long),
+    'grace-period-too-short',
+    'set spec.template.spec.terminationGracePeriodSeconds to at least 32, or lower DRAINGUARD_DRAIN_TIMEOUT in container drainguard',
+  );
   podOf(long).terminationGracePeriodSeconds = 32;
   assert.equal(checkObjects(long).status, 0);
   const short = copy('wrap');
@@ -94,26 +122,45 @@ test("timeouts-refused: a drain timeout that fits the pod's grace period but not
   podOf(objects).terminationGracePeriodSeconds = 60;
   const dg = container(objects, 'drainguard');
   dg.env.push({ name: 'DRAINGUARD_DRAIN_TIMEOUT', value: '40s' });
-  onlyFinding(checkObjects(objects), 'timeouts-refused', 'set DRAINGUARD_GRACE_PERIOD=60s (the pod\'s terminationGracePeriodSeconds) in container drainguard');
+  onlyFinding(
+    checkObjects(objects),
+    'timeouts-refused',
+    "set DRAINGUARD_GRACE_PERIOD=60s (the pod's terminationGracePeriodSeconds) in container drainguard",
+  );
   // What the finding says: drainguard with that environment exits 2.
-  const env = Object.fromEntries(dg.env.filter((e: any) => e.value !== undefined && e.name !== 'DRAINGUARD_GUARD').map((e: any) => [e.name, e.value]));
+  const env = Object.fromEntries(
+    dg.env.filter((e: any) => e.value !== undefined && e.name !== 'DRAINGUARD_GUARD').map((e: any) => [e.name, e.value]),
+  );
   const start = spawnSync(EXE, ['sidecar'], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8', timeout: 30_000 });
   assert.equal(start.status, 2, start.stderr);
-  assert.match(start.stderr, /DG_CONFIG_TIMEOUTS: DRAINGUARD_DRAIN_TIMEOUT: the drain timeout \(40s\) plus the stop timeout \(5s\) must fit in the grace period \(30s\)/);
+  assert.match(
+    start.stderr,
+    /DG_CONFIG_TIMEOUTS: DRAINGUARD_DRAIN_TIMEOUT: the drain timeout \(40s\) plus the stop timeout \(5s\) must fit in the grace period \(30s\)/,
+  );
   dg.env.push({ name: 'DRAINGUARD_GRACE_PERIOD', value: '60s' });
   assert.equal(checkObjects(objects).status, 0);
 });
 
 test('the chart passes its grace period on once a timeout is set: helm template with a 40 s drain in 60 s is clean', () => {
   const chart = stageChart(EXAMPLE);
-  const r = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.terminationGracePeriodSeconds': 60, 'drainguard.drainTimeoutSeconds': 40 } }));
+  const r = check(
+    ['-o', 'json', '-'],
+    templateText(chart, {
+      namespace: 'operator-system',
+      set: { 'drainguard.terminationGracePeriodSeconds': 60, 'drainguard.drainTimeoutSeconds': 40 },
+    }),
+  );
   assert.equal([r.status, r.findings], [0, []], r.stdout);
 });
 
 test('socket-not-shared: the operator mounts the socket volume elsewhere, or has no DRAINGUARD_SOCKET', () => {
   const elsewhere = copy('sidecar');
   container(elsewhere, 'manager').volumeMounts.find((m: any) => m.name === 'drainguard-socket').mountPath = '/var/run/drainguard';
-  onlyFinding(checkObjects(elsewhere), 'socket-not-shared', 'mount one emptyDir (medium: Memory) at /run/drainguard in both containers drainguard and manager');
+  onlyFinding(
+    checkObjects(elsewhere),
+    'socket-not-shared',
+    'mount one emptyDir (medium: Memory) at /run/drainguard in both containers drainguard and manager',
+  );
   const unset = copy('native-sidecar');
   container(unset, 'manager').env = container(unset, 'manager').env.filter((e: any) => e.name !== 'DRAINGUARD_SOCKET');
   onlyFinding(checkObjects(unset), 'socket-not-shared', 'set DRAINGUARD_SOCKET=/run/drainguard/drain.sock in container manager');
@@ -122,13 +169,21 @@ test('socket-not-shared: the operator mounts the socket volume elsewhere, or has
 test('socket-not-on-volume: wrap mode on a read-only root filesystem with the default socket', () => {
   const objects = copy('wrap');
   container(objects, 'manager').env = container(objects, 'manager').env.filter((e: any) => e.name !== 'DRAINGUARD_SOCKET');
-  onlyFinding(checkObjects(objects), 'socket-not-on-volume', 'mount an emptyDir (medium: Memory) at /run/drainguard in container manager and set DRAINGUARD_SOCKET=/run/drainguard/drain.sock');
+  onlyFinding(
+    checkObjects(objects),
+    'socket-not-on-volume',
+    'mount an emptyDir (medium: Memory) at /run/drainguard in container manager and set DRAINGUARD_SOCKET=/run/drainguard/drain.sock',
+  );
 });
 
 test('different-users: the sidecar and the operator run as different users (socket mode 0600)', () => {
   const objects = copy('sidecar');
   container(objects, 'manager').securityContext.runAsUser = 1000;
-  onlyFinding(checkObjects(objects), 'different-users', 'the Helm library chart: drainguard.runAsUser: 1000 and drainguard.runAsGroup: 1000; the kustomize components: a patch of the Deployment setting securityContext: {runAsUser: 1000, runAsGroup: 1000} in container drainguard');
+  onlyFinding(
+    checkObjects(objects),
+    'different-users',
+    'the Helm library chart: drainguard.runAsUser: 1000 and drainguard.runAsGroup: 1000; the kustomize components: a patch of the Deployment setting securityContext: {runAsUser: 1000, runAsGroup: 1000} in container drainguard',
+  );
 });
 
 test('guard-not-covered: the RBAC lacks a guarded name, or the Lease permissions', () => {
@@ -149,8 +204,15 @@ test("release-unauthorised: drainguard's own RBAC not kept through the uninstall
   const unkept = copy('wrap');
   for (const o of unkept.filter((x) => x.metadata.name.startsWith('drainguard:'))) delete o.metadata.annotations;
   const r = checkObjects(unkept);
-  onlyFinding(r, 'release-unauthorised', 'annotated helm.sh/resource-policy: keep, and delete those after the uninstall with drainguard release --wait 2m --delete');
-  assert.match(r.findings[0]!.message, /may patch clusterrole\/example-operator, clusterrolebinding\/example-operator, serviceaccount\/example-system\/example-operator, .* only through roles and bindings the uninstall deletes/);
+  onlyFinding(
+    r,
+    'release-unauthorised',
+    'annotated helm.sh/resource-policy: keep, and delete those after the uninstall with drainguard release --wait 2m --delete',
+  );
+  assert.match(
+    r.findings[0]!.message,
+    /may patch clusterrole\/example-operator, clusterrolebinding\/example-operator, serviceaccount\/example-system\/example-operator, .* only through roles and bindings the uninstall deletes/,
+  );
   // The layout before: drainguard's rights in the operator's own guarded ClusterRole, deleted with it.
   const merged = copy('native-sidecar');
   const operator = merged.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'example-operator')!;
@@ -160,7 +222,10 @@ test("release-unauthorised: drainguard's own RBAC not kept through the uninstall
   onlyFinding(checkObjects(merged), 'release-unauthorised', 'drainguard release --wait 2m --delete');
   const account = copy('sidecar');
   const guard = container(account, 'drainguard').env.find((e: any) => e.name === 'DRAINGUARD_GUARD');
-  guard.value = guard.value.split(',').filter((t: string) => !t.startsWith('serviceaccount/')).join(',');
+  guard.value = guard.value
+    .split(',')
+    .filter((t: string) => !t.startsWith('serviceaccount/'))
+    .join(',');
   onlyFinding(checkObjects(account), 'release-unauthorised', 'add serviceaccount/example-system/example-operator to DRAINGUARD_GUARD');
   account.find((o) => o.kind === 'ServiceAccount')!.metadata.annotations = { 'helm.sh/resource-policy': 'keep' };
   assert.equal(checkObjects(account).status, 0);
@@ -179,7 +244,10 @@ test('prestop-missing: sidecar mode without the preStop hook', () => {
     // The chart's own pause in the place of drainguard's hook.
     container(objects, 'manager').lifecycle = { preStop: { sleep: { seconds: 5 } } };
     onlyFinding(checkObjects(objects), 'prestop-missing', "make the preStop hook of container manager drainguard's alone");
-    assert.match(checkObjects(objects).findings[0]!.message, /the preStop hook of container manager \(sleep\) does not run drainguard prestop/);
+    assert.match(
+      checkObjects(objects).findings[0]!.message,
+      /the preStop hook of container manager \(sleep\) does not run drainguard prestop/,
+    );
   }
 });
 
@@ -202,19 +270,28 @@ test('pod-identity-missing and guard-invalid: a literal pod UID, a malformed gua
   const uid = container(literal, 'manager').env.find((e: any) => e.name === 'DRAINGUARD_POD_UID');
   delete uid.valueFrom;
   uid.value = '0b5e6f3e-8d21-4c7c-9a53-1f0c2d3e4f50';
-  onlyFinding(checkObjects(literal), 'pod-identity-missing', '{name: DRAINGUARD_POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}');
+  onlyFinding(
+    checkObjects(literal),
+    'pod-identity-missing',
+    '{name: DRAINGUARD_POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}',
+  );
   const malformed = copy('sidecar');
   container(malformed, 'drainguard').env.find((e: any) => e.name === 'DRAINGUARD_GUARD').value = 'clusterrole';
   onlyFinding(checkObjects(malformed), 'guard-invalid', 'comma-separated clusterrole/NAME');
 });
 
 test('idle-metrics-not-metrics-port: DRAINGUARD_IDLE_METRICS off the port the operator serves its metrics on', () => {
-  const setUrl = (objects: KubeObject[], name: string, value: string) => container(objects, name).env.push({ name: 'DRAINGUARD_IDLE_METRICS', value });
+  const setUrl = (objects: KubeObject[], name: string, value: string) =>
+    container(objects, name).env.push({ name: 'DRAINGUARD_IDLE_METRICS', value });
   // Wrap mode: the operator's flags follow `drainguard run --`; kubebuilder's secure metrics on :8443.
   const wrap = copy('wrap');
   container(wrap, 'manager').args.push('--metrics-bind-address=:8443');
   setUrl(wrap, 'manager', 'http://127.0.0.1:8080/metrics');
-  onlyFinding(checkObjects(wrap), 'idle-metrics-not-metrics-port', 'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8443/metrics in container manager');
+  onlyFinding(
+    checkObjects(wrap),
+    'idle-metrics-not-metrics-port',
+    'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8443/metrics in container manager',
+  );
   container(wrap, 'manager').env.at(-1).value = 'https://127.0.0.1:8443/metrics';
   assert.equal(checkObjects(wrap).status, 0);
   // No port in the URL is port 80.
@@ -227,9 +304,16 @@ test('idle-metrics-not-metrics-port: DRAINGUARD_IDLE_METRICS off the port the op
   onlyFinding(checkObjects(off), 'idle-metrics-not-metrics-port', 'or remove DRAINGUARD_IDLE_METRICS');
   // No flag: the container's port named for metrics.
   const ported = copy('native-sidecar');
-  container(ported, 'manager').ports = [{ name: 'metrics', containerPort: 8080 }, { name: 'webhook', containerPort: 9443 }];
+  container(ported, 'manager').ports = [
+    { name: 'metrics', containerPort: 8080 },
+    { name: 'webhook', containerPort: 9443 },
+  ];
   setUrl(ported, 'drainguard', 'http://127.0.0.1:9443/metrics');
-  onlyFinding(checkObjects(ported), 'idle-metrics-not-metrics-port', 'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8080/metrics in container drainguard');
+  onlyFinding(
+    checkObjects(ported),
+    'idle-metrics-not-metrics-port',
+    'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8080/metrics in container drainguard',
+  );
   container(ported, 'drainguard').env.at(-1).value = 'http://127.0.0.1:8080/metrics';
   assert.equal(checkObjects(ported).status, 0);
 });
@@ -237,9 +321,19 @@ test('idle-metrics-not-metrics-port: DRAINGUARD_IDLE_METRICS off the port the op
 test('idle-metrics-not-this-pod: a host other than the pod itself', () => {
   const objects = copy('wrap');
   container(objects, 'manager').env.push({ name: 'DRAINGUARD_IDLE_METRICS', value: 'http://wrong:8080/metrics' });
-  onlyFinding(checkObjects(objects), 'idle-metrics-not-this-pod', 'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8080/metrics in container manager', 'warning');
+  onlyFinding(
+    checkObjects(objects),
+    'idle-metrics-not-this-pod',
+    'set DRAINGUARD_IDLE_METRICS=http://127.0.0.1:8080/metrics in container manager',
+    'warning',
+  );
   // The pod's own IP, from the downward API.
-  container(objects, 'manager').env.splice(-1, 1, { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }, { name: 'DRAINGUARD_IDLE_METRICS', value: 'http://$(POD_IP):8080/metrics' });
+  container(objects, 'manager').env.splice(
+    -1,
+    1,
+    { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    { name: 'DRAINGUARD_IDLE_METRICS', value: 'http://$(POD_IP):8080/metrics' },
+  );
   assert.equal(checkObjects(objects).status, 0, JSON.stringify(checkObjects(objects).findings));
 });
 
@@ -254,11 +348,24 @@ function guardMore(objects: KubeObject[], supervisor: string, entries: string[])
     const resource = `${kind === 'serviceaccount' ? 'serviceaccount' : kind}s`;
     const group = kind === 'serviceaccount' ? '' : 'rbac.authorization.k8s.io';
     own.rules.push({ apiGroups: [group], resources: [resource], verbs: ['get', 'patch'], resourceNames: [rest.at(-1)] });
-    policy.spec.matchConstraints.resourceRules.push({ apiGroups: [group], apiVersions: ['*'], operations: ['UPDATE'], resources: [resource], resourceNames: [rest.at(-1)] });
+    policy.spec.matchConstraints.resourceRules.push({
+      apiGroups: [group],
+      apiVersions: ['*'],
+      operations: ['UPDATE'],
+      resources: [resource],
+      resourceNames: [rest.at(-1)],
+    });
   }
 }
-const binding = (kind: 'ClusterRoleBinding' | 'RoleBinding', name: string, role: { kind: string; name: string }, namespace?: string): KubeObject => ({
-  apiVersion: 'rbac.authorization.k8s.io/v1', kind, metadata: { name, ...(namespace ? { namespace } : {}) },
+const binding = (
+  kind: 'ClusterRoleBinding' | 'RoleBinding',
+  name: string,
+  role: { kind: string; name: string },
+  namespace?: string,
+): KubeObject => ({
+  apiVersion: 'rbac.authorization.k8s.io/v1',
+  kind,
+  metadata: { name, ...(namespace ? { namespace } : {}) },
   roleRef: { apiGroup: 'rbac.authorization.k8s.io', ...role },
   subjects: [{ kind: 'ServiceAccount', name: 'example-operator', namespace: 'example-system' }],
 });
@@ -267,8 +374,15 @@ test('binding-not-guarded: a ClusterRoleBinding to the built-in cluster-admin le
   for (const mode of MODES) {
     const objects = copy(mode);
     objects.push(binding('ClusterRoleBinding', 'example-operator-admin', { kind: 'ClusterRole', name: 'cluster-admin' }));
-    onlyFinding(checkObjects(objects), 'binding-not-guarded', `add clusterrolebinding/example-operator-admin to DRAINGUARD_GUARD in container ${mode === 'wrap' ? 'manager' : 'drainguard'}`);
-    assert.match(checkObjects(objects).findings[0]!.message, /ClusterRoleBinding example-operator-admin binds ServiceAccount example-system\/example-operator to ClusterRole cluster-admin/);
+    onlyFinding(
+      checkObjects(objects),
+      'binding-not-guarded',
+      `add clusterrolebinding/example-operator-admin to DRAINGUARD_GUARD in container ${mode === 'wrap' ? 'manager' : 'drainguard'}`,
+    );
+    assert.match(
+      checkObjects(objects).findings[0]!.message,
+      /ClusterRoleBinding example-operator-admin binds ServiceAccount example-system\/example-operator to ClusterRole cluster-admin/,
+    );
     guardMore(objects, mode === 'wrap' ? 'manager' : 'drainguard', ['clusterrolebinding/example-operator-admin']);
     assert.equal(checkObjects(objects).findings, []);
   }
@@ -277,7 +391,12 @@ test('binding-not-guarded: a ClusterRoleBinding to the built-in cluster-admin le
 test('binding-not-guarded, role-not-guarded: a leader-election Role and RoleBinding in kube-system, expected with their own namespace', () => {
   const objects = copy('native-sidecar');
   objects.push(
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'example-leader', namespace: 'kube-system' }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'] }] },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'example-leader', namespace: 'kube-system' },
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'] }],
+    },
     binding('RoleBinding', 'example-leader', { kind: 'Role', name: 'example-leader' }, 'kube-system'),
   );
   const r = checkObjects(objects);
@@ -292,36 +411,59 @@ test('binding-not-guarded, role-not-guarded: a leader-election Role and RoleBind
 test('aggregation-source-not-guarded: the operator ClusterRole aggregates another, which the guard leaves out', () => {
   const objects = copy('sidecar');
   const operator = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'example-operator')!;
-  objects.push({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'example-operator-rules', labels: { 'example.io/aggregate-to-operator': 'true' } }, rules: operator.rules });
+  objects.push({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'example-operator-rules', labels: { 'example.io/aggregate-to-operator': 'true' } },
+    rules: operator.rules,
+  });
   operator.aggregationRule = { clusterRoleSelectors: [{ matchLabels: { 'example.io/aggregate-to-operator': 'true' } }] };
   operator.rules = [];
-  onlyFinding(checkObjects(objects), 'aggregation-source-not-guarded', 'add clusterrole/example-operator-rules to DRAINGUARD_GUARD in container drainguard');
+  onlyFinding(
+    checkObjects(objects),
+    'aggregation-source-not-guarded',
+    'add clusterrole/example-operator-rules to DRAINGUARD_GUARD in container drainguard',
+  );
   guardMore(objects, 'drainguard', ['clusterrole/example-operator-rules']);
   assert.equal(checkObjects(objects).findings, []);
 });
 
 test('several Deployments: each checked with its own ServiceAccount and guard; one that runs no drainguard beside one that does is reported', () => {
   const objects = copy('wrap');
-  const second = structuredClone(objects.filter((o) => !o.kind.startsWith('Validating') && !o.metadata.name.startsWith('drainguard:') && o.kind !== 'Namespace'))
-    .map((o) => JSON.parse(JSON.stringify(o).replaceAll('example-operator', 'example-webhook')) as KubeObject);
+  const second = structuredClone(
+    objects.filter((o) => !o.kind.startsWith('Validating') && !o.metadata.name.startsWith('drainguard:') && o.kind !== 'Namespace'),
+  ).map((o) => JSON.parse(JSON.stringify(o).replaceAll('example-operator', 'example-webhook')) as KubeObject);
   const webhook = theDeployment(second);
   // The webhook without drainguard: the manager's own command back.
   const manager = webhook.spec.template.spec.containers[0];
   manager.command = ['/webhook'];
   manager.env = [];
   const r = checkObjects([...objects, ...second]);
-  assert.equal([r.status, r.findings.map((f) => `${f.severity} ${f.code} ${f.object}`)], [1, ['warning no-drainguard Deployment/example-system/example-webhook']], r.stdout);
-  assert.match(r.findings[0]!.message, /its ServiceAccount is bound to roles as an operator's is and Deployment\/example-system\/example-operator runs it/);
+  assert.equal(
+    [r.status, r.findings.map((f) => `${f.severity} ${f.code} ${f.object}`)],
+    [1, ['warning no-drainguard Deployment/example-system/example-webhook']],
+    r.stdout,
+  );
+  assert.match(
+    r.findings[0]!.message,
+    /its ServiceAccount is bound to roles as an operator's is and Deployment\/example-system\/example-operator runs it/,
+  );
   // With drainguard (the first one's container, its names), but a binding of its own left out of its guard.
   const both = copy('wrap');
-  const other = structuredClone(both).map((o) => JSON.parse(JSON.stringify(o).replaceAll('example-operator', 'example-webhook')) as KubeObject).filter((o) => o.kind !== 'Namespace');
+  const other = structuredClone(both)
+    .map((o) => JSON.parse(JSON.stringify(o).replaceAll('example-operator', 'example-webhook')) as KubeObject)
+    .filter((o) => o.kind !== 'Namespace');
   other.push(binding('ClusterRoleBinding', 'example-webhook-view', { kind: 'ClusterRole', name: 'view' }));
   other.at(-1)!.subjects[0].name = 'example-webhook';
   const r2 = checkObjects([...both, ...other]);
-  assert.equal(r2.findings.map((f) => `${f.code} ${f.object}`), ['binding-not-guarded Deployment/example-system/example-webhook'], r2.stdout);
+  assert.equal(
+    r2.findings.map((f) => `${f.code} ${f.object}`),
+    ['binding-not-guarded Deployment/example-system/example-webhook'],
+    r2.stdout,
+  );
 });
 
-test('wrap-command-missing, wrap-entrypoint-unknown: what the manifests show of a wrap whose command is not the image\'s', () => {
+test("wrap-command-missing, wrap-entrypoint-unknown: what the manifests show of a wrap whose command is not the image's", () => {
   const cases: [string[] | undefined, string[] | undefined, string | undefined][] = [
     // Nothing after `--`: drainguard exits 2.
     [['/drainguard/drainguard', 'run', '--'], ['--leader-elect'], 'wrap-command-missing'],
@@ -343,42 +485,74 @@ test('wrap-command-missing, wrap-entrypoint-unknown: what the manifests show of 
       assert.equal(r.findings, [], `${command} ${args}: ${r.stdout}`);
       continue;
     }
-    onlyFinding(r, code, 'the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap');
+    onlyFinding(
+      r,
+      code,
+      'the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap',
+    );
   }
 });
 
-test('token-not-mounted: automountServiceAccountToken false on the pod or its ServiceAccount, and no projected token in drainguard\'s container', () => {
+test("token-not-mounted: automountServiceAccountToken false on the pod or its ServiceAccount, and no projected token in drainguard's container", () => {
   for (const mode of MODES) {
     const supervisor = mode === 'wrap' ? 'manager' : 'drainguard';
     const objects = copy(mode);
     podOf(objects).automountServiceAccountToken = false;
-    onlyFinding(checkObjects(objects), 'token-not-mounted', `mount in container ${supervisor} a projected volume at /var/run/secrets/kubernetes.io/serviceaccount with a serviceAccountToken`);
-    podOf(objects).volumes.push({ name: 'drainguard-token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }, { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] } });
-    container(objects, supervisor).volumeMounts.push({ name: 'drainguard-token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true });
+    onlyFinding(
+      checkObjects(objects),
+      'token-not-mounted',
+      `mount in container ${supervisor} a projected volume at /var/run/secrets/kubernetes.io/serviceaccount with a serviceAccountToken`,
+    );
+    podOf(objects).volumes.push({
+      name: 'drainguard-token',
+      projected: {
+        sources: [
+          { serviceAccountToken: { path: 'token' } },
+          { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        ],
+      },
+    });
+    container(objects, supervisor).volumeMounts.push({
+      name: 'drainguard-token',
+      mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+      readOnly: true,
+    });
     assert.equal(checkObjects(objects).findings, []);
   }
   // The ServiceAccount says false, the pod nothing.
   const objects = copy('native-sidecar');
   objects.find((o) => o.kind === 'ServiceAccount')!.automountServiceAccountToken = false;
   onlyFinding(checkObjects(objects), 'token-not-mounted', 'or let the pod mount its token');
-  assert.match(checkObjects(objects).findings[0]!.message, /its ServiceAccount example-system\/example-operator says automountServiceAccountToken: false/);
+  assert.match(
+    checkObjects(objects).findings[0]!.message,
+    /its ServiceAccount example-system\/example-operator says automountServiceAccountToken: false/,
+  );
   podOf(objects).automountServiceAccountToken = true;
   assert.equal(checkObjects(objects).findings, []);
 });
 
-test('hook-invalid: a preStop with drainguard\'s exec and the chart\'s own sleep, which the API server refuses', () => {
+test("hook-invalid: a preStop with drainguard's exec and the chart's own sleep, which the API server refuses", () => {
   for (const mode of ['sidecar', 'native-sidecar']) {
     const objects = copy(mode);
     container(objects, 'manager').lifecycle.preStop.sleep = { seconds: 5 };
-    onlyFinding(checkObjects(objects), 'hook-invalid', "keep one action in the preStop hook of container manager: drainguard's exec [/drainguard/drainguard, prestop]");
+    onlyFinding(
+      checkObjects(objects),
+      'hook-invalid',
+      "keep one action in the preStop hook of container manager: drainguard's exec [/drainguard/drainguard, prestop]",
+    );
     assert.match(checkObjects(objects).findings[0]!.message, /holds exec and sleep: a handler takes exactly one action/);
   }
 });
 
-test('wrap-memory-too-low: the operator container\'s memory limit not raised for drainguard in wrap mode; the sidecars have their own', () => {
+test("wrap-memory-too-low: the operator container's memory limit not raised for drainguard in wrap mode; the sidecars have their own", () => {
   const objects = copy('wrap');
   container(objects, 'manager').resources.limits.memory = '128Mi';
-  onlyFinding(checkObjects(objects), 'wrap-memory-too-low', `raise the memory request of container manager by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi (to at least 320Mi here)`, 'warning');
+  onlyFinding(
+    checkObjects(objects),
+    'wrap-memory-too-low',
+    `raise the memory request of container manager by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi (to at least 320Mi here)`,
+    'warning',
+  );
   container(objects, 'manager').resources.limits.memory = `${WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB}Mi`;
   assert.equal(checkObjects(objects).findings, []);
   container(objects, 'manager').resources.limits.memory = '1Gi';
@@ -388,9 +562,20 @@ test('wrap-memory-too-low: the operator container\'s memory limit not raised for
   assert.equal(checkObjects(sidecar).findings, []);
 });
 
-interface LayersRow { way: string; hook: string; hold: string; guard: string; finalized: boolean }
+interface LayersRow {
+  way: string;
+  hook: string;
+  hold: string;
+  guard: string;
+  finalized: boolean;
+}
 const layersOf = (r: Result): Record<string, string> =>
-  Object.fromEntries((JSON.parse(r.stdout) as { layers: LayersRow[] }).layers.map((l) => [l.way, `${l.hook} ${l.hold} ${l.guard} ${l.finalized ? 'finalized' : 'stuck'}`]));
+  Object.fromEntries(
+    (JSON.parse(r.stdout) as { layers: LayersRow[] }).layers.map((l) => [
+      l.way,
+      `${l.hook} ${l.hold} ${l.guard} ${l.finalized ? 'finalized' : 'stuck'}`,
+    ]),
+  );
 
 test('layers: the hold example covers kubectl and Flux, not Argo CD (foreground) nor a namespace deletion; without the hold, only the guard', () => {
   const held = check(['-o', 'json', 'deploy/rendered/hold.yaml']);
@@ -412,7 +597,13 @@ test("layers: the example chart's pre-delete hook covers helm uninstall alone; w
   assert.equal(hookOnly.findings, []);
   assert.equal(layersOf(hookOnly)['helm uninstall'], 'yes off yes finalized');
   assert.equal(layersOf(hookOnly)['helm uninstall --no-hooks'], 'no off yes stuck');
-  const both = check(['-o', 'json', '-'], templateText(chart, { namespace: 'operator-system', set: { 'drainguard.hold.kinds': ['installations.operator.example.io', 'apiservers.operator.example.io'] } }));
+  const both = check(
+    ['-o', 'json', '-'],
+    templateText(chart, {
+      namespace: 'operator-system',
+      set: { 'drainguard.hold.kinds': ['installations.operator.example.io', 'apiservers.operator.example.io'] },
+    }),
+  );
   assert.equal(both.findings, [], both.stdout);
   assert.equal(layersOf(both), {
     'helm uninstall': 'yes yes yes finalized',
@@ -430,32 +621,51 @@ const drainguardRole = (objects: KubeObject[]) => objects.find((o) => o.kind ===
 test("hold-not-covered: the Role without the hold's rules, or the ClusterRole without the kinds' group", () => {
   const noRole = holdCopy();
   drainguardRole(noRole).rules = drainguardRole(noRole).rules.filter((r: any) => !r.apiGroups.includes('apps'));
-  onlyFinding(checkObjects(noRole), 'hold-not-covered', '{apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, patch], resourceNames: [example-operator]}', 'error', HELD);
-  assert.match(checkObjects(noRole).findings[0]!.message, /may not get replicasets.apps in example-hold, get deployments.apps\/example-operator in example-hold/);
+  onlyFinding(
+    checkObjects(noRole),
+    'hold-not-covered',
+    '{apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, patch], resourceNames: [example-operator]}',
+    'error',
+    HELD,
+  );
+  assert.match(
+    checkObjects(noRole).findings[0]!.message,
+    /may not get replicasets.apps in example-hold, get deployments.apps\/example-operator in example-hold/,
+  );
   const noKinds = holdCopy();
   // The operator's own ClusterRole, bound to the same ServiceAccount, grants the kinds too: without both.
-  for (const cr of noKinds.filter((o) => o.kind === 'ClusterRole')) cr.rules = cr.rules.filter((r: any) => !r.apiGroups.includes('operator.example.io'));
+  for (const cr of noKinds.filter((o) => o.kind === 'ClusterRole'))
+    cr.rules = cr.rules.filter((r: any) => !r.apiGroups.includes('operator.example.io'));
   const r = checkObjects(noKinds);
-  assert.equal(r.findings.map((f) => f.code), ['hold-not-covered']);
+  assert.equal(
+    r.findings.map((f) => f.code),
+    ['hold-not-covered'],
+  );
   assert.match(r.findings[0]!.message, /list installations.operator.example.io cluster-wide, list apiservers/);
 });
 
-test('hold-not-covered goes by the CRD\'s scope: a namespaced kind may be listed through a Role in the operator\'s namespace', () => {
+test("hold-not-covered goes by the CRD's scope: a namespaced kind may be listed through a Role in the operator's namespace", () => {
   const objects = holdCopy();
   for (const crd of objects.filter((o) => o.kind === 'CustomResourceDefinition')) crd.spec.scope = 'Namespaced';
   const cr = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;
   const rule = cr.rules.find((r: any) => r.apiGroups.includes('operator.example.io'));
   // The operator's own ClusterRole, bound to the same ServiceAccount, grants the kinds too: without both.
-  for (const c of objects.filter((o) => o.kind === 'ClusterRole')) c.rules = c.rules.filter((r: any) => !r.apiGroups.includes('operator.example.io'));
+  for (const c of objects.filter((o) => o.kind === 'ClusterRole'))
+    c.rules = c.rules.filter((r: any) => !r.apiGroups.includes('operator.example.io'));
   const r = checkObjects(objects);
-  assert.equal(r.findings.map((f) => f.code), ['hold-not-covered']);
+  assert.equal(
+    r.findings.map((f) => f.code),
+    ['hold-not-covered'],
+  );
   assert.match(r.findings[0]!.message, /list installations.operator.example.io in example-hold/);
   drainguardRole(objects).rules.push(rule);
   assert.equal(checkObjects(objects).findings, []);
 });
 
 test('hold-kind-missing: a listed kind no CRD in the manifests defines (a warning: CRDs may be installed apart)', () => {
-  const objects = holdCopy().filter((o) => !(o.kind === 'CustomResourceDefinition' && o.metadata.name === 'apiservers.operator.example.io'));
+  const objects = holdCopy().filter(
+    (o) => !(o.kind === 'CustomResourceDefinition' && o.metadata.name === 'apiservers.operator.example.io'),
+  );
   onlyFinding(checkObjects(objects), 'hold-kind-missing', 'PLURAL.GROUP of the CRD', 'warning', HELD);
   assert.match(checkObjects(objects).findings[0]!.message, /the hold lists apiservers.operator.example.io/);
 });
@@ -464,10 +674,14 @@ test('hold-needs-deployment, hold-invalid: the hold in a StatefulSet; an entry t
   const stateful = holdCopy();
   theDeployment(stateful).kind = 'StatefulSet';
   const r = checkObjects(stateful);
-  assert.equal([r.status, r.findings.map((f) => `${f.code} ${f.object}`)], [1, ['hold-needs-deployment StatefulSet/example-hold/example-operator']]);
+  assert.equal(
+    [r.status, r.findings.map((f) => `${f.code} ${f.object}`)],
+    [1, ['hold-needs-deployment StatefulSet/example-hold/example-operator']],
+  );
   assert.match(r.findings[0]!.message, /runs in a StatefulSet, not a Deployment/);
   const malformed = holdCopy();
-  container(malformed, 'drainguard').env.find((e: any) => e.name === 'DRAINGUARD_HOLD').value = 'installations.operator.example.io,Installation';
+  container(malformed, 'drainguard').env.find((e: any) => e.name === 'DRAINGUARD_HOLD').value =
+    'installations.operator.example.io,Installation';
   onlyFinding(checkObjects(malformed), 'hold-invalid', 'comma-separated PLURAL.GROUP', 'error', HELD);
 });
 
@@ -476,12 +690,19 @@ test('the hold without the guard still needs the pod identity and the Lease and 
   const dg = container(objects, 'drainguard');
   dg.env.find((e: any) => e.name === 'DRAINGUARD_GUARD').value = '';
   dg.env = dg.env.filter((e: any) => e.name !== 'DRAINGUARD_POD_UID');
-  onlyFinding(checkObjects(objects), 'pod-identity-missing', '{name: DRAINGUARD_POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}', 'error', HELD);
+  onlyFinding(
+    checkObjects(objects),
+    'pod-identity-missing',
+    '{name: DRAINGUARD_POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}',
+    'error',
+    HELD,
+  );
   assert.match(checkObjects(objects).findings[0]!.message, /holds its Deployment but does not get DRAINGUARD_POD_UID/);
   dg.env.push({ name: 'DRAINGUARD_POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } });
   assert.equal(checkObjects(objects).findings, []);
   // Leases taken from drainguard's Role and from the operator's ClusterRole (which grants them everywhere).
-  for (const role of objects.filter((o) => o.kind.endsWith('Role'))) role.rules = role.rules.filter((r: any) => !r.resources.includes('leases'));
+  for (const role of objects.filter((o) => o.kind.endsWith('Role')))
+    role.rules = role.rules.filter((r: any) => !r.resources.includes('leases'));
   onlyFinding(checkObjects(objects), 'guard-not-covered', 'leases (coordination.k8s.io) create, list, patch, delete', 'error', HELD);
 });
 
@@ -510,10 +731,17 @@ test('bad input is exit 2, naming what was wrong', () => {
   }
   // No object at all (a helm template that failed in the pipe printed nothing): no success to report.
   writeFileSync(join(dir, 'empty.yaml'), '# nothing\n');
-  for (const [args, input] of [[[join(dir, 'empty.yaml')], undefined], [['-'], ''], [['-o', 'json', '-'], '---\n']] as [string[], string | undefined][]) {
+  for (const [args, input] of [
+    [[join(dir, 'empty.yaml')], undefined],
+    [['-'], ''],
+    [['-o', 'json', '-'], '---\n'],
+  ] as [string[], string | undefined][]) {
     const r = check(args, input);
     assert.equal([r.status, r.stdout], [2, ''], `${args.join(' ')}: ${r.stdout}${r.stderr}`);
-    assert.match(r.stderr, /DG_CHECK_INPUT: .*: no Kubernetes object in the input; a helm template or kubectl kustomize that fails in a pipe prints nothing: run it alone to see its error/);
+    assert.match(
+      r.stderr,
+      /DG_CHECK_INPUT: .*: no Kubernetes object in the input; a helm template or kubectl kustomize that fails in a pipe prints nothing: run it alone to see its error/,
+    );
   }
 });
 

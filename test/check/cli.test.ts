@@ -27,21 +27,43 @@ test.after(() => {
   cleanupCharts();
 });
 
-interface Result { status: number | null; stdout: string; stderr: string; findings: string[] }
+interface Result {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  findings: string[];
+}
 
 function check(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Result {
-  const r = spawnSync(EXE, ['check', '-o', 'json', ...args], { input, encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH, ...env } });
-  const findings = r.status === 0 || r.status === 1 ? (JSON.parse(r.stdout) as { findings: { code: string; object: string }[] }).findings.map((f) => `${f.code} ${f.object}`) : [];
+  const r = spawnSync(EXE, ['check', '-o', 'json', ...args], {
+    input,
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { PATH: process.env.PATH, ...env },
+  });
+  const findings =
+    r.status === 0 || r.status === 1
+      ? (JSON.parse(r.stdout) as { findings: { code: string; object: string }[] }).findings.map((f) => `${f.code} ${f.object}`)
+      : [];
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, findings };
 }
 
 /** `helm template demo CHART --namespace NS`: the release's namespace is in no object. */
 const render = (): string => templateText(CHART, { namespace: NS, release: 'demo' });
-const documents = (text: string): Record<string, any>[] => parseAllDocuments(text).map((d) => d.toJS() as Record<string, any>).filter(Boolean);
+const documents = (text: string): Record<string, any>[] =>
+  parseAllDocuments(text)
+    .map((d) => d.toJS() as Record<string, any>)
+    .filter(Boolean);
 
 test('helm template | drainguard check -n NS - is clean, the kube-system objects in kube-system; without -n the rest is read in default', () => {
   const text = render();
-  assert.equal(documents(text).filter((o) => o.metadata.namespace !== undefined).map((o) => `${o.kind}/${o.metadata.namespace}`).sort(), ['Role/kube-system', 'Role/kube-system', 'RoleBinding/kube-system', 'RoleBinding/kube-system']);
+  assert.equal(
+    documents(text)
+      .filter((o) => o.metadata.namespace !== undefined)
+      .map((o) => `${o.kind}/${o.metadata.namespace}`)
+      .sort(),
+    ['Role/kube-system', 'Role/kube-system', 'RoleBinding/kube-system', 'RoleBinding/kube-system'],
+  );
   const clean = check(['-n', NS, '-'], text);
   assert.equal([clean.status, clean.findings], [0, []], clean.stdout + clean.stderr);
   assert.match(clean.stdout, /"checked": 17,/);
@@ -67,7 +89,13 @@ test('-f FILE, -f DIR, -f - and --filename, repeatable and beside positional pat
   const rest = join(dir, 'rest');
   mkdirSync(rest, { recursive: true });
   writeFileSync(join(dir, 'rbac.yaml'), rbac.map((o) => stringify(o)).join('---\n'));
-  writeFileSync(join(rest, 'workload.yml'), objects.filter((o) => !rbac.includes(o)).map((o) => stringify(o)).join('---\n'));
+  writeFileSync(
+    join(rest, 'workload.yml'),
+    objects
+      .filter((o) => !rbac.includes(o))
+      .map((o) => stringify(o))
+      .join('---\n'),
+  );
   const split = check(['-n', NS, '-f', join(dir, 'rbac.yaml'), '--filename', rest]);
   assert.equal([split.status, split.findings], [0, []], split.stdout + split.stderr);
   assert.match(split.stdout, /"checked": 17,/);
@@ -94,8 +122,10 @@ test('an object that names another namespace than -n stays there, as helm instal
 });
 
 /** The fixture rendered with one part of the guard left out, as a render that misses that shape makes it. */
-const without = (value: string): Result => check(['-n', NS, '-'], templateText(CHART, { namespace: NS, release: 'demo', set: { [`guard.${value}`]: false } }));
-const details = (r: Result): { code: string; message: string; fix: string }[] => (JSON.parse(r.stdout) as { findings: { code: string; message: string; fix: string }[] }).findings;
+const without = (value: string): Result =>
+  check(['-n', NS, '-'], templateText(CHART, { namespace: NS, release: 'demo', set: { [`guard.${value}`]: false } }));
+const details = (r: Result): { code: string; message: string; fix: string }[] =>
+  (JSON.parse(r.stdout) as { findings: { code: string; message: string; fix: string }[] }).findings;
 
 test('binding-not-guarded: a binding to the built-in ClusterRole view left out of the guard; view itself is not expected', () => {
   const r = without('viewBinding');
@@ -108,7 +138,11 @@ test('binding-not-guarded: a binding to the built-in ClusterRole view left out o
 
 test('binding-not-guarded, role-not-guarded: the leader-election Role and RoleBinding in kube-system, named with their own namespace', () => {
   const r = without('leaderElection');
-  assert.equal([r.status, r.findings], [1, [`binding-not-guarded Deployment/${NS}/${DEPLOYMENT}`, `role-not-guarded Deployment/${NS}/${DEPLOYMENT}`]], r.stdout + r.stderr);
+  assert.equal(
+    [r.status, r.findings],
+    [1, [`binding-not-guarded Deployment/${NS}/${DEPLOYMENT}`, `role-not-guarded Deployment/${NS}/${DEPLOYMENT}`]],
+    r.stdout + r.stderr,
+  );
   const [binding, role] = details(r);
   assert.match(binding!.fix, `add rolebinding/kube-system/${DEPLOYMENT}-leader-election to DRAINGUARD_GUARD`);
   assert.match(binding!.fix, `drainguard.guard.roleBindings: [kube-system/${DEPLOYMENT}-leader-election]`);
@@ -117,8 +151,14 @@ test('binding-not-guarded, role-not-guarded: the leader-election Role and RoleBi
 
 test('aggregation-source-not-guarded: the ClusterRoles aggregated into the guarded one left out of the guard', () => {
   const r = without('aggregationSources');
-  assert.equal([r.status, r.findings], [1, Array(2).fill(`aggregation-source-not-guarded Deployment/${NS}/${DEPLOYMENT}`)], r.stdout + r.stderr);
-  const named = details(r).map((f) => /^ClusterRole (\S+) is aggregated into the guarded ClusterRole (\S+) /.exec(f.message)?.slice(1).join(' into ')).sort();
+  assert.equal(
+    [r.status, r.findings],
+    [1, Array(2).fill(`aggregation-source-not-guarded Deployment/${NS}/${DEPLOYMENT}`)],
+    r.stdout + r.stderr,
+  );
+  const named = details(r)
+    .map((f) => /^ClusterRole (\S+) is aggregated into the guarded ClusterRole (\S+) /.exec(f.message)?.slice(1).join(' into '))
+    .sort();
   assert.equal(named, [`${DEPLOYMENT}-leader-election into ${DEPLOYMENT}`, `${DEPLOYMENT}-widgets into ${DEPLOYMENT}`]);
 });
 

@@ -22,7 +22,12 @@ test('a live Deployment: clean as created, then the finding once its RBAC lacks 
     .replaceAll('example-system', ns)
     .replaceAll('example-operator', name);
   for (const o of JSON.parse(text) as KubeObject[]) await cluster.create(o);
-  const check = () => spawnSync(EXE, ['check', '-o', 'json', '--deployment', `${ns}/${name}`], { encoding: 'utf8', timeout: 30_000, env: { KUBECONFIG: cluster.adminKubeconfig } });
+  const check = () =>
+    spawnSync(EXE, ['check', '-o', 'json', '--deployment', `${ns}/${name}`], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { KUBECONFIG: cluster.adminKubeconfig },
+    });
 
   const clean = check();
   assert.equal(clean.status, 0, clean.stdout + clean.stderr);
@@ -35,18 +40,35 @@ test('a live Deployment: clean as created, then the finding once its RBAC lacks 
   const broken = check();
   assert.equal(broken.status, 1, broken.stdout + broken.stderr);
   const findings = JSON.parse(broken.stdout).findings as { code: string; object: string; fix: string }[];
-  assert.equal(findings.map((f) => `${f.code} ${f.object}`), [`guard-not-covered Deployment/${ns}/${name}`]);
+  assert.equal(
+    findings.map((f) => `${f.code} ${f.object}`),
+    [`guard-not-covered Deployment/${ns}/${name}`],
+  );
   assert.match(findings[0]!.fix, `resources: [clusterroles], verbs: [get, patch], resourceNames: [${name}]`);
 
   // A RoleBinding of the operator's ServiceAccount in another namespace, which the guard leaves out.
   const other = (await cluster.namespace('check-other')).name;
-  await cluster.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: `${name}-leader`, namespace: other }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] });
+  await cluster.create({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: `${name}-leader`, namespace: other },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+    subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+  });
   const elsewhere = check();
   const found = JSON.parse(elsewhere.stdout).findings as { code: string; fix: string }[];
-  assert.equal(found.map((f) => f.code), ['binding-not-guarded', 'guard-not-covered'], elsewhere.stdout);
+  assert.equal(
+    found.map((f) => f.code),
+    ['binding-not-guarded', 'guard-not-covered'],
+    elsewhere.stdout,
+  );
   assert.match(found[0]!.fix, `add rolebinding/${other}/${name}-leader to DRAINGUARD_GUARD`);
 
-  const missing = spawnSync(EXE, ['check', '--deployment', `${ns}/nothing-here`], { encoding: 'utf8', timeout: 30_000, env: { KUBECONFIG: cluster.adminKubeconfig } });
+  const missing = spawnSync(EXE, ['check', '--deployment', `${ns}/nothing-here`], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { KUBECONFIG: cluster.adminKubeconfig },
+  });
   assert.equal(missing.status, 1, 'a Deployment that is not there is a failure of the check (exit 1), with the API message');
   assert.match(missing.stderr, /404|not found/i);
 });
@@ -61,7 +83,12 @@ test("a live Deployment with the hold: the held kinds' CRDs are read from the AP
     .replaceAll('example-operator', name)
     .replaceAll('operator.example.io', `op-${id}.example.io`);
   for (const o of JSON.parse(text) as KubeObject[]) await cluster.create(o);
-  const check = () => spawnSync(EXE, ['check', '-o', 'json', '--deployment', `${ns}/${name}`], { encoding: 'utf8', timeout: 30_000, env: { KUBECONFIG: cluster.adminKubeconfig } });
+  const check = () =>
+    spawnSync(EXE, ['check', '-o', 'json', '--deployment', `${ns}/${name}`], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { KUBECONFIG: cluster.adminKubeconfig },
+    });
 
   const clean = check();
   assert.equal([clean.status, JSON.parse(clean.stdout).findings], [0, []], clean.stdout + clean.stderr);
@@ -70,13 +97,18 @@ test("a live Deployment with the hold: the held kinds' CRDs are read from the AP
   const path = `/apis/apps/v1/namespaces/${ns}/deployments/${name}`;
   const deployment = await cluster.api.get(path);
   const spec = deployment.spec.template.spec;
-  const hold = spec.initContainers.find((c: { name: string }) => c.name === 'drainguard').env.find((e: { name: string }) => e.name === 'DRAINGUARD_HOLD');
+  const hold = spec.initContainers
+    .find((c: { name: string }) => c.name === 'drainguard')
+    .env.find((e: { name: string }) => e.name === 'DRAINGUARD_HOLD');
   hold.value += `,widgets.op-${id}.example.io`;
   await cluster.api.patch(path, { spec: { template: { spec: { initContainers: spec.initContainers } } } });
   const missing = check();
   assert.equal(missing.status, 1, missing.stdout + missing.stderr);
   const findings = JSON.parse(missing.stdout).findings as { code: string; message: string }[];
-  assert.equal(findings.map((f) => f.code), ['hold-kind-missing']);
+  assert.equal(
+    findings.map((f) => f.code),
+    ['hold-kind-missing'],
+  );
   assert.match(findings[0]!.message, `the hold lists widgets.op-${id}.example.io`);
 });
 

@@ -10,8 +10,11 @@ import type { Manifest } from '../../src/check/finding.ts';
 import { objectId } from '../../src/check/finding.ts';
 import { placeInNamespace } from '../../src/check/namespace.ts';
 
-const object = (apiVersion: string, kind: string, name: string, namespace?: string): Manifest =>
-  ({ apiVersion, kind, metadata: { name, ...(namespace === undefined ? {} : { namespace }) } });
+const object = (apiVersion: string, kind: string, name: string, namespace?: string): Manifest => ({
+  apiVersion,
+  kind,
+  metadata: { name, ...(namespace === undefined ? {} : { namespace }) },
+});
 
 const RENDER: Manifest[] = [
   object('v1', 'ServiceAccount', 'op'),
@@ -30,9 +33,16 @@ const ids = (objects: Manifest[]) => objects.map((o) => objectId(o));
 
 test('-n NS: namespaced objects that name none go into NS; cluster-scoped kinds stay cluster-scoped', () => {
   assert.equal(ids(placeInNamespace(RENDER, { name: 'my-ns', source: '-n' })), [
-    'ServiceAccount/my-ns/op', 'Deployment/my-ns/op', 'Role/my-ns/op', 'RoleBinding/my-ns/op',
-    'ClusterRole/op', 'ClusterRoleBinding/op', 'Namespace/my-ns', 'ValidatingAdmissionPolicy/op',
-    'CustomResourceDefinition/widgets.example.io', 'Widget/my-ns/w',
+    'ServiceAccount/my-ns/op',
+    'Deployment/my-ns/op',
+    'Role/my-ns/op',
+    'RoleBinding/my-ns/op',
+    'ClusterRole/op',
+    'ClusterRoleBinding/op',
+    'Namespace/my-ns',
+    'ValidatingAdmissionPolicy/op',
+    'CustomResourceDefinition/widgets.example.io',
+    'Widget/my-ns/w',
   ]);
   // Objects that name NS already are unchanged, and the input is not written to.
   const named = [object('v1', 'ServiceAccount', 'op', 'my-ns')];
@@ -41,12 +51,19 @@ test('-n NS: namespaced objects that name none go into NS; cluster-scoped kinds 
 });
 
 test('without -n: default, as kubectl with no namespace in its context; objects that name theirs keep it', () => {
-  const placed = placeInNamespace([object('v1', 'ServiceAccount', 'op'), object('apps/v1', 'Deployment', 'op', 'elsewhere'), object('rbac.authorization.k8s.io/v1', 'ClusterRole', 'op')]);
+  const placed = placeInNamespace([
+    object('v1', 'ServiceAccount', 'op'),
+    object('apps/v1', 'Deployment', 'op', 'elsewhere'),
+    object('rbac.authorization.k8s.io/v1', 'ClusterRole', 'op'),
+  ]);
   assert.equal(ids(placed), ['ServiceAccount/default/op', 'Deployment/elsewhere/op', 'ClusterRole/op']);
 });
 
 test("an empty or null namespace is none (a template's namespace: {{ .Values.unset }}), also against -n", () => {
-  const objects = [object('v1', 'ServiceAccount', 'a', ''), { ...object('v1', 'ServiceAccount', 'b'), metadata: { name: 'b', namespace: null as unknown as string } }];
+  const objects = [
+    object('v1', 'ServiceAccount', 'a', ''),
+    { ...object('v1', 'ServiceAccount', 'b'), metadata: { name: 'b', namespace: null as unknown as string } },
+  ];
   assert.equal(ids(placeInNamespace(objects, { name: 'my-ns', source: '-n' })), ['ServiceAccount/my-ns/a', 'ServiceAccount/my-ns/b']);
   assert.equal(ids(placeInNamespace([object('rbac.authorization.k8s.io/v1', 'ClusterRole', 'op', '')])), ['ClusterRole/op']);
 });
@@ -56,23 +73,40 @@ test('a namespace on a cluster-scoped object is dropped (the API server ignores 
   assert.equal(ids(placed), ['ClusterRole/op']);
 });
 
-test("a custom kind is cluster-scoped when a CRD in the manifests says so (scope: Cluster), by group and kind", () => {
+test('a custom kind is cluster-scoped when a CRD in the manifests says so (scope: Cluster), by group and kind', () => {
   const crd = (group: string, scope: string): Manifest => ({
     ...object('apiextensions.k8s.io/v1', 'CustomResourceDefinition', `installations.${group}`),
     spec: { group, scope, names: { kind: 'Installation', plural: 'installations' } },
   });
-  const cluster = placeInNamespace([crd('operator.example.io', 'Cluster'), object('operator.example.io/v1', 'Installation', 'default')], { name: 'my-ns', source: '-n' });
+  const cluster = placeInNamespace([crd('operator.example.io', 'Cluster'), object('operator.example.io/v1', 'Installation', 'default')], {
+    name: 'my-ns',
+    source: '-n',
+  });
   assert.equal(ids(cluster)[1], 'Installation/default');
   // Another group's Installation is another kind.
-  const other = placeInNamespace([crd('operator.example.io', 'Cluster'), object('other.example.io/v1', 'Installation', 'default')], { name: 'my-ns', source: '-n' });
+  const other = placeInNamespace([crd('operator.example.io', 'Cluster'), object('other.example.io/v1', 'Installation', 'default')], {
+    name: 'my-ns',
+    source: '-n',
+  });
   assert.equal(ids(other)[1], 'Installation/my-ns/default');
-  const namespaced = placeInNamespace([crd('operator.example.io', 'Namespaced'), object('operator.example.io/v1', 'Installation', 'default')], { name: 'my-ns', source: '-n' });
+  const namespaced = placeInNamespace(
+    [crd('operator.example.io', 'Namespaced'), object('operator.example.io/v1', 'Installation', 'default')],
+    { name: 'my-ns', source: '-n' },
+  );
   assert.equal(ids(namespaced)[1], 'Installation/my-ns/default');
 });
 
 test('-n NS and objects naming other namespaces: each stays in its own, as helm install -n creates it (kubectl would refuse it; Helm renders are what users pipe)', () => {
-  const objects = [object('v1', 'ServiceAccount', 'op', 'other'), object('apps/v1', 'Deployment', 'op'), object('rbac.authorization.k8s.io/v1', 'RoleBinding', 'leader', 'kube-system')];
-  assert.equal(ids(placeInNamespace(objects, { name: 'my-ns', source: 'DRAINGUARD_NAMESPACE' })), ['ServiceAccount/other/op', 'Deployment/my-ns/op', 'RoleBinding/kube-system/leader']);
+  const objects = [
+    object('v1', 'ServiceAccount', 'op', 'other'),
+    object('apps/v1', 'Deployment', 'op'),
+    object('rbac.authorization.k8s.io/v1', 'RoleBinding', 'leader', 'kube-system'),
+  ];
+  assert.equal(ids(placeInNamespace(objects, { name: 'my-ns', source: 'DRAINGUARD_NAMESPACE' })), [
+    'ServiceAccount/other/op',
+    'Deployment/my-ns/op',
+    'RoleBinding/kube-system/leader',
+  ]);
 });
 
 test.run();

@@ -15,11 +15,21 @@ const NS = 'my-ns';
 const SA = 'op';
 const LEASES = { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace: NS };
 
-const clusterRole = (name: string, rules: unknown[], extra: Record<string, unknown> = {}, labels?: Record<string, string>): Manifest =>
-  ({ apiVersion: RBAC, kind: 'ClusterRole', metadata: { name, ...(labels ? { labels } : {}) }, rules, ...extra });
+const clusterRole = (name: string, rules: unknown[], extra: Record<string, unknown> = {}, labels?: Record<string, string>): Manifest => ({
+  apiVersion: RBAC,
+  kind: 'ClusterRole',
+  metadata: { name, ...(labels ? { labels } : {}) },
+  rules,
+  ...extra,
+});
 const leaseRole = clusterRole('leases', [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get'] }]);
-const bindTo = (subject: Record<string, string>, role = 'leases'): Manifest =>
-  ({ apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name: 'b' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role }, subjects: [subject] });
+const bindTo = (subject: Record<string, string>, role = 'leases'): Manifest => ({
+  apiVersion: RBAC,
+  kind: 'ClusterRoleBinding',
+  metadata: { name: 'b' },
+  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+  subjects: [subject],
+});
 const allows = (objects: Manifest[], request: Parameters<ReturnType<typeof authorizerFor>['allows']>[0] = LEASES): boolean =>
   authorizerFor(objects, NS, SA).allows(request);
 
@@ -34,7 +44,9 @@ test("Group subjects: the ServiceAccount's groups system:serviceaccounts, system
 });
 
 test('a User subject system:serviceaccount:NS:NAME is the ServiceAccount; other user names are not', () => {
-  assert.ok(allows([leaseRole, bindTo({ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: `system:serviceaccount:${NS}:${SA}` })]));
+  assert.ok(
+    allows([leaseRole, bindTo({ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: `system:serviceaccount:${NS}:${SA}` })]),
+  );
   for (const name of [SA, `system:serviceaccount:other:${SA}`, `system:serviceaccount:${NS}:other`, `system:serviceaccounts:${NS}`]) {
     assert.not.ok(allows([leaseRole, bindTo({ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name })]), name);
   }
@@ -44,7 +56,9 @@ test('a User subject system:serviceaccount:NS:NAME is the ServiceAccount; other 
 
 test('a RoleBinding grants a group subject in its own namespace only', () => {
   const binding: Manifest = {
-    apiVersion: RBAC, kind: 'RoleBinding', metadata: { name: 'b', namespace: NS },
+    apiVersion: RBAC,
+    kind: 'RoleBinding',
+    metadata: { name: 'b', namespace: NS },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'leases' },
     subjects: [{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: `system:serviceaccounts:${NS}` }],
   };
@@ -61,15 +75,30 @@ const piece = (name: string, labels: Record<string, string>, resource = 'leases'
   clusterRole(name, [{ apiGroups: ['coordination.k8s.io'], resources: [resource], verbs: ['get'] }], {}, labels);
 const OPERATOR_BINDING = bindTo({ kind: 'ServiceAccount', name: SA, namespace: NS }, 'operator');
 
-test("an aggregated ClusterRole grants the rules of every ClusterRole its selectors match (matchLabels), not its own rendered rules", () => {
-  const objects = [aggregated([{ matchLabels: { 'example.io/aggregate-to-operator': 'true' } }]), piece('piece', { 'example.io/aggregate-to-operator': 'true' }), OPERATOR_BINDING];
+test('an aggregated ClusterRole grants the rules of every ClusterRole its selectors match (matchLabels), not its own rendered rules', () => {
+  const objects = [
+    aggregated([{ matchLabels: { 'example.io/aggregate-to-operator': 'true' } }]),
+    piece('piece', { 'example.io/aggregate-to-operator': 'true' }),
+    OPERATOR_BINDING,
+  ];
   assert.ok(allows(objects));
   // No piece matches: nothing (the controller empties the rules).
-  assert.not.ok(allows([aggregated([{ matchLabels: { 'example.io/aggregate-to-operator': 'true' } }]), piece('piece', { 'example.io/aggregate-to-operator': 'false' }), OPERATOR_BINDING]));
+  assert.not.ok(
+    allows([
+      aggregated([{ matchLabels: { 'example.io/aggregate-to-operator': 'true' } }]),
+      piece('piece', { 'example.io/aggregate-to-operator': 'false' }),
+      OPERATOR_BINDING,
+    ]),
+  );
   const own = [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get'] }];
   assert.not.ok(allows([aggregated([{ matchLabels: { 'example.io/aggregate-to-operator': 'true' } }], own), OPERATOR_BINDING]));
   // Any selector may match; the union of the pieces.
-  const two = [aggregated([{ matchLabels: { a: '1' } }, { matchLabels: { b: '1' } }]), piece('pa', { a: '1' }), piece('pb', { b: '1' }, 'events'), OPERATOR_BINDING];
+  const two = [
+    aggregated([{ matchLabels: { a: '1' } }, { matchLabels: { b: '1' } }]),
+    piece('pa', { a: '1' }),
+    piece('pb', { b: '1' }, 'events'),
+    OPERATOR_BINDING,
+  ];
   assert.ok(allows(two));
   assert.ok(allows(two, { ...LEASES, resource: 'events' }));
 });
@@ -94,16 +123,26 @@ test('aggregation selectors: matchExpressions In, NotIn, Exists, DoesNotExist, w
     [{ matchExpressions: [{ key: 'tier', operator: 'Gt', values: ['1'] }] }, { tier: '2' }, false],
   ];
   for (const [selector, labels, expected] of cases) {
-    assert.is(allows([aggregated([selector]), piece('piece', labels), OPERATOR_BINDING]), expected, `${JSON.stringify(selector)} on ${JSON.stringify(labels)}`);
+    assert.is(
+      allows([aggregated([selector]), piece('piece', labels), OPERATOR_BINDING]),
+      expected,
+      `${JSON.stringify(selector)} on ${JSON.stringify(labels)}`,
+    );
   }
 });
 
 test('aggregation reaches through an aggregated ClusterRole to its pieces, and a cycle ends', () => {
-  const middle = clusterRole('middle', [], { aggregationRule: { clusterRoleSelectors: [{ matchLabels: { level: 'bottom' } }] } }, { level: 'middle' });
+  const middle = clusterRole(
+    'middle',
+    [],
+    { aggregationRule: { clusterRoleSelectors: [{ matchLabels: { level: 'bottom' } }] } },
+    { level: 'middle' },
+  );
   const objects = [aggregated([{ matchLabels: { level: 'middle' } }]), middle, piece('bottom', { level: 'bottom' }), OPERATOR_BINDING];
   assert.ok(allows(objects));
   // Two aggregated ClusterRoles that select each other (and themselves): the pieces below either, once.
-  const ring = (name: string) => clusterRole(name, [], { aggregationRule: { clusterRoleSelectors: [{ matchLabels: { ring: 'a' } }] } }, { ring: 'a' });
+  const ring = (name: string) =>
+    clusterRole(name, [], { aggregationRule: { clusterRoleSelectors: [{ matchLabels: { ring: 'a' } }] } }, { ring: 'a' });
   assert.not.ok(allows([ring('operator'), ring('other'), OPERATOR_BINDING]));
   assert.ok(allows([ring('operator'), ring('other'), piece('leaf', { ring: 'a' }), OPERATOR_BINDING]));
 });

@@ -8,17 +8,24 @@ import { optionsFor } from '../../src/config/load.ts';
 import { envName } from '../../src/config/options.ts';
 import { drainguard } from '../support/proc.ts';
 
-test('--version prints drainguard\'s version, the commit it was built from and the embedded Node.js', async () => {
+test("--version prints drainguard's version, the commit it was built from and the embedded Node.js", async () => {
   const p = drainguard(['--version']);
   assert.equal((await p.exit()).code, 0);
   const { version } = JSON.parse(readFileSync('package.json', 'utf8'));
-  assert.match(p.stdout[0]!, new RegExp(`^drainguard ${version.replaceAll('.', '\\.')} commit ([0-9a-f]{12}(-dirty)?|unknown) \\(node v24\\.\\d+\\.\\d+\\)$`));
+  assert.match(
+    p.stdout[0]!,
+    new RegExp(`^drainguard ${version.replaceAll('.', '\\.')} commit ([0-9a-f]{12}(-dirty)?|unknown) \\(node v24\\.\\d+\\.\\d+\\)$`),
+  );
 });
 
 test('--help lists every command; no command is a usage error', async () => {
   const p = drainguard(['--help']);
   assert.equal((await p.exit()).code, 0);
-  for (const c of COMMANDS) assert.ok(p.stdout.some((l) => l.startsWith(`  ${c.name} `)), c.name);
+  for (const c of COMMANDS)
+    assert.ok(
+      p.stdout.some((l) => l.startsWith(`  ${c.name} `)),
+      c.name,
+    );
   const none = drainguard([]);
   assert.equal((await none.exit()).code, 2);
 });

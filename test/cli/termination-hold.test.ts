@@ -12,7 +12,11 @@ test('`run`: a SIGTERM listener at every moment from the run to the exit status'
   const record = (event: string | symbol) => event === 'SIGTERM' && counts.push(process.listenerCount('SIGTERM'));
   process.on('removeListener', record);
   const lines: string[] = [];
-  const io = { env: { PATH: process.env.PATH }, stdout: { write: (s: string) => lines.push(s) }, stderr: { write: (s: string) => lines.push(s) } };
+  const io = {
+    env: { PATH: process.env.PATH },
+    stdout: { write: (s: string) => lines.push(s) },
+    stderr: { write: (s: string) => lines.push(s) },
+  };
   try {
     assert.is(await main(['run', '--', 'sh', '-c', 'exit 7'], io), 7, lines.join(''));
   } finally {

@@ -8,7 +8,11 @@ import { NODE, Proc, drainguard, tempDir } from '../support/proc.ts';
 
 const GO_DIR = resolve('clients/go');
 const goExample = join(tempDir(), 'go-example');
-execFileSync('go', ['build', '-o', goExample, './example'], { cwd: GO_DIR, stdio: 'inherit', env: { ...process.env, GOFLAGS: '-mod=mod' } });
+execFileSync('go', ['build', '-o', goExample, './example'], {
+  cwd: GO_DIR,
+  stdio: 'inherit',
+  env: { ...process.env, GOFLAGS: '-mod=mod' },
+});
 
 const CLIENTS: Record<string, (flags: string[]) => string[]> = {
   go: (flags) => [goExample, ...flags.flatMap((f) => f.replace(/^--/, '-').split('='))],

@@ -18,7 +18,12 @@ const { VERSION, CLIENT, CTRL, CTRL_DIR, modules, scratch } = goProxy();
 test('go get the ctrl module from the proxy; its client at the required version; the example builds', () => {
   const env = goEnv();
   const goEnvValue = (name: string) => execFileSync(GO, ['env', name], { env, encoding: 'utf8' }).trim();
-  const upstream = [`file://${goEnvValue('GOMODCACHE')}/cache/download`, ...goEnvValue('GOPROXY').split(',').filter((p) => p !== '' && p !== 'off')];
+  const upstream = [
+    `file://${goEnvValue('GOMODCACHE')}/cache/download`,
+    ...goEnvValue('GOPROXY')
+      .split(',')
+      .filter((p) => p !== '' && p !== 'off'),
+  ];
   const oldest = ctrlBuild('oldest');
   const { dir, go } = scratch('scratch-ctrl', oldest.goLine, upstream);
   for (const f of readdirSync(join(CTRL_DIR, 'example'))) {

@@ -19,7 +19,10 @@ const { ROOT, VERSION, CLIENT, CTRL, CTRL_DIR, modules, scratch } = goProxy();
 test('the client module: its own files only, nothing of clients/go/ctrl, no replace', () => {
   const files = moduleFiles(ROOT, CLIENT);
   assert.ok(files.includes('go.mod') && files.includes('drainguard.go') && files.includes('example/main.go'), files.join(' '));
-  assert.equal(files.filter((f) => f.startsWith('ctrl/')), []);
+  assert.equal(
+    files.filter((f) => f.startsWith('ctrl/')),
+    [],
+  );
   assert.is(CLIENT.path, 'github.com/drainguard/drainguard/clients/go');
   assert.is(CTRL.path, 'github.com/drainguard/drainguard/clients/go/ctrl');
   for (const dir of GO_MODULE_DIRS) assert.not.match(readFileSync(join(dir, 'go.mod'), 'utf8'), /^\s*replace\b/m, `${dir}/go.mod`);

@@ -114,7 +114,12 @@ function buildProgram(build: CtrlBuild, main: string): { ok: boolean; output: st
   writeFileSync(join(dir, 'reconciler.go'), RECONCILER);
   writeFileSync(join(dir, 'api/v1/thing.go'), THING);
   const env = { ...goEnv(), GOWORK: 'off' };
-  const edit = ['-module=drainguard.test/recipe', `-require=${CTRL_MODULE}@v0.0.0`, `-replace=${CTRL_MODULE}=${resolve('clients/go/ctrl')}`, `-replace=${CLIENT_MODULE}=${resolve('clients/go')}`];
+  const edit = [
+    '-module=drainguard.test/recipe',
+    `-require=${CTRL_MODULE}@v0.0.0`,
+    `-replace=${CTRL_MODULE}=${resolve('clients/go/ctrl')}`,
+    `-replace=${CLIENT_MODULE}=${resolve('clients/go')}`,
+  ];
   execFileSync(GO, ['mod', 'edit', ...edit], { cwd: dir, env });
   const binary = join(dir, 'recipe');
   const r = spawnSync(GO, ['build', '-o', binary, '.'], { cwd: dir, env, encoding: 'utf8', timeout: 600_000 });

@@ -27,14 +27,22 @@ execFileSync('mkdir', ['-p', project]);
 writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
 // Its own npm cache: nothing comes from the developer's, and --offline makes any registry request fail.
 const npm = (...args: string[]) =>
-  execFileSync('npm', [...args, '--offline', '--no-audit', '--no-fund', '--cache', join(project, '..', 'npm-cache')], { cwd: project, encoding: 'utf8', timeout: NPM_MS, stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync('npm', [...args, '--offline', '--no-audit', '--no-fund', '--cache', join(project, '..', 'npm-cache')], {
+    cwd: project,
+    encoding: 'utf8',
+    timeout: NPM_MS,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 test('the tarball: the version, the bundle, its declarations, the README; no dependencies', () => {
   assert.is(pkg.name, '@drainguard/client');
   assert.is(pkg.version, VERSION);
   const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').sort();
   assert.equal(listing, ['package/README.md', 'package/index.d.ts', 'package/index.js', 'package/package.json']);
-  const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>;
+  const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<
+    string,
+    unknown
+  >;
   assert.equal([manifest.dependencies, manifest.peerDependencies, manifest.optionalDependencies], [undefined, undefined, undefined]);
   assert.is(tarball.endsWith(`drainguard-client-${VERSION}.tgz`), true, tarball);
 });
@@ -43,7 +51,11 @@ test('npm install --offline of the tarball, and the types check in a strict proj
   npm('install', tarball);
   const installed = JSON.parse(readFileSync(join(project, 'node_modules/@drainguard/client/package.json'), 'utf8')) as { version: string };
   assert.is(installed.version, VERSION);
-  const spec = (JSON.parse(readFileSync(join(project, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dependencies?: Record<string, string> }> }).packages['']!.dependencies;
+  const spec = (
+    JSON.parse(readFileSync(join(project, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dependencies?: Record<string, string> }>;
+    }
+  ).packages['']!.dependencies;
   assert.equal(Object.keys(spec ?? {}), ['@drainguard/client']);
   assert.match(spec!['@drainguard/client']!, new RegExp(`^file:.*/drainguard-client-${VERSION.replaceAll('.', '\\.')}\\.tgz$`));
   writeFileSync(
@@ -60,7 +72,26 @@ dg.reportInflight('3');
 `,
   );
   // The repository's TypeScript and @types/node: the scratch project only has the client.
-  execFileSync(NODE, [resolve('node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--typeRoots', resolve('node_modules/@types'), 'check.ts'], { cwd: project, encoding: 'utf8' });
+  execFileSync(
+    NODE,
+    [
+      resolve('node_modules/typescript/bin/tsc'),
+      '--noEmit',
+      '--strict',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--target',
+      'es2022',
+      '--types',
+      'node',
+      '--typeRoots',
+      resolve('node_modules/@types'),
+      'check.ts',
+    ],
+    { cwd: project, encoding: 'utf8' },
+  );
 });
 
 test('a demo operator using the installed package drains under drainguard', async () => {

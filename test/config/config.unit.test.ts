@@ -48,23 +48,54 @@ test('flags win over variables; each value names its source in errors', () => {
   assert.is(config.drainTimeoutMs, 10_000 - 1000 - 2000, 'grace period - stop timeout - 2s');
   assert.throws(() => parseArgs('run', ['--stop-timeout'], {}), /--stop-timeout needs a value/);
   assert.throws(() => parseArgs('run', ['--nope'], {}), /unknown option --nope/);
-  assert.throws(() => resolveSupervisorConfig(parseArgs('run', [], { DRAINGUARD_STOP_TIMEOUT: '30s' })), /DRAINGUARD_STOP_TIMEOUT: the stop timeout \(30s\) must be shorter than the grace period \(30s\)/);
+  assert.throws(
+    () => resolveSupervisorConfig(parseArgs('run', [], { DRAINGUARD_STOP_TIMEOUT: '30s' })),
+    /DRAINGUARD_STOP_TIMEOUT: the stop timeout \(30s\) must be shorter than the grace period \(30s\)/,
+  );
   const positional = parseArgs('run', ['./manager', '--leader-elect'], {}, { stopAtPositional: true });
   assert.equal(positional.positionals, ['./manager', '--leader-elect'], 'options after the command belong to it');
 });
 
 test("a supervisor's config: the options table's defaults, given values, what is resolved", () => {
   const defaults = {
-    gracePeriodMs: 30_000, gracePeriodSource: 'default', drainTimeoutMs: 23_000, drainTimeoutExplicit: false, stopSignal: 'SIGTERM', stopTimeoutMs: 5_000,
-    signalTarget: 'group', guard: [], hold: [], holdTimeoutMs: 300_000, holdSettleMs: 5_000, leaseDurationMs: 60_000, leaderLease: 'auto',
-    pod: { name: undefined, namespace: undefined, uid: undefined }, operatorContainers: [], prestopToken: undefined, idleMetrics: undefined,
-    logLevel: 'info', logFormat: undefined, socketSource: 'DRAINGUARD_SOCKET',
+    gracePeriodMs: 30_000,
+    gracePeriodSource: 'default',
+    drainTimeoutMs: 23_000,
+    drainTimeoutExplicit: false,
+    stopSignal: 'SIGTERM',
+    stopTimeoutMs: 5_000,
+    signalTarget: 'group',
+    guard: [],
+    hold: [],
+    holdTimeoutMs: 300_000,
+    holdSettleMs: 5_000,
+    leaseDurationMs: 60_000,
+    leaderLease: 'auto',
+    pod: { name: undefined, namespace: undefined, uid: undefined },
+    operatorContainers: [],
+    prestopToken: undefined,
+    idleMetrics: undefined,
+    logLevel: 'info',
+    logFormat: undefined,
+    socketSource: 'DRAINGUARD_SOCKET',
   };
   assert.equal({ ...resolveSupervisorConfig(parseArgs('run', ['--', 'x'], {})) }, { ...defaults, socket: undefined, httpAddr: undefined });
-  assert.equal({ ...resolveSupervisorConfig(parseArgs('sidecar', [], {})) }, { ...defaults, socket: '/run/drainguard/drain.sock', httpAddr: { host: '127.0.0.1', port: 9404 } });
+  assert.equal(
+    { ...resolveSupervisorConfig(parseArgs('sidecar', [], {})) },
+    { ...defaults, socket: '/run/drainguard/drain.sock', httpAddr: { host: '127.0.0.1', port: 9404 } },
+  );
   const pod = { DRAINGUARD_POD_NAME: 'p', DRAINGUARD_POD_NAMESPACE: 'ns', DRAINGUARD_POD_UID: 'u-1' };
-  const config = resolveSupervisorConfig(parseArgs('run', ['--socket', '/tmp/s', '--drain-timeout', '4s', '--hold', 'widgets.example.com', '--', 'x'], { ...pod, DRAINGUARD_STOP_SIGNAL: 'INT', DRAINGUARD_LEADER_LEASE: 'off' }));
-  assert.equal([config.socket, config.socketSource, config.drainTimeoutMs, config.drainTimeoutExplicit, config.stopSignal, config.leaderLease], ['/tmp/s', '--socket', 4000, true, 'SIGINT', 'off']);
+  const config = resolveSupervisorConfig(
+    parseArgs('run', ['--socket', '/tmp/s', '--drain-timeout', '4s', '--hold', 'widgets.example.com', '--', 'x'], {
+      ...pod,
+      DRAINGUARD_STOP_SIGNAL: 'INT',
+      DRAINGUARD_LEADER_LEASE: 'off',
+    }),
+  );
+  assert.equal(
+    [config.socket, config.socketSource, config.drainTimeoutMs, config.drainTimeoutExplicit, config.stopSignal, config.leaderLease],
+    ['/tmp/s', '--socket', 4000, true, 'SIGINT', 'off'],
+  );
   assert.equal(config.hold, [{ plural: 'widgets', group: 'example.com' }]);
   assert.equal(config.pod, { name: 'p', namespace: 'ns', uid: 'u-1' });
   assert.ok(Object.isFrozen(config));

@@ -19,8 +19,14 @@ test('the drain timeout a grace period leaves: grace - stop timeout - 2s, never 
 test('checkFit: the stop timeout inside the grace period, drain + stop within it', () => {
   const sources = { stop: 'DRAINGUARD_STOP_TIMEOUT', drain: 'DRAINGUARD_DRAIN_TIMEOUT' };
   assert.is(checkFit({ gracePeriodMs: 10_000, stopTimeoutMs: 5000, drainTimeoutMs: 5000 }, sources), undefined);
-  assert.match(checkFit({ gracePeriodMs: 10_000, stopTimeoutMs: 10_000 }, sources)!, /^DRAINGUARD_STOP_TIMEOUT: the stop timeout \(10s\) must be shorter than the grace period \(10s\)/);
-  assert.match(checkFit({ gracePeriodMs: 10_000, stopTimeoutMs: 5000, drainTimeoutMs: 6000 }, sources)!, /^DRAINGUARD_DRAIN_TIMEOUT: .* lower it to at most 5s$/);
+  assert.match(
+    checkFit({ gracePeriodMs: 10_000, stopTimeoutMs: 10_000 }, sources)!,
+    /^DRAINGUARD_STOP_TIMEOUT: the stop timeout \(10s\) must be shorter than the grace period \(10s\)/,
+  );
+  assert.match(
+    checkFit({ gracePeriodMs: 10_000, stopTimeoutMs: 5000, drainTimeoutMs: 6000 }, sources)!,
+    /^DRAINGUARD_DRAIN_TIMEOUT: .* lower it to at most 5s$/,
+  );
 });
 
 test.run();

@@ -16,7 +16,16 @@ test('hold kinds: PLURAL.GROUP, comma-separated, repeats once, empty entries ski
 });
 
 test('a malformed hold entry is a ConfigError naming the entry and the form', () => {
-  for (const bad of ['installations', 'Installations.operator.tigera.io', 'deployments.apps', '.example.com', 'foos.', 'foos.ex_ample.com', 'installation/x.example.com', 'foos..example.com']) {
+  for (const bad of [
+    'installations',
+    'Installations.operator.tigera.io',
+    'deployments.apps',
+    '.example.com',
+    'foos.',
+    'foos.ex_ample.com',
+    'installation/x.example.com',
+    'foos..example.com',
+  ]) {
     let caught: unknown;
     try {
       parseHoldList(`widgets.example.com,${bad}`, 'DRAINGUARD_HOLD');
@@ -37,7 +46,12 @@ test('defaults: no hold, timeout 5m, settle 5s; flags win over variables', () =>
   assert.is(off.holdTimeoutMs, 300_000);
   assert.is(off.holdSettleMs, 5_000);
   const on = resolveSupervisorConfig(
-    parseArgs('sidecar', ['--hold', 'foos.example.com', '--hold-settle=2s'], { ...POD, DRAINGUARD_HOLD: 'bars.example.com', DRAINGUARD_HOLD_TIMEOUT: '90s', DRAINGUARD_HOLD_SETTLE: '1s' }),
+    parseArgs('sidecar', ['--hold', 'foos.example.com', '--hold-settle=2s'], {
+      ...POD,
+      DRAINGUARD_HOLD: 'bars.example.com',
+      DRAINGUARD_HOLD_TIMEOUT: '90s',
+      DRAINGUARD_HOLD_SETTLE: '1s',
+    }),
   );
   assert.equal(on.hold, [{ plural: 'foos', group: 'example.com' }]);
   assert.is(on.holdTimeoutMs, 90_000);
@@ -49,7 +63,9 @@ test('defaults: no hold, timeout 5m, settle 5s; flags win over variables', () =>
 test('the hold needs the pod identity, as the guard does', () => {
   assert.throws(
     () => resolveSupervisorConfig(parseArgs('sidecar', [], { DRAINGUARD_HOLD: 'foos.example.com', DRAINGUARD_POD_NAME: 'op-1' })),
-    (err: Error) => /^DRAINGUARD_HOLD is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID /.test(err.message) && exitStatus(err) === 2,
+    (err: Error) =>
+      /^DRAINGUARD_HOLD is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID /.test(err.message) &&
+      exitStatus(err) === 2,
   );
   assert.throws(() => resolveSupervisorConfig(parseArgs('sidecar', ['--hold=foos.example.com'], {})), /^--hold is set/);
   resolveSupervisorConfig(parseArgs('sidecar', [], { ...POD, DRAINGUARD_HOLD: 'foos.example.com' }));

@@ -5,7 +5,8 @@ import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { drainguard, tempDir } from '../support/proc.ts';
 
-const warnings = (lines: { msg: string; level: string }[]) => lines.filter((l) => l.level === 'warn' && l.msg.includes('is not a drainguard variable'));
+const warnings = (lines: { msg: string; level: string }[]) =>
+  lines.filter((l) => l.level === 'warn' && l.msg.includes('is not a drainguard variable'));
 
 test('a misspelt variable: warned with the closest name, the operator still runs with the default', async () => {
   const p = drainguard(['run', '--', 'sh', '-c', 'echo ran'], { DRAINGUARD_DRAIN_TIMOUT: '5s', DRAINGUARD_GARCE_PERIOD: '10s' });

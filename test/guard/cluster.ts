@@ -84,7 +84,13 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
   const proxy = options.proxy ? await startFaultProxy(cluster) : undefined;
   await cluster.serviceAccount(ns, 'op');
   // What the operator needs, and nothing of drainguard's.
-  await cluster.grant(ns, 'op', name, [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] }], { clusterWide: true });
+  await cluster.grant(
+    ns,
+    'op',
+    name,
+    [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] }],
+    { clusterWide: true },
+  );
   // drainguard's own, as deploy/components/rbac renders it: get/patch on exactly the guarded objects, kept through the uninstall.
   const rbac = drainguardRbac({ namespace: ns, deployment: 'op', serviceAccount: 'op', clusterRole: name, clusterRoleBinding: name });
   for (const object of rbac) await cluster.create(object);
@@ -120,7 +126,12 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { name: pod, namespace: ns },
-        spec: { nodeName: node, serviceAccountName: 'op', terminationGracePeriodSeconds: grace, containers: [{ name: 'manager', image: 'example.com/operator' }] },
+        spec: {
+          nodeName: node,
+          serviceAccountName: 'op',
+          terminationGracePeriodSeconds: grace,
+          containers: [{ name: 'manager', image: 'example.com/operator' }],
+        },
       });
       return { name: pod, uid: created.metadata.uid as string };
     },
@@ -164,12 +175,18 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
     async uninstall({ own: all = false } = {}) {
       for (const o of objects) if (all || !ownObjects.includes(o)) await api.delete(o.path, { propagationPolicy: 'Background' });
     },
-    postDelete: (wait = '30s') => drainguard(['release', '--pod-namespace', ns, '--guard', guard, '--wait', wait, '--delete', ownList], { KUBECONFIG: cluster.adminKubeconfig }),
+    postDelete: (wait = '30s') =>
+      drainguard(['release', '--pod-namespace', ns, '--guard', guard, '--wait', wait, '--delete', ownList], {
+        KUBECONFIG: cluster.adminKubeconfig,
+      }),
   };
 }
 
 /** A fresh install for the length of `fn`; its processes killed afterwards whatever happens (the namespace goes at the end of the file). */
-export async function withCluster(fn: (c: Install) => Promise<void>, options: { proxy?: boolean; cluster?: TestCluster } = {}): Promise<void> {
+export async function withCluster(
+  fn: (c: Install) => Promise<void>,
+  options: { proxy?: boolean; cluster?: TestCluster } = {},
+): Promise<void> {
   const c = await install(options.cluster ?? (await useCluster()), options);
   const t0 = Date.now();
   try {

@@ -48,13 +48,21 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
       ...env,
     });
     await supervisor.log('sidecar ready');
-    operator = new (supervisor.constructor as typeof Proc)(NODE, [fixture('operator.ts')], { DRAINGUARD_SOCKET: socket, FIXTURE_WORK: '300' });
+    operator = new (supervisor.constructor as typeof Proc)(NODE, [fixture('operator.ts')], {
+      DRAINGUARD_SOCKET: socket,
+      FIXTURE_WORK: '300',
+    });
     await operator.line('ready');
   }
   try {
-    await c.cluster.waitFor(async () => Object.values(await c.holders()).every((h) => h.includes(finalizer(pod))), 10_000, `guard of ${name}`);
+    await c.cluster.waitFor(
+      async () => Object.values(await c.holders()).every((h) => h.includes(finalizer(pod))),
+      10_000,
+      `guard of ${name}`,
+    );
     // The Pod's grace period must have been read before the stop, as in a pod that ran a while.
-    if (how !== 'equal' && how !== 'shorter') await supervisor.log(mode === 'wrap' ? 'grace period read from the Pod' : 'grace period read from the Pod', 10_000);
+    if (how !== 'equal' && how !== 'shorter')
+      await supervisor.log(mode === 'wrap' ? 'grace period read from the Pod' : 'grace period read from the Pod', 10_000);
     await c.deletePod(name);
     const uninstall = podGrace === 10 && how === 'unset';
     if (uninstall) await c.uninstall();
@@ -62,7 +70,9 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
       supervisor.kill('SIGTERM');
     } else {
       // A native sidecar: the preStop hook drains, the operator stops, then the sidecar gets SIGTERM.
-      const hook = drainguard(['prestop'], { DRAINGUARD_SOCKET: supervisor.logs().find((l) => l.msg === 'sidecar ready')!.socket as string });
+      const hook = drainguard(['prestop'], {
+        DRAINGUARD_SOCKET: supervisor.logs().find((l) => l.msg === 'sidecar ready')!.socket as string,
+      });
       assert.equal((await hook.exit()).code, 0);
       operator!.kill('SIGTERM');
       await operator!.exit();
@@ -74,10 +84,19 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
     assert.equal(left, [], `${name}: finalizers left at exit\n${supervisor.stderr.join('\n')}`);
     const released = supervisor.logs().find((l) => l.msg === 'guard released');
     assert.ok(released, `${name}: ${supervisor.stderr.join('\n')}`);
-    if (uninstall) assert.equal(released.deleted, [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`], `${name}: the uninstalled objects went with the release`);
+    if (uninstall)
+      assert.equal(
+        released.deleted,
+        [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`],
+        `${name}: the uninstalled objects went with the release`,
+      );
     const terminated = supervisor.logs().find((l) => l.msg === 'termination requested')!;
     assert.equal(terminated.gracePeriodMs, effective(podGrace, how), `${name}: grace period in force`);
-    assert.equal(terminated.gracePeriodFrom, how === 'shorter' ? 'DRAINGUARD_GRACE_PERIOD' : how === 'equal' ? 'DRAINGUARD_GRACE_PERIOD' : 'pod', `${name}: where it came from`);
+    assert.equal(
+      terminated.gracePeriodFrom,
+      how === 'shorter' ? 'DRAINGUARD_GRACE_PERIOD' : how === 'equal' ? 'DRAINGUARD_GRACE_PERIOD' : 'pod',
+      `${name}: where it came from`,
+    );
   } finally {
     supervisor.killAll();
     operator?.kill('SIGKILL');

@@ -20,7 +20,8 @@ const waitHeld = (c: Install, pods: Pod[], what: string, ms = 10_000) => c.clust
 const guardWrite = (r: ProxiedRequest) => r.verb === 'patch' && r.resource !== 'leases';
 
 /** Removals of drainguard's finalizer (strategic merge patches by its ServiceAccount). */
-const removal = (c: Install) => (r: ProxiedRequest) => r.user === `system:serviceaccount:${c.ns}:op` && r.verb === 'patch' && r.contentType === 'application/strategic-merge-patch+json';
+const removal = (c: Install) => (r: ProxiedRequest) =>
+  r.user === `system:serviceaccount:${c.ns}:op` && r.verb === 'patch' && r.contentType === 'application/strategic-merge-patch+json';
 
 /**
  * Each removal reaches the API server a second after the one before, as on a busy machine one
@@ -45,24 +46,43 @@ test("uninstall, drainguard's own RBAC kept: every removal authorised however la
       // helm uninstall: the Deployment's pod is deleted, then the chart's objects, kind by kind; drainguard's own RBAC is kept.
       await c.deletePod('op-0');
       await c.uninstall();
-      assert.equal((await c.remaining()).length, 7, 'all held: three terminating, drainguard\'s own four kept');
+      assert.equal((await c.remaining()).length, 7, "all held: three terminating, drainguard's own four kept");
       stagger(c);
       p.kill('SIGTERM');
       await p.line('drained');
-      assert.equal(p.stdout.filter((l) => l.startsWith('api ')), Array(5).fill('api 200'), "the operator's cleanup calls all succeed");
+      assert.equal(
+        p.stdout.filter((l) => l.startsWith('api ')),
+        Array(5).fill('api 200'),
+        "the operator's cleanup calls all succeed",
+      );
       assert.equal((await p.exit(40_000)).code, 0);
       const released = p.logs().find((x) => x.msg === 'guard released');
       assert.ok(released, `released whole, nothing refused:\n${p.stderr.join('\n')}`);
-      assert.equal([...(released.deleted as string[])].sort(), [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`].sort());
+      assert.equal(
+        [...(released.deleted as string[])].sort(),
+        [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`].sort(),
+      );
       assert.equal([released.waves, released.lease], [2, 'left to the garbage collector']);
-      const complaints = p.logs().filter((x) => (x.level === 'warn' || x.level === 'error') && !x.msg.startsWith('a guarded ServiceAccount keeps its object'));
-      assert.equal(complaints.map((x) => x.msg), []);
+      const complaints = p
+        .logs()
+        .filter((x) => (x.level === 'warn' || x.level === 'error') && !x.msg.startsWith('a guarded ServiceAccount keeps its object'));
+      assert.equal(
+        complaints.map((x) => x.msg),
+        [],
+      );
       // The ServiceAccount's removal was sent once every other one had been answered.
       const removals = c.proxy!.requests.filter(removal(c));
       assert.is(removals.length, 7);
       const last = removals.find((r) => r.resource === 'serviceaccounts')!;
-      for (const r of removals.filter((x) => x !== last)) assert.ok(r.done && r.at + r.durationMs! <= last.at, `${r.resource}/${r.name} answered before the ServiceAccount's removal was sent`);
-      assert.ok(removals.every((r) => r.status === 200), removals.map((r) => `${r.resource} ${r.status}`).join(', '));
+      for (const r of removals.filter((x) => x !== last))
+        assert.ok(
+          r.done && r.at + r.durationMs! <= last.at,
+          `${r.resource}/${r.name} answered before the ServiceAccount's removal was sent`,
+        );
+      assert.ok(
+        removals.every((r) => r.status === 200),
+        removals.map((r) => `${r.resource} ${r.status}`).join(', '),
+      );
       assert.equal((await c.remaining()).sort(), c.ownList.split(',').sort(), "drainguard's own RBAC is left, unheld");
       assert.ok(await nothingHeld(c));
       // The kubelet confirms (played here); the Pod goes, and the garbage collector takes the Lease with it.
@@ -91,17 +111,29 @@ test("control: the same uninstall deleting drainguard's own RBAC too: the plan s
       p.kill('SIGTERM');
       assert.equal((await p.exit(40_000)).code, 0);
       const racing = p.logs().filter((l) => l.msg.startsWith('released together'));
-      assert.equal(racing.map((l) => [...(l.objects as string[])].sort()), [
-        [`clusterrole/${c.own}`, `clusterrolebinding/${c.own}`],
-        [`role/${c.ns}/${c.own}`, `rolebinding/${c.ns}/${c.own}`, `serviceaccount/${c.ns}/op`],
-      ].map((g) => g.sort()));
+      assert.equal(
+        racing.map((l) => [...(l.objects as string[])].sort()),
+        [
+          [`clusterrole/${c.own}`, `clusterrolebinding/${c.own}`],
+          [`role/${c.ns}/${c.own}`, `rolebinding/${c.ns}/${c.own}`, `serviceaccount/${c.ns}/op`],
+        ].map((g) => g.sort()),
+      );
       const partial = p.logs().find((l) => l.msg.startsWith('guard released in part'));
       assert.ok(partial, p.stderr.join('\n'));
       // The operator's pair went first, on drainguard's RBAC still there; a second later each cycle lost its second member.
       const failed = partial.failed as string[];
-      assert.ok(failed.every((f) => / (403 Forbidden|401 Unauthorized): /.test(f)), failed.join('\n'));
-      assert.not.ok(failed.some((f) => f.startsWith(`clusterrole/${c.name}:`) || f.startsWith(`clusterrolebinding/${c.name}:`)), failed.join('\n'));
-      assert.ok(failed.some((f) => f.startsWith(`clusterrole/${c.own}:`) || f.startsWith(`clusterrolebinding/${c.own}:`)), failed.join('\n'));
+      assert.ok(
+        failed.every((f) => / (403 Forbidden|401 Unauthorized): /.test(f)),
+        failed.join('\n'),
+      );
+      assert.not.ok(
+        failed.some((f) => f.startsWith(`clusterrole/${c.name}:`) || f.startsWith(`clusterrolebinding/${c.name}:`)),
+        failed.join('\n'),
+      );
+      assert.ok(
+        failed.some((f) => f.startsWith(`clusterrole/${c.own}:`) || f.startsWith(`clusterrolebinding/${c.own}:`)),
+        failed.join('\n'),
+      );
       // Stale once the pod is gone: the post-delete hook sweeps it.
       await c.finishPod('op-0');
       const hook = c.postDelete();
@@ -122,7 +154,10 @@ test("rolling update: old and new pod hold the same objects; the old one leaving
     const pb = await c.run(b);
     await pb.line('ready');
     await waitHeld(c, [a, b], 'guard of a and b');
-    assert.not.ok(pb.logs().some((l) => l.msg === 'stale holder finalizers removed'), "a live holder's finalizer is not swept");
+    assert.not.ok(
+      pb.logs().some((l) => l.msg === 'stale holder finalizers removed'),
+      "a live holder's finalizer is not swept",
+    );
     await c.deletePod('op-a');
     pa.kill('SIGTERM');
     assert.equal((await pa.exit()).code, 0);
@@ -195,7 +230,10 @@ test('the API down at release: the kill is not held past the deadline', async ()
       assert.equal(exit.code, 0);
       assert.ok(took < 4000, `exited ${took} ms after SIGTERM, within the 4 s grace period`);
       // Cut off by the deadline, or every call timed out at it: either way the rest is left for the sweep.
-      assert.ok(p.logs().some((l) => l.msg.startsWith('guard release cut short by the deadline') || l.msg.startsWith('guard released in part')), p.stderr.join('\n'));
+      assert.ok(
+        p.logs().some((l) => l.msg.startsWith('guard release cut short by the deadline') || l.msg.startsWith('guard released in part')),
+        p.stderr.join('\n'),
+      );
     },
     { proxy: true },
   );
@@ -225,7 +263,10 @@ test('a guard without any Kubernetes API configured is a configuration error: ex
     const pod = await c.pod('op-0');
     const p = await c.run(pod, { KUBECONFIG: '', HOME: c.cluster.dir }, ['sh', '-c', 'echo started']);
     assert.equal((await p.exit()).code, 2);
-    assert.match(p.stderr.join('\n'), /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: no Kubernetes API configured: set KUBECONFIG/);
+    assert.match(
+      p.stderr.join('\n'),
+      /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: no Kubernetes API configured: set KUBECONFIG/,
+    );
     assert.not.ok(p.stdout.includes('started'));
   });
 });
@@ -238,7 +279,10 @@ test('a kubeconfig without a current context is a configuration error before the
     writeFileSync(noContext, readFileSync(kubeconfig, 'utf8').replace(/^current-context:.*$/m, ''));
     const p = await c.run(pod, { KUBECONFIG: noContext }, ['sh', '-c', 'echo started']);
     assert.equal((await p.exit()).code, 2);
-    assert.match(p.stderr.join('\n'), /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: KUBECONFIG=.*no-context: no current context with a cluster/);
+    assert.match(
+      p.stderr.join('\n'),
+      /DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API: KUBECONFIG=.*no-context: no current context with a cluster/,
+    );
     assert.not.ok(p.stdout.includes('started'));
 
     // Past the cheap check (a current context, naming no cluster): the operator runs, the guard is not set.
@@ -274,12 +318,18 @@ test('a guarded object that does not exist: a clear message, no crash, guarded o
     await c.cluster.api.patch(rolePath, { rules: role.rules });
     const p = await c.run(pod, { DRAINGUARD_GUARD: `${c.guard},clusterrole/${missing}`, DRAINGUARD_LEASE_DURATION: '3s' });
     await p.line('ready');
-    const line = await p.log(`guarded object clusterrole/${missing} does not exist: nothing to hold; drainguard guards it once it is created`);
+    const line = await p.log(
+      `guarded object clusterrole/${missing} does not exist: nothing to hold; drainguard guards it once it is created`,
+    );
     assert.equal(line.level, 'warn');
     await waitHeld(c, [pod], 'the others guarded');
     await c.cluster.create({ apiVersion: RBAC_V1, kind: 'ClusterRole', metadata: { name: missing }, rules: [] });
     const missingPath = resourcePath(RBAC_V1, 'clusterroles', undefined, missing);
-    await c.cluster.waitFor(async () => ((await c.cluster.api.get(missingPath))?.metadata.finalizers ?? []).includes(finalizer(pod)), 10_000, 'guarded once created');
+    await c.cluster.waitFor(
+      async () => ((await c.cluster.api.get(missingPath))?.metadata.finalizers ?? []).includes(finalizer(pod)),
+      10_000,
+      'guarded once created',
+    );
     p.kill('SIGTERM');
     assert.equal((await p.exit()).code, 0);
   });
@@ -300,7 +350,12 @@ test('only finalizers and the Lease are written: no escalation is ever needed', 
       p.kill('SIGTERM');
       assert.equal((await p.exit()).code, 0);
       const requests = c.proxy!.requests;
-      const writes = requests.filter((r) => r.user === `system:serviceaccount:${c.ns}:op` && ['patch', 'update', 'create', 'delete'].includes(r.verb) && r.resource !== 'configmaps');
+      const writes = requests.filter(
+        (r) =>
+          r.user === `system:serviceaccount:${c.ns}:op` &&
+          ['patch', 'update', 'create', 'delete'].includes(r.verb) &&
+          r.resource !== 'configmaps',
+      );
       assert.ok(writes.length >= 11);
       for (const w of writes) {
         assert.ok(w.status > 0 && w.status < 300, `${w.verb} ${w.path} answered ${w.status}`);
@@ -328,7 +383,7 @@ test('only finalizers and the Lease are written: no escalation is ever needed', 
   );
 });
 
-test('a release the API refuses: loud, and the post-delete hook sweeps it once the pod is gone, then deletes drainguard\'s own RBAC', async () => {
+test("a release the API refuses: loud, and the post-delete hook sweeps it once the pod is gone, then deletes drainguard's own RBAC", async () => {
   // Stand-in: from the SIGTERM on, the fault proxy lets the first removal through and refuses that
   // ServiceAccount everything else (403), as an admission webhook or an RBAC change by hand might.
   await withCluster(
@@ -352,8 +407,15 @@ test('a release the API refuses: loud, and the post-delete hook sweeps it once t
       const failed = p.logs().find((l) => l.msg.startsWith('guard released in part'))!;
       assert.equal(failed.level, 'error');
       const left = Object.entries(await c.holders()).filter(([, h]) => h.length > 0).length;
-      assert.match(failed.fix as string, new RegExp(`^drainguard release --pod-namespace ${c.ns} --guard (clusterrole|clusterrolebinding|role|rolebinding|serviceaccount)/`));
-      assert.equal((failed.fix as string).split(' ').pop()!.split(',').length, left, `${failed.fix} for ${JSON.stringify(await c.holders())}`);
+      assert.match(
+        failed.fix as string,
+        new RegExp(`^drainguard release --pod-namespace ${c.ns} --guard (clusterrole|clusterrolebinding|role|rolebinding|serviceaccount)/`),
+      );
+      assert.equal(
+        (failed.fix as string).split(' ').pop()!.split(',').length,
+        left,
+        `${failed.fix} for ${JSON.stringify(await c.holders())}`,
+      );
       assert.ok(failed.msg.includes(failed.fix as string));
       assert.equal(first.hits, 1);
       // The kubelet's last step (played here); the garbage collector then takes the Lease.
@@ -375,22 +437,36 @@ test('drainguard status: objects, holders live and stale, deleting; -o json', as
     const crPath = c.objects[0]!.path;
     await c.cluster.api.patch(crPath, { metadata: { finalizers: [finalizer(pod), 'drainguard.dev/holder-gone-pod'] } });
     await c.cluster.api.delete(crPath, { propagationPolicy: 'Background' });
-    const s = drainguard(['status', '--pod-namespace', c.ns, '-o', 'json', '--guard', `${c.guard},clusterrole/${c.name}-nope`], { KUBECONFIG: c.adminKubeconfig });
+    const s = drainguard(['status', '--pod-namespace', c.ns, '-o', 'json', '--guard', `${c.guard},clusterrole/${c.name}-nope`], {
+      KUBECONFIG: c.adminKubeconfig,
+    });
     assert.equal((await s.exit()).code, 0, s.stderr.join('\n'));
     const report = JSON.parse(s.stdout.join('\n'));
     const cr = report.objects.find((o: any) => o.object === `clusterrole/${c.name}`);
     assert.ok(cr.deleting);
-    assert.equal(cr.holders.map((h: any) => [h.uid, h.live, h.staleBecause]), [[pod.uid, true, undefined], ['gone-pod', false, 'gone']]);
+    assert.equal(
+      cr.holders.map((h: any) => [h.uid, h.live, h.staleBecause]),
+      [
+        [pod.uid, true, undefined],
+        ['gone-pod', false, 'gone'],
+      ],
+    );
     assert.equal(report.objects.find((o: any) => o.object === `clusterrole/${c.name}-nope`).exists, false);
     // Only the guard's own namespace is read (holders count only there).
     assert.equal(report.leaseScope, c.ns);
     const mine = report.holders;
-    assert.equal(mine.map((h: any) => [h.namespace, h.pod]), [[c.ns, 'op-0']]);
+    assert.equal(
+      mine.map((h: any) => [h.namespace, h.pod]),
+      [[c.ns, 'op-0']],
+    );
     assert.equal(mine[0].guards.length, 7);
     // With no guard list, status shows every object with a holder finalizer: other files' too, on the shared control plane.
     const text = drainguard(['status', '--pod-namespace', c.ns], { KUBECONFIG: c.adminKubeconfig });
     assert.equal((await text.exit()).code, 0);
-    assert.match(text.stdout.join('\n'), new RegExp(`clusterrole/${c.name}\\s+deleting\\s+.* live \\(pod op-0\\), gone-pod stale \\(Lease gone\\)`));
+    assert.match(
+      text.stdout.join('\n'),
+      new RegExp(`clusterrole/${c.name}\\s+deleting\\s+.* live \\(pod op-0\\), gone-pod stale \\(Lease gone\\)`),
+    );
     p.kill('SIGTERM');
     await p.exit();
   });

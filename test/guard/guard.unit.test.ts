@@ -35,7 +35,10 @@ class PlayedApi {
 
   constructor(clock: FakeClock) {
     this.#clock = clock;
-    this.put('pods', POD.name, { metadata: { name: POD.name, namespace: POD.namespace, uid: POD.uid }, spec: { serviceAccountName: 'op' } });
+    this.put('pods', POD.name, {
+      metadata: { name: POD.name, namespace: POD.namespace, uid: POD.uid },
+      spec: { serviceAccountName: 'op' },
+    });
   }
 
   put(resource: string, name: string, object: Partial<KubeObject> & { metadata: KubeObject['metadata'] }): void {
@@ -46,7 +49,9 @@ class PlayedApi {
     this.calls.push({ at: this.#clock.now(), what });
     if (this.down) throw new Error('connect ECONNREFUSED');
     if (this.hanging.has(what)) {
-      await new Promise<void>((resolve) => (options?.signal?.aborted ? resolve() : options?.signal?.addEventListener('abort', () => resolve(), { once: true })));
+      await new Promise<void>((resolve) =>
+        options?.signal?.aborted ? resolve() : options?.signal?.addEventListener('abort', () => resolve(), { once: true }),
+      );
       throw new Error(`${what}: aborted`);
     }
     return work();
@@ -61,10 +66,12 @@ class PlayedApi {
   client(): KubeClient {
     const client = {
       server: 'https://played',
-      get: (ref: ObjectRef, options?: { signal?: AbortSignal }) => this.#answer(`get ${ref.resource}/${ref.name}`, options, () => this.#get(`${ref.resource}/${ref.name}`)),
+      get: (ref: ObjectRef, options?: { signal?: AbortSignal }) =>
+        this.#answer(`get ${ref.resource}/${ref.name}`, options, () => this.#get(`${ref.resource}/${ref.name}`)),
       create: (r: { resource: string }, _ns: string, body: KubeObject, options?: { signal?: AbortSignal }) =>
         this.#answer(`create ${r.resource}/${body.metadata.name}`, options, () => {
-          if (this.objects.has(`${r.resource}/${body.metadata.name}`)) throw new KubeApiError(`create ${r.resource}`, 'https://played', 409, 'AlreadyExists', 'exists');
+          if (this.objects.has(`${r.resource}/${body.metadata.name}`))
+            throw new KubeApiError(`create ${r.resource}`, 'https://played', 409, 'AlreadyExists', 'exists');
           this.objects.set(`${r.resource}/${body.metadata.name}`, body);
           return body;
         }),
@@ -72,7 +79,9 @@ class PlayedApi {
         this.#answer(`patch ${ref.resource}/${ref.name}`, options, () => {
           const o = this.#get(`${ref.resource}/${ref.name}`);
           const drop = patch.metadata?.['$deleteFromPrimitiveList/finalizers'] as string[] | undefined;
-          const finalizers = drop ? (o.metadata.finalizers ?? []).filter((f) => !drop.includes(f)) : ((patch.metadata?.finalizers as string[] | undefined) ?? o.metadata.finalizers);
+          const finalizers = drop
+            ? (o.metadata.finalizers ?? []).filter((f) => !drop.includes(f))
+            : ((patch.metadata?.finalizers as string[] | undefined) ?? o.metadata.finalizers);
           const next = { ...o, metadata: { ...o.metadata, finalizers } };
           this.objects.set(`${ref.resource}/${ref.name}`, next);
           return next;
@@ -84,21 +93,33 @@ class PlayedApi {
           return {};
         }),
       list: (r: { resource: string }, _ns: string, options?: { signal?: AbortSignal }) =>
-        this.#answer(`list ${r.resource}`, options, () => ({ items: [...this.objects].filter(([k]) => k.startsWith(`${r.resource}/`)).map(([, o]) => o) })),
+        this.#answer(`list ${r.resource}`, options, () => ({
+          items: [...this.objects].filter(([k]) => k.startsWith(`${r.resource}/`)).map(([, o]) => o),
+        })),
     };
     return client as unknown as KubeClient;
   }
 
   /** The times (relative to `t0`) of the calls that start with `what`, from the `from`th call on. */
   timesOf(what: string, t0: number, from = 0): number[] {
-    return this.calls.slice(from).filter((c) => c.what.startsWith(what)).map((c) => c.at - t0);
+    return this.calls
+      .slice(from)
+      .filter((c) => c.what.startsWith(what))
+      .map((c) => c.at - t0);
   }
 }
 
 function recorder(): Logger & { lines: { level: string; msg: string; fields?: LogFields }[] } {
   const lines: { level: string; msg: string; fields?: LogFields }[] = [];
   const at = (level: string) => (msg: string, fields?: LogFields) => void lines.push({ level, msg, fields });
-  const logger: Logger & { lines: typeof lines } = { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), with: () => logger };
+  const logger: Logger & { lines: typeof lines } = {
+    lines,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    with: () => logger,
+  };
   return logger;
 }
 
@@ -107,7 +128,14 @@ function setup(guard: string, leaseDurationMs: number) {
   const api = new PlayedApi(clock);
   api.put('clusterroles', 'manager', { metadata: { name: 'manager' }, rules: [] } as never);
   const log = recorder();
-  const g = new Guard({ client: api.client(), targets: parseGuardList(guard, 'DRAINGUARD_GUARD'), pod: POD, leaseDurationMs, logger: log, clock });
+  const g = new Guard({
+    client: api.client(),
+    targets: parseGuardList(guard, 'DRAINGUARD_GUARD'),
+    pod: POD,
+    leaseDurationMs,
+    logger: log,
+    clock,
+  });
   return { clock, api, log, guard: g, t0: clock.now() };
 }
 
@@ -157,7 +185,10 @@ test('while the API is down the guard retries by KEEP_TRYING (0.5 s doubling, wi
   await settle();
   await stepThrough(capped.clock, 5);
   const t = capped.api.timesOf('get pods', capped.t0);
-  assert.ok(t.slice(1).every((x, i) => x - t[i]! <= 1_000), `never more than the renewal (1 s) apart: ${t.join(', ')}`);
+  assert.ok(
+    t.slice(1).every((x, i) => x - t[i]! <= 1_000),
+    `never more than the renewal (1 s) apart: ${t.join(', ')}`,
+  );
   await capped.guard.release(capped.clock.now() + 1000);
 });
 
@@ -183,7 +214,8 @@ test('the release never outlasts its deadline, and the last wave (its own Servic
   s.api.put('serviceaccounts', 'op', { metadata: { name: 'op', namespace: 'op' } });
   s.guard.start();
   await settle();
-  for (const key of ['clusterroles/manager', 'serviceaccounts/op']) assert.ok(s.api.objects.get(key)?.metadata.finalizers?.includes('drainguard.dev/holder-pod-uid'), `${key} held`);
+  for (const key of ['clusterroles/manager', 'serviceaccounts/op'])
+    assert.ok(s.api.objects.get(key)?.metadata.finalizers?.includes('drainguard.dev/holder-pod-uid'), `${key} held`);
   // The uninstall deletes drainguard's own ServiceAccount: its finalizer is what keeps it.
   const account = s.api.objects.get('serviceaccounts/op')!;
   s.api.objects.set('serviceaccounts/op', { ...account, metadata: { ...account.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
@@ -197,7 +229,11 @@ test('the release never outlasts its deadline, and the last wave (its own Servic
   void s.guard.release(deadline).then(() => (released = true));
   await settle();
   await s.clock.advance(8_999);
-  assert.equal(s.api.timesOf('patch serviceaccounts/op', start, before), [], 'the ServiceAccount waits for the ClusterRole while more than a second is left');
+  assert.equal(
+    s.api.timesOf('patch serviceaccounts/op', start, before),
+    [],
+    'the ServiceAccount waits for the ClusterRole while more than a second is left',
+  );
   await s.clock.advance(1);
   assert.equal(s.api.timesOf('patch serviceaccounts/op', start, before), [9_000], 'then goes, a second before the deadline');
   assert.not.ok(released);
@@ -222,9 +258,9 @@ test("the release's warm-up reads wait a second at most, a quarter of what is le
   await settle();
   await s.clock.advance(10_000);
   await released;
-  assert.equal(s.api.timesOf('patch clusterroles/manager', start, before), [1_000], 'the first wave after the warm-up\'s second');
+  assert.equal(s.api.timesOf('patch clusterroles/manager', start, before), [1_000], "the first wave after the warm-up's second");
   // At 9 s the last wave's own warm-up gets a quarter of the 1 s left.
-  assert.equal(s.api.timesOf('patch serviceaccounts/op', start, before), [9_250], 'the last wave after its warm-up\'s quarter');
+  assert.equal(s.api.timesOf('patch serviceaccounts/op', start, before), [9_250], "the last wave after its warm-up's quarter");
 });
 
 test.run();

@@ -16,12 +16,24 @@ const NS = 'op';
 const UID = '3f2a0000-0000-4000-8000-000000000001';
 const owner = (uid = UID, kind = 'Pod', apiVersion = 'v1') => [{ apiVersion, kind, name: 'op-0', uid }];
 
-function lease(options: { namespace?: string; owners?: LeaseObject['metadata']['ownerReferences'] | null; renewedAgoMs?: number; durationS?: number } = {}): LeaseObject {
+function lease(
+  options: {
+    namespace?: string;
+    owners?: LeaseObject['metadata']['ownerReferences'] | null;
+    renewedAgoMs?: number;
+    durationS?: number;
+  } = {},
+): LeaseObject {
   const { namespace = NS, owners = owner(), renewedAgoMs = 1_000, durationS = 60 } = options;
   return {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
-    metadata: { name: `drainguard-${UID}`, namespace, labels: { 'app.kubernetes.io/managed-by': 'drainguard' }, ...(owners && { ownerReferences: owners }) },
+    metadata: {
+      name: `drainguard-${UID}`,
+      namespace,
+      labels: { 'app.kubernetes.io/managed-by': 'drainguard' },
+      ...(owners && { ownerReferences: owners }),
+    },
     spec: { holderIdentity: 'op-0', leaseDurationSeconds: durationS, renewTime: microTime(NOW - renewedAgoMs) },
   };
 }
@@ -79,13 +91,21 @@ test('owned by a Pod with another UID, or by something else with this UID: stale
   assert.equal(verdict(await judge([lease({ owners: owner('91c00000-0000-4000-8000-000000000002') })])), [false, 'not-owned']);
   assert.equal(verdict(await judge([lease({ owners: owner(UID, 'ReplicaSet', 'apps/v1') })])), [false, 'not-owned']);
   assert.equal(verdict(await judge([lease({ owners: owner(UID, 'Pod', 'v2') })])), [false, 'not-owned']);
-  assert.equal(verdict(await judge([lease({ owners: [...owner('other'), ...owner()] })])), [true, undefined], 'one owner of several is enough');
+  assert.equal(
+    verdict(await judge([lease({ owners: [...owner('other'), ...owner()] })])),
+    [true, undefined],
+    'one owner of several is enough',
+  );
 });
 
 test('a renewTime in the future: within the clock-skew allowance live, beyond it stale', async () => {
   assert.equal(verdict(await judge([lease({ renewedAgoMs: -CLOCK_SKEW_MS })])), [true, undefined]);
   assert.equal(verdict(await judge([lease({ renewedAgoMs: -CLOCK_SKEW_MS - 1 })])), [false, 'future']);
-  assert.equal(verdict(await judge([lease({ renewedAgoMs: -365 * 86_400_000, durationS: 15 })])), [false, 'future'], 'a year ahead does not keep a dead holder for a year');
+  assert.equal(
+    verdict(await judge([lease({ renewedAgoMs: -365 * 86_400_000, durationS: 15 })])),
+    [false, 'future'],
+    'a year ahead does not keep a dead holder for a year',
+  );
 });
 
 test('an unreadable renewTime: stale', async () => {
@@ -108,10 +128,20 @@ test('the holder Lease is written with six-digit times, and each renewal puts it
     patch: async (_ref: unknown, body: unknown) => writes.push({ verb: 'patch', body }),
   } as unknown as KubeClient;
   const pod = { name: 'op-0', namespace: NS, uid: UID };
-  const holder = new HolderLease({ client, pod, guards: ['clusterrole/op'], durationMs: 60_000, logger: silentLogger, clock: { now: () => NOW + 7 } });
+  const holder = new HolderLease({
+    client,
+    pod,
+    guards: ['clusterrole/op'],
+    durationMs: 60_000,
+    logger: silentLogger,
+    clock: { now: () => NOW + 7 },
+  });
   await holder.hold(new AbortController().signal);
   await holder.hold(new AbortController().signal);
-  assert.equal(writes.map((w) => w.verb), ['create', 'patch']);
+  assert.equal(
+    writes.map((w) => w.verb),
+    ['create', 'patch'],
+  );
   const [made, renewed] = writes.map((w) => w.body);
   assert.equal([made.spec.acquireTime, made.spec.renewTime, renewed.spec.renewTime], Array(3).fill('2026-01-01T12:00:00.007000Z'));
   assert.equal(renewed.metadata.ownerReferences, owner());

@@ -17,8 +17,16 @@ import { within } from '../support/wait.ts';
 const home = mkdtempSync(join(tmpdir(), 'guard-open-'));
 test.after(() => rmSync(home, { recursive: true, force: true }));
 
-const guardOnly: GuardSettings = { targets: [{ kind: 'clusterrole', name: 'op' }], pod: { name: 'op-0', namespace: 'op', uid: '3f2a0000-0000-4000-8000-000000000001' }, leaseDurationMs: 15_000 };
-const withHold: GuardSettings = { ...guardOnly, targets: [], hold: { kinds: [{ plural: 'widgets', group: 'example.com' }], timeoutMs: 60_000, settleMs: 5_000 } };
+const guardOnly: GuardSettings = {
+  targets: [{ kind: 'clusterrole', name: 'op' }],
+  pod: { name: 'op-0', namespace: 'op', uid: '3f2a0000-0000-4000-8000-000000000001' },
+  leaseDurationMs: 15_000,
+};
+const withHold: GuardSettings = {
+  ...guardOnly,
+  targets: [],
+  hold: { kinds: [{ plural: 'widgets', group: 'example.com' }], timeoutMs: 60_000, settleMs: 5_000 },
+};
 
 /** No KUBECONFIG, no ~/.kube/config, not in a cluster: no API configured. */
 const noApi = { HOME: home };
@@ -85,7 +93,9 @@ test('late: a configuration the client cannot read is logged at start(), the gua
 });
 
 test('at once (sidecar): the same configuration is a ConfigError from the factory itself', async () => {
-  const err = await rejection(openGuard(guardOnly, { env: unusableKubeconfig(), logger: silentLogger, clock: new FakeClock(), late: false }));
+  const err = await rejection(
+    openGuard(guardOnly, { env: unusableKubeconfig(), logger: silentLogger, clock: new FakeClock(), late: false }),
+  );
   assert.instance(err, ConfigError);
   assert.match(err.message, 'DRAINGUARD_GUARD is set, so drainguard needs the Kubernetes API, but its configuration cannot be read');
 });

@@ -12,7 +12,12 @@ import { type Held, type Identity, planRelease } from '../../src/guard/release-o
 
 const me: Identity = { namespace: 'op', serviceAccount: 'op' };
 const sa = [{ kind: 'ServiceAccount', name: 'op', namespace: 'op' }];
-const rule = (resources: string[], names: string[], group = 'rbac.authorization.k8s.io') => ({ apiGroups: [group], resources, resourceNames: names, verbs: ['get', 'patch'] });
+const rule = (resources: string[], names: string[], group = 'rbac.authorization.k8s.io') => ({
+  apiGroups: [group],
+  resources,
+  resourceNames: names,
+  verbs: ['get', 'patch'],
+});
 
 type Spec = Record<string, unknown>;
 interface Obj extends Held {
@@ -56,15 +61,35 @@ function refusable(waves: readonly (readonly Obj[])[], others: readonly Obj[] = 
     for (const r of wave) {
       const taken = new Set([...waves.slice(0, w).flat(), ...wave.filter((x) => x !== r)].filter((x) => x.deleting).map((x) => x.key));
       const present = (o: Obj) => !taken.has(o.key);
-      const token = all.filter((o) => o.target.kind === 'serviceaccount' && o.target.namespace === me.namespace && o.target.name === me.serviceAccount).every(present);
+      const token = all
+        .filter((o) => o.target.kind === 'serviceaccount' && o.target.namespace === me.namespace && o.target.name === me.serviceAccount)
+        .every(present);
       const allowed = all.some((b) => {
         if (!present(b) || (b.target.kind !== 'clusterrolebinding' && b.target.kind !== 'rolebinding')) return false;
         const spec = b.object as unknown as { roleRef: { kind: string; name: string }; subjects: typeof sa };
         if (!spec.subjects.some((s) => s.name === me.serviceAccount && s.namespace === me.namespace)) return false;
-        const role = all.find((o) => present(o) && o.target.kind === RBAC_KINDS[spec.roleRef.kind] && o.target.name === spec.roleRef.name && (spec.roleRef.kind === 'ClusterRole' || o.target.namespace === b.target.namespace));
+        const role = all.find(
+          (o) =>
+            present(o) &&
+            o.target.kind === RBAC_KINDS[spec.roleRef.kind] &&
+            o.target.name === spec.roleRef.name &&
+            (spec.roleRef.kind === 'ClusterRole' || o.target.namespace === b.target.namespace),
+        );
         const inScope = b.target.kind === 'clusterrolebinding' || r.target.namespace === b.target.namespace;
-        const resource = { clusterrole: 'clusterroles', clusterrolebinding: 'clusterrolebindings', role: 'roles', rolebinding: 'rolebindings', serviceaccount: 'serviceaccounts', deployment: 'deployments' }[r.target.kind];
-        return inScope && ((role?.object as { rules: ReturnType<typeof rule>[] } | undefined)?.rules ?? []).some((x) => x.resources.includes(resource) && x.resourceNames.includes(r.target.name));
+        const resource = {
+          clusterrole: 'clusterroles',
+          clusterrolebinding: 'clusterrolebindings',
+          role: 'roles',
+          rolebinding: 'rolebindings',
+          serviceaccount: 'serviceaccounts',
+          deployment: 'deployments',
+        }[r.target.kind];
+        return (
+          inScope &&
+          ((role?.object as { rules: ReturnType<typeof rule>[] } | undefined)?.rules ?? []).some(
+            (x) => x.resources.includes(resource) && x.resourceNames.includes(r.target.name),
+          )
+        );
       });
       if (!token || !allowed) refused.push(r.key);
     }
@@ -95,11 +120,31 @@ test("control: the same objects, drainguard's own RBAC deleted too (today's unin
     ['clusterrole/dg', 'clusterrolebinding/dg'],
     ['role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op'],
   ]);
-  assert.equal(plan.racing.map((g) => g.map((o) => o.key).sort()), [['clusterrole/dg', 'clusterrolebinding/dg'], ['role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op']]);
-  assert.equal(refusable(plan.waves).sort(), ['clusterrole/dg', 'clusterrolebinding/dg', 'role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op']);
+  assert.equal(
+    plan.racing.map((g) => g.map((o) => o.key).sort()),
+    [
+      ['clusterrole/dg', 'clusterrolebinding/dg'],
+      ['role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op'],
+    ],
+  );
+  assert.equal(refusable(plan.waves).sort(), [
+    'clusterrole/dg',
+    'clusterrolebinding/dg',
+    'role/op/dg',
+    'rolebinding/op/dg',
+    'serviceaccount/op/op',
+  ]);
   // No other order does better: each of drainguard's roles and bindings authorises its partner's removal alone.
   const one = (key: string) => held.filter((o) => o.key === key);
-  const serial = ['clusterrole/manager', 'clusterrolebinding/manager', 'clusterrolebinding/dg', 'clusterrole/dg', 'rolebinding/op/dg', 'role/op/dg', 'serviceaccount/op/op'].map(one);
+  const serial = [
+    'clusterrole/manager',
+    'clusterrolebinding/manager',
+    'clusterrolebinding/dg',
+    'clusterrole/dg',
+    'rolebinding/op/dg',
+    'role/op/dg',
+    'serviceaccount/op/op',
+  ].map(one);
   assert.ok(refusable(serial).length > 0);
 });
 
@@ -127,7 +172,10 @@ test("an operator's role that grants drainguard too (a wildcard), being deleted:
   const wildcard = { rules: [{ apiGroups: ['*'], resources: ['*'], resourceNames: [], verbs: ['*'] }] };
   const held = objects({ ...OPERATOR, 'clusterrole/manager': wildcard, ...OWN, ...ACCOUNT }, UNINSTALL);
   const plan = planRelease(held, me);
-  assert.equal(plan.waves.map((w) => w.length), [6, 1]);
+  assert.equal(
+    plan.waves.map((w) => w.length),
+    [6, 1],
+  );
   assert.equal(plan.racing, []);
   assert.equal(refusable(plan.waves), []);
 });
@@ -136,28 +184,41 @@ test('an object that could not be read is taken for one being deleted', () => {
   const held = objects({ ...OPERATOR, ...OWN, ...ACCOUNT }, [...UNINSTALL, 'rolebinding/op/dg']);
   const plan = planRelease(held, me);
   // The binding that authorises the ServiceAccount's removal may be going: the two cannot be ordered.
-  assert.equal(plan.racing.map((g) => g.map((o) => o.key).sort()), [['rolebinding/op/dg', 'serviceaccount/op/op']]);
+  assert.equal(
+    plan.racing.map((g) => g.map((o) => o.key).sort()),
+    [['rolebinding/op/dg', 'serviceaccount/op/op']],
+  );
 });
 
 test("a binding of another ServiceAccount grants drainguard nothing; without drainguard's own name, every one in its namespace may be its own", () => {
   const held = objects(
     {
       'clusterrole/other': { rules: [rule(['clusterroles'], ['other'])] },
-      'clusterrolebinding/other': { roleRef: { kind: 'ClusterRole', name: 'other' }, subjects: [{ kind: 'ServiceAccount', name: 'someone', namespace: 'op' }] },
+      'clusterrolebinding/other': {
+        roleRef: { kind: 'ClusterRole', name: 'other' },
+        subjects: [{ kind: 'ServiceAccount', name: 'someone', namespace: 'op' }],
+      },
       'serviceaccount/op/op': {},
     },
     ['clusterrole/other', 'clusterrolebinding/other', 'serviceaccount/op/op'],
   );
   assert.equal(keys(planRelease(held, me).waves), [['clusterrole/other', 'clusterrolebinding/other'], ['serviceaccount/op/op']]);
   // Then the binding lets it patch the role (and not itself): the role goes before the binding.
-  assert.equal(keys(planRelease(held, { namespace: 'op' }).waves), [['clusterrole/other'], ['clusterrolebinding/other'], ['serviceaccount/op/op']]);
+  assert.equal(keys(planRelease(held, { namespace: 'op' }).waves), [
+    ['clusterrole/other'],
+    ['clusterrolebinding/other'],
+    ['serviceaccount/op/op'],
+  ]);
 });
 
 test('a RoleBinding grants only in its namespace; groups of service accounts count', () => {
   const held = objects(
     {
       'clusterrole/edit': { rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] },
-      'rolebinding/other/edit': { roleRef: { kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'Group', name: 'system:serviceaccounts:op' }] },
+      'rolebinding/other/edit': {
+        roleRef: { kind: 'ClusterRole', name: 'edit' },
+        subjects: [{ kind: 'Group', name: 'system:serviceaccounts:op' }],
+      },
       'role/op/r': {},
       'role/other/r': {},
     },

@@ -22,11 +22,17 @@ const charts = {
 };
 test.after(cleanupCharts);
 
-const GUARD_CONTAINER: Record<string, [string, string]> = { wrap: ['containers', '*'], 'native-sidecar': ['initContainers', 'drainguard'], sidecar: ['containers', 'drainguard'] };
+const GUARD_CONTAINER: Record<string, [string, string]> = {
+  wrap: ['containers', '*'],
+  'native-sidecar': ['initContainers', 'drainguard'],
+  sidecar: ['containers', 'drainguard'],
+};
 
 function guardOf(objects: KubeObject[], mode: string): string[] {
   const [list, name] = GUARD_CONTAINER[mode]!;
-  const env = theDeployment(objects).spec.template.spec[list].filter((c: any) => name === '*' || c.name === name).flatMap((c: any) => c.env ?? []);
+  const env = theDeployment(objects)
+    .spec.template.spec[list].filter((c: any) => name === '*' || c.name === name)
+    .flatMap((c: any) => c.env ?? []);
   const value = env.find((e: any) => e.name === 'DRAINGUARD_GUARD').value as string;
   return parseGuardList(value, 'DRAINGUARD_GUARD').map((t) => `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`);
 }
@@ -40,7 +46,14 @@ for (const [name, chart] of Object.entries(charts)) {
   for (const mode of MODES) {
     test(`${name}, ${mode}: by the doc's steps, drainguard check finds nothing, for two releases`, () => {
       for (const { release, namespace } of RELEASES) {
-        const text = execFileSync(EXE, ['check', '-n', namespace, '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: template(chart, { release, namespace, set: { 'drainguard.mode': mode } }) }), encoding: 'utf8' });
+        const text = execFileSync(EXE, ['check', '-n', namespace, '-'], {
+          input: JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'List',
+            items: template(chart, { release, namespace, set: { 'drainguard.mode': mode } }),
+          }),
+          encoding: 'utf8',
+        });
         assert.match(text, /no findings/, `${release} in ${namespace}`);
         const objects = template(chart, { release, namespace, set: { 'drainguard.mode': mode } });
         assert.is(ofKind(objects, 'Deployment').length, 1, 'the Deployment once');
@@ -50,9 +63,22 @@ for (const [name, chart] of Object.entries(charts)) {
         const guard = guardOf(objects, mode);
         assert.ok(guard.includes(`serviceaccount/${namespace}/${sa}`), `the ServiceAccount the pod runs as: ${guard}`);
         // The operator's binding of that ServiceAccount, and the role it binds, are guarded.
-        const binding = ofKind(objects, 'ClusterRoleBinding').find((b) => b.metadata.labels?.['app.kubernetes.io/name'] !== 'drainguard' && b.subjects.some((s: any) => s.name === sa) && !b.metadata.name.includes('metrics'))!;
-        assert.ok(guard.includes(`clusterrolebinding/${binding.metadata.name}`) && guard.includes(`clusterrole/${binding.roleRef.name}`), guard.join(','));
-        const present = new Set(objects.map((o) => `${o.kind.toLowerCase()}/${o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding' ? '' : `${o.metadata.namespace ?? namespace}/`}${o.metadata.name}`));
+        const binding = ofKind(objects, 'ClusterRoleBinding').find(
+          (b) =>
+            b.metadata.labels?.['app.kubernetes.io/name'] !== 'drainguard' &&
+            b.subjects.some((s: any) => s.name === sa) &&
+            !b.metadata.name.includes('metrics'),
+        )!;
+        assert.ok(
+          guard.includes(`clusterrolebinding/${binding.metadata.name}`) && guard.includes(`clusterrole/${binding.roleRef.name}`),
+          guard.join(','),
+        );
+        const present = new Set(
+          objects.map(
+            (o) =>
+              `${o.kind.toLowerCase()}/${o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding' ? '' : `${o.metadata.namespace ?? namespace}/`}${o.metadata.name}`,
+          ),
+        );
         for (const entry of guard) assert.ok(present.has(entry), `${entry} is in the release`);
         for (const b of objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/name'] === 'drainguard' && o.subjects)) {
           assert.equal(b.subjects, [{ kind: 'ServiceAccount', name: sa, namespace }]);
@@ -78,8 +104,12 @@ test('a folder in guard.templates, and a template that is not a partial, are tol
 
 test('names may be templates, rendered against the chart', () => {
   const objects = template(charts['helm create'], {
-    release: 'tpl', namespace: 'ops',
-    set: { 'drainguard.guard.clusterRoles': ['{{ include "my-operator.fullname" . }}'], 'drainguard.guard.clusterRoleBindings': ['{{ include "my-operator.fullname" . }}'] },
+    release: 'tpl',
+    namespace: 'ops',
+    set: {
+      'drainguard.guard.clusterRoles': ['{{ include "my-operator.fullname" . }}'],
+      'drainguard.guard.clusterRoleBindings': ['{{ include "my-operator.fullname" . }}'],
+    },
   });
   assert.ok(guardOf(objects, 'wrap').includes('clusterrole/tpl-my-operator'));
 });

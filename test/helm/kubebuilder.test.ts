@@ -50,11 +50,23 @@ test.before(async () => {
   chart = adoptKubebuilderChart(RUN_DOMAIN);
   crd = parse(readFileSync(join(project.dir, `config/crd/bases/${project.group}_guestbooks.yaml`), 'utf8'));
   await cluster.create(crd);
-  await cluster.waitFor(async () => (await cluster.api.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`))?.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True'), 30_000, 'the Guestbook CRD established');
+  await cluster.waitFor(
+    async () =>
+      (await cluster.api.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`))?.status?.conditions?.some(
+        (c: any) => c.type === 'Established' && c.status === 'True',
+      ),
+    30_000,
+    'the Guestbook CRD established',
+  );
 });
 test.after(cleanupCharts);
 
-const access = () => ({ server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert, 'utf8'), key: readFileSync(cluster.state.adminKey, 'utf8') });
+const access = () => ({
+  server: cluster.url,
+  ca: cluster.ca,
+  cert: readFileSync(cluster.state.adminCert, 'utf8'),
+  key: readFileSync(cluster.state.adminKey, 'utf8'),
+});
 const helm = (args: string[]): Promise<HelmResult> => helmRun([...args, '--kubeconfig', cluster.adminKubeconfig], 150_000);
 
 interface Outcome {
@@ -80,14 +92,40 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
   });
   const guestbooks = `/apis/${project.group}/v1/namespaces/${ns}/guestbooks`;
   const operatorRbac = [
-    `${RBAC}/clusterroles/${prefix}-manager-role`, `${RBAC}/clusterrolebindings/${prefix}-manager-rolebinding`,
-    `${RBAC}/namespaces/${ns}/roles/${prefix}-leader-election-role`, `${RBAC}/namespaces/${ns}/rolebindings/${prefix}-leader-election-rolebinding`,
+    `${RBAC}/clusterroles/${prefix}-manager-role`,
+    `${RBAC}/clusterrolebindings/${prefix}-manager-rolebinding`,
+    `${RBAC}/namespaces/${ns}/roles/${prefix}-leader-election-role`,
+    `${RBAC}/namespaces/${ns}/rolebindings/${prefix}-leader-election-rolebinding`,
     `/api/v1/namespaces/${ns}/serviceaccounts/${sa}`,
   ];
   const own = `drainguard:${ns}:${sa}`;
-  const ownRbac = drainguard ? [`${RBAC}/clusterroles/${own}`, `${RBAC}/clusterrolebindings/${own}`, `${RBAC}/namespaces/${ns}/roles/${own}`, `${RBAC}/namespaces/${ns}/rolebindings/${own}`] : [];
+  const ownRbac = drainguard
+    ? [
+        `${RBAC}/clusterroles/${own}`,
+        `${RBAC}/clusterrolebindings/${own}`,
+        `${RBAC}/namespaces/${ns}/roles/${own}`,
+        `${RBAC}/namespaces/${ns}/rolebindings/${own}`,
+      ]
+    : [];
   try {
-    const install = await helm(['install', release, chart, '-n', ns, '--set', 'drainguard.mode=wrap', '--set', `drainguard.enabled=${drainguard}`, '--set', 'crd.enabled=false', '--set', 'metrics.enabled=false', '--wait', '--timeout', '90s']);
+    const install = await helm([
+      'install',
+      release,
+      chart,
+      '-n',
+      ns,
+      '--set',
+      'drainguard.mode=wrap',
+      '--set',
+      `drainguard.enabled=${drainguard}`,
+      '--set',
+      'crd.enabled=false',
+      '--set',
+      'metrics.enabled=false',
+      '--wait',
+      '--timeout',
+      '90s',
+    ]);
     assert.is(install.code, 0, install.stderr + install.stdout);
     const [pod] = await cluster.api.list(`/api/v1/namespaces/${ns}/pods`);
     assert.ok(pod, 'the manager pod');
@@ -95,12 +133,21 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
     if (drainguard) {
       assert.is(pod.spec.terminationGracePeriodSeconds, 60, "the scaffold's 10 s raised");
       for (const path of [...operatorRbac, ...ownRbac]) {
-        await cluster.waitFor(async () => holdersOf(await cluster.api.get(path)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, `the guard on ${path}`);
+        await cluster.waitFor(
+          async () => holdersOf(await cluster.api.get(path)).includes(`${HOLDER}${pod.metadata.uid}`),
+          30_000,
+          `the guard on ${path}`,
+        );
       }
     }
 
     // A Guestbook, taken up by the manager (its leader once elected), then deleted: the cleanup starts and waits for its external work.
-    await cluster.api.create(guestbooks, { apiVersion: `${project.group}/v1`, kind: 'Guestbook', metadata: { name: 'gb', namespace: ns }, spec: {} });
+    await cluster.api.create(guestbooks, {
+      apiVersion: `${project.group}/v1`,
+      kind: 'Guestbook',
+      metadata: { name: 'gb', namespace: ns },
+      spec: {},
+    });
     await proc.line(`added ${ns}/gb`, 60_000);
     assert.ok(await cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/guestbook-gb`), "the Guestbook's ConfigMap");
     await cluster.api.delete(`${guestbooks}/gb`);
@@ -108,14 +155,22 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
 
     // The uninstall, while that cleanup is in flight: the pod gets SIGTERM, the manager's binding is deleted.
     const uninstall = helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '90s']);
-    await kubelet.event((e) => e.pod === pod.metadata.name && e.container === 'manager' && e.what === 'signal SIGTERM', 60_000, 'SIGTERM to the manager container');
+    await kubelet.event(
+      (e) => e.pod === pod.metadata.name && e.container === 'manager' && e.what === 'signal SIGTERM',
+      60_000,
+      'SIGTERM to the manager container',
+    );
     const binding = `${RBAC}/clusterrolebindings/${prefix}-manager-rolebinding`;
     if (drainguard) {
       await proc.log('drain started', 20_000);
-      const held = await cluster.waitFor(async () => {
-        const b = await cluster.api.get(binding);
-        return b?.metadata.deletionTimestamp && b;
-      }, 30_000, 'the manager-rolebinding deleted by the uninstall');
+      const held = await cluster.waitFor(
+        async () => {
+          const b = await cluster.api.get(binding);
+          return b?.metadata.deletionTimestamp && b;
+        },
+        30_000,
+        'the manager-rolebinding deleted by the uninstall',
+      );
       assert.ok(holdersOf(held).includes(`${HOLDER}${pod.metadata.uid}`), 'terminating, held by the pod');
     } else {
       await cluster.waitFor(async () => !(await cluster.api.get(binding)), 30_000, 'the manager-rolebinding gone');
@@ -127,14 +182,26 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
 
     const uninstalled = await uninstall;
     assert.is(uninstalled.code, 0, uninstalled.stderr + uninstalled.stdout);
-    await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted by the kubelet');
-    for (const path of [...operatorRbac, ...ownRbac]) await cluster.waitFor(async () => !(await cluster.api.get(path)), 60_000, `${path} gone`);
-    await cluster.emptied(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases?labelSelector=app.kubernetes.io%2Fmanaged-by%3Ddrainguard`, 'holder Lease');
+    await kubelet.event(
+      (e) => e.pod === pod.metadata.name && e.what === 'deleted 200',
+      60_000,
+      'the pod stopped and deleted by the kubelet',
+    );
+    for (const path of [...operatorRbac, ...ownRbac])
+      await cluster.waitFor(async () => !(await cluster.api.get(path)), 60_000, `${path} gone`);
+    await cluster.emptied(
+      `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases?labelSelector=app.kubernetes.io%2Fmanaged-by%3Ddrainguard`,
+      'holder Lease',
+    );
     assert.equal(kubelet.errors, []);
     const review = await cluster.api.create('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
       apiVersion: 'authorization.k8s.io/v1',
       kind: 'SubjectAccessReview',
-      spec: { user: `system:serviceaccount:${ns}:${sa}`, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`], resourceAttributes: { group: project.group, resource: 'guestbooks', verb: 'update', namespace: ns } },
+      spec: {
+        user: `system:serviceaccount:${ns}:${sa}`,
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`],
+        resourceAttributes: { group: project.group, resource: 'guestbooks', verb: 'update', namespace: ns },
+      },
     });
     return {
       ns,
@@ -146,7 +213,8 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
     };
   } catch (err) {
     process.stderr.write(`kubelet events:\n${kubelet.timeline()}\n`);
-    for (const e of kubelet.events.filter((x) => x.proc)) process.stderr.write(`--- ${e.pod}/${e.container}\n${e.proc!.stdout.join('\n')}\n${e.proc!.stderr.slice(-40).join('\n')}\n`);
+    for (const e of kubelet.events.filter((x) => x.proc))
+      process.stderr.write(`--- ${e.pod}/${e.container}\n${e.proc!.stdout.join('\n')}\n${e.proc!.stderr.slice(-40).join('\n')}\n`);
     throw err;
   } finally {
     if (!existsSync(gate)) writeFileSync(gate, '');

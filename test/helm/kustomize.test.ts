@@ -44,7 +44,10 @@ function withoutMemoryNote(o: KubeObject): KubeObject {
   const copy = structuredClone(o);
   const ours = copy.spec.template.spec.containers[0].resources;
   const before = { request: mebibytes(ours.requests.memory) - 96, limit: mebibytes(ours.limits.memory) - 192 };
-  assert.is(copy.metadata.annotations?.['drainguard.dev/memory'], `memory request ${before.request}Mi to ${ours.requests.memory}, limit ${before.limit}Mi to ${ours.limits.memory}: drainguard runs in this container (drainguard.resources added)`);
+  assert.is(
+    copy.metadata.annotations?.['drainguard.dev/memory'],
+    `memory request ${before.request}Mi to ${ours.requests.memory}, limit ${before.limit}Mi to ${ours.limits.memory}: drainguard runs in this container (drainguard.resources added)`,
+  );
   delete copy.metadata.annotations?.['drainguard.dev/memory'];
   return copy;
 }
@@ -57,16 +60,25 @@ test.after(cleanupCharts);
 for (const mode of MODES) {
   test(`${mode}: helm template renders what kubectl kustomize renders, object for object`, () => {
     const fromKustomize = byKey(rendered(mode).map(withoutUninstallLabel));
-    const fromHelm = byKey(template(chart, { namespace: 'example-system', set: { 'drainguard.mode': mode } }).map(withoutGraceNote).map(withoutMemoryNote));
+    const fromHelm = byKey(
+      template(chart, { namespace: 'example-system', set: { 'drainguard.mode': mode } })
+        .map(withoutGraceNote)
+        .map(withoutMemoryNote),
+    );
     assert.equal([...fromHelm.keys()].sort(), [...fromKustomize.keys()].sort(), 'the same objects');
     for (const [k, o] of fromKustomize) assert.equal(fromHelm.get(k), o, k);
   });
 }
 
 test('the comparison sees a difference: another stop timeout changes the rendered pod', () => {
-  const fromHelm = byKey(template(chart, { namespace: 'example-system', set: { 'drainguard.mode': 'wrap', 'drainguard.stopTimeoutSeconds': 10 } }));
+  const fromHelm = byKey(
+    template(chart, { namespace: 'example-system', set: { 'drainguard.mode': 'wrap', 'drainguard.stopTimeoutSeconds': 10 } }),
+  );
   const deployment = [...fromHelm.values()].find((o) => o.kind === 'Deployment')!;
-  assert.not.equal(deployment, rendered('wrap').find((o) => o.kind === 'Deployment'));
+  assert.not.equal(
+    deployment,
+    rendered('wrap').find((o) => o.kind === 'Deployment'),
+  );
 });
 
 test.run();

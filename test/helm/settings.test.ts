@@ -12,12 +12,19 @@ import { SETTINGS_DOC, SETTINGS_VALUES, settingsRows, withSettingsTable } from '
 const values = readFileSync(SETTINGS_VALUES, 'utf8');
 
 function leaves(o: Record<string, unknown>, path: string[] = []): string[] {
-  return Object.entries(o).flatMap(([k, v]) => (v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0 ? leaves(v as Record<string, unknown>, [...path, k]) : [[...path, k].join('.')]));
+  return Object.entries(o).flatMap(([k, v]) =>
+    v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0
+      ? leaves(v as Record<string, unknown>, [...path, k])
+      : [[...path, k].join('.')],
+  );
 }
 
 test('every key of values.yaml has a row, with a comment', () => {
   const rows = settingsRows(values);
-  assert.equal(rows.flatMap((r) => r.keys), leaves(parse(values)));
+  assert.equal(
+    rows.flatMap((r) => r.keys),
+    leaves(parse(values)),
+  );
   for (const row of rows) assert.ok(row.comment.length > 0, `${row.keys.join(', ')}: a comment in values.yaml`);
 });
 

@@ -29,7 +29,12 @@ test.before(async () => {
 });
 test.after(cleanupCharts);
 
-const access = () => ({ server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert, 'utf8'), key: readFileSync(cluster.state.adminKey, 'utf8') });
+const access = () => ({
+  server: cluster.url,
+  ca: cluster.ca,
+  cert: readFileSync(cluster.state.adminCert, 'utf8'),
+  key: readFileSync(cluster.state.adminKey, 'utf8'),
+});
 const helm = (args: string[]): Promise<HelmResult> => helmRun([...args, '--kubeconfig', cluster.adminKubeconfig], 150_000);
 const STATE = 'example-operator-state';
 
@@ -63,14 +68,36 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
   const own = `drainguard:${ns}:${op}`;
   const source = `${RBAC}/clusterroles/${op}-rbac-reader`;
   const operatorRbac = [
-    `${RBAC}/clusterroles/${op}`, source, `${RBAC}/clusterrolebindings/${op}`,
-    `${RBAC}/namespaces/${team}/rolebindings/${op}-edit`, `/api/v1/namespaces/${ns}/serviceaccounts/${op}`,
+    `${RBAC}/clusterroles/${op}`,
+    source,
+    `${RBAC}/clusterrolebindings/${op}`,
+    `${RBAC}/namespaces/${team}/rolebindings/${op}-edit`,
+    `/api/v1/namespaces/${ns}/serviceaccounts/${op}`,
   ];
   const ownRbac = drainguard
-    ? [`${RBAC}/clusterroles/${own}`, `${RBAC}/clusterrolebindings/${own}`, ...[ns, team].flatMap((n) => [`${RBAC}/namespaces/${n}/roles/${own}`, `${RBAC}/namespaces/${n}/rolebindings/${own}`])]
+    ? [
+        `${RBAC}/clusterroles/${own}`,
+        `${RBAC}/clusterrolebindings/${own}`,
+        ...[ns, team].flatMap((n) => [`${RBAC}/namespaces/${n}/roles/${own}`, `${RBAC}/namespaces/${n}/rolebindings/${own}`]),
+      ]
     : [];
   try {
-    const install = await helm(['install', release, chart, '-n', ns, '--set', 'drainguard.mode=wrap', '--set', `drainguard.enabled=${drainguard}`, '--set', `teamNamespace=${team}`, '--wait', '--timeout', '90s']);
+    const install = await helm([
+      'install',
+      release,
+      chart,
+      '-n',
+      ns,
+      '--set',
+      'drainguard.mode=wrap',
+      '--set',
+      `drainguard.enabled=${drainguard}`,
+      '--set',
+      `teamNamespace=${team}`,
+      '--wait',
+      '--timeout',
+      '90s',
+    ]);
     assert.is(install.code, 0, install.stderr + install.stdout);
     const [pod] = await cluster.api.list(`/api/v1/namespaces/${ns}/pods`);
     assert.ok(pod, 'the operator pod');
@@ -79,24 +106,39 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
     await cluster.waitFor(() => mayReadBinding(ns, op, op), 30_000, 'the aggregated rule granted');
     if (drainguard) {
       for (const path of [...operatorRbac, ...ownRbac]) {
-        await cluster.waitFor(async () => holdersOf(await cluster.api.get(path)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, `the guard on ${path}`);
+        await cluster.waitFor(
+          async () => holdersOf(await cluster.api.get(path)).includes(`${HOLDER}${pod.metadata.uid}`),
+          30_000,
+          `the guard on ${path}`,
+        );
       }
       await operator.line('ready', 20_000);
     }
     const uninstalling = helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '60s']);
     let whileSourceTerminating: Outcome['whileSourceTerminating'];
     if (drainguard) {
-      await cluster.waitFor(async () => (await cluster.api.get(source))?.metadata.deletionTimestamp, 30_000, 'the aggregation source deleted, held');
+      await cluster.waitFor(
+        async () => (await cluster.api.get(source))?.metadata.deletionTimestamp,
+        30_000,
+        'the aggregation source deleted, held',
+      );
       const aggregated = await cluster.api.get(`${RBAC}/clusterroles/${op}`);
       whileSourceTerminating = {
-        rules: (aggregated?.rules ?? []).flatMap((r: any) => r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${res}/${v}`))),
+        rules: (aggregated?.rules ?? []).flatMap((r: any) =>
+          r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${res}/${v}`)),
+        ),
         allowed: await mayReadBinding(ns, op, op),
       };
     }
     const uninstall = await uninstalling;
     assert.is(uninstall.code, 0, uninstall.stderr + uninstall.stdout);
-    await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted by the kubelet');
-    for (const path of [...operatorRbac, ...ownRbac]) await cluster.waitFor(async () => !(await cluster.api.get(path)), 60_000, `${path} gone`);
+    await kubelet.event(
+      (e) => e.pod === pod.metadata.name && e.what === 'deleted 200',
+      60_000,
+      'the pod stopped and deleted by the kubelet',
+    );
+    for (const path of [...operatorRbac, ...ownRbac])
+      await cluster.waitFor(async () => !(await cluster.api.get(path)), 60_000, `${path} gone`);
     await cluster.emptied(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, 'Lease');
     assert.equal(kubelet.errors, []);
     return { out: [...operator.stdout], team, ...(whileSourceTerminating && { whileSourceTerminating }) };
@@ -117,7 +159,11 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
 
 test('with drainguard: the binding to edit in another namespace and the aggregated rule stay granted through helm uninstall --wait; the cleanup is allowed, nothing is left', async () => {
   const { out, team, whileSourceTerminating } = await scenario('keep', true);
-  assert.equal(whileSourceTerminating, { rules: ['clusterrolebindings/get'], allowed: true }, 'the aggregation source terminating, its rule still in the aggregated role and granted');
+  assert.equal(
+    whileSourceTerminating,
+    { rules: ['clusterrolebindings/get'], allowed: true },
+    'the aggregation source terminating, its rule still in the aggregated role and granted',
+  );
   assert.ok(out.includes('drain') && out.includes('saw clusterrolebinding terminating'), out.join(' | '));
   assert.ok(out.includes('stop: get clusterrolebinding 200'), `the aggregated rule granted 3 s into the stop: ${out.join(' | ')}`);
   assert.ok(out.includes('stop: delete state 200'), `the cleanup allowed through the edit binding: ${out.join(' | ')}`);

@@ -35,14 +35,17 @@ const deploymentOf = (objects: KubeObject[], name: string): KubeObject => {
 };
 const containerOf = (d: KubeObject, name: string): any => d.spec.template.spec.containers.find((c: any) => c.name === name);
 const drainguardContainer = (d: KubeObject, mode: string): any =>
-  (mode === 'native-sidecar' ? d.spec.template.spec.initContainers : d.spec.template.spec.containers).find((c: any) => c.name === 'drainguard');
+  (mode === 'native-sidecar' ? d.spec.template.spec.initContainers : d.spec.template.spec.containers).find(
+    (c: any) => c.name === 'drainguard',
+  );
 
 /** Every Deployment of the plain render guarded as the plain render says, and check passing (last: see assertChecked). */
 function assertGuarded(shape: string, { text, objects }: Rendered, set: Record<string, unknown> = {}): void {
   const plain = plainRender(shape, RELEASE, NS, Object.fromEntries(Object.entries(set).filter(([k]) => !k.startsWith('drainguard.'))));
   const deployments = ofKind(plain, 'Deployment');
   assert.ok(deployments.length > 0);
-  for (const d of deployments) assert.equal(guardOf(deploymentOf(objects, d.metadata.name)), groundTruth(plain, NS, d), `the guard of ${d.metadata.name}`);
+  for (const d of deployments)
+    assert.equal(guardOf(deploymentOf(objects, d.metadata.name)), groundTruth(plain, NS, d), `the guard of ${d.metadata.name}`);
   assertChecked(text);
 }
 
@@ -59,7 +62,8 @@ function assertCheckFinds(chart: string, set: Record<string, unknown>, what: str
   assert.match(checked.out, what);
 }
 
-const fails = (chart: string, set: Record<string, unknown>): string => templateError(chart, { namespace: NS, release: RELEASE, set }) ?? '(rendered)';
+const fails = (chart: string, set: Record<string, unknown>): string =>
+  templateError(chart, { namespace: NS, release: RELEASE, set }) ?? '(rendered)';
 
 // 1
 const builtin = adoptShape('builtin-role');
@@ -67,14 +71,24 @@ for (const mode of MODES) {
   test(`builtin-role, ${mode}: the bindings to view and edit are guarded, the cluster's roles are not`, () => {
     const r = render(builtin, { 'drainguard.mode': mode });
     const guard = guardOf(deploymentOf(r.objects, `${RELEASE}-op`));
-    assert.ok(guard.includes(`clusterrolebinding/${RELEASE}-op-view`) && guard.includes(`rolebinding/${NS}/${RELEASE}-op-edit`), guard.join(','));
-    assert.not.ok(guard.some((g) => /^clusterrole\/(view|edit)$/.test(g)), guard.join(','));
+    assert.ok(
+      guard.includes(`clusterrolebinding/${RELEASE}-op-view`) && guard.includes(`rolebinding/${NS}/${RELEASE}-op-edit`),
+      guard.join(','),
+    );
+    assert.not.ok(
+      guard.some((g) => /^clusterrole\/(view|edit)$/.test(g)),
+      guard.join(','),
+    );
     assertGuarded('builtin-role', r);
   });
 }
 
 test('builtin-role: drainguard check finds a guard that leaves the binding to view out', () => {
-  assertCheckFinds(builtin, { 'drainguard.guard.clusterRoles': [`${RELEASE}-op`], 'drainguard.guard.clusterRoleBindings': [`${RELEASE}-op`] }, `${RELEASE}-op-view`);
+  assertCheckFinds(
+    builtin,
+    { 'drainguard.guard.clusterRoles': [`${RELEASE}-op`], 'drainguard.guard.clusterRoleBindings': [`${RELEASE}-op`] },
+    `${RELEASE}-op-view`,
+  );
 });
 
 // 2
@@ -83,7 +97,8 @@ for (const mode of MODES) {
   test(`aggregated, ${mode}: the ClusterRoles aggregated into the bound one are guarded, transitively; the viewer role is not`, () => {
     const r = render(aggregated, { 'drainguard.mode': mode });
     const guard = guardOf(deploymentOf(r.objects, `${RELEASE}-op`));
-    for (const source of ['configmaps', 'secrets', 'leases']) assert.ok(guard.includes(`clusterrole/${RELEASE}-op-${source}`), `${source}: ${guard.join(',')}`);
+    for (const source of ['configmaps', 'secrets', 'leases'])
+      assert.ok(guard.includes(`clusterrole/${RELEASE}-op-${source}`), `${source}: ${guard.join(',')}`);
     assert.not.ok(guard.includes(`clusterrole/${RELEASE}-op-viewer`));
     assertGuarded('aggregated', r);
   });
@@ -91,7 +106,11 @@ for (const mode of MODES) {
 
 test('aggregated: drainguard check finds a guard that leaves an aggregated ClusterRole out', () => {
   // The chart guards a named aggregated role's sources by itself: the render is complete, and check says so.
-  const text = templateText(aggregated, { namespace: NS, release: RELEASE, set: { 'drainguard.guard.clusterRoles': [`${RELEASE}-op`], 'drainguard.guard.clusterRoleBindings': [`${RELEASE}-op`] } });
+  const text = templateText(aggregated, {
+    namespace: NS,
+    release: RELEASE,
+    set: { 'drainguard.guard.clusterRoles': [`${RELEASE}-op`], 'drainguard.guard.clusterRoleBindings': [`${RELEASE}-op`] },
+  });
   assert.is(check(text, NS).code, 0, check(text, NS).out);
   // A guard written by hand (or by an older chart) without the second-level source: check names it.
   const source = `clusterrole/${RELEASE}-op-secrets,`;
@@ -129,16 +148,33 @@ for (const mode of MODES) {
 }
 
 test('other-namespaces: guard.roles names NAMESPACE/NAME; one the release holds in another namespace fails, naming drainguard.guard', () => {
-  const set = { 'drainguard.guard.roles': [`kube-system/${RELEASE}-op-leader`], 'drainguard.guard.roleBindings': [`kube-system/${RELEASE}-op-leader`] };
+  const set = {
+    'drainguard.guard.roles': [`kube-system/${RELEASE}-op-leader`],
+    'drainguard.guard.roleBindings': [`kube-system/${RELEASE}-op-leader`],
+  };
   const guard = guardOf(deploymentOf(render(elsewhere, set).objects, `${RELEASE}-op`));
-  assert.equal(guard, [`role/kube-system/${RELEASE}-op-leader`, `rolebinding/kube-system/${RELEASE}-op-leader`, `serviceaccount/${NS}/${RELEASE}-op`]);
-  assert.match(fails(elsewhere, { 'drainguard.guard.roles': [`team-a/${RELEASE}-op-leader`] }), `drainguard: the guard names Role/team-a/${RELEASE}-op-leader, which the release does not contain`);
-  assert.match(fails(elsewhere, { 'drainguard.guard.roles': [`${RELEASE}-op-leader`] }), `the guard names Role/${NS}/${RELEASE}-op-leader, which the release does not contain`);
+  assert.equal(guard, [
+    `role/kube-system/${RELEASE}-op-leader`,
+    `rolebinding/kube-system/${RELEASE}-op-leader`,
+    `serviceaccount/${NS}/${RELEASE}-op`,
+  ]);
+  assert.match(
+    fails(elsewhere, { 'drainguard.guard.roles': [`team-a/${RELEASE}-op-leader`] }),
+    `drainguard: the guard names Role/team-a/${RELEASE}-op-leader, which the release does not contain`,
+  );
+  assert.match(
+    fails(elsewhere, { 'drainguard.guard.roles': [`${RELEASE}-op-leader`] }),
+    `the guard names Role/${NS}/${RELEASE}-op-leader, which the release does not contain`,
+  );
   assert.match(fails(elsewhere, { 'drainguard.guard.roles': [`${RELEASE}-op-leader`] }), 'drainguard.guard (NAMESPACE/NAME');
 });
 
 test('other-namespaces: drainguard check finds a guard that leaves the leader election binding in kube-system out', () => {
-  assertCheckFinds(elsewhere, { 'drainguard.guard.roles': [`${RELEASE}-op-events`], 'drainguard.guard.roleBindings': [`${RELEASE}-op-events`] }, `${RELEASE}-op-leader`);
+  assertCheckFinds(
+    elsewhere,
+    { 'drainguard.guard.roles': [`${RELEASE}-op-events`], 'drainguard.guard.roleBindings': [`${RELEASE}-op-events`] },
+    `${RELEASE}-op-leader`,
+  );
 });
 
 // 4
@@ -152,7 +188,10 @@ for (const mode of MODES) {
     assertGuarded('no-command', r);
     const without = { 'drainguard.mode': mode, 'drainguard.operator.command': [] };
     if (mode === 'wrap') {
-      assert.match(fails(noCommand, without), `drainguard: the Deployment ${RELEASE}-op's container "operator" sets no command (its image's ENTRYPOINT runs), and in wrap mode drainguard must start the operator itself: set drainguard.operator.command`);
+      assert.match(
+        fails(noCommand, without),
+        `drainguard: the Deployment ${RELEASE}-op's container "operator" sets no command (its image's ENTRYPOINT runs), and in wrap mode drainguard must start the operator itself: set drainguard.operator.command`,
+      );
     } else {
       assert.equal(containerOf(deploymentOf(render(noCommand, without).objects, `${RELEASE}-op`), 'operator').command, undefined);
     }
@@ -167,7 +206,10 @@ for (const mode of MODES) {
     assert.match(fails(strictBare, { 'drainguard.mode': mode }), "additional properties 'drainguard' not allowed");
     assertGuarded('strict-schema', render(strict, { 'drainguard.mode': mode }));
     // drainguard's own schema still checks what is inside.
-    assert.match(fails(strict, { 'drainguard.mode': mode, 'drainguard.stopTimeout': '5s' }), "additional properties 'stopTimeout' not allowed");
+    assert.match(
+      fails(strict, { 'drainguard.mode': mode, 'drainguard.stopTimeout': '5s' }),
+      "additional properties 'stopTimeout' not allowed",
+    );
   });
 }
 
@@ -177,7 +219,10 @@ const TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
 for (const mode of MODES) {
   test(`no-token, ${mode}: ${mode === 'wrap' ? 'the render stops naming drainguard.mode' : "drainguard's container alone gets a projected token"}`, () => {
     if (mode === 'wrap') {
-      assert.match(fails(noToken, { 'drainguard.mode': mode }), `drainguard: the Deployment ${RELEASE}-op's pod mounts no ServiceAccount token (automountServiceAccountToken: false), and in wrap mode drainguard, which needs one for the guard, runs in the operator's container`);
+      assert.match(
+        fails(noToken, { 'drainguard.mode': mode }),
+        `drainguard: the Deployment ${RELEASE}-op's pod mounts no ServiceAccount token (automountServiceAccountToken: false), and in wrap mode drainguard, which needs one for the guard, runs in the operator's container`,
+      );
       assert.match(fails(noToken, { 'drainguard.mode': mode }), 'Set drainguard.mode: native-sidecar');
       return;
     }
@@ -185,12 +230,24 @@ for (const mode of MODES) {
     const d = deploymentOf(r.objects, `${RELEASE}-op`);
     assert.is(d.spec.template.spec.automountServiceAccountToken, false, "the chart's setting stays");
     const volume = d.spec.template.spec.volumes.find((v: any) => v.name === 'drainguard-token');
-    assert.equal(volume.projected.sources.map((s: any) => Object.keys(s)[0]), ['serviceAccountToken', 'configMap', 'downwardAPI']);
+    assert.equal(
+      volume.projected.sources.map((s: any) => Object.keys(s)[0]),
+      ['serviceAccountToken', 'configMap', 'downwardAPI'],
+    );
     assert.is(volume.projected.sources[1].configMap.name, 'kube-root-ca.crt');
     assert.equal(volume.projected.sources[2].downwardAPI.items[0].fieldRef.fieldPath, 'metadata.namespace');
-    assert.equal(drainguardContainer(d, mode).volumeMounts.find((m: any) => m.name === 'drainguard-token'), { name: 'drainguard-token', mountPath: TOKEN_PATH, readOnly: true });
-    const others = [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])].filter((c: any) => c.name !== 'drainguard');
-    for (const c of others) assert.not.ok((c.volumeMounts ?? []).some((m: any) => m.name === 'drainguard-token'), `${c.name} gets no token`);
+    assert.equal(
+      drainguardContainer(d, mode).volumeMounts.find((m: any) => m.name === 'drainguard-token'),
+      { name: 'drainguard-token', mountPath: TOKEN_PATH, readOnly: true },
+    );
+    const others = [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])].filter(
+      (c: any) => c.name !== 'drainguard',
+    );
+    for (const c of others)
+      assert.not.ok(
+        (c.volumeMounts ?? []).some((m: any) => m.name === 'drainguard-token'),
+        `${c.name} gets no token`,
+      );
     assertGuarded('no-token', r);
   });
 }
@@ -200,7 +257,7 @@ const prestopBare = adoptShape('prestop');
 const prestop = adoptShape('prestop', 'A container with a `preStop`');
 for (const mode of MODES) {
   for (const hook of ['sleep', 'exec']) {
-    test(`prestop (${hook}), ${mode}: never two handlers in one; ${mode === 'wrap' ? "the chart's hook kept" : 'the render stops naming drainguard.operator.replacePreStop, and with it drainguard\'s replaces it'}`, () => {
+    test(`prestop (${hook}), ${mode}: never two handlers in one; ${mode === 'wrap' ? "the chart's hook kept" : "the render stops naming drainguard.operator.replacePreStop, and with it drainguard's replaces it"}`, () => {
       const set = { 'drainguard.mode': mode, preStop: hook };
       const chartHook = { sleep: { sleep: { seconds: 5 } }, exec: { exec: { command: ['/my-operator', '--deregister'] } } }[hook];
       if (mode === 'wrap') {
@@ -209,10 +266,15 @@ for (const mode of MODES) {
         assertGuarded('prestop', r, set);
         return;
       }
-      assert.match(fails(prestopBare, set), `drainguard: the Deployment ${RELEASE}-op's container "operator" already has a preStop hook (${hook})`);
+      assert.match(
+        fails(prestopBare, set),
+        `drainguard: the Deployment ${RELEASE}-op's container "operator" already has a preStop hook (${hook})`,
+      );
       assert.match(fails(prestopBare, set), 'set drainguard.operator.replacePreStop: true');
       const r = render(prestop, set);
-      assert.equal(containerOf(deploymentOf(r.objects, `${RELEASE}-op`), 'operator').lifecycle.preStop, { exec: { command: ['/drainguard/drainguard', 'prestop'] } });
+      assert.equal(containerOf(deploymentOf(r.objects, `${RELEASE}-op`), 'operator').lifecycle.preStop, {
+        exec: { command: ['/drainguard/drainguard', 'prestop'] },
+      });
       assertGuarded('prestop', r, set);
     });
   }
@@ -222,13 +284,19 @@ for (const mode of MODES) {
 const runAs = adoptShape('run-as');
 for (const mode of MODES) {
   test(`run-as, ${mode}: drainguard runs as the operator container's user, else the pod's, and the pod's group`, () => {
-    for (const [userOn, user] of [['container', 65534], ['pod', 1000]] as const) {
+    for (const [userOn, user] of [
+      ['container', 65534],
+      ['pod', 1000],
+    ] as const) {
       const set = { 'drainguard.mode': mode, userOn };
       const r = render(runAs, set);
       const d = deploymentOf(r.objects, `${RELEASE}-op`);
-      const ours = [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])].filter((c: any) => c.name.startsWith('drainguard'));
+      const ours = [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])].filter((c: any) =>
+        c.name.startsWith('drainguard'),
+      );
       assert.ok(ours.length >= 1);
-      for (const c of ours) assert.equal([c.securityContext.runAsUser, c.securityContext.runAsGroup], [user, 3000], `${c.name}, user on the ${userOn}`);
+      for (const c of ours)
+        assert.equal([c.securityContext.runAsUser, c.securityContext.runAsGroup], [user, 3000], `${c.name}, user on the ${userOn}`);
       assertGuarded('run-as', r, set);
     }
   });
@@ -237,7 +305,15 @@ for (const mode of MODES) {
 // 11
 const switches = adoptShape('switches', "The chart's own switches");
 const notes = (chart: string, set: Record<string, unknown>): string =>
-  helm(['install', RELEASE, chart, '--dry-run=client', '-n', NS, ...Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`])]).split('\nNOTES:\n')[1] ?? '';
+  helm([
+    'install',
+    RELEASE,
+    chart,
+    '--dry-run=client',
+    '-n',
+    NS,
+    ...Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]),
+  ]).split('\nNOTES:\n')[1] ?? '';
 for (const mode of MODES) {
   test(`switches, ${mode}: the operator off renders nothing of drainguard; an external ServiceAccount is left out of the guard, and the notes say so`, () => {
     const off = render(switches, { 'drainguard.mode': mode, 'operator.enabled': false });
@@ -247,7 +323,10 @@ for (const mode of MODES) {
     const r = render(switches, set);
     assert.not.ok(guardOf(deploymentOf(r.objects, `${RELEASE}-op`)).some((g) => g.startsWith('serviceaccount/')));
     assertGuarded('switches', r, set);
-    assert.match(notes(switches, set), `The ServiceAccount ${NS}/shared-operator is not the release's (not in drainguard.guard.templates): it is left out of the guard`);
+    assert.match(
+      notes(switches, set),
+      `The ServiceAccount ${NS}/shared-operator is not the release's (not in drainguard.guard.templates): it is left out of the guard`,
+    );
     assert.not.match(notes(switches, { 'drainguard.mode': mode }), 'is not the release');
   });
 }
@@ -260,11 +339,21 @@ for (const mode of MODES) {
     for (const who of ['controller', 'catalog']) {
       const d = deploymentOf(r.objects, `${RELEASE}-${who}`);
       assert.is(d.metadata.annotations?.['drainguard.dev/mode'], mode);
-      assert.ok(ofKind(r.objects, 'Role').some((o) => o.metadata.name === `drainguard:${NS}:${RELEASE}-${who}`), `${who}'s own Role`);
-      assert.ok(ofKind(r.objects, 'Job').some((o) => o.metadata.name === `${RELEASE}-${who}-drainguard-release`), `${who}'s release hook`);
+      assert.ok(
+        ofKind(r.objects, 'Role').some((o) => o.metadata.name === `drainguard:${NS}:${RELEASE}-${who}`),
+        `${who}'s own Role`,
+      );
+      assert.ok(
+        ofKind(r.objects, 'Job').some((o) => o.metadata.name === `${RELEASE}-${who}-drainguard-release`),
+        `${who}'s release hook`,
+      );
     }
     const keys = r.objects.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`);
-    assert.equal(keys.filter((k, i) => keys.indexOf(k) !== i), [], 'no object twice');
+    assert.equal(
+      keys.filter((k, i) => keys.indexOf(k) !== i),
+      [],
+      'no object twice',
+    );
     assertGuarded('two-operators', r);
   });
 }
@@ -278,8 +367,14 @@ for (const mode of MODES) {
     const { requests, limits } = containerOf(d, 'operator').resources;
     if (mode === 'wrap') {
       assert.equal([requests.memory, limits.memory, requests.cpu, limits.cpu], ['160Mi', '320Mi', '10m', '500m']);
-      assert.is(d.metadata.annotations?.['drainguard.dev/memory'], 'memory request 64Mi to 160Mi, limit 128Mi to 320Mi: drainguard runs in this container (drainguard.resources added)');
-      assert.match(notes(memory, { 'drainguard.mode': mode }), "The operator container's memory request 64Mi to 160Mi, limit 128Mi to 320Mi");
+      assert.is(
+        d.metadata.annotations?.['drainguard.dev/memory'],
+        'memory request 64Mi to 160Mi, limit 128Mi to 320Mi: drainguard runs in this container (drainguard.resources added)',
+      );
+      assert.match(
+        notes(memory, { 'drainguard.mode': mode }),
+        "The operator container's memory request 64Mi to 160Mi, limit 128Mi to 320Mi",
+      );
     } else {
       assert.equal([requests.memory, limits.memory], ['64Mi', '128Mi']);
       assert.not.match(notes(memory, { 'drainguard.mode': mode }), 'memory');

@@ -49,7 +49,12 @@ test.after(async () => {
   cleanupCharts();
 });
 
-const access = () => ({ server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert, 'utf8'), key: readFileSync(cluster.state.adminKey, 'utf8') });
+const access = () => ({
+  server: cluster.url,
+  ca: cluster.ca,
+  cert: readFileSync(cluster.state.adminCert, 'utf8'),
+  key: readFileSync(cluster.state.adminKey, 'utf8'),
+});
 const helm = (args: string[]): Promise<HelmResult> => helmRun([...args, '--kubeconfig', cluster.adminKubeconfig], HELM_TIMEOUT_MS);
 const setArgs = (set: Record<string, unknown>) => Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
 
@@ -60,7 +65,10 @@ async function mustHelm(args: string[]): Promise<HelmResult> {
 }
 
 /** Polls CHECK every 50 ms while PROMISE runs; resolves with its result, what CHECK saw first when, and every poll's answer. */
-async function observe<T>(promise: Promise<T>, check: () => Promise<string[]>): Promise<{ result: T; seen: Map<string, number>; polls: string[][] }> {
+async function observe<T>(
+  promise: Promise<T>,
+  check: () => Promise<string[]>,
+): Promise<{ result: T; seen: Map<string, number>; polls: string[][] }> {
   const seen = new Map<string, number>();
   const polls: string[][] = [];
   let done = false;
@@ -84,9 +92,11 @@ async function observe<T>(promise: Promise<T>, check: () => Promise<string[]>): 
  */
 function assertBefore(polls: string[][], first: string, then: string, seen: Map<string, number>, t0: number): void {
   assert.ok(seen.has(first) && seen.has(then), timeline(seen, t0));
-  assert.not.ok(polls.some((p) => p.includes(then) && !p.includes(first)), `${then} seen before ${first}:\n${timeline(seen, t0)}`);
+  assert.not.ok(
+    polls.some((p) => p.includes(then) && !p.includes(first)),
+    `${then} seen before ${first}:\n${timeline(seen, t0)}`,
+  );
 }
-
 
 /** What the observer reports about the release's objects. */
 function releaseState(ns: string) {
@@ -97,12 +107,20 @@ function releaseState(ns: string) {
     const deployment = await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`);
     if (!deployment) out.push('deployment gone');
     const crb = await cluster.api.get(`${RBAC}/clusterrolebindings/example-operator`);
-    out.push(!crb ? 'clusterrolebinding gone' : crb.metadata.deletionTimestamp ? `clusterrolebinding deleting, held by ${holdersOf(crb).length}` : 'clusterrolebinding present');
-    const pods = (await cluster.api.list(`/api/v1/namespaces/${ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dexample-operator`));
+    out.push(
+      !crb
+        ? 'clusterrolebinding gone'
+        : crb.metadata.deletionTimestamp
+          ? `clusterrolebinding deleting, held by ${holdersOf(crb).length}`
+          : 'clusterrolebinding present',
+    );
+    const pods = await cluster.api.list(`/api/v1/namespaces/${ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dexample-operator`);
     if (pods.length === 0) out.push('operator pod gone');
     else if (pods.some((p: any) => p.metadata.deletionTimestamp)) out.push('operator pod terminating');
     const jobs = await cluster.api.list(`/api/v1/namespaces/${ns}/pods`);
-    for (const p of jobs) if (p.metadata.labels?.['app.kubernetes.io/name']?.startsWith('example-operator-drainguard-')) out.push(`${p.metadata.labels['app.kubernetes.io/name']} pod ${p.status?.phase ?? 'Pending'}`);
+    for (const p of jobs)
+      if (p.metadata.labels?.['app.kubernetes.io/name']?.startsWith('example-operator-drainguard-'))
+        out.push(`${p.metadata.labels['app.kubernetes.io/name']} pod ${p.status?.phase ?? 'Pending'}`);
     return out;
   };
 }
@@ -117,17 +135,37 @@ function holdState(ns: string) {
   };
 }
 
-const timeline = (seen: Map<string, number>, t0: number) => [...seen].sort((a, b) => a[1] - b[1]).map(([what, at]) => `${String(at - t0).padStart(6)} ms  ${what}`).join('\n');
+const timeline = (seen: Map<string, number>, t0: number) =>
+  [...seen]
+    .sort((a, b) => a[1] - b[1])
+    .map(([what, at]) => `${String(at - t0).padStart(6)} ms  ${what}`)
+    .join('\n');
 
 /** The custom resources adopted by the operator, and the operator's pod holding the guard on its RBAC. */
 async function installed(ns: string, guarded: boolean): Promise<any> {
-  await cluster.waitFor(async () => (await cluster.api.get(`${GROUP}/installations/default`))?.metadata.finalizers?.includes(FIN), 30_000, 'the operator adopted the Installation');
-  await cluster.waitFor(() => cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/installations-default`), 30_000, "the operator's ConfigMap for the Installation");
+  await cluster.waitFor(
+    async () => (await cluster.api.get(`${GROUP}/installations/default`))?.metadata.finalizers?.includes(FIN),
+    30_000,
+    'the operator adopted the Installation',
+  );
+  await cluster.waitFor(
+    () => cluster.api.get(`/api/v1/namespaces/${ns}/configmaps/installations-default`),
+    30_000,
+    "the operator's ConfigMap for the Installation",
+  );
   const [pod] = await cluster.api.list(`/api/v1/namespaces/${ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dexample-operator`);
   assert.ok(pod, 'the operator pod');
   if (guarded) {
-    for (const path of [`${RBAC}/clusterroles/example-operator`, `${RBAC}/clusterrolebindings/example-operator`, `/api/v1/namespaces/${ns}/serviceaccounts/example-operator`]) {
-      await cluster.waitFor(async () => holdersOf(await cluster.api.get(path)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, `the guard on ${path}`);
+    for (const path of [
+      `${RBAC}/clusterroles/example-operator`,
+      `${RBAC}/clusterrolebindings/example-operator`,
+      `/api/v1/namespaces/${ns}/serviceaccounts/example-operator`,
+    ]) {
+      await cluster.waitFor(
+        async () => holdersOf(await cluster.api.get(path)).includes(`${HOLDER}${pod.metadata.uid}`),
+        30_000,
+        `the guard on ${path}`,
+      );
     }
   }
   return pod;
@@ -139,14 +177,17 @@ async function installed(ns: string, guarded: boolean): Promise<any> {
  */
 async function nothingLeft(ns: string, kept: readonly string[] = []): Promise<void> {
   for (const path of kept) assert.equal(holdersOf(await cluster.api.get(path)), [], `${path} kept, held by nobody`);
-  for (const path of [`${GROUP}/installations/default`, `${GROUP}/apiservers/default`, ...releaseRbac(ns).filter((p) => !kept.includes(p))]) assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
+  for (const path of [`${GROUP}/installations/default`, `${GROUP}/apiservers/default`, ...releaseRbac(ns).filter((p) => !kept.includes(p))])
+    assert.equal(await cluster.api.get(path), undefined, `${path} is gone`);
   // The pods first: helm --wait returns once the Deployment is gone, while its pod may still be releasing.
   await cluster.emptied(`/api/v1/namespaces/${ns}/pods`, 'pod');
   // A holder Lease drainguard could no longer delete (its ServiceAccount went in the release) is owned by
   // its Pod: the garbage collector takes it, a moment after the Pod.
   await cluster.emptied(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, 'Lease');
-  const configMaps = (await cluster.api.list(`/api/v1/namespaces/${ns}/configmaps`)).map((c: any) => c.metadata.name).filter((n: string) => !PUBLISHED.includes(n));
-  assert.equal(configMaps, [], "the operator cleaned up what it made");
+  const configMaps = (await cluster.api.list(`/api/v1/namespaces/${ns}/configmaps`))
+    .map((c: any) => c.metadata.name)
+    .filter((n: string) => !PUBLISHED.includes(n));
+  assert.equal(configMaps, [], 'the operator cleaned up what it made');
 }
 
 async function withKubelet(prefix: string, body: (ns: string, kubelet: Kubelet) => Promise<void>, runners = images): Promise<void> {
@@ -181,12 +222,30 @@ test('drainguard on (native sidecar): install, a rolling update, uninstall --wai
     const first = await installed(ns, true);
 
     // A rolling update: the new pod is ready (its guard set) before the old one drains.
-    const { seen: upgrade } = await observe(mustHelm(['upgrade', 'ex', chart, '-n', ns, '--reuse-values', ...setArgs({ podAnnotations: { revision: '2' } }), '--wait', '--timeout', '60s']), async () => {
-      const role = await cluster.api.get(`${RBAC}/clusterroles/example-operator`);
-      return [`holders ${holdersOf(role).length}`];
-    });
+    const { seen: upgrade } = await observe(
+      mustHelm([
+        'upgrade',
+        'ex',
+        chart,
+        '-n',
+        ns,
+        '--reuse-values',
+        ...setArgs({ podAnnotations: { revision: '2' } }),
+        '--wait',
+        '--timeout',
+        '60s',
+      ]),
+      async () => {
+        const role = await cluster.api.get(`${RBAC}/clusterroles/example-operator`);
+        return [`holders ${holdersOf(role).length}`];
+      },
+    );
     assert.ok(upgrade.has('holders 2'), `both pods held the ClusterRole at once: ${[...upgrade.keys()].join(', ')}`);
-    await cluster.waitFor(async () => !(await cluster.api.get(`/api/v1/namespaces/${ns}/pods/${first.metadata.name}`)), 60_000, 'the old pod gone');
+    await cluster.waitFor(
+      async () => !(await cluster.api.get(`/api/v1/namespaces/${ns}/pods/${first.metadata.name}`)),
+      60_000,
+      'the old pod gone',
+    );
     const old = await operatorOutput(kubelet, first.metadata.name);
     assert.ok(old.includes('drain') && old.includes('drained'), old.join('\n'));
     assert.not.ok(old.includes('interrupted'), 'no reconcile interrupted');
@@ -198,7 +257,10 @@ test('drainguard on (native sidecar): install, a rolling update, uninstall --wai
 
     const t0 = Date.now();
     const { result, seen, polls } = await observe(helm(['uninstall', 'ex', '-n', ns, '--wait', '--timeout', '30s']), releaseState(ns));
-    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --wait, drainguard on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    if (process.env.TEST_VERBOSE)
+      process.stdout.write(
+        `helm uninstall --wait, drainguard on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`,
+      );
     assert.equal(result.code, 0, `helm uninstall --wait: ${result.stderr}${result.stdout}`);
     // The pre-delete hook: the custom resources went first, while the operator ran with its RBAC.
     assertBefore(polls, 'installation gone', 'deployment gone', seen, t0);
@@ -226,7 +288,10 @@ test("uninstall without --wait (sidecar): the post-delete hook runs while the po
       state.push(!role ? "drainguard's ClusterRole gone" : `drainguard's ClusterRole held by ${holdersOf(role).length}`);
       return state;
     });
-    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall, sidecar:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    if (process.env.TEST_VERBOSE)
+      process.stdout.write(
+        `helm uninstall, sidecar:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`,
+      );
     assert.equal(result.code, 0, `helm uninstall: ${result.stderr}${result.stdout}`);
     assert.match(result.stdout + result.stderr, /These resources were kept due to the resource policy:/);
     // drainguard's own RBAC stayed, held, while the pod drained, and went only after it.
@@ -244,7 +309,10 @@ test('control: the same chart with drainguard switched off fails the tigera way'
     const pod = await installed(ns, false);
     const t0 = Date.now();
     const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--wait', '--timeout', '20s']), releaseState(ns));
-    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --wait, drainguard off:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    if (process.env.TEST_VERBOSE)
+      process.stdout.write(
+        `helm uninstall --wait, drainguard off:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`,
+      );
     assert.not.equal(result.code, 0, 'helm uninstall --wait fails');
     const out = await operatorOutput(kubelet, pod.metadata.name);
     // Its cleanup is refused: the binding was gone before it got to it.
@@ -265,54 +333,105 @@ const HOLD = ['installations.operator.example.io', 'apiservers.operator.example.
 const slowCleanup = exampleImages({ FIXTURE_FINALIZE_AFTER_MS: '8000' });
 
 test('helm uninstall --no-hooks with drainguard.hold.kinds: the Deployment held until the operator finalized its custom resources; nothing left but what Helm keeps', async () => {
-  await withKubelet('helm-hold', async (ns, kubelet) => {
-    await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s', ...setArgs({ 'drainguard.hold.kinds': HOLD })]);
-    const pod = await installed(ns, true);
-    await cluster.waitFor(async () => holdersOf(await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`)).includes(`${HOLDER}${pod.metadata.uid}`), 30_000, 'the hold on the Deployment');
-    const t0 = Date.now();
-    const { result, seen, polls } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '60s']), holdState(ns));
-    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --no-hooks --wait, the hold on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
-    assert.equal(result.code, 0, `helm uninstall --no-hooks --wait: ${result.stderr}${result.stdout}`);
-    // The hold: the Deployment stayed, held by the pod, until the Installation was gone; the guard kept the binding while the pod drained.
-    assert.ok(seen.has('deployment deleting, held by 1'), timeline(seen, t0));
-    assertBefore(polls, 'installation gone', 'deployment gone', seen, t0);
-    assert.ok(seen.has('clusterrolebinding deleting, held by 1'), timeline(seen, t0));
-    const out = await operatorOutput(kubelet, pod.metadata.name);
-    for (const r of ['installations', 'apiservers']) {
-      assert.ok(out.includes(`cleanup ${r}/default started`) && out.includes(`cleanup ${r}/default: delete configmap 200`) && out.includes(`cleanup ${r}/default: finalizer 200`), out.join('\n'));
-    }
-    assert.ok(out.includes('stop: delete state 200'), out.join('\n'));
-    await nothingLeft(ns, ownRbac(ns));
-  }, slowCleanup);
+  await withKubelet(
+    'helm-hold',
+    async (ns, kubelet) => {
+      await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s', ...setArgs({ 'drainguard.hold.kinds': HOLD })]);
+      const pod = await installed(ns, true);
+      await cluster.waitFor(
+        async () =>
+          holdersOf(await cluster.api.get(`/apis/apps/v1/namespaces/${ns}/deployments/example-operator`)).includes(
+            `${HOLDER}${pod.metadata.uid}`,
+          ),
+        30_000,
+        'the hold on the Deployment',
+      );
+      const t0 = Date.now();
+      const { result, seen, polls } = await observe(
+        helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '60s']),
+        holdState(ns),
+      );
+      if (process.env.TEST_VERBOSE)
+        process.stdout.write(
+          `helm uninstall --no-hooks --wait, the hold on:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`,
+        );
+      assert.equal(result.code, 0, `helm uninstall --no-hooks --wait: ${result.stderr}${result.stdout}`);
+      // The hold: the Deployment stayed, held by the pod, until the Installation was gone; the guard kept the binding while the pod drained.
+      assert.ok(seen.has('deployment deleting, held by 1'), timeline(seen, t0));
+      assertBefore(polls, 'installation gone', 'deployment gone', seen, t0);
+      assert.ok(seen.has('clusterrolebinding deleting, held by 1'), timeline(seen, t0));
+      const out = await operatorOutput(kubelet, pod.metadata.name);
+      for (const r of ['installations', 'apiservers']) {
+        assert.ok(
+          out.includes(`cleanup ${r}/default started`) &&
+            out.includes(`cleanup ${r}/default: delete configmap 200`) &&
+            out.includes(`cleanup ${r}/default: finalizer 200`),
+          out.join('\n'),
+        );
+      }
+      assert.ok(out.includes('stop: delete state 200'), out.join('\n'));
+      await nothingLeft(ns, ownRbac(ns));
+    },
+    slowCleanup,
+  );
 });
 
 test('control: the same helm uninstall --no-hooks without the hold leaves the custom resources stuck', async () => {
-  await withKubelet('helm-nohold', async (ns, kubelet) => {
-    await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s']);
-    const pod = await installed(ns, true);
-    const t0 = Date.now();
-    const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '20s']), holdState(ns));
-    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --no-hooks --wait, no hold:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
-    assert.not.equal(result.code, 0, 'helm uninstall --no-hooks --wait fails');
-    assert.not.ok([...seen.keys()].some((k) => k.startsWith('deployment deleting')), timeline(seen, t0));
-    const out = await operatorOutput(kubelet, pod.metadata.name);
-    assert.not.ok(out.some((l) => /^cleanup .*: finalizer/.test(l)), `it removed no finalizer: ${out.join('\n')}`);
-    for (const r of ['installations', 'apiservers']) {
-      const o = await cluster.api.get(`${GROUP}/${r}/default`);
-      assert.ok(o?.metadata.deletionTimestamp, `${r}/default terminating`);
-      assert.equal(o.metadata.finalizers, [FIN], `${r}/default stuck with the operator's finalizer`);
-    }
-  }, slowCleanup);
+  await withKubelet(
+    'helm-nohold',
+    async (ns, kubelet) => {
+      await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s']);
+      const pod = await installed(ns, true);
+      const t0 = Date.now();
+      const { result, seen } = await observe(
+        helm(['uninstall', 'ex', '-n', ns, '--no-hooks', '--wait', '--timeout', '20s']),
+        holdState(ns),
+      );
+      if (process.env.TEST_VERBOSE)
+        process.stdout.write(
+          `helm uninstall --no-hooks --wait, no hold:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`,
+        );
+      assert.not.equal(result.code, 0, 'helm uninstall --no-hooks --wait fails');
+      assert.not.ok(
+        [...seen.keys()].some((k) => k.startsWith('deployment deleting')),
+        timeline(seen, t0),
+      );
+      const out = await operatorOutput(kubelet, pod.metadata.name);
+      assert.not.ok(
+        out.some((l) => /^cleanup .*: finalizer/.test(l)),
+        `it removed no finalizer: ${out.join('\n')}`,
+      );
+      for (const r of ['installations', 'apiservers']) {
+        const o = await cluster.api.get(`${GROUP}/${r}/default`);
+        assert.ok(o?.metadata.deletionTimestamp, `${r}/default terminating`);
+        assert.equal(o.metadata.finalizers, [FIN], `${r}/default stuck with the operator's finalizer`);
+      }
+    },
+    slowCleanup,
+  );
 });
 
 test("Kubebuilder's 10 s grace period (wrap mode): the drain and the release fit, nothing is left", async () => {
   await withKubelet('helm-10s', async (ns, kubelet) => {
-    await mustHelm(['install', 'ex', chart, '-n', ns, '--wait', '--timeout', '60s', ...setArgs({ 'drainguard.mode': 'wrap', 'drainguard.terminationGracePeriodSeconds': 10 })]);
+    await mustHelm([
+      'install',
+      'ex',
+      chart,
+      '-n',
+      ns,
+      '--wait',
+      '--timeout',
+      '60s',
+      ...setArgs({ 'drainguard.mode': 'wrap', 'drainguard.terminationGracePeriodSeconds': 10 }),
+    ]);
     const pod = await installed(ns, true);
     assert.equal(pod.spec.terminationGracePeriodSeconds, 10);
     const t0 = Date.now();
     const { result, seen } = await observe(helm(['uninstall', 'ex', '-n', ns, '--wait', '--timeout', '30s']), releaseState(ns));
-    if (process.env.TEST_VERBOSE) process.stdout.write(`helm uninstall --wait, 10 s grace, wrap:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`);
+    if (process.env.TEST_VERBOSE)
+      process.stdout.write(
+        `helm uninstall --wait, 10 s grace, wrap:\n${timeline(seen, t0)}\n${String(result.at - t0).padStart(6)} ms  helm exited ${result.code}\n`,
+      );
     assert.equal(result.code, 0, `helm uninstall --wait: ${result.stderr}${result.stdout}`);
     assert.ok(seen.get('operator pod gone')! - seen.get('operator pod terminating')! < 10_000, 'the pod is gone inside its grace period');
     const killed = kubelet.events.filter((e) => e.uid === pod.metadata.uid && /SIGKILL/.test(e.what));

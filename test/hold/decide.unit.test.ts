@@ -17,16 +17,25 @@ test('not deleting: idle, whatever is being finalized', () => {
 
 test('deleting: settling until SETTLE, then released once nothing is finalizing', () => {
   const s = { ...base, deletingFinalizers: ['drainguard.dev/holder-a'], deletingSeenAt: T0 };
-  assert.equal(decide({ ...s, finalizing: [] }), { hold: 'settling', lookAt: T0 + 5_000 }, 'an empty list before the settle means nothing yet');
+  assert.equal(
+    decide({ ...s, finalizing: [] }),
+    { hold: 'settling', lookAt: T0 + 5_000 },
+    'an empty list before the settle means nothing yet',
+  );
   assert.equal(decide({ ...s, now: T0 + 5_000 }), { hold: 'waiting', until: T0 + 300_000 }, 'not listed yet');
-  assert.equal(decide({ ...s, now: T0 + 5_000, finalizing: [{ object: 'x', finalizers: ['a/b'] }] }), { hold: 'waiting', until: T0 + 300_000 });
+  assert.equal(decide({ ...s, now: T0 + 5_000, finalizing: [{ object: 'x', finalizers: ['a/b'] }] }), {
+    hold: 'waiting',
+    until: T0 + 300_000,
+  });
   assert.equal(decide({ ...s, now: T0 + 5_000, finalizing: [] }), { release: 'finalized' });
   assert.equal(decide({ ...s, now: T0 + 300_000, finalizing: [{ object: 'x', finalizers: ['a/b'] }] }), { release: 'timeout' });
   assert.equal(decide({ ...s, now: T0 + 300_000 }), { release: 'timeout' }, 'a list that keeps failing ends at the timeout');
 });
 
 test('foreground and orphan deletion: released at once, before the settle', () => {
-  assert.equal(decide({ ...base, deletingFinalizers: ['foregroundDeletion', 'drainguard.dev/holder-a'], deletingSeenAt: T0 }), { release: 'foreground' });
+  assert.equal(decide({ ...base, deletingFinalizers: ['foregroundDeletion', 'drainguard.dev/holder-a'], deletingSeenAt: T0 }), {
+    release: 'foreground',
+  });
   assert.equal(decide({ ...base, deletingFinalizers: ['orphan'], deletingSeenAt: T0 }), { release: 'orphan' });
 });
 
@@ -43,8 +52,19 @@ function fakeClient(state: { deployment: any; finalizing: any[]; failGets?: numb
         state.failGets--;
         throw new Error('connect ECONNREFUSED');
       }
-      if (ref.resource === 'pods') return { metadata: { name: 'op-1', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'op-abc', uid: 'rs', controller: true }] } };
-      return { metadata: { name: 'op-abc', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'op', uid: 'd-uid', controller: true }] } };
+      if (ref.resource === 'pods')
+        return {
+          metadata: {
+            name: 'op-1',
+            ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'op-abc', uid: 'rs', controller: true }],
+          },
+        };
+      return {
+        metadata: {
+          name: 'op-abc',
+          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'op', uid: 'd-uid', controller: true }],
+        },
+      };
     },
     async list(r: { resource: string }) {
       calls.push(`list ${r.resource}`);
@@ -72,12 +92,29 @@ test('the Hold on a fake clock: held through the settle, released finalized once
   const clock = new FakeClock(T0);
   const calls: string[] = [];
   const widget = { metadata: { name: 'w', deletionTimestamp: 'x', finalizers: ['example.com/cleanup', 'drainguard.dev/holder-a'] } };
-  const state = { deployment: { metadata: { name: 'op', uid: 'd-uid', deletionTimestamp: 'x', finalizers: ['drainguard.dev/holder-a'] } }, finalizing: [widget] };
+  const state = {
+    deployment: { metadata: { name: 'op', uid: 'd-uid', deletionTimestamp: 'x', finalizers: ['drainguard.dev/holder-a'] } },
+    finalizing: [widget],
+  };
   const held: string[] = [];
   const released: string[] = [];
-  const guard = { finalizer: 'drainguard.dev/holder-a', hold: (t: { name: string }) => void held.push(t.name), letGo: async (t: { name: string }) => (released.push(t.name), 'removed' as const) };
+  const guard = {
+    finalizer: 'drainguard.dev/holder-a',
+    hold: (t: { name: string }) => void held.push(t.name),
+    letGo: async (t: { name: string }) => (released.push(t.name), 'removed' as const),
+  };
   const reasons: string[] = [];
-  const hold = new Hold({ client: fakeClient(state, calls), guard, pod: { name: 'op-1', namespace: 'ns', uid: 'a' }, kinds: [{ plural: 'widgets', group: 'example.com' }], timeoutMs: 60_000, settleMs: 5_000, clock, pollMs: 1000, onReleased: (r) => reasons.push(r) });
+  const hold = new Hold({
+    client: fakeClient(state, calls),
+    guard,
+    pod: { name: 'op-1', namespace: 'ns', uid: 'a' },
+    kinds: [{ plural: 'widgets', group: 'example.com' }],
+    timeoutMs: 60_000,
+    settleMs: 5_000,
+    clock,
+    pollMs: 1000,
+    onReleased: (r) => reasons.push(r),
+  });
   hold.start();
   await settle();
   assert.equal(held, ['op']);
@@ -87,7 +124,11 @@ test('the Hold on a fake clock: held through the settle, released finalized once
   assert.not.ok(calls.includes('list widgets'));
   await clock.advance(1);
   assert.ok(calls.includes('list widgets'), 'listed at the settle');
-  assert.equal(hold.report().waitingFor, [{ object: 'widgets.example.com/w', finalizers: ['example.com/cleanup'] }], "drainguard's own finalizers do not count");
+  assert.equal(
+    hold.report().waitingFor,
+    [{ object: 'widgets.example.com/w', finalizers: ['example.com/cleanup'] }],
+    "drainguard's own finalizers do not count",
+  );
   await clock.advance(3_000);
   assert.equal(released, [], 'still finalizing');
   state.finalizing = [];
@@ -102,11 +143,27 @@ test('the Hold on a fake clock: released by the timeout, counted from the deleti
   const clock = new FakeClock(T0);
   const calls: string[] = [];
   const widget = { metadata: { name: 'w', deletionTimestamp: 'x', finalizers: ['example.com/cleanup'] } };
-  const state = { deployment: { metadata: { name: 'op', uid: 'd-uid', deletionTimestamp: 'x', finalizers: ['drainguard.dev/holder-a'] } }, finalizing: [widget] };
+  const state = {
+    deployment: { metadata: { name: 'op', uid: 'd-uid', deletionTimestamp: 'x', finalizers: ['drainguard.dev/holder-a'] } },
+    finalizing: [widget],
+  };
   const released: string[] = [];
-  const guard = { finalizer: 'drainguard.dev/holder-a', hold: () => {}, letGo: async (t: { name: string }) => (released.push(t.name), 'removed' as const) };
+  const guard = {
+    finalizer: 'drainguard.dev/holder-a',
+    hold: () => {},
+    letGo: async (t: { name: string }) => (released.push(t.name), 'removed' as const),
+  };
   const reasons: string[] = [];
-  const hold = new Hold({ client: fakeClient(state, calls), guard, pod: { name: 'op-1', namespace: 'ns', uid: 'a' }, kinds: [{ plural: 'widgets', group: 'example.com' }], timeoutMs: 60_000, settleMs: 5_000, clock, onReleased: (r) => reasons.push(r) });
+  const hold = new Hold({
+    client: fakeClient(state, calls),
+    guard,
+    pod: { name: 'op-1', namespace: 'ns', uid: 'a' },
+    kinds: [{ plural: 'widgets', group: 'example.com' }],
+    timeoutMs: 60_000,
+    settleMs: 5_000,
+    clock,
+    onReleased: (r) => reasons.push(r),
+  });
   hold.start();
   await settle();
   await clock.advance(59_999);
@@ -142,8 +199,20 @@ test('the Hold on a fake clock: its search for the Deployment retries by KEEP_TR
   const times = timed(clock, calls);
   const state = { deployment: { metadata: { name: 'op', uid: 'd-uid' } }, finalizing: [], failGets: 3 };
   const held: string[] = [];
-  const guard = { finalizer: 'drainguard.dev/holder-a', hold: (t: { name: string }) => void held.push(t.name), letGo: async () => 'removed' as const };
-  const hold = new Hold({ client: fakeClient(state, calls), guard, pod: { name: 'op-1', namespace: 'ns', uid: 'a' }, kinds: [{ plural: 'widgets', group: 'example.com' }], timeoutMs: 60_000, settleMs: 5_000, clock });
+  const guard = {
+    finalizer: 'drainguard.dev/holder-a',
+    hold: (t: { name: string }) => void held.push(t.name),
+    letGo: async () => 'removed' as const,
+  };
+  const hold = new Hold({
+    client: fakeClient(state, calls),
+    guard,
+    pod: { name: 'op-1', namespace: 'ns', uid: 'a' },
+    kinds: [{ plural: 'widgets', group: 'example.com' }],
+    timeoutMs: 60_000,
+    settleMs: 5_000,
+    clock,
+  });
   hold.start();
   await settle();
   for (let i = 0; i < 3; i++) await clock.advance(clock.nextAt! - clock.now());
@@ -154,13 +223,21 @@ test('the Hold on a fake clock: its search for the Deployment retries by KEEP_TR
   await hold.stop();
 });
 
-test('the Hold on a fake clock: a watch that fails is listed and watched again after KEEP_TRYING\'s backoff', async () => {
+test("the Hold on a fake clock: a watch that fails is listed and watched again after KEEP_TRYING's backoff", async () => {
   const clock = new FakeClock(T0);
   const calls: string[] = [];
   const times = timed(clock, calls);
   const state = { deployment: { metadata: { name: 'op', uid: 'd-uid' } }, finalizing: [], failWatches: 3 };
   const guard = { finalizer: 'drainguard.dev/holder-a', hold: () => {}, letGo: async () => 'removed' as const };
-  const hold = new Hold({ client: fakeClient(state, calls), guard, pod: { name: 'op-1', namespace: 'ns', uid: 'a' }, kinds: [{ plural: 'widgets', group: 'example.com' }], timeoutMs: 60_000, settleMs: 5_000, clock });
+  const hold = new Hold({
+    client: fakeClient(state, calls),
+    guard,
+    pod: { name: 'op-1', namespace: 'ns', uid: 'a' },
+    kinds: [{ plural: 'widgets', group: 'example.com' }],
+    timeoutMs: 60_000,
+    settleMs: 5_000,
+    clock,
+  });
   hold.start();
   await settle();
   for (let i = 0; i < 3; i++) await clock.advance(clock.nextAt! - clock.now());

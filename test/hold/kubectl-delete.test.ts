@@ -45,7 +45,11 @@ function sampleMetrics(address: string): { states: { at: number; held?: number; 
     while (!done) {
       const m = await get(address, '/metrics');
       if (m.status === 200) {
-        const state = { at: Date.now(), held: sample(m.body, 'drainguard_hold_held'), finalized: sample(m.body, 'drainguard_hold_released_total{reason="finalized"}') };
+        const state = {
+          at: Date.now(),
+          held: sample(m.body, 'drainguard_hold_held'),
+          finalized: sample(m.body, 'drainguard_hold_released_total{reason="finalized"}'),
+        };
         const last = states.at(-1);
         if (!last || last.held !== state.held || last.finalized !== state.finalized) states.push(state);
       }
@@ -57,7 +61,10 @@ function sampleMetrics(address: string): { states: { at: number; held?: number; 
 
 /** Onto the timeline: when each object the uninstall deletes is gone. */
 function goneTimes(s: OperatorSet): Promise<void> {
-  const deleted = [...s.objects.filter((o) => o.kind !== 'Namespace' && o.metadata.labels?.['app.kubernetes.io/name'] !== 'drainguard'), ...s.customResources];
+  const deleted = [
+    ...s.objects.filter((o) => o.kind !== 'Namespace' && o.metadata.labels?.['app.kubernetes.io/name'] !== 'drainguard'),
+    ...s.customResources,
+  ];
   return Promise.all(
     deleted.map(async (o) => {
       await c.poll(pathOf(o), (_b, st) => st === 404, 120_000, `${o.kind}/${o.metadata.name} gone`);
@@ -74,11 +81,23 @@ test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator
     // Readiness waits for the Deployment's finalizer: the first 200 of /readyz comes with it in place.
     const drainguard = await s.kubelet.process(s.name, 'drainguard', 60_000);
     const { address } = await drainguard.log('http listener started', 20_000);
-    const ready = await c.cluster.waitFor(async () => ((await get(String(address), '/readyz')).status === 200 ? c.api.must('GET', `/apis/apps/v1/namespaces/${s.ns}/deployments/${s.name}`) : undefined), 30_000, '/readyz 200');
+    const ready = await c.cluster.waitFor(
+      async () =>
+        (await get(String(address), '/readyz')).status === 200
+          ? c.api.must('GET', `/apis/apps/v1/namespaces/${s.ns}/deployments/${s.name}`)
+          : undefined,
+      30_000,
+      '/readyz 200',
+    );
     const [{ pod, operator }] = await operatorPods(c, s);
     const holder = `drainguard.dev/holder-${pod.metadata.uid}`;
-    assert.ok(ready.metadata.finalizers?.includes(holder), `/readyz 200 only once the Deployment carries ${holder}: ${JSON.stringify(ready.metadata.finalizers)}`);
-    s.at("drainguard ready: the Deployment and the RBAC carry the pod's finalizer; the operator adopted the Installation and the APIServer");
+    assert.ok(
+      ready.metadata.finalizers?.includes(holder),
+      `/readyz 200 only once the Deployment carries ${holder}: ${JSON.stringify(ready.metadata.finalizers)}`,
+    );
+    s.at(
+      "drainguard ready: the Deployment and the RBAC carry the pod's finalizer; the operator adopted the Installation and the APIServer",
+    );
     metrics = sampleMetrics(String(address));
 
     const [args, input] = uninstallArgs(s);
@@ -88,7 +107,10 @@ test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator
       return r;
     });
     s.at("kubectl delete -l 'app.kubernetes.io/name!=drainguard' -f hold.yaml (but its Namespace) -f custom-resources.yaml started");
-    const seen = await drainguard.log('the Deployment is being deleted: holding the operator until the listed custom resources are finalized', 20_000);
+    const seen = await drainguard.log(
+      'the Deployment is being deleted: holding the operator until the listed custom resources are finalized',
+      20_000,
+    );
     s.at(`drainguard: the Deployment is being deleted (finalizers ${JSON.stringify(seen.finalizers)}), holding`, seen.time);
     await operator.line('cleanup installations/default started', 30_000);
     assert.ok(operator.stdout.includes('cleanup apiservers/default started'));
@@ -98,7 +120,11 @@ test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator
     s.at('operator: installations/default cleaned up (delete configmap 200, its RBAC still in force), finalizer removed 200');
     await operator.line('cleanup apiservers/default: finalizer 200', 30_000);
     s.at('operator: apiservers/default finalizer removed 200');
-    const line = await c.cluster.waitFor(() => drainguard.logs().find((l) => String(l.msg).startsWith('hold released')), 30_000, 'the hold released');
+    const line = await c.cluster.waitFor(
+      () => drainguard.logs().find((l) => String(l.msg).startsWith('hold released')),
+      30_000,
+      'the hold released',
+    );
     assert.is(line.reason, 'finalized', String(line.msg));
     assert.ok(operator.stdout.includes('cleanup apiservers/default: finalizer 200'), 'released only once both finalizers were off');
     s.at(`drainguard: ${line.msg}`, line.time);
@@ -113,14 +139,17 @@ test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator
     await gone;
 
     // The Event on the pod, with the reason (read before the Namespace takes it).
-    const events = (await c.api.must('GET', `/api/v1/namespaces/${s.ns}/events?fieldSelector=involvedObject.uid%3D${pod.metadata.uid}`)).items;
+    const events = (await c.api.must('GET', `/api/v1/namespaces/${s.ns}/events?fieldSelector=involvedObject.uid%3D${pod.metadata.uid}`))
+      .items;
     const event = events.find((e: any) => e.reason === 'HoldReleased');
     assert.ok(event, `a HoldReleased Event on the pod: ${events.map((e: any) => e.reason)}`);
     assert.equal([event.involvedObject.kind, event.type], ['Pod', 'Normal']);
     assert.match(event.message, '(reason finalized)');
 
     // drainguard's own RBAC, once no holder is left, then the Namespace (docs/guard.md).
-    const release = drainguardCli(['release', '--pod-namespace', s.ns, '--guard', s.guard, '--wait', '30s', '--delete', s.own], { KUBECONFIG: c.cluster.adminKubeconfig });
+    const release = drainguardCli(['release', '--pod-namespace', s.ns, '--guard', s.guard, '--wait', '30s', '--delete', s.own], {
+      KUBECONFIG: c.cluster.adminKubeconfig,
+    });
     assert.is((await release.exit(40_000)).code, 0, release.stdout.join('\n'));
     s.at(`drainguard release --wait --delete: ${release.stdout.at(-1)}`);
     const ns = await kubectl(c, ['delete', 'namespace', s.ns]);
@@ -133,7 +162,10 @@ test('kubectl delete -f of deploy/rendered/hold.yaml with the hold: the operator
     // What /metrics showed: held while the Deployment was held, released (finalized) once, after.
     const states = metrics.states.map((m) => [m.held, m.finalized ?? 0]);
     assert.equal(states[0], [1, 0], `held before the delete: ${JSON.stringify(states)}`);
-    assert.ok(states.some(([held, finalized]) => held === 0 && finalized === 1), `drainguard_hold_held 0 and drainguard_hold_released_total{reason="finalized"} 1 after: ${JSON.stringify(states)}`);
+    assert.ok(
+      states.some(([held, finalized]) => held === 0 && finalized === 1),
+      `drainguard_hold_held 0 and drainguard_hold_released_total{reason="finalized"} 1 after: ${JSON.stringify(states)}`,
+    );
     assert.not.ok(states.some(([, finalized]) => (finalized ?? 0) > 1));
     const released = metrics.states.find((m) => m.finalized === 1)!;
     s.at('/metrics: drainguard_hold_held 0, drainguard_hold_released_total{reason="finalized"} 1', new Date(released.at).toISOString());
@@ -152,21 +184,33 @@ test('control: the same manifests with DRAINGUARD_HOLD emptied: the same kubectl
     s.at("drainguard ready: the RBAC carries the pod's finalizer (the guard); the operator adopted the Installation and the APIServer");
     const [args, input] = uninstallArgs(s, '--wait=false');
     assert.is((await kubectl(c, args, input)).code, 0);
-    s.at("kubectl delete -l 'app.kubernetes.io/name!=drainguard' -f hold.yaml (but its Namespace) -f custom-resources.yaml returned (--wait=false: it would wait for good)");
+    s.at(
+      "kubectl delete -l 'app.kubernetes.io/name!=drainguard' -f hold.yaml (but its Namespace) -f custom-resources.yaml returned (--wait=false: it would wait for good)",
+    );
     await operator.line('drained', 30_000);
-    s.at(`operator drained: the pod was deleted with the Deployment at once${operator.stdout.includes('cleanup installations/default started') ? ', its cleanup of installations/default under way' : ''}`);
+    s.at(
+      `operator drained: the pod was deleted with the Deployment at once${operator.stdout.includes('cleanup installations/default started') ? ', its cleanup of installations/default under way' : ''}`,
+    );
     const released = await drainguard.log('guard released', 30_000);
     s.at('drainguard: guard released', released.time);
     await c.poll(`/api/v1/namespaces/${s.ns}/pods/${pod.metadata.name}`, (_b, st) => st === 404, 30_000, 'the pod gone');
     s.at('pod gone');
-    assert.not.ok(operator.stdout.some((l) => /: finalizer \d+$/.test(l) && l.startsWith('cleanup ')), `it removed no finalizer: ${operator.stdout.join('\n')}`);
+    assert.not.ok(
+      operator.stdout.some((l) => /: finalizer \d+$/.test(l) && l.startsWith('cleanup ')),
+      `it removed no finalizer: ${operator.stdout.join('\n')}`,
+    );
     for (const cr of s.customResources) {
       const o = await c.api.must('GET', pathOf(cr));
-      assert.ok(o.metadata.deletionTimestamp && o.metadata.finalizers.includes(`${s.group}/cleanup`), `${cr.kind}/default stuck Terminating with its finalizer`);
+      assert.ok(
+        o.metadata.deletionTimestamp && o.metadata.finalizers.includes(`${s.group}/cleanup`),
+        `${cr.kind}/default stuck Terminating with its finalizer`,
+      );
     }
     const crd = await c.api.must('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/installations.${s.group}`);
     assert.ok(crd.metadata.deletionTimestamp, 'the CRD is Terminating, waiting for its objects');
-    s.at("installations/default and apiservers/default stuck Terminating with the operator's finalizer (and their CRDs with them), no operator left");
+    s.at(
+      "installations/default and apiservers/default stuck Terminating with the operator's finalizer (and their CRDs with them), no operator left",
+    );
   } finally {
     console.log(`\nwithout the hold:\n${s.timeline.join('\n')}\n`);
     await removeSet(c, s);

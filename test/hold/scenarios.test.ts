@@ -20,7 +20,9 @@ test.before(async () => {
 /** The built drainguard as the admin, without blocking the event loop. */
 function drainguard(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(EXE, args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: c.cluster.adminKubeconfig } }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    execFile(EXE, args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: c.cluster.adminKubeconfig } }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -58,14 +60,20 @@ test('the timeout: the hold lets go after DRAINGUARD_HOLD_TIMEOUT, naming what i
     const [{ drainguard: sidecar, operator: manager, pod }] = await operatorPods(c, s);
     await c.poll(deploymentPath(s.ns, s.name), (b) => b.metadata?.finalizers?.includes(holderOf(pod.metadata.uid)), 20_000, 'the hold set');
     assert.is((await kubectl(c, ...uninstallArgs(s, '--wait=false'))).code, 0);
-    const seen = await sidecar.log('the Deployment is being deleted: holding the operator until the listed custom resources are finalized', 20_000);
+    const seen = await sidecar.log(
+      'the Deployment is being deleted: holding the operator until the listed custom resources are finalized',
+      20_000,
+    );
     // drainguard status shows the hold and what it waits for.
     const status = await drainguard(['status', '--hold', HOLD, '--pod-namespace', s.ns, '-o', 'json']);
     assert.is(status.code, 0, status.stderr);
     const report = JSON.parse(status.stdout);
     const held = report.objects.find((o: any) => o.object === `deployment/${s.ns}/${s.name}`);
     assert.ok(held?.deleting && held.holders.some((h: any) => h.uid === pod.metadata.uid && h.live), status.stdout);
-    assert.equal(report.hold.waitingFor.map((f: any) => f.object).sort(), [`apiservers.${GROUP}/default`, `installations.${GROUP}/default`]);
+    assert.equal(report.hold.waitingFor.map((f: any) => f.object).sort(), [
+      `apiservers.${GROUP}/default`,
+      `installations.${GROUP}/default`,
+    ]);
     const text = await drainguard(['status', '--hold', HOLD, '--pod-namespace', s.ns]);
     assert.match(text.stdout, `a held Deployment being deleted waits for\n  installations.${GROUP}/default  ${GROUP}/cleanup`);
     await manager.line('drained', 30_000);
@@ -73,7 +81,10 @@ test('the timeout: the hold lets go after DRAINGUARD_HOLD_TIMEOUT, naming what i
     assert.ok(line, sidecar.stderr.join('\n'));
     assert.is(line.reason, 'timeout');
     assert.ok(Date.parse(String(line.time)) - Date.parse(String(seen.time)) >= 8000, 'not before the timeout');
-    assert.match(String(line.msg), `still finalizing: installations.${GROUP}/default (${GROUP}/cleanup), apiservers.${GROUP}/default (${GROUP}/cleanup)`);
+    assert.match(
+      String(line.msg),
+      `still finalizing: installations.${GROUP}/default (${GROUP}/cleanup), apiservers.${GROUP}/default (${GROUP}/cleanup)`,
+    );
     const event = (await c.api.must('GET', `/api/v1/namespaces/${s.ns}/events`)).items.find((e: any) => e.reason === 'HoldReleased');
     assert.ok(event?.message.includes('(reason timeout)'));
     await c.poll(deploymentPath(s.ns, s.name), (_b, st) => st === 404, 30_000, 'the Deployment gone');
@@ -108,20 +119,48 @@ test('a rolling update of two replicas leaves no hold finalizer of the old pods 
   try {
     const old = await operatorPods(c, s, 2);
     const oldUids = old.map((p) => p.pod.metadata.uid as string);
-    await c.poll(deploymentPath(s.ns, s.name), (b) => oldUids.every((u) => b.metadata?.finalizers?.includes(holderOf(u))), 20_000, 'both pods hold the Deployment');
-    const patched = await kubectl(c, ['-n', s.ns, 'patch', 'deployment', s.name, '--type=merge', '-p', JSON.stringify({ spec: { template: { metadata: { annotations: { rollout: '2' } } } } })]);
+    await c.poll(
+      deploymentPath(s.ns, s.name),
+      (b) => oldUids.every((u) => b.metadata?.finalizers?.includes(holderOf(u))),
+      20_000,
+      'both pods hold the Deployment',
+    );
+    const patched = await kubectl(c, [
+      '-n',
+      s.ns,
+      'patch',
+      'deployment',
+      s.name,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { template: { metadata: { annotations: { rollout: '2' } } } } }),
+    ]);
     assert.is(patched.code, 0, patched.stderr);
     // The rollout is over when two new pods run and the old ones are gone.
     const pods = await c.poll(
       `/api/v1/namespaces/${s.ns}/pods?labelSelector=app.kubernetes.io%2Fname%3D${s.name}`,
-      (b) => b.items.length === 2 && b.items.every((p: any) => !oldUids.includes(p.metadata.uid) && p.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True')),
+      (b) =>
+        b.items.length === 2 &&
+        b.items.every(
+          (p: any) =>
+            !oldUids.includes(p.metadata.uid) && p.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True'),
+        ),
       90_000,
       'two new pods Ready, the old ones gone',
     );
     const newUids = pods.items.map((p: any) => p.metadata.uid as string).sort();
-    const d = await c.poll(deploymentPath(s.ns, s.name), (b) => newUids.every((u: string) => b.metadata.finalizers?.includes(holderOf(u))), 20_000, 'the new pods hold the Deployment');
+    const d = await c.poll(
+      deploymentPath(s.ns, s.name),
+      (b) => newUids.every((u: string) => b.metadata.finalizers?.includes(holderOf(u))),
+      20_000,
+      'the new pods hold the Deployment',
+    );
     assert.equal([...d.metadata.finalizers].sort(), newUids.map(holderOf).sort(), "only the live pods' finalizers");
-    for (const p of old) assert.ok(p.drainguard.logs().some((l) => l.msg === 'guard released'), 'each old pod released its finalizers in its release phase');
+    for (const p of old)
+      assert.ok(
+        p.drainguard.logs().some((l) => l.msg === 'guard released'),
+        'each old pod released its finalizers in its release phase',
+      );
   } finally {
     await removeSet(c, s);
   }

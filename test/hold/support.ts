@@ -74,10 +74,13 @@ function rendered(id: string): KubeObject[] {
     .replaceAll('operator.example.io', `operator.${id}.example.io`)
     .replaceAll('example-hold', `${id}-hold`)
     .replaceAll('example-operator', id);
-  return parseAllDocuments(text).map((d) => d.toJS() as KubeObject | null).filter((o): o is KubeObject => o !== null);
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as KubeObject | null)
+    .filter((o): o is KubeObject => o !== null);
 }
 
-const drainguardContainer = (deployment: KubeObject) => deployment.spec.template.spec.initContainers.find((c: any) => c.name === 'drainguard');
+const drainguardContainer = (deployment: KubeObject) =>
+  deployment.spec.template.spec.initContainers.find((c: any) => c.name === 'drainguard');
 
 /** `kubectl apply -f` of the rendered manifests, then of the custom resources once their CRDs are served; the kubelet running the pods. */
 export async function operatorSet(c: KubeletCluster, o: OperatorOptions = {}): Promise<OperatorSet> {
@@ -95,8 +98,15 @@ export async function operatorSet(c: KubeletCluster, o: OperatorOptions = {}): P
   for (const [name, value] of Object.entries(o.env ?? {})) env.push({ name, value });
   if (o.replicas !== undefined) deployment.spec.replicas = o.replicas;
   const guard = env.find((e) => e.name === 'DRAINGUARD_GUARD')!.value!;
-  const own = objects.filter((x) => x.metadata.labels?.['app.kubernetes.io/name'] === 'drainguard').map(key).join(',');
-  const customResources: KubeObject[] = ['Installation', 'APIServer'].map((kind) => ({ apiVersion: `${group}/v1`, kind, metadata: { name: 'default' } }));
+  const own = objects
+    .filter((x) => x.metadata.labels?.['app.kubernetes.io/name'] === 'drainguard')
+    .map(key)
+    .join(',');
+  const customResources: KubeObject[] = ['Installation', 'APIServer'].map((kind) => ({
+    apiVersion: `${group}/v1`,
+    kind,
+    metadata: { name: 'default' },
+  }));
 
   const t0 = Date.now();
   const timeline: string[] = [];
@@ -108,7 +118,9 @@ export async function operatorSet(c: KubeletCluster, o: OperatorOptions = {}): P
 
   const applied = await kubectl(c, ['apply', '-f', '-'], yaml(objects));
   if (applied.code !== 0) throw new Error(`kubectl apply -f ${RENDERED}: ${applied.stderr}`);
-  at(`kubectl apply -f ${RENDERED}${o.hold === false ? ' (DRAINGUARD_HOLD emptied)' : ''}: ${applied.stdout.trim().split('\n').length} objects`);
+  at(
+    `kubectl apply -f ${RENDERED}${o.hold === false ? ' (DRAINGUARD_HOLD emptied)' : ''}: ${applied.stdout.trim().split('\n').length} objects`,
+  );
   for (const plural of ['installations', 'apiservers']) {
     await c.poll(`/apis/${group}/v1/${plural}`, (_b, st) => st === 200, 20_000, `the ${plural} CRD served`);
   }
@@ -117,8 +129,17 @@ export async function operatorSet(c: KubeletCluster, o: OperatorOptions = {}): P
   at('kubectl apply -f custom-resources.yaml: Installation, APIServer');
 
   // The rendered Deployment gives the operator no POD_NAMESPACE (the chart's does): the fixture is told.
-  const operatorImage = exampleImages({ POD_NAMESPACE: ns, FIXTURE_GROUP: group, FIXTURE_NAME: id, FIXTURE_FINALIZE_AFTER_MS: String(o.finalizeAfterMs ?? 3000) })['example.com/example-operator'];
-  const kubelet = await Kubelet.start({ cluster: c.access, namespaces: [ns], images: { [DRAINGUARD_IMAGE]: drainguardImage(), [`example.com/${id}`]: operatorImage } });
+  const operatorImage = exampleImages({
+    POD_NAMESPACE: ns,
+    FIXTURE_GROUP: group,
+    FIXTURE_NAME: id,
+    FIXTURE_FINALIZE_AFTER_MS: String(o.finalizeAfterMs ?? 3000),
+  })['example.com/example-operator'];
+  const kubelet = await Kubelet.start({
+    cluster: c.access,
+    namespaces: [ns],
+    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [`example.com/${id}`]: operatorImage },
+  });
   return { ns, name: id, group, kinds, objects, customResources, guard, own, kubelet, at, timeline };
 }
 
@@ -134,7 +155,11 @@ export function uninstallArgs(s: OperatorSet, ...extra: string[]): [string[], st
 }
 
 /** `kubectl ARGS` as the admin, without blocking the event loop (the kubelet stand-in runs in it). */
-export function kubectl(c: KubeletCluster, args: readonly string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+export function kubectl(
+  c: KubeletCluster,
+  args: readonly string[],
+  input?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = execFile('kubectl', ['--kubeconfig', c.cluster.adminKubeconfig, ...args], { encoding: 'utf8' }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
@@ -153,30 +178,48 @@ export interface OperatorPod {
 
 /** The operator's pods, running and Ready, once the operator has adopted its custom resources. */
 export async function operatorPods(c: KubeletCluster, s: OperatorSet, count = 1): Promise<OperatorPod[]> {
-  const pods = await c.poll(`/api/v1/namespaces/${s.ns}/pods?labelSelector=app.kubernetes.io%2Fname%3D${s.name}`, (b) => b.items?.length === count, 60_000, `${count} operator pod(s)`);
+  const pods = await c.poll(
+    `/api/v1/namespaces/${s.ns}/pods?labelSelector=app.kubernetes.io%2Fname%3D${s.name}`,
+    (b) => b.items?.length === count,
+    60_000,
+    `${count} operator pod(s)`,
+  );
   const out = [];
   for (const pod of pods.items) {
     const drainguard = await s.kubelet.process(pod.metadata.name, 'drainguard', 60_000);
     const operator = await s.kubelet.process(pod.metadata.name, 'manager', 60_000);
     await operator.line('ready', 20_000);
-    await c.poll(`/api/v1/namespaces/${s.ns}/pods/${pod.metadata.name}`, (b) => b.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True'), 30_000, 'the operator pod Ready');
+    await c.poll(
+      `/api/v1/namespaces/${s.ns}/pods/${pod.metadata.name}`,
+      (b) => b.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True'),
+      30_000,
+      'the operator pod Ready',
+    );
     out.push({ pod, operator, drainguard });
   }
   for (const cr of s.customResources) {
-    await c.poll(pathOf(cr), (b) => b.metadata?.finalizers?.includes(`${s.group}/cleanup`), 20_000, `the operator's finalizer on ${key(cr)}`);
+    await c.poll(
+      pathOf(cr),
+      (b) => b.metadata?.finalizers?.includes(`${s.group}/cleanup`),
+      20_000,
+      `the operator's finalizer on ${key(cr)}`,
+    );
   }
   return out;
 }
 
 /** What is left of the set and its pods (the objects that still exist), after waiting up to `ms` for them to go. */
 export async function leftOf(c: KubeletCluster, s: OperatorSet, ms: number): Promise<string[]> {
-  const lists = ['/apis/apps/v1/replicasets', '/api/v1/pods', '/apis/coordination.k8s.io/v1/leases', '/api/v1/configmaps'].map((l) => l.replace(/\/([a-z]+)$/, `/namespaces/${s.ns}/$1`));
+  const lists = ['/apis/apps/v1/replicasets', '/api/v1/pods', '/apis/coordination.k8s.io/v1/leases', '/api/v1/configmaps'].map((l) =>
+    l.replace(/\/([a-z]+)$/, `/namespaces/${s.ns}/$1`),
+  );
   const deadline = Date.now() + ms;
   for (;;) {
     const left: string[] = [];
     for (const o of [...s.objects, ...s.customResources]) if ((await c.api.call('GET', pathOf(o))).status !== 404) left.push(key(o));
     for (const l of lists) {
-      for (const o of (await c.api.call('GET', l)).body?.items ?? []) if (!PUBLISHED.includes(o.metadata.name)) left.push(`${l}/${o.metadata.name}`);
+      for (const o of (await c.api.call('GET', l)).body?.items ?? [])
+        if (!PUBLISHED.includes(o.metadata.name)) left.push(`${l}/${o.metadata.name}`);
     }
     if (left.length === 0 || Date.now() > deadline) return left;
     await new Promise((r) => setTimeout(r, 200));

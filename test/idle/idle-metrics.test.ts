@@ -24,7 +24,11 @@ const running: Proc[] = [];
 async function manager(flags: string[], secure = false): Promise<{ p: Proc; url: string }> {
   const port = await freePort();
   const addr = `127.0.0.1:${port}`;
-  const p = new Proc(EXAMPLE, ['-no-drainguard', '-namespace', ns, '-metrics-bind-address', addr, ...(secure ? ['-metrics-secure'] : []), ...flags], { KUBECONFIG: cluster.adminKubeconfig });
+  const p = new Proc(
+    EXAMPLE,
+    ['-no-drainguard', '-namespace', ns, '-metrics-bind-address', addr, ...(secure ? ['-metrics-secure'] : []), ...flags],
+    { KUBECONFIG: cluster.adminKubeconfig },
+  );
   running.push(p);
   await p.line('ready', 30_000);
   // "ready" is the caches synced; the metrics server listens in a goroutine of its own, which
@@ -35,7 +39,12 @@ async function manager(flags: string[], secure = false): Promise<{ p: Proc; url:
 }
 
 let seq = 0;
-const configMap = () => cluster.api.create(`/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${++seq}`, labels: { app: 'drainguard-example' } } });
+const configMap = () =>
+  cluster.api.create(`/api/v1/namespaces/${ns}/configmaps`, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: `cm-${++seq}`, labels: { app: 'drainguard-example' } },
+  });
 const soon = (ms: number) => Date.now() + ms;
 
 test.after.each(async () => {

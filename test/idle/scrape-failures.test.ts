@@ -15,7 +15,10 @@ const WARNING = "cannot read the operator's metrics: the drain waits on, for an 
 /** drainguard run with an operator that speaks no protocol, stopped at once; resolves with its log once it exited. */
 async function stopWith(url: string, drainTimeout: string, prefix: string[] = []): Promise<LogLine[]> {
   const args = ['run', '--idle-metrics', url, '--drain-timeout', drainTimeout, '--', NODE, fixture('operator.ts')];
-  const p = prefix.length > 0 ? new Proc(prefix[0]!, [...prefix.slice(1), EXE, ...args], { FIXTURE_CONNECT: 'never' }) : new Proc(EXE, args, { FIXTURE_CONNECT: 'never' });
+  const p =
+    prefix.length > 0
+      ? new Proc(prefix[0]!, [...prefix.slice(1), EXE, ...args], { FIXTURE_CONNECT: 'never' })
+      : new Proc(EXE, args, { FIXTURE_CONNECT: 'never' });
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 0);

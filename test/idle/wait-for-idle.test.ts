@@ -79,7 +79,12 @@ test('the pause between scrapes: a busy endpoint is scraped once per interval at
 });
 
 test('failing answers: each is a failure, told with its scrape, and the last one is reported', async () => {
-  const s = await standIn({ status: 503 }, { status: 503 }, { body: 'controller_runtime_active_workers{controller="x"} many\n' }, { active: 1 });
+  const s = await standIn(
+    { status: 503 },
+    { status: 503 },
+    { body: 'controller_runtime_active_workers{controller="x"} many\n' },
+    { active: 1 },
+  );
   const failures: [string, number][] = [];
   const pending = waitForIdle({ url: s.url, intervalMs: 20, deadline: soon(10_000), onFailure: (e, n) => failures.push([e, n]) });
   await s.scraped(5);
@@ -98,7 +103,13 @@ test('failing answers: each is a failure, told with its scrape, and the last one
 test('a silent endpoint: with a scrape timeout each silent scrape fails and the next is made', async () => {
   const s = await standIn('silent', { active: 0 });
   const failures: [string, number][] = [];
-  const r = await waitForIdle({ url: s.url, intervalMs: 20, scrapeTimeoutMs: 200, deadline: soon(10_000), onFailure: (e, n) => failures.push([e, n]) });
+  const r = await waitForIdle({
+    url: s.url,
+    intervalMs: 20,
+    scrapeTimeoutMs: 200,
+    deadline: soon(10_000),
+    onFailure: (e, n) => failures.push([e, n]),
+  });
   assert.equal(failures, [['no answer within 200 ms', 1]]);
   assert.equal(r, { outcome: 'idle', scrapes: 2, failed: 1, lastActive: 0, lastError: 'no answer within 200 ms' });
 });

@@ -14,18 +14,29 @@ const LAUNCHER = `${INSTALL_DIR}/drainguard`;
 
 // The operator: says ready, and on SIGTERM says so and exits 7 (so the status is visibly its own).
 const OPERATOR = [
-  '/bin/busybox', 'sh', '-c',
+  '/bin/busybox',
+  'sh',
+  '-c',
   'trap \'echo "signal TERM"; exit 7\' TERM; echo "socket=$DRAINGUARD_SOCKET"; echo ready; while :; do /bin/busybox sleep 1 & wait $!; done',
 ];
 
 test('the root holds only what install wrote, the operator and empty mount points', () => {
   const expected = [
-    'bin/', 'bin/busybox', 'drainguard/', 'drainguard/lib/', 'proc/', 'run/', 'run/drainguard/',
+    'bin/',
+    'bin/busybox',
+    'drainguard/',
+    'drainguard/lib/',
+    'proc/',
+    'run/',
+    'run/drainguard/',
     ...root.installed.files.map((f) => `drainguard/${f}`),
   ].sort();
   assert.equal(listTree(root.path), expected);
   assert.ok(root.installed.files.includes('lib/libc.so.6') && root.installed.files.includes('lib/ld-linux-x86-64.so.2'));
-  assert.not.ok(listTree(root.path).some((f) => f.startsWith('lib') || f.startsWith('usr') || f.startsWith('etc')), 'no libc of the root');
+  assert.not.ok(
+    listTree(root.path).some((f) => f.startsWith('lib') || f.startsWith('usr') || f.startsWith('etc')),
+    'no libc of the root',
+  );
 });
 
 for (const [variant, start] of [
@@ -40,8 +51,16 @@ for (const [variant, start] of [
     assert.equal(readlinkSync(`/proc/${p.pid}/exe`), root.host(`${INSTALL_DIR}/lib/ld-linux-x86-64.so.2`));
     // What ps shows: the loader's command line; drainguard itself sees argv[0] = the launcher (--argv0).
     assert.equal(readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0').slice(0, -1), [
-      `${INSTALL_DIR}/lib/ld-linux-x86-64.so.2`, '--inhibit-cache', '--library-path', `${INSTALL_DIR}/lib`,
-      '--argv0', LAUNCHER, `${INSTALL_DIR}/lib/drainguard`, 'run', '--', ...OPERATOR,
+      `${INSTALL_DIR}/lib/ld-linux-x86-64.so.2`,
+      '--inhibit-cache',
+      '--library-path',
+      `${INSTALL_DIR}/lib`,
+      '--argv0',
+      LAUNCHER,
+      `${INSTALL_DIR}/lib/drainguard`,
+      'run',
+      '--',
+      ...OPERATOR,
     ]);
 
     const client = new DrainClient({ socketPath: root.host(SOCKET), name: 'operator' });
@@ -56,7 +75,10 @@ for (const [variant, start] of [
       const exit = await p.exit();
       assert.equal(exit, { code: 7, signal: null }, "the operator's own exit status");
       const msgs = p.logs().map((l) => l.msg);
-      assert.ok(msgs.indexOf('client drained') >= 0 && msgs.indexOf('client drained') < msgs.indexOf('stop signal sent'), p.stderr.join('\n'));
+      assert.ok(
+        msgs.indexOf('client drained') >= 0 && msgs.indexOf('client drained') < msgs.indexOf('stop signal sent'),
+        p.stderr.join('\n'),
+      );
       assert.equal(p.logs().find((l) => l.msg === 'drain ended')!.outcome, 'drained');
       assert.ok(p.stdout.includes('signal TERM'));
     } finally {

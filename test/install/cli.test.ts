@@ -27,9 +27,22 @@ test('usage errors exit 2 and say what was wrong', async () => {
 test('a copy that cannot start fails the install (DIR on a noexec mount), exit 1', async () => {
   const dir = tempDir();
   // A noexec tmpfs in a mount namespace of the process's own, gone with it.
-  const p = new Proc('unshare', ['--mount', '--propagation', 'private', '/bin/sh', '-c', 'mount -t tmpfs -o noexec,size=300m tmpfs "$1" && exec "$2" install "$1/dg"', 'sh', dir, EXE]);
+  const p = new Proc('unshare', [
+    '--mount',
+    '--propagation',
+    'private',
+    '/bin/sh',
+    '-c',
+    'mount -t tmpfs -o noexec,size=300m tmpfs "$1" && exec "$2" install "$1/dg"',
+    'sh',
+    dir,
+    EXE,
+  ]);
   assert.equal((await p.exit(60_000)).code, 1, p.stderr.join('\n'));
-  assert.match(p.logs().find((l) => l.msg === 'install failed')?.error as string, /the installed copy does not start: .*EACCES \(permission denied: is DIR on a noexec mount\?\)/);
+  assert.match(
+    p.logs().find((l) => l.msg === 'install failed')?.error as string,
+    /the installed copy does not start: .*EACCES \(permission denied: is DIR on a noexec mount\?\)/,
+  );
 });
 
 test('install --help names the layout', async () => {

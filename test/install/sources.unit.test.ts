@@ -21,7 +21,10 @@ test("the loader's list: libraries by the name the executable asks for, the load
     ],
   });
   assert.throws(() => parseLoadedObjects('\tlibfoo.so.1 => not found\n\t/lib64/ld-linux-x86-64.so.2 (0x1)\n'), /cannot find libfoo\.so\.1/);
-  assert.throws(() => parseLoadedObjects('\tlibc.so.6 => /lib/libc.so.6 (0x1)\n\t/lib/ld-musl-x86_64.so.1 (0x2)\n'), /expected glibc's loader for x64 \(ld-linux-x86-64\.so\.2\)/);
+  assert.throws(
+    () => parseLoadedObjects('\tlibc.so.6 => /lib/libc.so.6 (0x1)\n\t/lib/ld-musl-x86_64.so.1 (0x2)\n'),
+    /expected glibc's loader for x64 \(ld-linux-x86-64\.so\.2\)/,
+  );
 });
 
 test.run();

@@ -45,7 +45,8 @@ async function setup(options: Partial<KubeClientOptions> = {}) {
 /** A ClusterRole of this file's (cluster-scoped: a unique name). */
 const roleName = (name: string) => `${NS}-${name}`;
 const role = (name: string) => ({ ...RESOURCES.clusterrole, name: roleName(name) });
-const seed = (name: string) => cluster.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: roleName(name) }, rules: [] });
+const seed = (name: string) =>
+  cluster.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: roleName(name) }, rules: [] });
 const gets = (proxy: FaultProxy) => proxy.requests.filter((r) => r.verb === 'get' && r.resource === 'clusterroles');
 
 test('reads through KUBECONFIG over TLS, verifying the server with the kubeconfig CA', async () => {
@@ -58,8 +59,17 @@ test('reads through KUBECONFIG over TLS, verifying the server with the kubeconfi
   assert.ok(cluster.url.startsWith('https://'));
   // Another CA: the server is not trusted.
   const { proxy, kubeconfig } = await setup();
-  writeFileSync(kubeconfig, readFileSync(kubeconfig, 'utf8').replace(/certificate-authority-data: .*/, `certificate-authority-data: ${Buffer.from(untrustedCa()).toString('base64')}`));
-  const untrusted = new KubeClient({ access: await loadApiAccess({ KUBECONFIG: kubeconfig }, { home: tempDir() }), retry: { baseDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 } });
+  writeFileSync(
+    kubeconfig,
+    readFileSync(kubeconfig, 'utf8').replace(
+      /certificate-authority-data: .*/,
+      `certificate-authority-data: ${Buffer.from(untrustedCa()).toString('base64')}`,
+    ),
+  );
+  const untrusted = new KubeClient({
+    access: await loadApiAccess({ KUBECONFIG: kubeconfig }, { home: tempDir() }),
+    retry: { baseDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 },
+  });
   const refused = await untrusted.get(role('x')).catch((e) => e);
   assert.instance(refused, KubeUnreachableError);
   assert.equal(proxy.requests, [], 'no request was sent to a server the CA does not vouch for');
@@ -71,7 +81,10 @@ test('transient failures are retried with exponential backoff and jitter; others
   proxy.rule({ method: 'GET', path: /clusterroles\//, times: 3, status: 503 });
   assert.equal((await client.get(role('y'))).metadata.name, roleName('y'));
   assert.equal(waits, [150, 300, 600], 'half fixed, half random (random = 0.5) of 200, 400, 800 ms');
-  assert.equal(gets(proxy).map((r) => r.status), [503, 503, 503, 200]);
+  assert.equal(
+    gets(proxy).map((r) => r.status),
+    [503, 503, 503, 200],
+  );
 
   waits.length = 0;
   const f = proxy.rule({ method: 'PATCH', times: 1, status: 409 });
@@ -85,7 +98,11 @@ test('transient failures are retried with exponential backoff and jitter; others
   const given = await client.get(role('y')).catch((e) => e);
   assert.equal(given.status, 500);
   assert.equal(waits.length, 4, 'five attempts in all');
-  assert.equal(backoff({ baseDelayMs: 200, maxDelayMs: 1000, maxAttempts: 9 }, 8, () => 1), 1000, 'capped');
+  assert.equal(
+    backoff({ baseDelayMs: 200, maxDelayMs: 1000, maxAttempts: 9 }, 8, () => 1),
+    1000,
+    'capped',
+  );
   await proxy.close();
 });
 
@@ -101,7 +118,10 @@ test('every call has a timeout; errors name the API server and the object', asyn
   assert.match(err.message, `GET clusterrole/${roleName('z')}: cannot reach the Kubernetes API at ${proxy.url}: no answer within 200 ms`);
 
   const missing = await client.patch(role('nope'), {}, 'application/merge-patch+json').catch((e) => e);
-  assert.equal(missing.message, `PATCH clusterrole/${roleName('nope')} on ${proxy.url}: 404 NotFound: clusterroles.rbac.authorization.k8s.io "${roleName('nope')}" not found`);
+  assert.equal(
+    missing.message,
+    `PATCH clusterrole/${roleName('nope')} on ${proxy.url}: 404 NotFound: clusterroles.rbac.authorization.k8s.io "${roleName('nope')}" not found`,
+  );
 
   // A deadline cuts a call short of its own (longer) timeout: the server would answer after 1 s.
   const patient = new KubeClient({ access: await loadApiAccess({ KUBECONFIG: kubeconfig }, { home: dir }), timeoutMs: 5000 });
@@ -135,7 +155,13 @@ test('in-cluster: the projected token is read again when the kubelet rotates it'
   await client.request('GET', '/api');
   writeFileSync(join(sa, 'token'), await cluster.token(NS, 'b'));
   await client.request('GET', '/api');
-  assert.equal(proxy.requests.map((r) => [r.user, r.status]), [[`system:serviceaccount:${NS}:a`, 200], [`system:serviceaccount:${NS}:b`, 200]]);
+  assert.equal(
+    proxy.requests.map((r) => [r.user, r.status]),
+    [
+      [`system:serviceaccount:${NS}:a`, 200],
+      [`system:serviceaccount:${NS}:b`, 200],
+    ],
+  );
   const none = await loadApiAccess({}, { serviceAccountDir: join(dir, 'none'), home: dir }).catch((e: Error) => e);
   assert.match(String((none as Error).message), /no Kubernetes API configured/);
   await proxy.close();
@@ -146,8 +172,18 @@ test('recordEvent writes a core v1 Event; a failure is logged, never thrown', as
   const logger = createLogger({ format: 'json', stream: { write: (l: string) => lines.push(l) } });
   const { proxy, client } = await setup();
   const record = createEventRecorder({ client, instance: 'op-0', logger });
-  const pod = await cluster.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'op-0', namespace: NS }, spec: { nodeName: await cluster.node(), containers: [{ name: 'c', image: 'x' }] } });
-  await record({ ...RESOURCES.pod, namespace: NS, name: 'op-0', uid: pod.metadata.uid }, 'Normal', 'Drained', 'the operator drained in 1.2s');
+  const pod = await cluster.create({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'op-0', namespace: NS },
+    spec: { nodeName: await cluster.node(), containers: [{ name: 'c', image: 'x' }] },
+  });
+  await record(
+    { ...RESOURCES.pod, namespace: NS, name: 'op-0', uid: pod.metadata.uid },
+    'Normal',
+    'Drained',
+    'the operator drained in 1.2s',
+  );
   const events = await cluster.api.list(resourcePath('v1', 'events', NS));
   const event = events.find((e) => e.reason === 'Drained');
   assert.ok(event, JSON.stringify(events));
@@ -162,7 +198,27 @@ test('recordEvent writes a core v1 Event; a failure is logged, never thrown', as
 /** A CA the cluster's serving certificate is not signed by. */
 function untrustedCa(): string {
   const dir = tempDir();
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'k'), '-out', join(dir, 'c'), '-days', '1', '-subj', '/CN=other'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      join(dir, 'k'),
+      '-out',
+      join(dir, 'c'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=other',
+    ],
+    { stdio: 'ignore' },
+  );
   return readFileSync(join(dir, 'c'), 'utf8');
 }
 

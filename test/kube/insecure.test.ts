@@ -28,7 +28,25 @@ async function apiServer(tls: boolean): Promise<{ url: string; ca: string; reque
     const dir = tempDir();
     execFileSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'k', '-out', 'c', '-days', '1', '-subj', '/CN=api', '-addext', 'subjectAltName=IP:127.0.0.1'],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        'k',
+        '-out',
+        'c',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=api',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
       { cwd: dir, stdio: 'ignore' },
     );
     ca = readFileSync(join(dir, 'c'), 'utf8');
@@ -43,7 +61,10 @@ async function apiServer(tls: boolean): Promise<{ url: string; ca: string; reque
 
 function kubeconfig(cluster: string): string {
   const file = join(tempDir(), 'kubeconfig');
-  writeFileSync(file, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {${cluster}}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`);
+  writeFileSync(
+    file,
+    `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {${cluster}}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+  );
   return file;
 }
 

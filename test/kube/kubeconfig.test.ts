@@ -26,13 +26,22 @@ const OP = `system:serviceaccount:${NS}:op`;
 const caData = Buffer.from(cluster.ca).toString('base64');
 
 /** Who the API server says the caller is. */
-async function whoAmI(client: KubeClient | Promise<KubeClient>): Promise<{ username: string; groups: string[]; extra?: Record<string, string[]> }> {
-  const review = await (await client).request<any>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+async function whoAmI(
+  client: KubeClient | Promise<KubeClient>,
+): Promise<{ username: string; groups: string[]; extra?: Record<string, string[]> }> {
+  const review = await (
+    await client
+  ).request<any>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+  });
   return review.status.userInfo;
 }
 
 const clientOf = async (files: string[], env: NodeJS.ProcessEnv = {}) =>
-  new KubeClient({ access: await loadApiAccess({ KUBECONFIG: files.join(':'), ...env }, { home: tempDir() }), retry: { baseDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 } });
+  new KubeClient({
+    access: await loadApiAccess({ KUBECONFIG: files.join(':'), ...env }, { home: tempDir() }),
+    retry: { baseDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 },
+  });
 
 function kubeconfig(dir: string, name: string, doc: { cluster?: string; user?: string; context?: string; current?: string }): string {
   const path = join(dir, name);
@@ -104,7 +113,10 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   const client = clientOf([file]);
   assert.equal((await whoAmI(client)).username, OP);
   assert.equal((await whoAmI(client)).username, OP);
-  const infos = readFileSync(runs, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const infos = readFileSync(runs, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(infos.length, 2, 'run once for the refused token, once more after the 401, then cached');
   assert.equal(infos[0].kind, 'ExecCredential');
   assert.equal(infos[0].spec.interactive, false);
@@ -128,9 +140,14 @@ test('an exec plugin that fails, is missing or prints nonsense: the call fails n
   chmodSync(join(dir, 'nonsense.sh'), 0o755);
   const failed = await whoAmI(withPlugin(join(dir, 'fails.sh'))).catch((e) => e);
   assert.instance(failed, KubeCredentialsError);
-  assert.match(failed.message, `POST /apis/authentication.k8s.io/v1/selfsubjectreviews on ${cluster.url}: the kubeconfig's exec plugin ${join(dir, 'fails.sh')} failed (exit 3): token expired, log in again`);
+  assert.match(
+    failed.message,
+    `POST /apis/authentication.k8s.io/v1/selfsubjectreviews on ${cluster.url}: the kubeconfig's exec plugin ${join(dir, 'fails.sh')} failed (exit 3): token expired, log in again`,
+  );
   assert.equal(failed.code, 'DG_KUBE_CREDENTIALS');
-  const missing = await whoAmI(withPlugin('drainguard-no-such-plugin', '      installHint: install it with your package manager\n')).catch((e) => e);
+  const missing = await whoAmI(withPlugin('drainguard-no-such-plugin', '      installHint: install it with your package manager\n')).catch(
+    (e) => e,
+  );
   assert.match(missing.message, 'exec plugin drainguard-no-such-plugin not found: install it with your package manager');
   const nonsense = await whoAmI(withPlugin(join(dir, 'nonsense.sh'))).catch((e) => e);
   assert.match(nonsense.message, 'printed no usable ExecCredential: kind is undefined, not ExecCredential');
@@ -155,8 +172,14 @@ test('tls-server-name is the name the serving certificate is checked against; in
   const user = `- name: u\n  user:\n    token: ${opToken}\n`;
   const withCluster = (name: string, extra: string) =>
     clientOf([kubeconfig(dir, name, { cluster: clusterEntry('c', extra), user, context: context('main', 'c', 'u'), current: 'main' })]);
-  assert.equal((await whoAmI(withCluster('named', `    certificate-authority-data: ${caData}\n    tls-server-name: kubernetes.default.svc\n`))).username, OP);
-  const wrong = await whoAmI(withCluster('wrong', `    certificate-authority-data: ${caData}\n    tls-server-name: not-the-api.example\n`)).catch((e) => e);
+  assert.equal(
+    (await whoAmI(withCluster('named', `    certificate-authority-data: ${caData}\n    tls-server-name: kubernetes.default.svc\n`)))
+      .username,
+    OP,
+  );
+  const wrong = await whoAmI(
+    withCluster('wrong', `    certificate-authority-data: ${caData}\n    tls-server-name: not-the-api.example\n`),
+  ).catch((e) => e);
   assert.instance(wrong, KubeUnreachableError);
   assert.match(wrong.message, 'ERR_TLS_CERT_ALTNAME_INVALID');
   const untrusted = await whoAmI(withCluster('no-ca', '')).catch((e) => e);
@@ -169,31 +192,92 @@ test('proxy-url, else HTTPS_PROXY (with NO_PROXY) of the environment: the API se
   const dir = tempDir();
   const user = `- name: u\n  user:\n    token: ${opToken}\n`;
   const target = new URL(cluster.url).host;
-  const via = clientOf([kubeconfig(dir, 'proxied', { cluster: clusterEntry('c', `    certificate-authority-data: ${caData}\n    proxy-url: ${proxy.url}\n`), user, context: context('main', 'c', 'u'), current: 'main' })]);
+  const via = clientOf([
+    kubeconfig(dir, 'proxied', {
+      cluster: clusterEntry('c', `    certificate-authority-data: ${caData}\n    proxy-url: ${proxy.url}\n`),
+      user,
+      context: context('main', 'c', 'u'),
+      current: 'main',
+    }),
+  ]);
   assert.equal((await whoAmI(via)).username, OP);
   assert.equal(proxy.tunnels, [target]);
-  const plain = kubeconfig(dir, 'plain', { cluster: clusterEntry('c', `    certificate-authority-data: ${caData}\n`), user, context: context('main', 'c', 'u'), current: 'main' });
+  const plain = kubeconfig(dir, 'plain', {
+    cluster: clusterEntry('c', `    certificate-authority-data: ${caData}\n`),
+    user,
+    context: context('main', 'c', 'u'),
+    current: 'main',
+  });
   assert.equal((await whoAmI(clientOf([plain], { HTTPS_PROXY: proxy.url }))).username, OP);
   assert.equal(proxy.tunnels, [target, target]);
   assert.equal((await whoAmI(clientOf([plain], { HTTPS_PROXY: proxy.url, NO_PROXY: '127.0.0.1' }))).username, OP);
   assert.equal(proxy.tunnels, [target, target], 'NO_PROXY: straight to the server');
   await rejects(
-    loadApiAccess({ KUBECONFIG: kubeconfig(dir, 'socks', { cluster: clusterEntry('c', '    proxy-url: socks5://127.0.0.1:1080\n'), user, context: context('main', 'c', 'u'), current: 'main' }) }, { home: dir }),
+    loadApiAccess(
+      {
+        KUBECONFIG: kubeconfig(dir, 'socks', {
+          cluster: clusterEntry('c', '    proxy-url: socks5://127.0.0.1:1080\n'),
+          user,
+          context: context('main', 'c', 'u'),
+          current: 'main',
+        }),
+      },
+      { home: dir },
+    ),
     /proxy-url socks5:\/\/127.0.0.1:1080: drainguard goes through http:\/\/ and https:\/\/ proxies \(CONNECT\), not socks5/,
   );
 });
 
 test('what drainguard cannot use is refused by name', async () => {
   const dir = tempDir();
-  const load = (name: string, doc: Parameters<typeof kubeconfig>[2]) => loadApiAccess({ KUBECONFIG: kubeconfig(dir, name, doc) }, { home: dir });
+  const load = (name: string, doc: Parameters<typeof kubeconfig>[2]) =>
+    loadApiAccess({ KUBECONFIG: kubeconfig(dir, name, doc) }, { home: dir });
   const c = clusterEntry('c', `    certificate-authority-data: ${caData}\n`);
   await rejects(load('none', { cluster: c, context: context('main', 'c', 'u') }), /no current context with a cluster/);
-  await rejects(load('undefined', { cluster: c, context: context('main', 'c', 'u'), current: 'other' }), /the current context "other" is not defined/);
-  await rejects(load('no-user', { cluster: c, context: context('main', 'c', 'u'), current: 'main' }), /the context "main" names the user "u", which is not defined/);
-  await rejects(load('oidc', { cluster: c, user: '- name: u\n  user:\n    auth-provider:\n      name: oidc\n', context: context('main', 'c', 'u'), current: 'main' }), /auth-provider "oidc" was removed from Kubernetes clients; use the provider's exec plugin/);
-  await rejects(load('basic', { cluster: c, user: '- name: u\n  user:\n    username: a\n    password: b\n', context: context('main', 'c', 'u'), current: 'main' }), /basic authentication \(removed in 1.19\)/);
-  await rejects(load('half', { cluster: c, user: `- name: u\n  user:\n    client-certificate: ${cluster.state.adminCert}\n`, context: context('main', 'c', 'u'), current: 'main' }), /a client certificate but no key/);
-  await rejects(load('ftp', { cluster: clusterEntry('c', '', 'ftp://x'), user: '- name: u\n  user: {}\n', context: context('main', 'c', 'u'), current: 'main' }), /must be https:\/\/ or http:\/\//);
+  await rejects(
+    load('undefined', { cluster: c, context: context('main', 'c', 'u'), current: 'other' }),
+    /the current context "other" is not defined/,
+  );
+  await rejects(
+    load('no-user', { cluster: c, context: context('main', 'c', 'u'), current: 'main' }),
+    /the context "main" names the user "u", which is not defined/,
+  );
+  await rejects(
+    load('oidc', {
+      cluster: c,
+      user: '- name: u\n  user:\n    auth-provider:\n      name: oidc\n',
+      context: context('main', 'c', 'u'),
+      current: 'main',
+    }),
+    /auth-provider "oidc" was removed from Kubernetes clients; use the provider's exec plugin/,
+  );
+  await rejects(
+    load('basic', {
+      cluster: c,
+      user: '- name: u\n  user:\n    username: a\n    password: b\n',
+      context: context('main', 'c', 'u'),
+      current: 'main',
+    }),
+    /basic authentication \(removed in 1.19\)/,
+  );
+  await rejects(
+    load('half', {
+      cluster: c,
+      user: `- name: u\n  user:\n    client-certificate: ${cluster.state.adminCert}\n`,
+      context: context('main', 'c', 'u'),
+      current: 'main',
+    }),
+    /a client certificate but no key/,
+  );
+  await rejects(
+    load('ftp', {
+      cluster: clusterEntry('c', '', 'ftp://x'),
+      user: '- name: u\n  user: {}\n',
+      context: context('main', 'c', 'u'),
+      current: 'main',
+    }),
+    /must be https:\/\/ or http:\/\//,
+  );
   writeFileSync(join(dir, 'bad'), 'clusters: [\n');
   await rejects(loadApiAccess({ KUBECONFIG: join(dir, 'bad') }, { home: dir }), /bad is not valid YAML/);
 });
@@ -216,8 +300,14 @@ test('a token file in the kubeconfig is read again when it changes; a 401 with a
 });
 
 async function rejects(promise: Promise<unknown>, pattern: RegExp): Promise<void> {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
-  assert.ok(err instanceof Error && pattern.test(err.message), `expected a rejection matching ${pattern}, got ${err instanceof Error ? err.message : 'none'}`);
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  assert.ok(
+    err instanceof Error && pattern.test(err.message),
+    `expected a rejection matching ${pattern}, got ${err instanceof Error ? err.message : 'none'}`,
+  );
 }
 
 /** An HTTP CONNECT proxy, recording the host:port of each tunnel. */

@@ -18,7 +18,11 @@ test('YAML and JSON with a current context pass; without one, the error names th
   precheckApiConfig(located('apiVersion: v1\nkind: Config\ncurrent-context: pod\n'));
   precheckApiConfig(located(JSON.stringify({ ...config, 'current-context': 'pod' })));
   precheckApiConfig(located(JSON.stringify({ ...config, 'current-context': 'pod' }, null, 2)));
-  for (const text of ['apiVersion: v1\nkind: Config\ncurrent-context: ""\n', JSON.stringify(config), JSON.stringify({ ...config, 'current-context': '' })]) {
+  for (const text of [
+    'apiVersion: v1\nkind: Config\ncurrent-context: ""\n',
+    JSON.stringify(config),
+    JSON.stringify({ ...config, 'current-context': '' }),
+  ]) {
     assert.throws(() => precheckApiConfig(located(text)), /KUBECONFIG=.*kubeconfig: no current context with a cluster/, text);
   }
 });

@@ -27,7 +27,9 @@ function played(...answers: (object | Error)[]) {
 const notFound = () => new KubeApiError('GET pod/ns/op-0', 'https://api', 404, 'NotFound', 'pods "op-0" not found');
 
 test('a Pod being deleted: its deletionTimestamp and grace, from one GET without retries', async () => {
-  const { client, calls } = played({ metadata: { name: 'op-0', deletionTimestamp: '2026-01-01T00:00:04Z', deletionGracePeriodSeconds: 4 } });
+  const { client, calls } = played({
+    metadata: { name: 'op-0', deletionTimestamp: '2026-01-01T00:00:04Z', deletionGracePeriodSeconds: 4 },
+  });
   const deadline = Date.now() + 1000;
   assert.equal(await readDeletion(client, POD, deadline), { state: 'deleting', at: Date.parse('2026-01-01T00:00:04Z'), graceMs: 4000 });
   assert.is(calls.length, 1);
@@ -43,10 +45,19 @@ test('no deletionTimestamp: not being deleted; a 404: gone (a force delete), not
 });
 
 test('a first try that fails otherwise gets one more with the rest of the time; a second failure is thrown', async () => {
-  const retried = played(new KubeUnreachableError('GET pod/ns/op-0', 'https://api', 'ECONNRESET'), { metadata: { deletionTimestamp: '2026-01-01T00:00:01Z' } });
+  const retried = played(new KubeUnreachableError('GET pod/ns/op-0', 'https://api', 'ECONNRESET'), {
+    metadata: { deletionTimestamp: '2026-01-01T00:00:01Z' },
+  });
   const deadline = Date.now() + 1000;
-  assert.equal(await readDeletion(retried.client, POD, deadline), { state: 'deleting', at: Date.parse('2026-01-01T00:00:01Z'), graceMs: undefined });
-  assert.equal(retried.calls.map((c) => c.deadline === deadline), [false, true]);
+  assert.equal(await readDeletion(retried.client, POD, deadline), {
+    state: 'deleting',
+    at: Date.parse('2026-01-01T00:00:01Z'),
+    graceMs: undefined,
+  });
+  assert.equal(
+    retried.calls.map((c) => c.deadline === deadline),
+    [false, true],
+  );
   const failing = played(new Error('first'), new Error('second'));
   try {
     await readDeletion(failing.client, POD, Date.now() + 1000);

@@ -39,7 +39,9 @@ async function poll(path: string, ok: (body: any, status: number) => boolean, ms
     if (ok(r.body, r.status)) return r.body;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last?.status} ${JSON.stringify(last?.body?.status)}\n${kubelet.timeline()}`);
+  throw new Error(
+    `timed out after ${ms} ms waiting for ${what}; last: ${last?.status} ${JSON.stringify(last?.body?.status)}\n${kubelet.timeline()}`,
+  );
 }
 
 test('a Job runs to completion: its pod is bound, run, and reported Succeeded', async () => {
@@ -52,16 +54,35 @@ test('a Job runs to completion: its pod is bound, run, and reported Succeeded', 
       template: {
         spec: {
           restartPolicy: 'Never',
-          initContainers: [{ name: 'first', image: 'example.com/sh', command: ['/bin/sh', '-c', 'echo init $(POD)'], env: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }] }],
-          containers: [{ name: 'main', image: 'example.com/sh', command: ['/bin/sh', '-c', 'echo "$NODE $NS" && test -n "$KUBECONFIG"'], env: [
-            { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
-            { name: 'NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-          ] }],
+          initContainers: [
+            {
+              name: 'first',
+              image: 'example.com/sh',
+              command: ['/bin/sh', '-c', 'echo init $(POD)'],
+              env: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+            },
+          ],
+          containers: [
+            {
+              name: 'main',
+              image: 'example.com/sh',
+              command: ['/bin/sh', '-c', 'echo "$NODE $NS" && test -n "$KUBECONFIG"'],
+              env: [
+                { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+                { name: 'NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+              ],
+            },
+          ],
         },
       },
     },
   });
-  const job = await poll(`/apis/batch/v1/namespaces/${ns}/jobs/once`, (b) => b.status?.succeeded === 1 && b.status.conditions?.some((c: any) => c.type === 'Complete' && c.status === 'True'), 30_000, 'the Job complete');
+  const job = await poll(
+    `/apis/batch/v1/namespaces/${ns}/jobs/once`,
+    (b) => b.status?.succeeded === 1 && b.status.conditions?.some((c: any) => c.type === 'Complete' && c.status === 'True'),
+    30_000,
+    'the Job complete',
+  );
   assert.ok(job.status.completionTime);
   const init = await kubelet.process('once-', 'first');
   assert.match(init.stdout.join('\n'), /^init once-/);
@@ -129,7 +150,12 @@ test('a Deployment becomes available; a container that exits is restarted (resta
               name: 'server',
               image: 'example.com/sh',
               // Serves one HTTP answer per connection on its declared port (mapped to a free one).
-              command: [NODE, '-e', "require('http').createServer((q,s)=>s.end('ok')).listen(+process.argv[1].split(':')[1],'127.0.0.1');console.log('listening')", ':8080'],
+              command: [
+                NODE,
+                '-e',
+                "require('http').createServer((q,s)=>s.end('ok')).listen(+process.argv[1].split(':')[1],'127.0.0.1');console.log('listening')",
+                ':8080',
+              ],
               ports: [{ containerPort: 8080 }],
               readinessProbe: { httpGet: { path: '/', port: 8080 } },
             },
@@ -138,14 +164,24 @@ test('a Deployment becomes available; a container that exits is restarted (resta
       },
     },
   });
-  const d = await poll(`/apis/apps/v1/namespaces/${ns}/deployments/web`, (b) => b.status?.availableReplicas === 1 && b.status.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'), 30_000, 'the Deployment available');
+  const d = await poll(
+    `/apis/apps/v1/namespaces/${ns}/deployments/web`,
+    (b) => b.status?.availableReplicas === 1 && b.status.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'),
+    30_000,
+    'the Deployment available',
+  );
   assert.is(d.status.readyReplicas, 1);
   const server = await kubelet.process('web-', 'server');
   await server.line('listening');
   const podName = kubelet.events.find((e) => e.container === 'server' && e.what === 'ready')!.pod;
   server.kill('SIGKILL');
   await kubelet.event((e) => e.pod === podName && e.what === 'restart 1', 10_000, 'the restart');
-  const pod = await poll(`/api/v1/namespaces/${ns}/pods/${podName}`, (b) => b.status?.containerStatuses?.[0]?.restartCount === 1 && b.status.containerStatuses[0].ready, 15_000, 'restartCount 1, ready again');
+  const pod = await poll(
+    `/api/v1/namespaces/${ns}/pods/${podName}`,
+    (b) => b.status?.containerStatuses?.[0]?.restartCount === 1 && b.status.containerStatuses[0].ready,
+    15_000,
+    'restartCount 1, ready again',
+  );
   assert.is(pod.status.containerStatuses[0].lastState.terminated.exitCode, 137);
   await cluster.api.must('DELETE', `/apis/apps/v1/namespaces/${ns}/deployments/web`);
 });
@@ -166,14 +202,22 @@ test('deletion: preStop, then SIGTERM, SIGKILL when the grace period runs out, t
         {
           name: 'main',
           image: 'example.com/signals',
-          env: [{ name: 'FIXTURE_ON_TERM', value: 'ignore' }, { name: 'FIXTURE_CONNECT', value: 'never' }],
+          env: [
+            { name: 'FIXTURE_ON_TERM', value: 'ignore' },
+            { name: 'FIXTURE_CONNECT', value: 'never' },
+          ],
           lifecycle: { preStop: { exec: { command: ['/bin/sh', '-c', 'echo hook; sleep 0.5'] } } },
         },
       ],
     },
   });
   for (const c of ['sidecar-a', 'sidecar-b', 'main']) await (await kubelet.process('stopping', c)).line('ready', 20_000);
-  await poll(`/api/v1/namespaces/${ns}/pods/stopping`, (b) => b.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'), 15_000, 'the pod Ready');
+  await poll(
+    `/api/v1/namespaces/${ns}/pods/stopping`,
+    (b) => b.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'),
+    15_000,
+    'the pod Ready',
+  );
   await cluster.api.must('DELETE', `/api/v1/namespaces/${ns}/pods/stopping`);
   // The kubelet's own record of its final delete, not the API's 404: a GET can see the Pod gone
   // before the kubelet has handled the answer to its DELETE (seen on a loaded machine).
@@ -185,7 +229,9 @@ test('deletion: preStop, then SIGTERM, SIGKILL when the grace period runs out, t
     assert.ok(e, `${container}: ${what}\n${kubelet.timeline()}`);
     return e!;
   };
-  const order = mine.filter((e) => /^(preStop (started|ended)|signal|exited|deleted|terminating)/.test(e.what)).map((e) => `${e.container ?? 'pod'} ${e.what}`);
+  const order = mine
+    .filter((e) => /^(preStop (started|ended)|signal|exited|deleted|terminating)/.test(e.what))
+    .map((e) => `${e.container ?? 'pod'} ${e.what}`);
   assert.equal(order, [
     `pod terminating, grace ${grace}s`,
     'main preStop started',
@@ -216,7 +262,19 @@ test("a second delete with a shorter grace period: the SIGKILL comes at the seco
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name },
-    spec: { terminationGracePeriodSeconds: 30, containers: [{ name: 'main', image: 'example.com/signals', env: [{ name: 'FIXTURE_ON_TERM', value: 'ignore' }, { name: 'FIXTURE_CONNECT', value: 'never' }] }] },
+    spec: {
+      terminationGracePeriodSeconds: 30,
+      containers: [
+        {
+          name: 'main',
+          image: 'example.com/signals',
+          env: [
+            { name: 'FIXTURE_ON_TERM', value: 'ignore' },
+            { name: 'FIXTURE_CONNECT', value: 'never' },
+          ],
+        },
+      ],
+    },
   });
   await cluster.api.must('POST', `/api/v1/namespaces/${ns}/pods`, pod('shortened'));
   await (await kubelet.process('shortened', 'main')).line('ready', 20_000);
@@ -236,7 +294,10 @@ test("a second delete with a shorter grace period: the SIGKILL comes at the seco
   await forced.line('ready', 20_000);
   await cluster.api.must('DELETE', `/api/v1/namespaces/${ns}/pods/forced`, { gracePeriodSeconds: 0 });
   await kubelet.event((e) => e.pod === 'forced' && e.what.startsWith('terminating'), 10_000, 'the force delete seen');
-  assert.ok(kubelet.events.some((e) => e.pod === 'forced' && e.what === 'terminating, grace 30s'), kubelet.timeline());
+  assert.ok(
+    kubelet.events.some((e) => e.pod === 'forced' && e.what === 'terminating, grace 30s'),
+    kubelet.timeline(),
+  );
   forced.kill('SIGKILL');
   assert.equal(kubelet.errors, []);
 });

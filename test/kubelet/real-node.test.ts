@@ -38,7 +38,11 @@ function container(name: string, env: Record<string, string> = {}, extra: object
     name,
     image: TOOLS_IMAGE,
     command: ['/busybox', 'sh', '-c', SCRIPT],
-    env: [{ name: 'NAME', value: name }, { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, ...Object.entries(env).map(([k, v]) => ({ name: k, value: v }))],
+    env: [
+      { name: 'NAME', value: name },
+      { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      ...Object.entries(env).map(([k, v]) => ({ name: k, value: v })),
+    ],
     volumeMounts: [{ name: 'out', mountPath: '/out' }],
     ...extra,
   };
@@ -49,7 +53,13 @@ function pod(name: string, spec: object): object {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: ns },
-    spec: { nodeName: node.name, hostNetwork: true, automountServiceAccountToken: false, volumes: [{ name: 'out', hostPath: { path: node.outDir } }], ...spec },
+    spec: {
+      nodeName: node.name,
+      hostNetwork: true,
+      automountServiceAccountToken: false,
+      volumes: [{ name: 'out', hostPath: { path: node.outDir } }],
+      ...spec,
+    },
   };
 }
 
@@ -64,16 +74,23 @@ function lines(podName: string): Line[] {
   try {
     text = readFileSync(`${node.outDir}/${podName}`, 'utf8');
   } catch {}
-  return text.split('\n').filter(Boolean).map((l) => {
-    const [who, what, at] = l.split(' ');
-    return { who: who!, what: what!, at: Number(at) };
-  });
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [who, what, at] = l.split(' ');
+      return { who: who!, what: what!, at: Number(at) };
+    });
 }
 
 const podPath = (name: string) => `/api/v1/namespaces/${ns}/pods/${name}`;
 
 async function started(name: string, containers: string[]): Promise<void> {
-  await c.waitFor(() => containers.every((x) => lines(name).some((l) => l.who === x && l.what === 'started')), 60_000, `${containers.join(', ')} started in ${name}\n${node.tail()}`);
+  await c.waitFor(
+    () => containers.every((x) => lines(name).some((l) => l.who === x && l.what === 'started')),
+    60_000,
+    `${containers.join(', ')} started in ${name}\n${node.tail()}`,
+  );
 }
 
 async function gone(name: string, ms = 60_000): Promise<void> {
@@ -87,33 +104,59 @@ const at = (ls: Line[], who: string, what: string): number => {
 };
 
 test('deletion: the preStop hook, then SIGTERM; once the main container exited, the native sidecars one after the other, the last started first', async () => {
-  await c.api.create(`/api/v1/namespaces/${ns}/pods`, pod('ordered', {
-    terminationGracePeriodSeconds: 20,
-    initContainers: [container('sidecar-a', {}, { restartPolicy: 'Always' }), container('sidecar-b', {}, { restartPolicy: 'Always' })],
-    containers: [container('main', {}, {
-      lifecycle: { preStop: { exec: { command: ['/busybox', 'sh', '-c', 'read up _ </proc/uptime; echo "main preStop $up" >> /out/$POD; /busybox sleep 1'] } } },
-    })],
-  }));
+  await c.api.create(
+    `/api/v1/namespaces/${ns}/pods`,
+    pod('ordered', {
+      terminationGracePeriodSeconds: 20,
+      initContainers: [container('sidecar-a', {}, { restartPolicy: 'Always' }), container('sidecar-b', {}, { restartPolicy: 'Always' })],
+      containers: [
+        container(
+          'main',
+          {},
+          {
+            lifecycle: {
+              preStop: {
+                exec: {
+                  command: ['/busybox', 'sh', '-c', 'read up _ </proc/uptime; echo "main preStop $up" >> /out/$POD; /busybox sleep 1'],
+                },
+              },
+            },
+          },
+        ),
+      ],
+    }),
+  );
   await started('ordered', ['sidecar-a', 'sidecar-b', 'main']);
   const ls0 = lines('ordered');
-  assert.ok(at(ls0, 'sidecar-a', 'started') <= at(ls0, 'sidecar-b', 'started') && at(ls0, 'sidecar-b', 'started') <= at(ls0, 'main', 'started'), 'started in order');
+  assert.ok(
+    at(ls0, 'sidecar-a', 'started') <= at(ls0, 'sidecar-b', 'started') && at(ls0, 'sidecar-b', 'started') <= at(ls0, 'main', 'started'),
+    'started in order',
+  );
   const deleted = uptime();
   await c.api.delete(podPath('ordered'));
   await gone('ordered');
   const ls = lines('ordered').filter((l) => l.what !== 'started');
-  assert.equal(ls.map((l) => `${l.who} ${l.what}`), ['main preStop', 'main TERM', 'sidecar-b TERM', 'sidecar-a TERM']);
+  assert.equal(
+    ls.map((l) => `${l.who} ${l.what}`),
+    ['main preStop', 'main TERM', 'sidecar-b TERM', 'sidecar-a TERM'],
+  );
   const term = at(ls, 'main', 'TERM') - at(ls, 'main', 'preStop');
   assert.ok(term >= 0.9 && term < 1.6, `SIGTERM ${term} s after the hook started (it sleeps 1 s)`);
-  console.log(`real kubelet, grace 20 s, main exits at SIGTERM: preStop +${(at(ls, 'main', 'preStop') - deleted).toFixed(2)} s, SIGTERM +${(at(ls, 'main', 'TERM') - deleted).toFixed(2)} s, sidecar-b +${(at(ls, 'sidecar-b', 'TERM') - deleted).toFixed(2)} s, sidecar-a +${(at(ls, 'sidecar-a', 'TERM') - deleted).toFixed(2)} s after the delete`);
+  console.log(
+    `real kubelet, grace 20 s, main exits at SIGTERM: preStop +${(at(ls, 'main', 'preStop') - deleted).toFixed(2)} s, SIGTERM +${(at(ls, 'main', 'TERM') - deleted).toFixed(2)} s, sidecar-b +${(at(ls, 'sidecar-b', 'TERM') - deleted).toFixed(2)} s, sidecar-a +${(at(ls, 'sidecar-a', 'TERM') - deleted).toFixed(2)} s after the delete`,
+  );
 });
 
 test('deletion: a main container that outlives the grace period is killed at it; the native sidecars then get SIGTERM all at once, not in order', async () => {
   const grace = 3;
-  await c.api.create(`/api/v1/namespaces/${ns}/pods`, pod('stopping', {
-    terminationGracePeriodSeconds: grace,
-    initContainers: [container('sidecar-a', {}, { restartPolicy: 'Always' }), container('sidecar-b', {}, { restartPolicy: 'Always' })],
-    containers: [container('main', { ON_TERM: 'ignore' })],
-  }));
+  await c.api.create(
+    `/api/v1/namespaces/${ns}/pods`,
+    pod('stopping', {
+      terminationGracePeriodSeconds: grace,
+      initContainers: [container('sidecar-a', {}, { restartPolicy: 'Always' }), container('sidecar-b', {}, { restartPolicy: 'Always' })],
+      containers: [container('main', { ON_TERM: 'ignore' })],
+    }),
+  );
   await started('stopping', ['sidecar-a', 'sidecar-b', 'main']);
   const deleted = uptime();
   await c.api.delete(podPath('stopping'));
@@ -124,17 +167,22 @@ test('deletion: a main container that outlives the grace period is killed at it;
   // Each sidecar waits for its turn only as long as the grace period lasts (kuberuntime's terminationOrdering.waitForTurn).
   for (const t of [a, b]) assert.ok(t >= grace - 0.2 && t < grace + 1.5, `a sidecar's SIGTERM ${t} s after the delete, grace ${grace} s`);
   assert.ok(Math.abs(a - b) < 0.5, `sidecar-a ${a} s, sidecar-b ${b} s: together`);
-  console.log(`real kubelet, grace ${grace} s, main ignores SIGTERM: main SIGTERM +${(at(ls, 'main', 'TERM') - deleted).toFixed(2)} s, sidecar-b +${b.toFixed(2)} s, sidecar-a +${a.toFixed(2)} s after the delete`);
+  console.log(
+    `real kubelet, grace ${grace} s, main ignores SIGTERM: main SIGTERM +${(at(ls, 'main', 'TERM') - deleted).toFixed(2)} s, sidecar-b +${b.toFixed(2)} s, sidecar-a +${a.toFixed(2)} s after the delete`,
+  );
 });
 
 test('a second delete with a shorter grace period: the kubelet keeps the grace period it started the stop with', async () => {
   const first = 10;
-  await c.api.create(`/api/v1/namespaces/${ns}/pods`, pod('kept', {
-    terminationGracePeriodSeconds: first,
-    // The sidecar's SIGTERM marks when main was killed: the kubelet stops it once main is gone.
-    initContainers: [container('marker', {}, { restartPolicy: 'Always' })],
-    containers: [container('main', { ON_TERM: 'ignore' })],
-  }));
+  await c.api.create(
+    `/api/v1/namespaces/${ns}/pods`,
+    pod('kept', {
+      terminationGracePeriodSeconds: first,
+      // The sidecar's SIGTERM marks when main was killed: the kubelet stops it once main is gone.
+      initContainers: [container('marker', {}, { restartPolicy: 'Always' })],
+      containers: [container('main', { ON_TERM: 'ignore' })],
+    }),
+  );
   await started('kept', ['marker', 'main']);
   const deleted = uptime();
   await c.api.delete(podPath('kept'));
@@ -144,16 +192,22 @@ test('a second delete with a shorter grace period: the kubelet keeps the grace p
   assert.is((r.body as any).metadata.deletionGracePeriodSeconds, 3, 'the API server takes the shorter one');
   await gone('kept');
   const killed = at(lines('kept'), 'marker', 'TERM') - deleted;
-  assert.ok(killed >= first - 0.5 && killed < first + 2, `main killed ${killed} s after the first delete: at its ${first} s, not 3 s after the second`);
+  assert.ok(
+    killed >= first - 0.5 && killed < first + 2,
+    `main killed ${killed} s after the first delete: at its ${first} s, not 3 s after the second`,
+  );
   console.log(`real kubelet: second delete with grace 3 s: main killed ${killed.toFixed(2)} s after the first delete (grace ${first} s)`);
 });
 
 test("a force delete (grace 0): the Pod is gone from the API at once, and the kubelet kills after 1 s, not after the spec's grace period", async () => {
-  await c.api.create(`/api/v1/namespaces/${ns}/pods`, pod('forced', {
-    terminationGracePeriodSeconds: 6,
-    initContainers: [container('marker', {}, { restartPolicy: 'Always' })],
-    containers: [container('main', { ON_TERM: 'ignore' })],
-  }));
+  await c.api.create(
+    `/api/v1/namespaces/${ns}/pods`,
+    pod('forced', {
+      terminationGracePeriodSeconds: 6,
+      initContainers: [container('marker', {}, { restartPolicy: 'Always' })],
+      containers: [container('main', { ON_TERM: 'ignore' })],
+    }),
+  );
   await started('forced', ['marker', 'main']);
   const deleted = uptime();
   await c.api.delete(podPath('forced'), { gracePeriodSeconds: 0 });

@@ -22,11 +22,25 @@ test("only client-go's identity of a process in this pod holds it: the hostname 
   assert.ok(heldByPod(`${'a'.repeat(63)}_x`, 'a'.repeat(70)), 'a long name, by its hostname');
 });
 
-test("released: empty holder, one second, both times now with six fractional digits, the rest kept", () => {
+test('released: empty holder, one second, both times now with six fractional digits, the rest kept', () => {
   const at = Date.UTC(2026, 0, 1, 0, 0, 0, 123);
   assert.is(microTime(at), '2026-01-01T00:00:00.123000Z');
-  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l', resourceVersion: '7' }, spec: { holderIdentity: 'op-0_x', leaseDurationSeconds: 15, leaseTransitions: 4, acquireTime: 'a', renewTime: 'r' } };
-  assert.equal(released(lease, at), { ...lease, spec: { holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 4, acquireTime: '2026-01-01T00:00:00.123000Z', renewTime: '2026-01-01T00:00:00.123000Z' } });
+  const lease = {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: 'l', resourceVersion: '7' },
+    spec: { holderIdentity: 'op-0_x', leaseDurationSeconds: 15, leaseTransitions: 4, acquireTime: 'a', renewTime: 'r' },
+  };
+  assert.equal(released(lease, at), {
+    ...lease,
+    spec: {
+      holderIdentity: '',
+      leaseDurationSeconds: 1,
+      leaseTransitions: 4,
+      acquireTime: '2026-01-01T00:00:00.123000Z',
+      renewTime: '2026-01-01T00:00:00.123000Z',
+    },
+  });
 });
 
 test.run();

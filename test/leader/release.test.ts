@@ -40,7 +40,12 @@ async function setup(verbs: string[]): Promise<Setup> {
     cluster,
     ns,
     async pod(name) {
-      const made = await cluster.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns }, spec: { nodeName: node, serviceAccountName: 'op', containers: [{ name: 'manager', image: 'example.com/operator' }] } });
+      const made = await cluster.create({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: ns },
+        spec: { nodeName: node, serviceAccountName: 'op', containers: [{ name: 'manager', image: 'example.com/operator' }] },
+      });
       return { name, uid: made.metadata.uid as string };
     },
     token: (sa, pod) => cluster.token(ns, sa, pod && { pod }),
@@ -50,13 +55,27 @@ async function setup(verbs: string[]): Promise<Setup> {
 
 /** The fixture's environment: it elects through `server` with `token`, as `hostname`. */
 function electorEnv(cluster: TestCluster, ns: string, token: string, hostname: string, lease: string): NodeJS.ProcessEnv {
-  return { LEADER_API: cluster.url, LEADER_TOKEN: token, LEADER_CA: cluster.caFile, LEADER_NAMESPACE: ns, LEADER_LEASE: lease, LEADER_HOSTNAME: hostname, LEADER_RETRY_MS: '200', LEADER_DURATION_MS: '15000' };
+  return {
+    LEADER_API: cluster.url,
+    LEADER_TOKEN: token,
+    LEADER_CA: cluster.caFile,
+    LEADER_NAMESPACE: ns,
+    LEADER_LEASE: lease,
+    LEADER_HOSTNAME: hostname,
+    LEADER_RETRY_MS: '200',
+    LEADER_DURATION_MS: '15000',
+  };
 }
 
 /** A Lease someone else holds, renewed just now. */
 async function othersLease(c: Setup, name: string, holder: string): Promise<string> {
   const now = micro(Date.now());
-  const made = await c.cluster.create({ apiVersion: LEASES, kind: 'Lease', metadata: { name, namespace: c.ns }, spec: { holderIdentity: holder, leaseDurationSeconds: 15, acquireTime: now, renewTime: now, leaseTransitions: 3 } });
+  const made = await c.cluster.create({
+    apiVersion: LEASES,
+    kind: 'Lease',
+    metadata: { name, namespace: c.ns },
+    spec: { holderIdentity: holder, leaseDurationSeconds: 15, acquireTime: now, renewTime: now, leaseTransitions: 3 },
+  });
   return made.metadata.resourceVersion as string;
 }
 
@@ -93,7 +112,10 @@ test("the operator's Lease is emptied once it has exited, as client-go's release
     for (const t of [after.spec.renewTime, after.spec.acquireTime]) assert.match(t, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     assert.ok(Date.parse(after.spec.renewTime) >= Date.parse(held.spec.renewTime), 'renewed at the release');
     const log = p.logs().filter((l) => l.msg.startsWith('leader Lease'));
-    assert.equal(log.map((l) => [l.msg, l.lease, l.holder]), [['leader Lease released: the next leader can take it at once', `${c.ns}/${lease}`, identity]]);
+    assert.equal(
+      log.map((l) => [l.msg, l.lease, l.holder]),
+      [['leader Lease released: the next leader can take it at once', `${c.ns}/${lease}`, identity]],
+    );
     // The others were not written.
     assert.is((await c.lease('other')).metadata.resourceVersion, otherRv);
     assert.is((await c.lease('prefix')).metadata.resourceVersion, prefixRv);
@@ -111,7 +133,13 @@ test('without drainguard, and with DRAINGUARD_LEADER_LEASE=off, the exited opera
     const p =
       how === 'bare'
         ? new Proc(NODE, [LEADER], env)
-        : drainguard(['run', '--', NODE, LEADER], { KUBECONFIG: c.cluster.kubeconfigFor(await c.token('op', pod)), DRAINGUARD_POD_NAME: pod.name, DRAINGUARD_POD_NAMESPACE: c.ns, DRAINGUARD_LEADER_LEASE: 'off', ...env });
+        : drainguard(['run', '--', NODE, LEADER], {
+            KUBECONFIG: c.cluster.kubeconfigFor(await c.token('op', pod)),
+            DRAINGUARD_POD_NAME: pod.name,
+            DRAINGUARD_POD_NAMESPACE: c.ns,
+            DRAINGUARD_LEADER_LEASE: 'off',
+            ...env,
+          });
     try {
       const identity = (await p.line(/^leader /)).split(' ')[1]!;
       p.kill('SIGTERM');
@@ -152,13 +180,23 @@ test('a Lease write that hangs does not hold up the guard: released in time, the
   await withCluster(
     async (c: Install) => {
       // kubebuilder's leader-election Role, for the operator.
-      await c.cluster.grant(c.ns, 'op', 'leader-election', [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }]);
+      await c.cluster.grant(c.ns, 'op', 'leader-election', [
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+        },
+      ]);
       const pod = await c.pod('op-0', 6);
       const token = await c.cluster.token(c.ns, 'op', { pod });
       // drainguard's PUT of a leader Lease is held at the fault proxy past the kubelet's kill.
       c.proxy!.rule({ match: (r) => r.method === 'PUT' && r.resource === 'leases', delayMs: 60_000 });
       // The operator elects straight at the API server; drainguard goes through the proxy.
-      const p = await c.run(pod, { DRAINGUARD_GRACE_PERIOD: '6s', DRAINGUARD_STOP_TIMEOUT: '1s', ...electorEnv(c.cluster, c.ns, token, pod.name, 'leader') }, [NODE, LEADER]);
+      const p = await c.run(
+        pod,
+        { DRAINGUARD_GRACE_PERIOD: '6s', DRAINGUARD_STOP_TIMEOUT: '1s', ...electorEnv(c.cluster, c.ns, token, pod.name, 'leader') },
+        [NODE, LEADER],
+      );
       await p.line(/^leader /);
       await c.cluster.waitFor(async () => Object.values(await c.holders()).every((h) => h.length === 1), 10_000, 'the guard held');
       p.kill('SIGTERM');

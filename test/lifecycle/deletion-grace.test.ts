@@ -28,7 +28,8 @@ test.before(async () => {
   c = await kubeletCluster();
 });
 
-const pathOf = (o: KubeObject) => `${o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${o.kind.toLowerCase()}s/${o.metadata.name}`;
+const pathOf = (o: KubeObject) =>
+  `${o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${o.kind.toLowerCase()}s/${o.metadata.name}`;
 const at = (line: Record<string, unknown> | undefined) => Date.parse(line?.time as string);
 
 interface Running {
@@ -50,10 +51,16 @@ async function running(): Promise<Running> {
   const kubelet = await Kubelet.start({
     cluster: c.access,
     namespaces: [ex.namespace],
-    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '8000', FIXTURE_WORK_AT: 'usr2' }) },
+    images: {
+      [DRAINGUARD_IMAGE]: drainguardImage(),
+      [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '8000', FIXTURE_WORK_AT: 'usr2' }),
+    },
   });
   const guarded = objects.filter((o) => GUARDED.includes(o.kind));
-  const holders = async (o: KubeObject) => ((await c.api.must('GET', pathOf(o))).metadata.finalizers ?? []).filter((f: string) => f.startsWith(HOLDER)).map((f: string) => f.slice(HOLDER.length));
+  const holders = async (o: KubeObject) =>
+    ((await c.api.must('GET', pathOf(o))).metadata.finalizers ?? [])
+      .filter((f: string) => f.startsWith(HOLDER))
+      .map((f: string) => f.slice(HOLDER.length));
   const close = async () => {
     await kubelet.stop();
     for (const o of [...guarded, ...objects.filter((x) => x.kind === 'Namespace')]) {
@@ -63,10 +70,16 @@ async function running(): Promise<Running> {
   };
   try {
     c.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
-    await c.poll(`/apis/apps/v1/namespaces/${ex.namespace}/deployments/${ex.name}`, (b) => b.status?.availableReplicas === 1, 90_000, 'the Deployment available');
+    await c.poll(
+      `/apis/apps/v1/namespaces/${ex.namespace}/deployments/${ex.name}`,
+      (b) => b.status?.availableReplicas === 1,
+      90_000,
+      'the Deployment available',
+    );
     const [pod] = (await c.api.must('GET', `/api/v1/namespaces/${ex.namespace}/pods`)).items;
     const dg = await kubelet.process(pod.metadata.name, 'manager', 60_000);
-    for (const o of guarded) await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
+    for (const o of guarded)
+      await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
     await dg.line('ready', 20_000);
     // The Pod's grace period read, as in a pod that ran a while: what drainguard knew before this work.
     await dg.log('grace period read from the Pod', 20_000);
@@ -93,14 +106,21 @@ async function stoppedInTime(r: Running, graceS: number, seen = 'terminating'): 
   const sigterm = kubelet.events.find((e) => e.pod === pod && e.container === 'manager' && e.what === 'signal SIGTERM')!;
   const killAt = Math.max(terminating.at + graceS * 1000, sigterm.at + 2000);
   const timeline = () => `${kubelet.timeline()}\n${dg.stderr.join('\n')}\n${dg.stdout.join('\n')}`;
-  assert.not.ok(kubelet.events.some((e) => e.pod === pod && e.what === 'signal SIGKILL'), `the kubelet killed the pod:\n${timeline()}`);
+  assert.not.ok(
+    kubelet.events.some((e) => e.pod === pod && e.what === 'signal SIGKILL'),
+    `the kubelet killed the pod:\n${timeline()}`,
+  );
   assert.ok(dg.stdout.includes('signal SIGTERM'), `the operator never got the stop signal:\n${timeline()}`);
   const stopSent = at(dg.logs().find((l) => l.msg === 'stop signal sent'));
   const released = at(dg.logs().find((l) => l.msg === 'guard released'));
   assert.ok(released < killAt, `the guard released ${released - killAt} ms after the kubelet's deadline:\n${timeline()}`);
   for (const o of r.guarded) assert.not.ok((await r.holders(o)).includes(r.uid), `${o.kind}/${o.metadata.name}: this pod's finalizer left`);
   assert.equal(kubelet.errors, []);
-  return { stopSignalAfterDeleteMs: stopSent - terminating.at, stopSignalBeforeKillMs: killAt - stopSent, releasedBeforeKillMs: killAt - released };
+  return {
+    stopSignalAfterDeleteMs: stopSent - terminating.at,
+    stopSignalBeforeKillMs: killAt - stopSent,
+    releasedBeforeKillMs: killAt - released,
+  };
 }
 
 const deleted = (r: Running) => r.kubelet.event((e) => e.pod === r.pod && e.what === 'deleted 200', 40_000, 'the pod stopped and deleted');
@@ -130,16 +150,22 @@ test('kubectl delete pod --grace-period=0 --force: the kubelet kills a second la
     c.kubectl(['delete', 'pod', '-n', r.ns, r.pod, '--grace-period=0', '--force', '--wait=false']);
     await r.kubelet.event((e) => e.pod === r.pod && e.container === 'manager' && e.what.startsWith('exited'), 40_000, 'drainguard exited');
     await r.dg.exit(5000);
-    await r.dg.log('the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it');
+    await r.dg.log(
+      'the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it',
+    );
     const { kubelet, dg, pod } = r;
     const sigterm = kubelet.events.find((e) => e.pod === pod && e.container === 'manager' && e.what === 'signal SIGTERM')!;
     const timeline = () => `${kubelet.timeline()}\n${dg.stderr.join('\n')}\n${dg.stdout.join('\n')}`;
     assert.ok(sigterm, timeline());
     assert.ok(dg.stdout.includes('signal SIGTERM'), `the operator never got the stop signal:\n${timeline()}`);
-    assert.not.ok(kubelet.events.some((e) => e.pod === pod && e.what === 'signal SIGKILL'), `the kubelet killed drainguard:\n${timeline()}`);
+    assert.not.ok(
+      kubelet.events.some((e) => e.pod === pod && e.what === 'signal SIGKILL'),
+      `the kubelet killed drainguard:\n${timeline()}`,
+    );
     const released = at(dg.logs().find((l) => l.msg === 'guard released'));
     assert.ok(released < sigterm.at + 1000, `the guard released ${released - sigterm.at} ms after the kubelet's signal:\n${timeline()}`);
-    for (const o of r.guarded) assert.not.ok((await r.holders(o)).includes(r.uid), `${o.kind}/${o.metadata.name}: this pod's finalizer left`);
+    for (const o of r.guarded)
+      assert.not.ok((await r.holders(o)).includes(r.uid), `${o.kind}/${o.metadata.name}: this pod's finalizer left`);
   } finally {
     await r.close();
   }
@@ -154,7 +180,10 @@ test('kubectl delete pod, then again with --grace-period=4 during the drain: the
     await deleted(r);
     // No second SIGTERM from the stand-in: drainguard sees the second delete by reading its Pod while it drains.
     const figures = await stoppedInTime(r, 4, 'grace shortened to 4s');
-    assert.ok(r.dg.logs().some((l) => l.msg === "the Pod's deletion moved earlier: the stop is fitted to it"), r.dg.stderr.join('\n'));
+    assert.ok(
+      r.dg.logs().some((l) => l.msg === "the Pod's deletion moved earlier: the stop is fitted to it"),
+      r.dg.stderr.join('\n'),
+    );
     console.log(`second delete, --grace-period=4: ${JSON.stringify(figures)}`);
   } finally {
     await r.close();

@@ -24,7 +24,8 @@ test.before(async () => {
   c = await kubeletCluster();
 });
 
-const pathOf = (o: KubeObject) => `${o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${o.kind.toLowerCase()}s/${o.metadata.name}`;
+const pathOf = (o: KubeObject) =>
+  `${o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${o.kind.toLowerCase()}s/${o.metadata.name}`;
 
 interface Install {
   readonly ex: Example;
@@ -49,7 +50,10 @@ async function install(edit: (deployment: KubeObject) => void = () => {}, operat
   const kubelet = await Kubelet.start({
     cluster: c.access,
     namespaces: [ex.namespace],
-    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '2500', FIXTURE_WORK_AT: 'usr2', ...operatorEnv }) },
+    images: {
+      [DRAINGUARD_IMAGE]: drainguardImage(),
+      [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '2500', FIXTURE_WORK_AT: 'usr2', ...operatorEnv }),
+    },
   });
   c.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   const deployment = `/apis/apps/v1/namespaces/${ex.namespace}/deployments/${ex.name}`;
@@ -60,8 +64,12 @@ async function install(edit: (deployment: KubeObject) => void = () => {}, operat
     kubelet,
     guarded,
     deployment,
-    pods: async () => (await c.api.must('GET', `/api/v1/namespaces/${ex.namespace}/pods`)).items.filter((p: any) => !p.metadata.deletionTimestamp),
-    holders: async (o) => ((await c.api.must('GET', pathOf(o))).metadata.finalizers ?? []).filter((f: string) => f.startsWith(HOLDER)).map((f: string) => f.slice(HOLDER.length)),
+    pods: async () =>
+      (await c.api.must('GET', `/api/v1/namespaces/${ex.namespace}/pods`)).items.filter((p: any) => !p.metadata.deletionTimestamp),
+    holders: async (o) =>
+      ((await c.api.must('GET', pathOf(o))).metadata.finalizers ?? [])
+        .filter((f: string) => f.startsWith(HOLDER))
+        .map((f: string) => f.slice(HOLDER.length)),
     drainguard: (pod) => kubelet.process(pod, 'manager', 60_000),
     async close() {
       await kubelet.stop();
@@ -95,9 +103,16 @@ async function startWork(dg: Proc): Promise<void> {
 /** The old pod drained with its work in flight, finished it, and stopped; nothing interrupted. */
 function drainedCleanly(dg: Proc): void {
   const out = dg.stdout;
-  const [drain, done, term] = [out.findIndex((l) => l.startsWith('drain remainingMs=')), out.indexOf('work done 0'), out.indexOf('signal SIGTERM')];
+  const [drain, done, term] = [
+    out.findIndex((l) => l.startsWith('drain remainingMs=')),
+    out.indexOf('work done 0'),
+    out.indexOf('signal SIGTERM'),
+  ];
   assert.ok(drain !== -1 && drain < done && done < term, `drain, work done, SIGTERM in that order:\n${out.join('\n')}`);
-  assert.not.ok(out.some((l) => l.startsWith('work interrupted')), 'no reconcile interrupted');
+  assert.not.ok(
+    out.some((l) => l.startsWith('work interrupted')),
+    'no reconcile interrupted',
+  );
   assert.is(dg.logs().find((l) => l.msg === 'drain ended')?.outcome, 'drained');
 }
 
@@ -107,12 +122,26 @@ test('rolling update (kubectl rollout restart, maxSurge 1): the new pod starts, 
   try {
     const [old] = await i.pods();
     const oldDg = await i.drainguard(old.metadata.name);
-    await c.poll(pathOf(i.guarded[0]!), (b) => b.metadata.finalizers?.includes(`${HOLDER}${old.metadata.uid}`), 20_000, 'the old pod holding');
+    await c.poll(
+      pathOf(i.guarded[0]!),
+      (b) => b.metadata.finalizers?.includes(`${HOLDER}${old.metadata.uid}`),
+      20_000,
+      'the old pod holding',
+    );
     await startWork(oldDg);
     const role = i.guarded.find((o) => o.kind === 'ClusterRole' && o.metadata.name === i.ex.name)!;
     const watch = await watchObject(pathOf(role));
     c.kubectl(['rollout', 'restart', '-n', i.ex.namespace, `deployment/${i.ex.name}`]);
-    await c.poll(i.deployment, (b) => b.status?.updatedReplicas === 1 && b.status.replicas === 1 && b.status.availableReplicas === 1 && b.status.observedGeneration === b.metadata.generation, 90_000, 'the rollout done');
+    await c.poll(
+      i.deployment,
+      (b) =>
+        b.status?.updatedReplicas === 1 &&
+        b.status.replicas === 1 &&
+        b.status.availableReplicas === 1 &&
+        b.status.observedGeneration === b.metadata.generation,
+      90_000,
+      'the rollout done',
+    );
     await i.kubelet.event((e) => e.pod === old.metadata.name && e.what === 'deleted 200', 30_000, 'the old pod stopped and deleted');
     watch.stop();
     const [fresh] = await i.pods();
@@ -120,12 +149,20 @@ test('rolling update (kubectl rollout restart, maxSurge 1): the new pod starts, 
     const both = watch.events.some((e) => [old, fresh].every((p) => e.object.metadata.finalizers?.includes(`${HOLDER}${p.metadata.uid}`)));
     assert.ok(both, 'two holders on the ClusterRole at once, old and new');
     // The new pod ran before the old one was told to stop (maxUnavailable 0).
-    const freshStarted = i.kubelet.events.find((e) => e.pod === fresh.metadata.name && e.what === 'started' && e.container === 'manager')!.at;
+    const freshStarted = i.kubelet.events.find(
+      (e) => e.pod === fresh.metadata.name && e.what === 'started' && e.container === 'manager',
+    )!.at;
     const oldStop = i.kubelet.events.find((e) => e.pod === old.metadata.name && e.what.startsWith('terminating'))!.at;
     assert.ok(freshStarted < oldStop, 'the new pod started before the old one was stopped');
     drainedCleanly(oldDg);
-    for (const o of i.guarded) assert.equal(await i.holders(o), [fresh.metadata.uid], `${o.kind}/${o.metadata.name}: the new pod alone holds`);
-    await c.poll(`/apis/coordination.k8s.io/v1/namespaces/${i.ex.namespace}/leases/drainguard-${old.metadata.uid}`, (_b, s) => s === 404, 15_000, "the old pod's Lease gone");
+    for (const o of i.guarded)
+      assert.equal(await i.holders(o), [fresh.metadata.uid], `${o.kind}/${o.metadata.name}: the new pod alone holds`);
+    await c.poll(
+      `/apis/coordination.k8s.io/v1/namespaces/${i.ex.namespace}/leases/drainguard-${old.metadata.uid}`,
+      (_b, s) => s === 404,
+      15_000,
+      "the old pod's Lease gone",
+    );
     assert.equal(i.kubelet.errors, []);
   } finally {
     await i.close();
@@ -137,22 +174,39 @@ test('eviction through the Eviction API: the pod drains and releases its own hol
   try {
     const [victim] = await i.pods();
     const dg = await i.drainguard(victim.metadata.name);
-    await c.poll(pathOf(i.guarded[0]!), (b) => b.metadata.finalizers?.includes(`${HOLDER}${victim.metadata.uid}`), 20_000, 'the pod holding');
+    await c.poll(
+      pathOf(i.guarded[0]!),
+      (b) => b.metadata.finalizers?.includes(`${HOLDER}${victim.metadata.uid}`),
+      20_000,
+      'the pod holding',
+    );
     await startWork(dg);
-    const r = await c.api.call('POST', `/api/v1/namespaces/${i.ex.namespace}/pods/${victim.metadata.name}/eviction`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: victim.metadata.name, namespace: i.ex.namespace } });
+    const r = await c.api.call('POST', `/api/v1/namespaces/${i.ex.namespace}/pods/${victim.metadata.name}/eviction`, {
+      apiVersion: 'policy/v1',
+      kind: 'Eviction',
+      metadata: { name: victim.metadata.name, namespace: i.ex.namespace },
+    });
     assert.is(r.status, 201, JSON.stringify(r.body));
     const evicted = await c.api.must('GET', `/api/v1/namespaces/${i.ex.namespace}/pods/${victim.metadata.name}`);
     assert.ok(evicted.metadata.deletionTimestamp, 'the eviction is a graceful delete');
-    assert.ok(evicted.status.conditions.some((x: any) => x.type === 'DisruptionTarget' && x.reason === 'EvictionByEvictionAPI'), 'the API server marks it DisruptionTarget');
+    assert.ok(
+      evicted.status.conditions.some((x: any) => x.type === 'DisruptionTarget' && x.reason === 'EvictionByEvictionAPI'),
+      'the API server marks it DisruptionTarget',
+    );
     await i.kubelet.event((e) => e.pod === victim.metadata.name && e.what === 'deleted 200', 30_000, 'the evicted pod stopped and deleted');
     drainedCleanly(dg);
     await c.poll(i.deployment, (b) => b.status?.availableReplicas === 1, 60_000, 'the replacement available');
     const [replacement] = await i.pods();
     for (const o of i.guarded) {
-      await c.poll(pathOf(o), (b) => {
-        const f = b.metadata.finalizers ?? [];
-        return f.includes(`${HOLDER}${replacement.metadata.uid}`) && !f.includes(`${HOLDER}${victim.metadata.uid}`);
-      }, 20_000, `${o.kind}/${o.metadata.name}: held by the replacement alone`);
+      await c.poll(
+        pathOf(o),
+        (b) => {
+          const f = b.metadata.finalizers ?? [];
+          return f.includes(`${HOLDER}${replacement.metadata.uid}`) && !f.includes(`${HOLDER}${victim.metadata.uid}`);
+        },
+        20_000,
+        `${o.kind}/${o.metadata.name}: held by the replacement alone`,
+      );
     }
   } finally {
     await i.close();
@@ -171,8 +225,12 @@ test('namespace deletion: the pod drains, the namespaced objects it holds go wit
     await i.kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted');
     drainedCleanly(dg);
     await c.poll(`/api/v1/namespaces/${i.ex.namespace}`, (_b, s) => s === 404, 60_000, 'the namespace gone');
-    for (const o of i.guarded.filter((x) => !x.metadata.namespace)) assert.equal(await i.holders(o), [], `${o.kind}/${o.metadata.name}: no holder left`);
-    assert.ok(dg.logs().some((l) => l.msg === 'guard released'), dg.stderr.join('\n'));
+    for (const o of i.guarded.filter((x) => !x.metadata.namespace))
+      assert.equal(await i.holders(o), [], `${o.kind}/${o.metadata.name}: no holder left`);
+    assert.ok(
+      dg.logs().some((l) => l.msg === 'guard released'),
+      dg.stderr.join('\n'),
+    );
   } finally {
     await i.close();
   }
@@ -183,7 +241,8 @@ test("Kubebuilder's defaults (terminationGracePeriodSeconds 10, nothing set for 
   try {
     const [pod] = await i.pods();
     const dg = await i.drainguard(pod.metadata.name);
-    for (const o of i.guarded) await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
+    for (const o of i.guarded)
+      await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
     await startWork(dg);
     await c.api.must('DELETE', `${i.deployment}`, { propagationPolicy: 'Background' });
     await i.kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 30_000, 'the pod stopped and deleted');
@@ -193,7 +252,10 @@ test("Kubebuilder's defaults (terminationGracePeriodSeconds 10, nothing set for 
     const released = dg.logs().find((l) => l.msg === 'guard released');
     assert.ok(released, dg.stderr.join('\n'));
     assert.ok(Date.parse(released!.time as string) - start.at < 10_000, 'released inside the grace period');
-    assert.not.ok(i.kubelet.events.some((e) => e.pod === pod.metadata.name && e.what === 'signal SIGKILL'), 'drainguard was not killed by the kubelet');
+    assert.not.ok(
+      i.kubelet.events.some((e) => e.pod === pod.metadata.name && e.what === 'signal SIGKILL'),
+      'drainguard was not killed by the kubelet',
+    );
     for (const o of i.guarded) assert.equal(await i.holders(o), [], `${o.kind}/${o.metadata.name}: no finalizer left`);
   } finally {
     await i.close();
@@ -202,11 +264,15 @@ test("Kubebuilder's defaults (terminationGracePeriodSeconds 10, nothing set for 
 
 test("Kubebuilder's defaults, worst case: a drain that cannot finish still releases inside the grace period", async () => {
   // Work that outlasts the grace period, and an operator that ignores SIGTERM.
-  const i = await install((d) => (d.spec.template.spec.terminationGracePeriodSeconds = 10), { FIXTURE_WORK: '60000', FIXTURE_ON_TERM: 'ignore' });
+  const i = await install((d) => (d.spec.template.spec.terminationGracePeriodSeconds = 10), {
+    FIXTURE_WORK: '60000',
+    FIXTURE_ON_TERM: 'ignore',
+  });
   try {
     const [pod] = await i.pods();
     const dg = await i.drainguard(pod.metadata.name);
-    for (const o of i.guarded) await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
+    for (const o of i.guarded)
+      await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
     await startWork(dg);
     await c.api.must('DELETE', `${i.deployment}`, { propagationPolicy: 'Background' });
     await i.kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 30_000, 'the pod stopped and deleted');
@@ -216,7 +282,10 @@ test("Kubebuilder's defaults, worst case: a drain that cannot finish still relea
     assert.ok(released, dg.stderr.join('\n'));
     const releasedAfter = Date.parse(released!.time as string) - start.at;
     assert.ok(releasedAfter < 10_000, `released ${releasedAfter} ms after the deletion, inside the 10 s grace period`);
-    assert.not.ok(i.kubelet.events.some((e) => e.pod === pod.metadata.name && e.what === 'signal SIGKILL'), 'drainguard was not killed by the kubelet');
+    assert.not.ok(
+      i.kubelet.events.some((e) => e.pod === pod.metadata.name && e.what === 'signal SIGKILL'),
+      'drainguard was not killed by the kubelet',
+    );
     assert.ok(i.kubelet.events.some((e) => e.pod === pod.metadata.name && e.container === 'manager' && /^exited /.test(e.what)));
     for (const o of i.guarded) assert.equal(await i.holders(o), [], `${o.kind}/${o.metadata.name}: no finalizer left`);
   } finally {

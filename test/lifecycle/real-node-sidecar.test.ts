@@ -41,37 +41,58 @@ test('deletion: the preStop hook drains the operator through the sidecar, then t
       hostNetwork: true,
       serviceAccountName: 'op',
       terminationGracePeriodSeconds: 30,
-      volumes: [{ name: 'out', hostPath: { path: node.outDir } }, { name: 'drainguard', emptyDir: {} }, { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } }, ...tools.volumes],
+      volumes: [
+        { name: 'out', hostPath: { path: node.outDir } },
+        { name: 'drainguard', emptyDir: {} },
+        { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } },
+        ...tools.volumes,
+      ],
       initContainers: [
-        { name: 'drainguard-install', image: DRAINGUARD_IMAGE, command: ['/drainguard/drainguard', 'install', '/shared'], volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }] },
+        {
+          name: 'drainguard-install',
+          image: DRAINGUARD_IMAGE,
+          command: ['/drainguard/drainguard', 'install', '/shared'],
+          volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
+        },
         {
           name: 'drainguard',
           image: DRAINGUARD_IMAGE,
           restartPolicy: 'Always',
           command: ['/drainguard/drainguard', 'sidecar'],
           env: [
-            fieldRef('DRAINGUARD_POD_NAME', 'metadata.name'), fieldRef('DRAINGUARD_POD_NAMESPACE', 'metadata.namespace'), fieldRef('DRAINGUARD_POD_UID', 'metadata.uid'),
+            fieldRef('DRAINGUARD_POD_NAME', 'metadata.name'),
+            fieldRef('DRAINGUARD_POD_NAMESPACE', 'metadata.namespace'),
+            fieldRef('DRAINGUARD_POD_UID', 'metadata.uid'),
             { name: 'DRAINGUARD_LEADER_LEASE', value: 'off' },
             // hostNetwork: a port of its own on the host's loopback.
             { name: 'DRAINGUARD_HTTP_ADDR', value: `127.0.0.1:${port}` },
-            { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: new URL(c.url).port },
+            { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+            { name: 'KUBERNETES_SERVICE_PORT', value: new URL(c.url).port },
           ],
           startupProbe: { httpGet: { host: '127.0.0.1', path: '/healthz', port }, periodSeconds: 1, failureThreshold: 30 },
           volumeMounts: [socket],
         },
       ],
-      containers: [{
-        name: 'manager',
-        image: TOOLS_IMAGE,
-        command: ['/busybox', 'sh', '-c', 'exec "$NODE" "$OPERATOR" >>/out/sidecar.out 2>&1'],
-        env: [
-          { name: 'DRAINGUARD_SOCKET', value: '/run/drainguard/drain.sock' },
-          { name: 'NODE', value: process.execPath }, { name: 'OPERATOR', value: fixture('operator.ts') },
-          { name: 'FIXTURE_WORK', value: '3000' },
-        ],
-        lifecycle: { preStop: { exec: { command: ['/drainguard/drainguard', 'prestop'] } } },
-        volumeMounts: [{ name: 'out', mountPath: '/out' }, { name: 'drainguard', mountPath: '/drainguard', readOnly: true }, socket, ...tools.volumeMounts],
-      }],
+      containers: [
+        {
+          name: 'manager',
+          image: TOOLS_IMAGE,
+          command: ['/busybox', 'sh', '-c', 'exec "$NODE" "$OPERATOR" >>/out/sidecar.out 2>&1'],
+          env: [
+            { name: 'DRAINGUARD_SOCKET', value: '/run/drainguard/drain.sock' },
+            { name: 'NODE', value: process.execPath },
+            { name: 'OPERATOR', value: fixture('operator.ts') },
+            { name: 'FIXTURE_WORK', value: '3000' },
+          ],
+          lifecycle: { preStop: { exec: { command: ['/drainguard/drainguard', 'prestop'] } } },
+          volumeMounts: [
+            { name: 'out', mountPath: '/out' },
+            { name: 'drainguard', mountPath: '/drainguard', readOnly: true },
+            socket,
+            ...tools.volumeMounts,
+          ],
+        },
+      ],
     },
   });
   const out = () => {
@@ -95,9 +116,19 @@ test('deletion: the preStop hook drains the operator through the sidecar, then t
     stop();
   }
   const lines = out();
-  const [drain, done, term] = [lines.findIndex((l) => l.startsWith('drain remainingMs=')), lines.indexOf('work done 0'), lines.indexOf('signal SIGTERM')];
-  assert.ok(drain !== -1 && drain < done && done < term, `drain (the preStop hook), the reconcile done, then the kubelet's SIGTERM:\n${lines.join('\n')}`);
-  assert.not.ok(lines.some((l) => l.startsWith('work interrupted')), 'no reconcile interrupted');
+  const [drain, done, term] = [
+    lines.findIndex((l) => l.startsWith('drain remainingMs=')),
+    lines.indexOf('work done 0'),
+    lines.indexOf('signal SIGTERM'),
+  ];
+  assert.ok(
+    drain !== -1 && drain < done && done < term,
+    `drain (the preStop hook), the reconcile done, then the kubelet's SIGTERM:\n${lines.join('\n')}`,
+  );
+  assert.not.ok(
+    lines.some((l) => l.startsWith('work interrupted')),
+    'no reconcile interrupted',
+  );
   const [manager, sidecar] = [ended.manager?.split(' '), ended.drainguard?.split(' ')];
   assert.ok(manager && sidecar, `both containers' ends seen: ${JSON.stringify(ended)}`);
   assert.is(manager![0], '0', 'the operator exited by itself');

@@ -30,7 +30,14 @@ test.before(async () => {
 });
 
 const operatorPod = (name: string, serviceAccountName: string) =>
-  wrapPod(node, { name, namespace: ns, serviceAccountName, apiUrl: c.url, operator: fixture('operator.ts'), env: { FIXTURE_WORK: '8000' } });
+  wrapPod(node, {
+    name,
+    namespace: ns,
+    serviceAccountName,
+    apiUrl: c.url,
+    operator: fixture('operator.ts'),
+    env: { FIXTURE_WORK: '8000' },
+  });
 const stdout = (pod: string) => wrapStdout(node, pod);
 const logs = (pod: string) => wrapLogs(node, pod);
 const read = (file: string) => wrapStderr(node, file.replace(/\.err$/, ''));
@@ -46,7 +53,11 @@ interface Ended {
 /** Starts the pod, waits for its reconcile to run, deletes it with `options`, and waits until it is gone. */
 async function runAndDelete(name: string, serviceAccount: string, options: Record<string, unknown>): Promise<Ended> {
   await c.api.create(`/api/v1/namespaces/${ns}/pods`, operatorPod(name, serviceAccount));
-  await c.waitFor(() => stdout(name).includes('work start 0'), 60_000, `the operator's reconcile started in ${name}\n${node.tail()}\n${read(`${name}.err`).join('\n')}`);
+  await c.waitFor(
+    () => stdout(name).includes('work start 0'),
+    60_000,
+    `the operator's reconcile started in ${name}\n${node.tail()}\n${read(`${name}.err`).join('\n')}`,
+  );
   let exitCode: number | undefined;
   const stop = c.api.watch(`/api/v1/namespaces/${ns}/pods?fieldSelector=metadata.name%3D${name}`, (e) => {
     const s = e.object?.status?.containerStatuses?.find((x: { name: string }) => x.name === 'manager');
@@ -75,10 +86,13 @@ test("deleted with gracePeriodSeconds 4 (the spec says 30): drainguard fits the 
   console.log(`gracePeriodSeconds 4: the pod gone ${ended.goneMs} ms after the delete, manager exit ${ended.exitCode}`);
 });
 
-test('control: the same without the right to read its Pod: drainguard goes by the spec\'s 30 s, and the kubelet kills it at 4 s', async () => {
+test("control: the same without the right to read its Pod: drainguard goes by the spec's 30 s, and the kubelet kills it at 4 s", async () => {
   const ended = await runAndDelete('blind', 'blind', { gracePeriodSeconds: 4 });
   const log = logs('blind');
-  assert.ok(log.some((l) => l.msg.startsWith("could not read the Pod's deletion")), read('blind.err').join('\n'));
+  assert.ok(
+    log.some((l) => l.msg.startsWith("could not read the Pod's deletion")),
+    read('blind.err').join('\n'),
+  );
   assert.is(ended.exitCode, 137, 'SIGKILLed by the kubelet');
   assert.not.ok(stdout('blind').includes('signal SIGTERM'), 'the operator never got a stop signal');
   console.log(`control: the pod gone ${ended.goneMs} ms after the delete, manager exit ${ended.exitCode}`);

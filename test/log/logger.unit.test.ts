@@ -4,7 +4,13 @@ import * as assert from 'uvu/assert';
 import { createLogger } from '../../src/log/logger.ts';
 
 test('a line has its time as Date#toISOString gives it, in UTC, to the millisecond', () => {
-  const times = [Date.UTC(2026, 0, 1), Date.UTC(2026, 8, 9, 7, 5, 3, 9), Date.UTC(2026, 11, 31, 23, 59, 59, 999), Date.UTC(2027, 1, 28, 12, 30, 0, 40), Date.UTC(2028, 1, 29, 0, 0, 0, 100)];
+  const times = [
+    Date.UTC(2026, 0, 1),
+    Date.UTC(2026, 8, 9, 7, 5, 3, 9),
+    Date.UTC(2026, 11, 31, 23, 59, 59, 999),
+    Date.UTC(2027, 1, 28, 12, 30, 0, 40),
+    Date.UTC(2028, 1, 29, 0, 0, 0, 100),
+  ];
   const lines: string[] = [];
   let i = 0;
   const logger = createLogger({ format: 'json', stream: { write: (chunk) => lines.push(chunk) }, now: () => new Date(times[i++]!) });

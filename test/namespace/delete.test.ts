@@ -21,25 +21,64 @@ import { NODE, drainguard, fixture } from '../support/proc.ts';
 
 const OPERATOR = fixture('namespace-operator.ts');
 
-async function scenario(withStep: boolean, stuck = false): Promise<{ c: TestCluster; ns: string; group: string; gone: boolean; log: { msg: string; [k: string]: unknown }[]; stdout: string[] }> {
+async function scenario(
+  withStep: boolean,
+  stuck = false,
+): Promise<{ c: TestCluster; ns: string; group: string; gone: boolean; log: { msg: string; [k: string]: unknown }[]; stdout: string[] }> {
   const c = await useCluster();
   const { name: ns } = await c.namespace('nsdel');
   const group = `nsdel-${randomBytes(4).toString('hex')}.example.io`;
   await c.create({
-    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `widgets.${group}` },
-    spec: { group, scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `widgets.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
+    },
   });
   await c.waitFor(async () => (await c.api.get(`/apis/${group}/v1`).catch(() => undefined)) !== undefined, 30_000, 'the group served');
   await c.serviceAccount(ns, 'op');
   // The operator's rights in its namespace; and, for drainguard, get on this Namespace alone.
   await c.grant(ns, 'op', 'op', [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }]);
-  await c.grant(ns, 'op', `${ns}-namespace`, [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }], { clusterWide: true });
-  const made = await c.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'op-0', namespace: ns }, spec: { nodeName: await c.node(), serviceAccountName: 'op', terminationGracePeriodSeconds: 10, containers: [{ name: 'manager', image: 'example.com/operator' }] } });
+  await c.grant(ns, 'op', `${ns}-namespace`, [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }], {
+    clusterWide: true,
+  });
+  const made = await c.create({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'op-0', namespace: ns },
+    spec: {
+      nodeName: await c.node(),
+      serviceAccountName: 'op',
+      terminationGracePeriodSeconds: 10,
+      containers: [{ name: 'manager', image: 'example.com/operator' }],
+    },
+  });
   const pod = { name: 'op-0', uid: made.metadata.uid as string };
   const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
-  for (const name of ['w1', 'w2']) await c.api.create(widgets, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name, namespace: ns, finalizers: [`${group}/cleanup`] } });
+  for (const name of ['w1', 'w2'])
+    await c.api.create(widgets, {
+      apiVersion: `${group}/v1`,
+      kind: 'Widget',
+      metadata: { name, namespace: ns, finalizers: [`${group}/cleanup`] },
+    });
   // One that something else finalizes, which never comes.
-  if (stuck) await c.api.create(widgets, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w3', namespace: ns, finalizers: ['example.com/never'] } });
+  if (stuck)
+    await c.api.create(widgets, {
+      apiVersion: `${group}/v1`,
+      kind: 'Widget',
+      metadata: { name: 'w3', namespace: ns, finalizers: ['example.com/never'] },
+    });
 
   const token = await c.token(ns, 'op', { pod });
   const p = drainguard(['run', '--', NODE, OPERATOR], {
@@ -50,14 +89,26 @@ async function scenario(withStep: boolean, stuck = false): Promise<{ c: TestClus
     DRAINGUARD_HOLD: withStep ? `widgets.${group}` : '',
     DRAINGUARD_STOP_TIMEOUT: '2s',
     DRAINGUARD_LEADER_LEASE: 'off',
-    OP_API: c.url, OP_TOKEN: token, OP_CA: c.caFile, OP_NAMESPACE: ns, OP_GROUP: group,
+    OP_API: c.url,
+    OP_TOKEN: token,
+    OP_CA: c.caFile,
+    OP_NAMESPACE: ns,
+    OP_GROUP: group,
   });
   try {
     await p.line('ready');
     execFileSync('kubectl', ['--kubeconfig', c.adminKubeconfig, 'delete', 'namespace', ns, '--wait=false'], { stdio: 'pipe' });
     // The kubelet's part: the namespace controller deletes the pod first (5 s after the namespace), SIGTERM follows.
-    await c.waitFor(async () => (await c.api.get(resourcePath('v1', 'pods', ns, 'op-0')))?.metadata.deletionTimestamp, 30_000, 'the pod deleted by the namespace controller');
-    assert.is((await c.api.get(`${widgets}/w1`)).metadata.deletionTimestamp, undefined, 'the widgets are not deleted while the pod remains');
+    await c.waitFor(
+      async () => (await c.api.get(resourcePath('v1', 'pods', ns, 'op-0')))?.metadata.deletionTimestamp,
+      30_000,
+      'the pod deleted by the namespace controller',
+    );
+    assert.is(
+      (await c.api.get(`${widgets}/w1`)).metadata.deletionTimestamp,
+      undefined,
+      'the widgets are not deleted while the pod remains',
+    );
     p.kill('SIGTERM');
     assert.is((await p.exit(20_000)).code, 0, p.stderr.join('\n'));
     await c.api.delete(resourcePath('v1', 'pods', ns, 'op-0'), { gracePeriodSeconds: 0 });
@@ -70,12 +121,23 @@ async function scenario(withStep: boolean, stuck = false): Promise<{ c: TestClus
       return { c, ns, group, gone: true, log: p.logs(), stdout: p.stdout };
     }
     // Now the namespace controller deletes the widgets; nobody is left to remove their finalizer.
-    await c.waitFor(async () => (await c.api.list(widgets)).every((w) => w.metadata.deletionTimestamp), 60_000, 'the widgets deleted by the namespace controller');
+    await c.waitFor(
+      async () => (await c.api.list(widgets)).every((w) => w.metadata.deletionTimestamp),
+      60_000,
+      'the widgets deleted by the namespace controller',
+    );
     const kept = await c.api.list(widgets);
     const gone = (await c.api.get(`/api/v1/namespaces/${ns}`)) === undefined;
     // Let the namespace go (the control's clean-up).
-    for (const w of kept) await c.api.request('PATCH', `${widgets}/${w.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
-    assert.equal(kept.map((w) => [w.metadata.name, w.metadata.finalizers]), [['w1', [`${group}/cleanup`]], ['w2', [`${group}/cleanup`]]]);
+    for (const w of kept)
+      await c.api.request('PATCH', `${widgets}/${w.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    assert.equal(
+      kept.map((w) => [w.metadata.name, w.metadata.finalizers]),
+      [
+        ['w1', [`${group}/cleanup`]],
+        ['w2', [`${group}/cleanup`]],
+      ],
+    );
     return { c, ns, group, gone, log: p.logs(), stdout: p.stdout };
   } finally {
     p.killAll();
@@ -86,7 +148,11 @@ test('kubectl delete namespace, DRAINGUARD_HOLD listing the kind: the custom res
   const r = await scenario(true);
   assert.ok(r.gone);
   assert.equal(r.stdout.filter((l) => l.startsWith('finalized ')).sort(), ['finalized w1 200', 'finalized w2 200']);
-  assert.ok(r.stdout.indexOf('finalized w2 200') < r.stdout.indexOf('drained') || r.stdout.indexOf('finalized w1 200') < r.stdout.indexOf('drained'), r.stdout.join('\n'));
+  assert.ok(
+    r.stdout.indexOf('finalized w2 200') < r.stdout.indexOf('drained') ||
+      r.stdout.indexOf('finalized w1 200') < r.stdout.indexOf('drained'),
+    r.stdout.join('\n'),
+  );
   const msgs = r.log.map((l) => l.msg);
   const done = msgs.indexOf('namespace being deleted: its custom resources are finalized and gone');
   assert.ok(done >= 0 && done < msgs.indexOf('drain started'), msgs.join(' | '));
@@ -102,14 +168,21 @@ test('what cannot be finalized by the deadline is logged by name, and the drain 
   const at = (msg: string) => Date.parse(r.log.find((l) => l.msg === msg)!.time as string);
   // Grace 10 s (the Pod's), stop timeout 2 s: drain deadline 6 s after SIGTERM; the step gives up 2 s before it.
   assert.ok(at('drain started') - at('termination requested') < 6000, 'the drain starts before its deadline');
-  assert.ok(r.log.some((l) => l.msg === 'drain ended' && l.outcome === 'drained'), 'the operator drained');
+  assert.ok(
+    r.log.some((l) => l.msg === 'drain ended' && l.outcome === 'drained'),
+    'the operator drained',
+  );
   assert.ok(at('operator exited') - at('termination requested') < 10_000, 'stopped inside the grace period');
 });
 
 test('control: DRAINGUARD_HOLD empty: the operator stops first, the custom resources are deleted after it and keep their finalizer; the namespace stays Terminating', async () => {
   const r = await scenario(false);
   assert.not.ok(r.gone, 'the namespace is still there');
-  assert.equal(r.stdout.filter((l) => l.startsWith('finalized ')), [], 'the operator finalized nothing');
+  assert.equal(
+    r.stdout.filter((l) => l.startsWith('finalized ')),
+    [],
+    'the operator finalized nothing',
+  );
   assert.not.ok(r.log.some((l) => l.msg.startsWith('namespace being deleted')));
 });
 

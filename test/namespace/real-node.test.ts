@@ -30,24 +30,58 @@ async function scenario(hold: boolean): Promise<{ ns: string; group: string; gon
   const { name: ns } = await c.namespace('nsreal');
   const group = `nsreal-${randomBytes(4).toString('hex')}.example.io`;
   await c.create({
-    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `widgets.${group}` },
-    spec: { group, scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `widgets.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
+    },
   });
   await c.waitFor(async () => (await c.api.get(`/apis/${group}/v1`).catch(() => undefined)) !== undefined, 30_000, 'the group served');
   await c.serviceAccount(ns, 'op');
   await c.grant(ns, 'op', 'op', [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }]);
-  await c.grant(ns, 'op', `${ns}-namespace`, [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }], { clusterWide: true });
+  await c.grant(ns, 'op', `${ns}-namespace`, [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }], {
+    clusterWide: true,
+  });
   const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
-  for (const name of ['w1', 'w2']) await c.api.create(widgets, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name, namespace: ns, finalizers: [`${group}/cleanup`] } });
+  for (const name of ['w1', 'w2'])
+    await c.api.create(widgets, {
+      apiVersion: `${group}/v1`,
+      kind: 'Widget',
+      metadata: { name, namespace: ns, finalizers: [`${group}/cleanup`] },
+    });
   // Its output file on the host is named after it: one per scenario.
   const pod = hold ? 'op-hold' : 'op-control';
-  await c.api.create(`/api/v1/namespaces/${ns}/pods`, wrapPod(node, {
-    name: pod, namespace: ns, serviceAccountName: 'op', apiUrl: c.url, operator: fixture('namespace-operator.ts'), terminationGracePeriodSeconds: 10,
-    env: {
-      DRAINGUARD_HOLD: hold ? `widgets.${group}` : '', DRAINGUARD_STOP_TIMEOUT: '2s',
-      OP_API: c.url, OP_TOKEN: await c.token(ns, 'op'), OP_CA: SA_CA, OP_NAMESPACE: ns, OP_GROUP: group,
-    },
-  }));
+  await c.api.create(
+    `/api/v1/namespaces/${ns}/pods`,
+    wrapPod(node, {
+      name: pod,
+      namespace: ns,
+      serviceAccountName: 'op',
+      apiUrl: c.url,
+      operator: fixture('namespace-operator.ts'),
+      terminationGracePeriodSeconds: 10,
+      env: {
+        DRAINGUARD_HOLD: hold ? `widgets.${group}` : '',
+        DRAINGUARD_STOP_TIMEOUT: '2s',
+        OP_API: c.url,
+        OP_TOKEN: await c.token(ns, 'op'),
+        OP_CA: SA_CA,
+        OP_NAMESPACE: ns,
+        OP_GROUP: group,
+      },
+    }),
+  );
   const out = () => wrapStdout(node, pod);
   await c.waitFor(() => out().includes('ready'), 60_000, `the operator ready\n${node.tail()}\n${wrapStderr(node, pod).join('\n')}`);
   const t0 = Date.now();
@@ -60,13 +94,17 @@ async function scenario(hold: boolean): Promise<{ ns: string; group: string; gon
     console.log(`DRAINGUARD_HOLD: the pod gone ${podGone} ms, the namespace ${Date.now() - t0} ms after its delete`);
     return { ns, group, gone: true, pod, widgets };
   }
-  await c.waitFor(async () => (await c.api.list(widgets)).every((w) => w.metadata.deletionTimestamp), 60_000, 'the widgets deleted by the namespace controller');
+  await c.waitFor(
+    async () => (await c.api.list(widgets)).every((w) => w.metadata.deletionTimestamp),
+    60_000,
+    'the widgets deleted by the namespace controller',
+  );
   console.log(`control: the pod gone ${podGone} ms, the widgets deleted by ${Date.now() - t0} ms after the namespace's delete`);
   const gone = (await c.api.get(`/api/v1/namespaces/${ns}`)) === undefined;
   return { ns, group, gone, pod, widgets };
 }
 
-test('kubectl delete namespace, DRAINGUARD_HOLD listing the kind: the pod is deleted first, the kubelet\'s SIGTERM has drainguard finalize the custom resources while the operator runs; the namespace is gone', async () => {
+test("kubectl delete namespace, DRAINGUARD_HOLD listing the kind: the pod is deleted first, the kubelet's SIGTERM has drainguard finalize the custom resources while the operator runs; the namespace is gone", async () => {
   const r = await scenario(true);
   const out = wrapStdout(node, r.pod);
   assert.equal(out.filter((l) => l.startsWith('finalized ')).sort(), ['finalized w1 200', 'finalized w2 200'], out.join('\n'));
@@ -79,9 +117,19 @@ test('kubectl delete namespace, DRAINGUARD_HOLD listing the kind: the pod is del
 test('control: DRAINGUARD_HOLD empty: the operator stops first, the custom resources are deleted after it and keep their finalizer; the namespace stays Terminating', async () => {
   const r = await scenario(false);
   assert.not.ok(r.gone, 'the namespace is still there');
-  assert.equal(wrapStdout(node, r.pod).filter((l) => l.startsWith('finalized ')), [], 'the operator finalized nothing');
+  assert.equal(
+    wrapStdout(node, r.pod).filter((l) => l.startsWith('finalized ')),
+    [],
+    'the operator finalized nothing',
+  );
   const kept = await c.api.list(r.widgets);
-  assert.equal(kept.map((w) => [w.metadata.name, w.metadata.finalizers]), [['w1', [`${r.group}/cleanup`]], ['w2', [`${r.group}/cleanup`]]]);
+  assert.equal(
+    kept.map((w) => [w.metadata.name, w.metadata.finalizers]),
+    [
+      ['w1', [`${r.group}/cleanup`]],
+      ['w2', [`${r.group}/cleanup`]],
+    ],
+  );
   // Let the namespace go.
   for (const w of kept) await c.api.patch(`${r.widgets}/${w.metadata.name}`, { metadata: { finalizers: null } });
 });

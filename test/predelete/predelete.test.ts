@@ -27,7 +27,10 @@ const hookName = (ns: string) => `drainguard-predelete-${ns}`;
 /** The hook's objects from deploy/helm-hooks, for this namespace, group and names. */
 const hookObjects = (ns: string) =>
   parseAllDocuments(
-    readFileSync('deploy/helm-hooks/predelete.yaml', 'utf8').replaceAll('operator-system', ns).replaceAll('operator.example.io', GROUP).replaceAll('drainguard-predelete', hookName(ns)),
+    readFileSync('deploy/helm-hooks/predelete.yaml', 'utf8')
+      .replaceAll('operator-system', ns)
+      .replaceAll('operator.example.io', GROUP)
+      .replaceAll('drainguard-predelete', hookName(ns)),
   ).map((d) => d.toJS() as any);
 
 function crd(plural: string, kind: string): any {
@@ -39,7 +42,14 @@ function crd(plural: string, kind: string): any {
       group: GROUP,
       scope: 'Cluster',
       names: { plural, singular: kind.toLowerCase(), kind },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
     },
   };
 }
@@ -48,12 +58,16 @@ function crd(plural: string, kind: string): any {
 await cluster.create(crd('apiservers', 'APIServer'));
 await cluster.create(crd('installations', 'Installation'));
 // Discovery lists a new type before its storage is ready: until then (1.37) a list answers 429 "storage is (re)initializing".
-await cluster.waitFor(async () => {
-  const r = await api.request('GET', `/apis/${V1}`);
-  if (r.status !== 200 || r.body.resources?.length !== 2) return false;
-  const lists = await Promise.all(['apiservers', 'installations'].map((plural) => api.request('GET', resourcePath(V1, plural))));
-  return lists.every((l) => l.status === 200);
-}, 30_000, `the API group ${V1} served`);
+await cluster.waitFor(
+  async () => {
+    const r = await api.request('GET', `/apis/${V1}`);
+    if (r.status !== 200 || r.body.resources?.length !== 2) return false;
+    const lists = await Promise.all(['apiservers', 'installations'].map((plural) => api.request('GET', resourcePath(V1, plural))));
+    return lists.every((l) => l.status === 200);
+  },
+  30_000,
+  `the API group ${V1} served`,
+);
 
 const TYPES = ['apiservers', 'installations'];
 
@@ -66,7 +80,11 @@ async function noCustomResources(): Promise<void> {
       await api.delete(path);
     }
   }
-  await cluster.waitFor(async () => (await Promise.all(TYPES.map((p) => api.list(resourcePath(V1, p))))).every((l) => l.length === 0), 15_000, 'no custom resources left');
+  await cluster.waitFor(
+    async () => (await Promise.all(TYPES.map((p) => api.list(resourcePath(V1, p))))).every((l) => l.length === 0),
+    15_000,
+    'no custom resources left',
+  );
 }
 
 /** A cluster like the one the hook runs in: the CRDs, their objects held by the operator's finalizer, the hook's RBAC, a ready operator pod. */
@@ -84,7 +102,13 @@ async function setup(): Promise<{ ns: string; kubeconfig: string; token: string 
   });
   // What the kubelet would report (there is none): the operator's container is running and ready.
   await api.patch(resourcePath('v1', 'pods', ns, 'example-operator-abc') + '/status', {
-    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }, { type: 'ContainersReady', status: 'True' }] },
+    status: {
+      phase: 'Running',
+      conditions: [
+        { type: 'Ready', status: 'True' },
+        { type: 'ContainersReady', status: 'True' },
+      ],
+    },
   });
   for (const o of hookObjects(ns)) if (o.kind !== 'Job') await cluster.create(o);
   const token = await cluster.token(ns, hookName(ns));
@@ -99,7 +123,9 @@ function operator(plural: string): () => void {
   return api.watch(resourcePath(V1, plural), (e) => {
     const o = e.object;
     if (e.type !== 'DELETED' && o?.metadata?.deletionTimestamp && o.metadata.finalizers?.includes(FIN)) {
-      void api.patch(pathOf(o, plural), { metadata: { finalizers: o.metadata.finalizers.filter((f: string) => f !== FIN) } }).catch(() => {});
+      void api
+        .patch(pathOf(o, plural), { metadata: { finalizers: o.metadata.finalizers.filter((f: string) => f !== FIN) } })
+        .catch(() => {});
     }
   });
 }
@@ -118,15 +144,24 @@ test("the hook's Job deletes stage by stage, waits for the operator's finalizers
       throw new Error(`${err.message}\nrequests still open at the proxy: ${JSON.stringify(open)} of ${proxy.requests.length}`);
     });
     assert.equal(exit.code, 0, p.stderr.join('\n'));
-    if (process.env.TEST_VERBOSE) console.log(`  ${proxy.requests.length} requests, ${proxy.requests.filter((r) => r.path.startsWith('/api') && !r.resource).length} of them discovery`);
+    if (process.env.TEST_VERBOSE)
+      console.log(
+        `  ${proxy.requests.length} requests, ${proxy.requests.filter((r) => r.path.startsWith('/api') && !r.resource).length} of them discovery`,
+      );
     assert.equal(await api.list(resourcePath(V1, 'apiservers')), []);
     assert.equal(await api.list(resourcePath(V1, 'installations')), []);
     const deletes = proxy.requests.filter((r) => r.method === 'DELETE');
     const apiServerGone = p.stdout.findIndex((l) => new RegExp(`apiserver\\.${G}/default gone`).test(l));
     const installationDeleted = p.stdout.findIndex((l) => new RegExp(`stage 2/2: installation\\.${G}/default deleted`).test(l));
     assert.ok(apiServerGone >= 0 && installationDeleted > apiServerGone, `stage 2 after stage 1 is gone:\n${p.stdout.join('\n')}`);
-    assert.equal(deletes.map((r) => r.resource), ['apiservers', 'installations', 'installations']);
-    assert.ok(deletes.every((r) => r.status === 200 && r.user?.includes(hookName(ns))), 'as the hook ServiceAccount');
+    assert.equal(
+      deletes.map((r) => r.resource),
+      ['apiservers', 'installations', 'installations'],
+    );
+    assert.ok(
+      deletes.every((r) => r.status === 200 && r.user?.includes(hookName(ns))),
+      'as the hook ServiceAccount',
+    );
     assert.equal(p.stdout.at(-1), 'all gone');
   } finally {
     stopA();
@@ -151,11 +186,22 @@ test('a type the API server does not know: exit 2 with a clear message, nothing 
   const { kubeconfig, token } = await setup();
   const proxy = await startFaultProxy(cluster);
   try {
-    const p = drainguard(['predelete', `widgets.${GROUP}`, `installations.${GROUP}/default`], { KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }) });
+    const p = drainguard(['predelete', `widgets.${GROUP}`, `installations.${GROUP}/default`], {
+      KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }),
+    });
     assert.equal((await p.exit()).code, 2);
-    assert.match(p.stderr.join('\n'), new RegExp(`has no resource type "widgets\\.${G}" \\(is its CustomResourceDefinition installed\\?\\)`));
-    assert.equal(proxy.requests.filter((r) => r.method === 'DELETE'), []);
-    assert.ok((await api.get(resourcePath(V1, 'installations', undefined, 'default'))).metadata.deletionTimestamp === undefined, 'nothing deleted');
+    assert.match(
+      p.stderr.join('\n'),
+      new RegExp(`has no resource type "widgets\\.${G}" \\(is its CustomResourceDefinition installed\\?\\)`),
+    );
+    assert.equal(
+      proxy.requests.filter((r) => r.method === 'DELETE'),
+      [],
+    );
+    assert.ok(
+      (await api.get(resourcePath(V1, 'installations', undefined, 'default'))).metadata.deletionTimestamp === undefined,
+      'nothing deleted',
+    );
   } finally {
     await proxy.close();
   }
@@ -172,7 +218,10 @@ test('--require-ready: without a ready operator pod nothing is deleted', async (
     const p = drainguard(jobArgs(ns), { KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }) });
     assert.equal((await p.exit()).code, 1);
     assert.match(p.stderr.join('\n'), new RegExp(`no ready pod matches "app\\.kubernetes\\.io/name=example-operator" in namespace ${ns}`));
-    assert.equal(proxy.requests.filter((r) => r.method === 'DELETE'), []);
+    assert.equal(
+      proxy.requests.filter((r) => r.method === 'DELETE'),
+      [],
+    );
   } finally {
     await proxy.close();
   }

@@ -28,7 +28,8 @@ function server(path = join(tempDir(), 'drain.sock')) {
   return { s, path, events, event };
 }
 
-const aborted = (signal: AbortSignal) => within(5000, 'abort', new Promise<void>((r) => (signal.aborted ? r() : signal.addEventListener('abort', () => r()))));
+const aborted = (signal: AbortSignal) =>
+  within(5000, 'abort', new Promise<void>((r) => (signal.aborted ? r() : signal.addEventListener('abort', () => r()))));
 
 test('without DRAINGUARD_SOCKET the client is a no-op', async () => {
   const c = new DrainClient({ env: {} });
@@ -87,7 +88,13 @@ test('drained at once when the drain starts with nothing in flight; manual mode 
   await aborted(manual.draining);
   await within(5000, 'auto drained', auto.drainedSent());
   await event('drained');
-  assert.equal(s.clients().map((c) => c.drained).sort(), [false, true]);
+  assert.equal(
+    s
+      .clients()
+      .map((c) => c.drained)
+      .sort(),
+    [false, true],
+  );
   manual.drained();
   assert.equal(await within(5000, 'drain', done), { acknowledged: 2, disconnected: 0 });
   auto.close();
@@ -111,7 +118,10 @@ test('the client connects once the socket appears, and reconnects with its state
   assert.is(hello.client.name, `pid ${process.pid}`);
   const inflight = (await second.event('inflight')) as Extract<ServerEvent, { type: 'inflight' }>;
   assert.is(inflight.client.inflight, 1, 'the work in flight is told again');
-  assert.ok(errors.some((e) => /ENOENT|ECONNREFUSED/.test(e.message)), 'connection errors are reported');
+  assert.ok(
+    errors.some((e) => /ENOENT|ECONNREFUSED/.test(e.message)),
+    'connection errors are reported',
+  );
   end();
   c.close();
   await second.s.close();

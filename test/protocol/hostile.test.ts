@@ -10,7 +10,10 @@ import { RawClient } from '../support/raw-client.ts';
 
 function start(): { p: Proc; socket: string } {
   const socket = join(tempDir(), 'drain.sock');
-  const p = drainguard(['run', '--socket', socket, '--', NODE, fixture('operator.ts')], { FIXTURE_WORK: '300', DRAINGUARD_LOG_LEVEL: 'debug' });
+  const p = drainguard(['run', '--socket', socket, '--', NODE, fixture('operator.ts')], {
+    FIXTURE_WORK: '300',
+    DRAINGUARD_LOG_LEVEL: 'debug',
+  });
   return { p, socket };
 }
 
@@ -33,7 +36,11 @@ test('each kind of bad input gets an error message and the connection is closed'
   await rejected(socket, '{"type":"inflight","count":1}\n', /first message must be hello/);
   await rejected(socket, '[1,2]\n', /must be a JSON object/);
   await rejected(socket, '{"type":"hello","protocol":2}\n', /unsupported protocol version 2/);
-  await rejected(socket, Buffer.concat([Buffer.from('{"type":"hello","protocol":1,"name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}\n')]), /not valid UTF-8/);
+  await rejected(
+    socket,
+    Buffer.concat([Buffer.from('{"type":"hello","protocol":1,"name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}\n')]),
+    /not valid UTF-8/,
+  );
   await rejected(socket, 'x'.repeat(64 * 1024 + 1), /line longer than 65536 bytes/);
   // Exactly 64 KiB is allowed; unknown fields and types are ignored.
   const ok = await new RawClient(socket).connected();

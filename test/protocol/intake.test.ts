@@ -16,7 +16,11 @@ const HELLO = { type: 'hello', protocol: 1, name: 'intake', pid: 1 };
 
 async function serve(limits: IntakeLimits): Promise<{ server: DrainServer; path: string; logs: Record<string, unknown>[] }> {
   const logs: Record<string, unknown>[] = [];
-  const logger = createLogger({ level: 'debug', format: 'json', stream: { write: (l: string) => logs.push(JSON.parse(l) as Record<string, unknown>) } });
+  const logger = createLogger({
+    level: 'debug',
+    format: 'json',
+    stream: { write: (l: string) => logs.push(JSON.parse(l) as Record<string, unknown>) },
+  });
   const path = join(tempDir(), 'drain.sock');
   const server = new DrainServer({ path, logger, limits });
   await server.listen();

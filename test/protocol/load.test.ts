@@ -19,7 +19,8 @@ const MAX_UNGREETED = 128;
 const HALF_LINE = 63 * 1024;
 const DRAIN_TIMEOUT_MS = 10_000;
 
-const status = (pid: number, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const status = (pid: number, field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const sockets = (pid: number) =>
   readdirSync(`/proc/${pid}/fd`).filter((fd) => {
     try {
@@ -59,16 +60,21 @@ function polled(done: () => boolean, what: string): Promise<true> {
 /** Waits until drainguard has read everything sent to it (no byte queued on any of its sockets: ss, the kernel's view). */
 function readAll(pid: number): Promise<true> {
   return polled(() => {
-    const lines = execFileSync('ss', ['-xpnH'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`pid=${pid},`));
+    const lines = execFileSync('ss', ['-xpnH'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(`pid=${pid},`));
     return lines.reduce((sum, l) => sum + Number(l.trim().split(/\s+/)[2]), 0) === 0;
   }, 'drainguard to read what was sent');
 }
 
-const busy = (c: RawClient, reason: RegExp) => c.messages().some((m) => m.type === 'error' && /^DG_PROTOCOL_BUSY: /.test(String(m.message)) && reason.test(String(m.message)));
+const busy = (c: RawClient, reason: RegExp) =>
+  c.messages().some((m) => m.type === 'error' && /^DG_PROTOCOL_BUSY: /.test(String(m.message)) && reason.test(String(m.message)));
 
 test('a thousand silent half lines, alone and past 900 greeted clients: bounded, and the drain is on time', async () => {
   const path = join(tempDir(), 'drain.sock');
-  const p = drainguard(['run', '--socket', path, '--drain-timeout', `${DRAIN_TIMEOUT_MS}ms`, '--', NODE, fixture('operator.ts')], { FIXTURE_WORK: '300' });
+  const p = drainguard(['run', '--socket', path, '--drain-timeout', `${DRAIN_TIMEOUT_MS}ms`, '--', NODE, fixture('operator.ts')], {
+    FIXTURE_WORK: '300',
+  });
   await p.line('ready');
   const before = status(p.pid, 'VmRSS');
   // The listener and the operator's own connection (and whatever else drainguard holds) before the load.
@@ -103,7 +109,9 @@ test('a thousand silent half lines, alone and past 900 greeted clients: bounded,
   const refusedAgain = again.filter((c) => busy(c, /too many connections \(at most 1024\)/)).length;
   const loaded = { rss: status(p.pid, 'VmRSS'), peak: status(p.pid, 'VmHWM'), connections: connections() };
 
-  console.log(`  RSS ${before.toFixed(1)} MiB before; ${afterSilent.toFixed(1)} MiB with 1000 silent 63 KiB half lines (${heldSilent} held, ${refusedSilent} refused)`);
+  console.log(
+    `  RSS ${before.toFixed(1)} MiB before; ${afterSilent.toFixed(1)} MiB with 1000 silent 63 KiB half lines (${heldSilent} held, ${refusedSilent} refused)`,
+  );
   console.log(
     `  ${loaded.rss.toFixed(1)} MiB (peak ${loaded.peak.toFixed(1)}) with ${greeted.length} greeted clients (${half.length} holding 63 KiB) and the flood again (${refusedAgain} refused); ${loaded.connections} connections`,
   );
@@ -126,7 +134,9 @@ test('a thousand silent half lines, alone and past 900 greeted clients: bounded,
   const exit = await p.exit(30_000);
   assert.equal(exit.code, 0);
   const ended = p.logs().find((l) => l.msg === 'drain ended')!;
-  console.log(`  drain ended ${ended.outcome} after ${ended.durationMs} ms with ${greeted.length} greeted clients and the silent ones present`);
+  console.log(
+    `  drain ended ${ended.outcome} after ${ended.durationMs} ms with ${greeted.length} greeted clients and the silent ones present`,
+  );
   assert.equal(ended.outcome, 'drained');
   assert.ok((ended.durationMs as number) < DRAIN_TIMEOUT_MS, `${ended.durationMs} ms`);
   assert.ok(p.stdout.includes('work done 0'));

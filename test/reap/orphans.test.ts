@@ -22,7 +22,15 @@ chmodSync(image, 0o755);
 const installed = await runInstall(join(image, INSTALL_DIR));
 const LAUNCHER = `${INSTALL_DIR}/drainguard`;
 /** What the launcher execs (src/install/launcher.S): drainguard without the launcher in front. */
-const LOADER_IN_PLACE = [`${INSTALL_DIR}/lib/ld-linux-x86-64.so.2`, '--inhibit-cache', '--library-path', `${INSTALL_DIR}/lib`, '--argv0', LAUNCHER, `${INSTALL_DIR}/lib/drainguard`];
+const LOADER_IN_PLACE = [
+  `${INSTALL_DIR}/lib/ld-linux-x86-64.so.2`,
+  '--inhibit-cache',
+  '--library-path',
+  `${INSTALL_DIR}/lib`,
+  '--argv0',
+  LAUNCHER,
+  `${INSTALL_DIR}/lib/drainguard`,
+];
 const ENV = { DRAINGUARD_SOCKET: `${SOCKET_DIR}/drain.sock` };
 const NO_REAPER = 'drainguard is PID 1 and cannot reap orphaned processes';
 
@@ -30,11 +38,17 @@ const NO_REAPER = 'drainguard is PID 1 and cannot reap orphaned processes';
 function container(argv: readonly string[]): Proc {
   const socketDir = tempDir();
   chmodSync(socketDir, 0o777);
-  const pod = podRoot({ image, volumes: { [SOCKET_DIR]: socketDir }, files: { '/bin/busybox': BUSYBOX }, user: '65532:65532', pidNamespace: true });
+  const pod = podRoot({
+    image,
+    volumes: { [SOCKET_DIR]: socketDir },
+    files: { '/bin/busybox': BUSYBOX },
+    user: '65532:65532',
+    pidNamespace: true,
+  });
   return pod.run(argv, ENV);
 }
 
-test('as PID 1 the launcher reaps every orphan, and drainguard below it still drains and exits with the operator\'s code', async () => {
+test("as PID 1 the launcher reaps every orphan, and drainguard below it still drains and exits with the operator's code", async () => {
   const p = container([LAUNCHER, 'run', '--', ...OPERATOR]);
   try {
     await p.line('ready', 30_000);
@@ -42,19 +56,30 @@ test('as PID 1 the launcher reaps every orphan, and drainguard below it still dr
     const ns = new PidNamespace(init);
     const { orphans, zombies } = await leaveOrphans(p, ns, 1, init);
     assert.equal(zombies, [], `zombies left: ${JSON.stringify(zombies)}`);
-    assert.ok(orphans.every((pid) => !ns.processes().some((x) => x.pid === pid)), 'every orphan reaped');
-    assert.not.ok(p.logs().some((l) => l.msg.startsWith(NO_REAPER)), p.stderr.join('\n'));
+    assert.ok(
+      orphans.every((pid) => !ns.processes().some((x) => x.pid === pid)),
+      'every orphan reaped',
+    );
+    assert.not.ok(
+      p.logs().some((l) => l.msg.startsWith(NO_REAPER)),
+      p.stderr.join('\n'),
+    );
 
     // PID 1 is the launcher; drainguard (the loader) its child; the operator drainguard's child.
     assert.is(readlinkSync(`/proc/${init}/exe`), readlinkSync(`/proc/${init}/root`) + LAUNCHER);
     const operator = (await p.log('operator started')).pid as number;
     const drainguard = ns.processes().find((x) => x.pid === operator)!.ppid;
     assert.is(ns.processes().find((x) => x.pid === drainguard)?.ppid, 1);
-    assert.equal(readFileSync(`/proc/${ns.hostPid(drainguard)}/cmdline`, 'utf8').split('\0').slice(0, LOADER_IN_PLACE.length), LOADER_IN_PLACE);
+    assert.equal(
+      readFileSync(`/proc/${ns.hostPid(drainguard)}/cmdline`, 'utf8')
+        .split('\0')
+        .slice(0, LOADER_IN_PLACE.length),
+      LOADER_IN_PLACE,
+    );
 
     // SIGTERM to PID 1, as the kubelet sends it: passed on to drainguard, which drains and stops the operator.
     process.kill(init, 'SIGTERM');
-    assert.equal(await p.exit(), { code: 7, signal: null }, 'the operator\'s code is the container\'s');
+    assert.equal(await p.exit(), { code: 7, signal: null }, "the operator's code is the container's");
     assert.ok(p.stdout.includes('signal TERM'));
     assert.equal(p.logs().filter((l) => l.msg === 'termination requested').length, 1, 'one SIGTERM reached drainguard');
     const exited = p.logs().find((l) => l.msg === 'operator exited');
@@ -64,7 +89,7 @@ test('as PID 1 the launcher reaps every orphan, and drainguard below it still dr
   }
 });
 
-test('as PID 1 the launcher passes on drainguard\'s 128+N when the operator dies of signal N', async () => {
+test("as PID 1 the launcher passes on drainguard's 128+N when the operator dies of signal N", async () => {
   const p = container([LAUNCHER, 'run', '--', ...OPERATOR]);
   try {
     await p.line('ready', 30_000);
@@ -86,9 +111,15 @@ test('control: drainguard itself as PID 1 leaves every orphan a zombie, and says
     const ns = new PidNamespace(init);
     assert.is(readlinkSync(`/proc/${init}/exe`), readlinkSync(`/proc/${init}/root`) + LOADER_IN_PLACE[0]);
     const { orphans, zombies } = await leaveOrphans(p, ns, 1, init);
-    assert.equal(zombies.filter((z) => orphans.includes(z.pid)).map((z) => [z.pid, z.ppid, z.state]), orphans.map((pid) => [pid, 1, 'Z']));
+    assert.equal(
+      zombies.filter((z) => orphans.includes(z.pid)).map((z) => [z.pid, z.ppid, z.state]),
+      orphans.map((pid) => [pid, 1, 'Z']),
+    );
     assert.ok(zombies.length >= ORPHANS);
-    assert.ok(p.logs().some((l) => l.level === 'warn' && l.msg.startsWith(NO_REAPER)), p.stderr.join('\n'));
+    assert.ok(
+      p.logs().some((l) => l.level === 'warn' && l.msg.startsWith(NO_REAPER)),
+      p.stderr.join('\n'),
+    );
     process.kill(init, 'SIGTERM');
     assert.equal(await p.exit(), { code: 7, signal: null });
   } finally {

@@ -44,7 +44,8 @@ const liveSocket = join(dir, 'live.sock');
 const DURATION = /expected a duration such as 500ms, 30s, 2m or a number of seconds/;
 const AT_MOST_A_DAY = /expected a duration of at most 24h/;
 const SIGNAL = /expected a signal name or number such as SIGTERM, TERM or 15/;
-const GUARD_FORMS = /expected comma-separated clusterrole\/NAME, clusterrolebinding\/NAME, role\/NAMESPACE\/NAME, rolebinding\/NAMESPACE\/NAME or serviceaccount\/NAMESPACE\/NAME/;
+const GUARD_FORMS =
+  /expected comma-separated clusterrole\/NAME, clusterrolebinding\/NAME, role\/NAMESPACE\/NAME, rolebinding\/NAMESPACE\/NAME or serviceaccount\/NAMESPACE\/NAME/;
 const POD = { DRAINGUARD_POD_NAME: 'op-0', DRAINGUARD_POD_NAMESPACE: 'ops', DRAINGUARD_POD_UID: '6f1c2b9e-0d7a-4c1e-9a57-2f0c8e4b1d33' };
 const durations = (option: string): Case[] => [
   { option, value: '', fix: DURATION },
@@ -70,18 +71,54 @@ function cases(httpInUse: number): Case[] {
     { option: 'socket', value: join(aFile, 'drain.sock'), fix: /is not a directory, so the socket .* cannot be made there/ },
     { option: 'socket', value: `/tmp/${'s'.repeat(110)}.sock`, fix: /at most 107 bytes \(the Unix socket limit\)/ },
     { option: 'socket', value: liveSocket, fix: /is in use by another process; choose another path/ },
-    { option: 'socket', value: join(readOnly, 'drain.sock'), fix: /EACCES; this user may not create files in .*; choose a writable directory/, uid: asNobody },
+    {
+      option: 'socket',
+      value: join(readOnly, 'drain.sock'),
+      fix: /EACCES; this user may not create files in .*; choose a writable directory/,
+      uid: asNobody,
+    },
     ...durations('grace-period'),
-    { option: 'grace-period', value: '3s', names: 'DRAINGUARD_STOP_TIMEOUT', fix: /stop timeout \(5s\) must be shorter than the grace period \(3s\); lower it or raise DRAINGUARD_GRACE_PERIOD/, envOnly: true },
+    {
+      option: 'grace-period',
+      value: '3s',
+      names: 'DRAINGUARD_STOP_TIMEOUT',
+      fix: /stop timeout \(5s\) must be shorter than the grace period \(3s\); lower it or raise DRAINGUARD_GRACE_PERIOD/,
+      envOnly: true,
+    },
     ...durations('drain-timeout'),
-    { option: 'drain-timeout', value: '40s', fix: /the drain timeout \(40s\) plus the stop timeout \(5s\) must fit in the grace period \(30s\).*lower it to at most 25s/ },
+    {
+      option: 'drain-timeout',
+      value: '40s',
+      fix: /the drain timeout \(40s\) plus the stop timeout \(5s\) must fit in the grace period \(30s\).*lower it to at most 25s/,
+    },
     { option: 'drain-timeout', value: '26s', fix: /lower it to at most 25s/ },
-    { option: 'drain-timeout', value: '9s', with: { DRAINGUARD_GRACE_PERIOD: '10s', DRAINGUARD_STOP_TIMEOUT: '2s' }, fix: /must fit in the grace period \(10s\).*lower it to at most 8s/ },
-    ...['', 'SIGNOPE', 'NOPE', '0', '65', '-15', 'SIG TERM', 'SIGTERM,SIGINT'].map((value) => ({ option: 'stop-signal', value, fix: SIGNAL })),
-    ...['', 'Bad Name!', 'UPPER', '-lease', `${'a'.repeat(254)}`].map((value) => ({ option: 'leader-lease', value, fix: /expected auto, off, or the name of the operator's leader Lease/ })),
-    ...['SIGSTOP', 'SIGCHLD', '19'].map((value) => ({ option: 'stop-signal', value, fix: /expected a signal that stops a process \(not SIGSTOP or SIGCHLD\)/ })),
+    {
+      option: 'drain-timeout',
+      value: '9s',
+      with: { DRAINGUARD_GRACE_PERIOD: '10s', DRAINGUARD_STOP_TIMEOUT: '2s' },
+      fix: /must fit in the grace period \(10s\).*lower it to at most 8s/,
+    },
+    ...['', 'SIGNOPE', 'NOPE', '0', '65', '-15', 'SIG TERM', 'SIGTERM,SIGINT'].map((value) => ({
+      option: 'stop-signal',
+      value,
+      fix: SIGNAL,
+    })),
+    ...['', 'Bad Name!', 'UPPER', '-lease', `${'a'.repeat(254)}`].map((value) => ({
+      option: 'leader-lease',
+      value,
+      fix: /expected auto, off, or the name of the operator's leader Lease/,
+    })),
+    ...['SIGSTOP', 'SIGCHLD', '19'].map((value) => ({
+      option: 'stop-signal',
+      value,
+      fix: /expected a signal that stops a process \(not SIGSTOP or SIGCHLD\)/,
+    })),
     ...durations('stop-timeout'),
-    { option: 'stop-timeout', value: '30s', fix: /must be shorter than the grace period \(30s\); lower it or raise DRAINGUARD_GRACE_PERIOD/ },
+    {
+      option: 'stop-timeout',
+      value: '30s',
+      fix: /must be shorter than the grace period \(30s\); lower it or raise DRAINGUARD_GRACE_PERIOD/,
+    },
     { option: 'stop-timeout', value: '1h', fix: /must be shorter than the grace period/ },
     ...['', 'pgroup', 'both', 'session'].map((value) => ({ option: 'signal-target', value, fix: /expected one of group, child/ })),
     { option: 'guard', value: 'clusterrole', fix: /expected clusterrole\/NAME, got "clusterrole"/, with: POD },
@@ -90,29 +127,81 @@ function cases(httpInUse: number): Case[] {
     { option: 'guard', value: 'clusterrole/', fix: /expected clusterrole\/NAME where NAME is the object's name/, with: POD },
     { option: 'guard', value: 'clusterrole/a b', fix: /expected clusterrole\/NAME where NAME is the object's name/, with: POD },
     { option: 'guard', value: 'clusterrole/..', fix: /expected clusterrole\/NAME where NAME is the object's name/, with: POD },
-    { option: 'guard', value: 'rolebinding/Bad_NS/x', fix: /expected rolebinding\/NAMESPACE\/NAME where NAMESPACE is a valid namespace name/, with: POD },
+    {
+      option: 'guard',
+      value: 'rolebinding/Bad_NS/x',
+      fix: /expected rolebinding\/NAMESPACE\/NAME where NAMESPACE is a valid namespace name/,
+      with: POD,
+    },
     { option: 'guard', value: 'deployment/x', fix: GUARD_FORMS, with: POD },
     { option: 'guard', value: 'clusterrole/op,configmap/ns/x', fix: GUARD_FORMS, with: POD },
-    { option: 'guard', value: 'clusterrole/op', fix: /needs to know its pod: set DRAINGUARD_POD_NAME, DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID from the downward API/ },
-    { option: 'guard', value: 'clusterrole/op', with: { DRAINGUARD_POD_NAME: 'op-0' }, fix: /set DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID from the downward API/ },
-    { option: 'guard', value: 'clusterrole/op', with: { ...POD, KUBECONFIG: join(dir, 'no-kubeconfig') }, fix: /needs the Kubernetes API: KUBECONFIG names no file that exists/, envOnly: true },
+    {
+      option: 'guard',
+      value: 'clusterrole/op',
+      fix: /needs to know its pod: set DRAINGUARD_POD_NAME, DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID from the downward API/,
+    },
+    {
+      option: 'guard',
+      value: 'clusterrole/op',
+      with: { DRAINGUARD_POD_NAME: 'op-0' },
+      fix: /set DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID from the downward API/,
+    },
+    {
+      option: 'guard',
+      value: 'clusterrole/op',
+      with: { ...POD, KUBECONFIG: join(dir, 'no-kubeconfig') },
+      fix: /needs the Kubernetes API: KUBECONFIG names no file that exists/,
+      envOnly: true,
+    },
     ...durations('lease-duration'),
-    ...['installations', 'deployments.apps', 'Installations.operator.tigera.io', 'installations.', '.operator.tigera.io', 'installations/operator.tigera.io', 'a.b.c,bad'].map((value) => ({
+    ...[
+      'installations',
+      'deployments.apps',
+      'Installations.operator.tigera.io',
+      'installations.',
+      '.operator.tigera.io',
+      'installations/operator.tigera.io',
+      'a.b.c,bad',
+    ].map((value) => ({
       option: 'hold',
       value,
       fix: /expected comma-separated custom resource kinds as PLURAL.GROUP, such as installations.operator.tigera.io/,
       with: POD,
     })),
-    { option: 'hold', value: 'installations.operator.tigera.io', fix: /needs to know its pod: set DRAINGUARD_POD_NAME, DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID from the downward API/ },
+    {
+      option: 'hold',
+      value: 'installations.operator.tigera.io',
+      fix: /needs to know its pod: set DRAINGUARD_POD_NAME, DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID from the downward API/,
+    },
     ...durations('hold-timeout'),
     ...durations('hold-settle'),
-    ...['', 'Op-0', 'op_0', `${'p'.repeat(254)}`].map((value) => ({ option: 'pod-name', value, fix: /the pod's name .* fieldRef metadata.name; set it from the downward API/ })),
-    ...['', 'Ops', 'kube_system', 'n'.repeat(64)].map((value) => ({ option: 'pod-namespace', value, fix: /the pod's namespace .* fieldRef metadata.namespace; set it from the downward API/ })),
-    ...['', ' ', 'UID', 'a/b', '$(POD_UID)', 'u'.repeat(57)].map((value) => ({ option: 'pod-uid', value, fix: /the pod's UID .* fieldRef metadata.uid; set it from the downward API/ })),
-    ...['', '9404', ':99999', 'localhost:http', 'localhost:'].map((value) => ({ option: 'http-addr', value, fix: /expected HOST:PORT such as 127.0.0.1:9404, :9404 or \[::1\]:9404/ })),
+    ...['', 'Op-0', 'op_0', `${'p'.repeat(254)}`].map((value) => ({
+      option: 'pod-name',
+      value,
+      fix: /the pod's name .* fieldRef metadata.name; set it from the downward API/,
+    })),
+    ...['', 'Ops', 'kube_system', 'n'.repeat(64)].map((value) => ({
+      option: 'pod-namespace',
+      value,
+      fix: /the pod's namespace .* fieldRef metadata.namespace; set it from the downward API/,
+    })),
+    ...['', ' ', 'UID', 'a/b', '$(POD_UID)', 'u'.repeat(57)].map((value) => ({
+      option: 'pod-uid',
+      value,
+      fix: /the pod's UID .* fieldRef metadata.uid; set it from the downward API/,
+    })),
+    ...['', '9404', ':99999', 'localhost:http', 'localhost:'].map((value) => ({
+      option: 'http-addr',
+      value,
+      fix: /expected HOST:PORT such as 127.0.0.1:9404, :9404 or \[::1\]:9404/,
+    })),
     // Found when listening, where only the variable's name is known.
     { option: 'http-addr', value: `127.0.0.1:${httpInUse}`, fix: /cannot listen on 127.0.0.1:\d+: EADDRINUSE/, envOnly: true },
-    ...['', 'metrics', '127.0.0.1:8080/metrics', 'ftp://127.0.0.1/metrics', 'file:///metrics'].map((value) => ({ option: 'idle-metrics', value, fix: /expected an http or https URL such as http:\/\/127.0.0.1:8080\/metrics/ })),
+    ...['', 'metrics', '127.0.0.1:8080/metrics', 'ftp://127.0.0.1/metrics', 'file:///metrics'].map((value) => ({
+      option: 'idle-metrics',
+      value,
+      fix: /expected an http or https URL such as http:\/\/127.0.0.1:8080\/metrics/,
+    })),
     ...['', 'loud', 'trace', 'verbose'].map((value) => ({ option: 'log-level', value, fix: /expected one of debug, info, warn, error/ })),
     ...['', 'xml', 'yaml'].map((value) => ({ option: 'log-format', value, fix: /expected one of json, text/ })),
   ];
@@ -137,7 +226,11 @@ async function attempt(args: readonly string[], env: NodeJS.ProcessEnv, uid?: nu
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   child.stdout.resume();
-  const status = await within(15_000, `drainguard run ${args.join(' ')}`, new Promise<number | null>((r) => child.on('close', (code) => r(code))));
+  const status = await within(
+    15_000,
+    `drainguard run ${args.join(' ')}`,
+    new Promise<number | null>((r) => child.on('close', (code) => r(code))),
+  );
   const leftovers = readdirSync(work).filter((f) => f !== 'started');
   assert.equal(leftovers, [], 'nothing left behind in TMPDIR');
   return { status, stderr, started: existsSync(marker) };
@@ -157,15 +250,21 @@ function check(outcome: Outcome, name: string, fix: RegExp, what: string): void 
 /** Runs `work` over `items`, `n` at a time. */
 async function inParallel<T>(items: readonly T[], n: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
 }
 
 test('every option of drainguard run, every kind of wrong value, as variable and as flag: exit 2, named, fix given, nothing started', async () => {
   const live = createServer().listen(liveSocket);
   const http = createHttpServer().listen(0, '127.0.0.1');
-  await within(5000, 'listeners', Promise.all([new Promise((r) => live.once('listening', r)), new Promise((r) => http.once('listening', r))]));
+  await within(
+    5000,
+    'listeners',
+    Promise.all([new Promise((r) => live.once('listening', r)), new Promise((r) => http.once('listening', r))]),
+  );
   const all = cases((http.address() as AddressInfo).port);
   const byFlag = new Map(optionsFor('run').map((o) => [o.flag, o]));
   let runs = 0;
@@ -192,31 +291,55 @@ test('every option of drainguard run, every kind of wrong value, as variable and
 
   // Every option drainguard run reads has its wrong values here.
   const covered = new Set(all.map((c) => c.option));
-  assert.equal(optionsFor('run').map((o) => o.flag).filter((f) => !covered.has(f)), [], 'options of run without a bad-value case');
+  assert.equal(
+    optionsFor('run')
+      .map((o) => o.flag)
+      .filter((f) => !covered.has(f)),
+    [],
+    'options of run without a bad-value case',
+  );
 });
 
 test('the options only drainguard sidecar has, and shared ones through the sidecar: exit 2 before it listens', async () => {
-  const sidecarOnly = optionsFor('sidecar').filter((o) => !optionsFor('run').some((r) => r.flag === o.flag)).map((o) => o.flag);
+  const sidecarOnly = optionsFor('sidecar')
+    .filter((o) => !optionsFor('run').some((r) => r.flag === o.flag))
+    .map((o) => o.flag);
   const cases: Case[] = [
     { option: 'prestop-token', value: 'short', fix: /expected a token of at least 16 characters without spaces/ },
     { option: 'prestop-token', value: '', fix: /expected a token of at least 16 characters/ },
     { option: 'prestop-token-file', value: join(dir, 'no-token'), fix: /cannot read the token file .*no-token: ENOENT/ },
     { option: 'prestop-token-file', value: '', fix: /expected a non-empty value/ },
-    { option: 'prestop-token', value: 'a'.repeat(20), with: { DRAINGUARD_PRESTOP_TOKEN_FILE: aFile }, fix: /both set; give the preStop token one way only/ },
+    {
+      option: 'prestop-token',
+      value: 'a'.repeat(20),
+      with: { DRAINGUARD_PRESTOP_TOKEN_FILE: aFile },
+      fix: /both set; give the preStop token one way only/,
+    },
     { option: 'operator-container', value: 'Manager_1', fix: /expected container names separated by commas, such as manager/ },
     { option: 'operator-container', value: ',', fix: /expected container names separated by commas/ },
     { option: 'drain-timeout', value: '40s', fix: /lower it to at most 25s/ },
     { option: 'socket', value: aFile, fix: /exists and is not a socket; remove it or choose another path/ },
     { option: 'http-addr', value: 'nope', fix: /expected HOST:PORT/ },
   ];
-  assert.equal(sidecarOnly.filter((f) => !cases.some((c) => c.option === f)), [], 'sidecar options without a bad-value case');
+  assert.equal(
+    sidecarOnly.filter((f) => !cases.some((c) => c.option === f)),
+    [],
+    'sidecar options without a bad-value case',
+  );
   const byFlag = new Map(optionsFor('sidecar').map((o) => [o.flag, o]));
   await inParallel(cases, 4, async (c) => {
     const variable = envName(byFlag.get(c.option)!);
     const socketDir = tempDir();
     const socket = c.option === 'socket' ? c.value : join(socketDir, 'drain.sock');
     const child = spawn(EXE, ['sidecar'], {
-      env: { PATH: process.env.PATH, HOME: socketDir, DRAINGUARD_SOCKET: socket, DRAINGUARD_HTTP_ADDR: '127.0.0.1:0', ...c.with, [variable]: c.value },
+      env: {
+        PATH: process.env.PATH,
+        HOME: socketDir,
+        DRAINGUARD_SOCKET: socket,
+        DRAINGUARD_HTTP_ADDR: '127.0.0.1:0',
+        ...c.with,
+        [variable]: c.value,
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -259,11 +382,17 @@ test('usage errors: no command, an unknown flag, a flag without its value, a fla
 test('no writable TMPDIR for the private socket: exit 2 naming TMPDIR and DRAINGUARD_SOCKET', async () => {
   const outcome = await attempt([], {});
   assert.equal(outcome.status, 0, 'the control: a writable TMPDIR works');
-  const child = spawn(EXE, ['run', '--', 'true'], { env: { PATH: process.env.PATH, TMPDIR: join(dir, 'missing') }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(EXE, ['run', '--', 'true'], {
+    env: { PATH: process.env.PATH, TMPDIR: join(dir, 'missing') },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   assert.equal(await within(10_000, 'exit', new Promise((r) => child.on('close', r))), 2, stderr);
-  assert.match(stderr, /cannot make a private directory for the drain socket in .*missing: ENOENT; set TMPDIR to a writable directory, or DRAINGUARD_SOCKET to a socket path/);
+  assert.match(
+    stderr,
+    /cannot make a private directory for the drain socket in .*missing: ENOENT; set TMPDIR to a writable directory, or DRAINGUARD_SOCKET to a socket path/,
+  );
 });
 
 test.run();

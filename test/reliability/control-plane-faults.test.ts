@@ -69,14 +69,20 @@ test('the controller-manager down while the holder pod goes: its Lease is not co
       }
       assert.ok(await heldBy(c, pod), 'the finalizers stay');
       await controlPlane.startControllerManager();
-      await cluster.waitFor(async () => (await c.lease(pod)) === undefined, 30_000, 'the Lease collected once the controller-manager is back');
+      await cluster.waitFor(
+        async () => (await c.lease(pod)) === undefined,
+        30_000,
+        'the Lease collected once the controller-manager is back',
+      );
       assert.equal((await hook.exit(30_000)).code, 0, hook.stdout.join('\n'));
-      assert.ok(hook.stdout.some((l) => l.endsWith('(stale: Lease gone)')), hook.stdout.join('\n'));
+      assert.ok(
+        hook.stdout.some((l) => l.endsWith('(stale: Lease gone)')),
+        hook.stdout.join('\n'),
+      );
       assert.ok(await nothingHeld(c), JSON.stringify(await c.holders()));
     },
     { cluster },
   );
 });
-
 
 test.run();

@@ -32,7 +32,12 @@ const HELD_UNGREETED = MAX_UNGREETED - WORKERS - DRIBBLERS - 8;
 
 function start(socket: string, wrapper: string[] = []): Proc {
   const args = ['run', '--', NODE, OPERATOR];
-  const env = { DRAINGUARD_SOCKET: socket, DRAINGUARD_DRAIN_TIMEOUT: `${DRAIN_TIMEOUT_MS}ms`, FIXTURE_WORK: '1000', FIXTURE_WORK_AT: 'usr2' };
+  const env = {
+    DRAINGUARD_SOCKET: socket,
+    DRAINGUARD_DRAIN_TIMEOUT: `${DRAIN_TIMEOUT_MS}ms`,
+    FIXTURE_WORK: '1000',
+    FIXTURE_WORK_AT: 'usr2',
+  };
   return wrapper.length ? new Proc(wrapper[0]!, [...wrapper.slice(1), EXE, ...args], env) : new Proc(EXE, args, env);
 }
 
@@ -61,7 +66,8 @@ async function open(path: string): Promise<Socket> {
 /** Opens `n` connections, a batch at a time (the listen backlog is finite). */
 async function openMany(path: string, n: number): Promise<Socket[]> {
   const sockets: Socket[] = [];
-  while (sockets.length < n) sockets.push(...(await Promise.all(Array.from({ length: Math.min(100, n - sockets.length) }, () => open(path)))));
+  while (sockets.length < n)
+    sockets.push(...(await Promise.all(Array.from({ length: Math.min(100, n - sockets.length) }, () => open(path)))));
   return sockets;
 }
 
@@ -87,7 +93,8 @@ async function exchange(path: string, bytes: Buffer, how: 'whole' | 'pieces' | '
       await write(socket, piece);
       return true;
     } catch (err) {
-      if (['EPIPE', 'ECONNRESET', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END'].includes((err as NodeJS.ErrnoException).code ?? '')) return false;
+      if (['EPIPE', 'ECONNRESET', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END'].includes((err as NodeJS.ErrnoException).code ?? ''))
+        return false;
       throw err;
     }
   };
@@ -95,7 +102,7 @@ async function exchange(path: string, bytes: Buffer, how: 'whole' | 'pieces' | '
   else if (how === 'bytes') {
     for (let i = 0; i < bytes.length; i++) if (!(await send(bytes.subarray(i, i + 1)))) break;
   } else {
-    for (let i = 0; i < bytes.length; ) {
+    for (let i = 0; i < bytes.length;) {
       const n = 1 + random.int(4096);
       if (!(await send(bytes.subarray(i, i + n)))) break;
       i += n;
@@ -106,7 +113,8 @@ async function exchange(path: string, bytes: Buffer, how: 'whole' | 'pieces' | '
   return Buffer.concat(received).toString('utf8');
 }
 
-const show = (bytes: Buffer) => JSON.stringify(bytes.subarray(0, 300).toString('latin1')) + (bytes.length > 300 ? ` ... (${bytes.length} bytes)` : '');
+const show = (bytes: Buffer) =>
+  JSON.stringify(bytes.subarray(0, 300).toString('latin1')) + (bytes.length > 300 ? ` ... (${bytes.length} bytes)` : '');
 
 test('fuzz: hostile frames and connections; drainguard stays up, bounded, leak-free, and drains on time', async () => {
   const random = prng(sizes.seed);
@@ -174,11 +182,17 @@ test('fuzz: hostile frames and connections; drainguard stays up, bounded, leak-f
         frames += expected.lines;
         how[mode]++;
         const answer = await exchange(socket, bytes, mode, random);
-        const lines = answer.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; protocol?: number; message?: string });
+        const lines = answer
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { type: string; protocol?: number; message?: string });
         const context = `seed ${sizes.seed}, connection ${id}, sent ${mode} ${show(bytes)}\nanswer: ${answer}`;
         assert.equal(lines.filter((m) => m.type === 'welcome').length, expected.welcome ? 1 : 0, `welcome: ${context}`);
         assert.equal(lines.filter((m) => m.type === 'error').length, expected.error ? 1 : 0, `error: ${context}`);
-        assert.ok(lines.every((m) => m.type === 'welcome' || m.type === 'error'), `unexpected message: ${context}`);
+        assert.ok(
+          lines.every((m) => m.type === 'welcome' || m.type === 'error'),
+          `unexpected message: ${context}`,
+        );
         if (expected.welcome) assert.equal(lines[0], { type: 'welcome', protocol: 1 }, context);
         if (expected.error) assert.equal(lines.at(-1)!.type, 'error', context);
         assert.ok(p.child.exitCode === null && alive(pid), `drainguard died: ${context}\n${p.stderr.slice(-20).join('\n')}`);
@@ -208,13 +222,18 @@ test('fuzz: hostile frames and connections; drainguard stays up, bounded, leak-f
   console.log(
     `  ${frames} frames on ${connections} connections in ${fuzzMs} ms (${JSON.stringify(how)}); held ${idle} connections (${halfSent} mid-line) + ${DRIBBLERS} dribbling ${DRIBBLE_BYTES} bytes a byte at a time`,
   );
-  console.log(`  drainguard RSS: before ${mib(before.rssKiB)}, peak ${mib(loaded.peakKiB)}, loaded ${mib(loaded.rssKiB)}, after ${mib(after.rssKiB)}; fds ${baseFds} -> ${fdsLoaded} -> ${descriptors(pid).length}`);
+  console.log(
+    `  drainguard RSS: before ${mib(before.rssKiB)}, peak ${mib(loaded.peakKiB)}, loaded ${mib(loaded.rssKiB)}, after ${mib(after.rssKiB)}; fds ${baseFds} -> ${fdsLoaded} -> ${descriptors(pid).length}`,
+  );
   assert.ok(frames >= sizes.fuzzFrames);
   // What drainguard may hold: a little per connection, one line of at most 64 KiB per half-sent one,
   // and room for the runtime's own heap growth.
   const boundKiB = before.rssKiB + 96 * 1024 + (idle + DRIBBLERS) * 8 + (halfSent + DRIBBLERS) * 64;
   assert.ok(loaded.peakKiB < boundKiB, `peak RSS ${mib(loaded.peakKiB)} above the bound ${mib(boundKiB)}`);
-  assert.ok(p.stdout.every((l) => !l.startsWith('client error')), `the real client lost its connection:\n${p.stdout.join('\n')}`);
+  assert.ok(
+    p.stdout.every((l) => !l.startsWith('client error')),
+    `the real client lost its connection:\n${p.stdout.join('\n')}`,
+  );
 
   // The real operator drains on time while clients that never read nor acknowledge hold on.
   const slow = await openMany(socket, SLOW_CLIENTS);
@@ -234,7 +253,10 @@ test('fuzz: hostile frames and connections; drainguard stays up, bounded, leak-f
   const ended = logOf(p, 'drain ended');
   assert.equal(ended.outcome, 'deadline');
   assert.ok((ended.durationMs as number) < DRAIN_TIMEOUT_MS + SLACK_MS, `the kill was held ${ended.durationMs} ms`);
-  assert.ok(!(ended.waitingFor as unknown[]).includes('fixture') && (ended.waitingFor as unknown[]).includes('fuzz-slow'), JSON.stringify(ended.waitingFor));
+  assert.ok(
+    !(ended.waitingFor as unknown[]).includes('fixture') && (ended.waitingFor as unknown[]).includes('fuzz-slow'),
+    JSON.stringify(ended.waitingFor),
+  );
   assert.ok(p.logs().some((l) => l.msg === 'client drained' && l.name === 'fixture'));
   noErrors(p);
   console.log(`  drain with ${SLOW_CLIENTS} unresponsive clients ended at the deadline after ${ended.durationMs} ms`);

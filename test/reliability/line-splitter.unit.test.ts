@@ -29,7 +29,7 @@ function split(chunks: readonly Buffer[]): { lines: string[]; error?: string } {
 
 function cut(bytes: Buffer, random: ReturnType<typeof prng>, most: number): Buffer[] {
   const chunks: Buffer[] = [];
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const n = 1 + random.int(most);
     chunks.push(bytes.subarray(i, i + n));
     i += n;

@@ -29,7 +29,12 @@ interface Pod {
 }
 
 async function startSidecar(env: NodeJS.ProcessEnv = {}, socket = join(tempDir(), 'drain.sock')): Promise<Pod> {
-  const sidecar = drainguard(['sidecar'], { DRAINGUARD_SOCKET: socket, DRAINGUARD_HTTP_ADDR: '127.0.0.1:0', DRAINGUARD_LOG_LEVEL: 'debug', ...env });
+  const sidecar = drainguard(['sidecar'], {
+    DRAINGUARD_SOCKET: socket,
+    DRAINGUARD_HTTP_ADDR: '127.0.0.1:0',
+    DRAINGUARD_LOG_LEVEL: 'debug',
+    ...env,
+  });
   await sidecar.log('sidecar ready');
   return { socket, sidecar };
 }
@@ -46,7 +51,11 @@ const prestop = (pod: Pod) => drainguard(['prestop'], { DRAINGUARD_SOCKET: pod.s
 async function endNative(pod: Pod): Promise<void> {
   pod.sidecar.kill('SIGTERM');
   assert.equal((await pod.sidecar.exit()).code, 0);
-  inOrder(messages(pod.sidecar), ['termination requested', 'no operator client connected: releasing at once', 'sidecar stopped'], 'sidecar log');
+  inOrder(
+    messages(pod.sidecar),
+    ['termination requested', 'no operator client connected: releasing at once', 'sidecar stopped'],
+    'sidecar log',
+  );
   noErrors(pod.sidecar);
 }
 
@@ -61,7 +70,11 @@ test('the operator acknowledges: the hook returns once its work is done; the kub
   assert.equal((await operator.exit()).code, 0);
   noWorkInterrupted(operator);
   await pod.sidecar.log('client disconnected');
-  inOrder(messages(pod.sidecar), ['drain requested', 'drain started', 'client drained', 'drain ended', 'client disconnected'], 'sidecar log');
+  inOrder(
+    messages(pod.sidecar),
+    ['drain requested', 'drain started', 'client drained', 'drain ended', 'client disconnected'],
+    'sidecar log',
+  );
   await endNative(pod);
 });
 
@@ -114,7 +127,11 @@ test('the operator acknowledges, then hangs and ignores SIGTERM (plain sidecar):
   operator.kill('SIGKILL');
   await operator.exit();
   assert.equal((await pod.sidecar.exit()).code, 0);
-  inOrder(messages(pod.sidecar), ['client drained', 'waiting for the operator to stop', 'client disconnected', 'operator stopped', 'sidecar stopped'], 'sidecar log');
+  inOrder(
+    messages(pod.sidecar),
+    ['client drained', 'waiting for the operator to stop', 'client disconnected', 'operator stopped', 'sidecar stopped'],
+    'sidecar log',
+  );
   noWorkInterrupted(operator);
 });
 
@@ -135,7 +152,11 @@ test('SIGTERM before any client connected: no drain to wait for, released at onc
   pod.sidecar.kill('SIGTERM');
   assert.equal((await pod.sidecar.exit()).code, 0);
   assert.equal(logOf(pod.sidecar, 'termination requested').clients, 0);
-  inOrder(messages(pod.sidecar), ['termination requested', 'no operator client connected: releasing at once', 'sidecar stopped'], 'sidecar log');
+  inOrder(
+    messages(pod.sidecar),
+    ['termination requested', 'no operator client connected: releasing at once', 'sidecar stopped'],
+    'sidecar log',
+  );
 });
 
 test('the sidecar SIGKILLed and restarted: the operator lives on, reconnects to the new sidecar, and drains through it', async () => {
@@ -173,7 +194,8 @@ test('stray signals and a storm of 1000 SIGTERM/SIGINT/SIGHUP at the sidecar: su
   const pod = await startSidecar({ DRAINGUARD_DRAIN_TIMEOUT: '5s' });
   const operator = await startOperator(pod, { FIXTURE_WORK: '20000' });
   // Signals a sidecar has no use for are caught, not fatal: a closed terminal, a shared process namespace.
-  for (let i = 0; i < 200; i++) process.kill(pod.sidecar.pid, random.pick(['SIGHUP', 'SIGUSR1', 'SIGUSR2', 'SIGQUIT', 'SIGALRM', 'SIGWINCH'] as const));
+  for (let i = 0; i < 200; i++)
+    process.kill(pod.sidecar.pid, random.pick(['SIGHUP', 'SIGUSR1', 'SIGUSR2', 'SIGQUIT', 'SIGALRM', 'SIGWINCH'] as const));
   const probe = connect(pod.socket);
   probe.write('{"type":"hello","protocol":1,"name":"probe"}\n');
   assert.match(String((await within(5000, 'welcome', once(probe, 'data')))[0]), /"welcome"/, 'the sidecar still serves');
@@ -219,11 +241,17 @@ test('control connections: 120 drain requests at once join one drain, each hears
       if (i % 10 === 1) s.pause();
       if (i % 10 < 2) return undefined;
       await within(15_000, 'the end of the drain', once(s, 'close'));
-      return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; joined?: boolean });
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { type: string; outcome?: string; joined?: boolean });
     }),
   );
   const heard = answers.filter((a) => a !== undefined);
-  assert.ok(heard.every((a) => a.length === 2 && a[0]!.type === 'drain-started' && a[1]!.type === 'drain-ended' && a[1]!.outcome === 'drained'), JSON.stringify(heard.find((a) => a.length !== 2)));
+  assert.ok(
+    heard.every((a) => a.length === 2 && a[0]!.type === 'drain-started' && a[1]!.type === 'drain-ended' && a[1]!.outcome === 'drained'),
+    JSON.stringify(heard.find((a) => a.length !== 2)),
+  );
   // The first request (which may have hung up at once) started it; every other one joined.
   assert.ok(heard.filter((a) => a[0]!.joined === false).length <= 1, 'one drain, the others joined it');
   assert.equal(count(messages(pod.sidecar), 'drain started'), 1);

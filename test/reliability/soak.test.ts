@@ -52,10 +52,12 @@ function noMoreResources(before: Record<string, number>, what: string): void {
   assert.equal(grown, [], `${what}: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
 }
 
-const poll = (ms = 10) => (check: () => void) => {
-  const t = setInterval(check, ms);
-  return () => clearInterval(t);
-};
+const poll =
+  (ms = 10) =>
+  (check: () => void) => {
+    const t = setInterval(check, ms);
+    return () => clearInterval(t);
+  };
 
 test(`soak: ${sizes.soakCycles} start/drain/stop cycles of the executable leave nothing behind`, async () => {
   const tmp = tempDir();
@@ -80,9 +82,11 @@ test(`soak: ${sizes.soakCycles} start/drain/stop cycles of the executable leave 
     perCycle.push({ fds: fds.length, sockets: countSockets(fds), rssKiB, drainMs: ended.durationMs as number });
   };
   let next = 0;
-  await Promise.all(Array.from({ length: 2 }, async () => {
-    while (next < sizes.soakCycles) await cycle(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: 2 }, async () => {
+      while (next < sizes.soakCycles) await cycle(next++);
+    }),
+  );
 
   // Nothing left: no operator, no private socket directory, no bound socket, no descriptor of ours.
   assert.equal(processesWithEnv('FIXTURE_SOAK', soakId), [], 'operators left running');
@@ -137,9 +141,11 @@ test(`soak: one drain server, ${sizes.soakServerCycles} clients connecting, gree
   await warm(sizes.soakServerCycles);
   const ms = Date.now() - started;
   // A rejected client's socket may linger up to a second, half-closed, before it is destroyed.
-  await until(poll(), () => (descriptors('self').length <= fds ? true : undefined), 5000, `descriptors back to ${fdList.join(' ')}`).catch((err: Error) => {
-    throw new Error(`${err.message}; now ${descriptors('self').join(' ')}`);
-  });
+  await until(poll(), () => (descriptors('self').length <= fds ? true : undefined), 5000, `descriptors back to ${fdList.join(' ')}`).catch(
+    (err: Error) => {
+      throw new Error(`${err.message}; now ${descriptors('self').join(' ')}`);
+    },
+  );
   const heapAfter = heap();
   assert.equal(server.clients(), []);
   // A drain with nobody connected still ends at once, after all that.
@@ -148,7 +154,9 @@ test(`soak: one drain server, ${sizes.soakServerCycles} clients connecting, gree
   assert.equal(await within(1000, 'drain', drain.answered), { acknowledged: 0, disconnected: 0 });
   await server.close();
   const grown = heapAfter - heapBefore;
-  console.log(`  ${sizes.soakServerCycles + 200} connections in ${ms} ms, events ${JSON.stringify(events)}; heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB`);
+  console.log(
+    `  ${sizes.soakServerCycles + 200} connections in ${ms} ms, events ${JSON.stringify(events)}; heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB`,
+  );
   assert.ok(events.rejected > 0 && events.drained > 0 && events.hello > 0);
   assert.ok(grown < 1024 * 1024, `heap grew ${(grown / 1024).toFixed(0)} KiB over ${sizes.soakServerCycles} connections`);
 });
@@ -179,7 +187,9 @@ test(`soak: drain servers started, drained and closed ${Math.ceil(sizes.soakServ
   assert.equal(readdirSync(dir), [], 'socket file removed each time');
   assert.ok(descriptors('self').length <= fds, `descriptors: ${fds} -> ${descriptors('self').length}`);
   noMoreResources(resources, 'handles and timers');
-  console.log(`  ${cycles} listen/drain/close cycles: heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB, fds and handles unchanged`);
+  console.log(
+    `  ${cycles} listen/drain/close cycles: heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB, fds and handles unchanged`,
+  );
   assert.ok(grown < 1024 * 1024, `heap grew ${(grown / 1024).toFixed(0)} KiB`);
 });
 
@@ -189,7 +199,12 @@ test('soak: a client outliving many drainguards reconnects to each, and holds no
   const restarts = Math.max(20, Math.ceil(sizes.soakServerCycles / 30));
   let hellos = 0;
   const errors: string[] = [];
-  const client = new DrainClient({ socketPath: path, name: 'survivor', reconnectDelayMs: [2, 10], onError: (e) => errors.push((e as NodeJS.ErrnoException).code ?? e.message) });
+  const client = new DrainClient({
+    socketPath: path,
+    name: 'survivor',
+    reconnectDelayMs: [2, 10],
+    onError: (e) => errors.push((e as NodeJS.ErrnoException).code ?? e.message),
+  });
   const fds = descriptors('self').length;
   const resources = activeResources();
   let heapBefore = 0;
@@ -204,9 +219,14 @@ test('soak: a client outliving many drainguards reconnects to each, and holds no
   client.close();
   await until(poll(), () => (descriptors('self').length <= fds ? true : undefined), 5000, 'descriptors back');
   assert.equal(hellos, restarts, 'one hello per drainguard');
-  assert.ok(errors.every((e) => e === 'ENOENT' || e === 'ECONNREFUSED'), errors.join(','));
+  assert.ok(
+    errors.every((e) => e === 'ENOENT' || e === 'ECONNREFUSED'),
+    errors.join(','),
+  );
   noMoreResources(resources, 'handles and timers after close');
-  console.log(`  ${restarts} drainguard restarts: ${hellos} reconnects, ${errors.length} refused attempts; heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB`);
+  console.log(
+    `  ${restarts} drainguard restarts: ${hellos} reconnects, ${errors.length} refused attempts; heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB`,
+  );
   assert.ok(grown < 512 * 1024, `heap grew ${(grown / 1024).toFixed(0)} KiB`);
 });
 
@@ -225,7 +245,12 @@ test('soak: clients created and closed before, during and after connecting hold 
     if (i % 3 === 2) await new Promise((r) => setImmediate(r));
     client.close();
   }
-  await until(poll(), () => (server.clients().length === 0 && descriptors('self').length <= fds ? true : undefined), 5000, 'every client gone');
+  await until(
+    poll(),
+    () => (server.clients().length === 0 && descriptors('self').length <= fds ? true : undefined),
+    5000,
+    'every client gone',
+  );
   const grown = heap() - heapBefore;
   noMoreResources(resources, 'handles and timers');
   await server.close();
@@ -256,7 +281,9 @@ test('soak: the wrap supervisor run again and again in one process restores its 
   assert.ok(descriptors('self').length <= fds, `descriptors: ${fds} -> ${descriptors('self').length}`);
   noMoreResources(resources, 'handles and timers');
   assert.equal(readdirSync(tmp), [], 'private socket directories removed');
-  console.log(`  ${runs} supervised runs in one process: listeners ${JSON.stringify(before)} unchanged; heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB`);
+  console.log(
+    `  ${runs} supervised runs in one process: listeners ${JSON.stringify(before)} unchanged; heap ${grown >= 0 ? '+' : ''}${(grown / 1024).toFixed(0)} KiB`,
+  );
 });
 
 test.run();

@@ -33,7 +33,11 @@ test('the operator acknowledges: the stop signal follows drained, in-flight work
   await p.line('ready');
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 0);
-  inOrder(messages(p), ['operator started', 'termination requested', 'drain started', 'client drained', 'drain ended', 'stop signal sent', 'operator exited'], 'log');
+  inOrder(
+    messages(p),
+    ['operator started', 'termination requested', 'drain started', 'client drained', 'drain ended', 'stop signal sent', 'operator exited'],
+    'log',
+  );
   inOrder(p.stdout, ['work start 1', 'ready', /^drain remainingMs=/, 'work done 0', 'work done 1', 'signal SIGTERM'], 'stdout');
   const ended = logOf(p, 'drain ended');
   assert.equal(ended.outcome, 'drained');
@@ -91,7 +95,11 @@ test('the operator acknowledges and then hangs: SIGKILL exactly one stop timeout
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 128 + 9);
   inOrder(p.stdout, [/^drain /, 'work done 0', 'blocking'], 'stdout');
-  inOrder(messages(p), ['client drained', 'drain ended', 'stop signal sent', 'stop timeout passed, operator killed', 'operator exited'], 'log');
+  inOrder(
+    messages(p),
+    ['client drained', 'drain ended', 'stop signal sent', 'stop timeout passed, operator killed', 'operator exited'],
+    'log',
+  );
   const waited = between(logOf(p, 'stop signal sent'), logOf(p, 'stop timeout passed, operator killed'));
   assert.ok(waited >= 790 && waited < 800 + SLACK_MS, `SIGKILL came ${waited} ms after the stop signal`);
   assert.equal(logOf(p, 'operator exited').signal, 'SIGKILL');
@@ -128,24 +136,32 @@ test('an operator drainguard may not signal (it became root through a setuid pro
   copyFileSync('/usr/bin/setpriv', becomeRoot);
   chmodSync(becomeRoot, 0o4755);
   const asRoot = [becomeRoot, '--reuid=0', '--regid=0', '--clear-groups', '--', NODE, OPERATOR];
-  const p = new Proc('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', EXE, 'run', '--stop-timeout', '500ms', '--', ...asRoot], {
-    DRAINGUARD_LOG_LEVEL: 'debug',
-    DRAINGUARD_DRAIN_TIMEOUT: '5s',
-    FIXTURE_WORK: '300',
-  });
+  const p = new Proc(
+    'setpriv',
+    ['--reuid=65534', '--regid=65534', '--clear-groups', '--', EXE, 'run', '--stop-timeout', '500ms', '--', ...asRoot],
+    {
+      DRAINGUARD_LOG_LEVEL: 'debug',
+      DRAINGUARD_DRAIN_TIMEOUT: '5s',
+      FIXTURE_WORK: '300',
+    },
+  );
   await p.line('ready');
   const pid = operatorPid(p);
   assert.is(readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)?.[1], '0', 'the operator runs as root');
   // A forwarded signal refused: told once, and drainguard lives on (it used to crash here, its operator orphaned).
   p.kill('SIGHUP');
   p.kill('SIGHUP');
-  const hup = await p.log('cannot send SIGHUP to the operator: EPERM; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it');
+  const hup = await p.log(
+    'cannot send SIGHUP to the operator: EPERM; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it',
+  );
   assert.is(hup.level, 'error');
   assert.is(hup.pid, pid);
   // The drain needs no signal: the operator drains; the stop signal and SIGKILL are refused and told.
   p.kill('SIGTERM');
   await p.line('work done 0');
-  await p.log('cannot send SIGKILL to the operator: EPERM; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it');
+  await p.log(
+    'cannot send SIGKILL to the operator: EPERM; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it',
+  );
   assert.ok(alive(pid), 'the operator still runs');
   assert.ok(alive(p.pid), 'drainguard still supervises it');
   assert.is(count(messages(p), /^cannot send SIGHUP/), 1, 'the refused SIGHUP told once');
@@ -301,7 +317,10 @@ test('a SIGTERM received before the operator is started is honoured (library, re
   );
   assert.equal(status, 143);
   assert.not.ok(existsSync(marker), 'the operator was started');
-  assert.ok(lines.some((l) => l.includes('terminated before the operator was started')), lines.join(''));
+  assert.ok(
+    lines.some((l) => l.includes('terminated before the operator was started')),
+    lines.join(''),
+  );
 });
 
 test('SIGTERM before the client connected: the drain ends at once (no client)', async () => {
@@ -327,7 +346,12 @@ test('a client that connects while the drain is under way gets drain right after
   early.write('{"type":"hello","protocol":1,"name":"early"}\n');
   await p.log('client connected');
   p.kill('SIGTERM');
-  await until((check) => (early.on('data', check), () => early.off('data', check)), () => received.find((l) => l.includes('"drain"')), 5000, 'drain');
+  await until(
+    (check) => (early.on('data', check), () => early.off('data', check)),
+    () => received.find((l) => l.includes('"drain"')),
+    5000,
+    'drain',
+  );
   process.kill(operatorPid(p), 'SIGUSR1');
   const drain = await p.line(/^drain remainingMs=/);
   const remaining = Number(drain.split('=')[1]);
@@ -360,7 +384,11 @@ test('a storm of 1000 SIGTERM/SIGINT/SIGHUP: one stop signal, SIGHUP forwarded, 
     process.kill(p.pid, sig);
   }
   assert.equal((await p.exit()).code, 128 + 9, 'SIGKILL after the stop timeout');
-  const got = { SIGTERM: count(p.stdout, 'signal SIGTERM'), SIGINT: count(p.stdout, 'signal SIGINT'), SIGHUP: count(p.stdout, 'signal SIGHUP') };
+  const got = {
+    SIGTERM: count(p.stdout, 'signal SIGTERM'),
+    SIGINT: count(p.stdout, 'signal SIGINT'),
+    SIGHUP: count(p.stdout, 'signal SIGHUP'),
+  };
   assert.equal(got.SIGTERM, 1, 'the stop signal was passed on once');
   assert.equal(got.SIGINT, 0, 'SIGINT is not passed on');
   // The kernel merges a signal still pending with the next of its kind: fewer arrive than were sent.

@@ -55,7 +55,13 @@ async function install(mode: string, withPolicy: boolean): Promise<Installed> {
   const deployment = objects.find((o) => o.kind === 'Deployment')!;
   const ns = deployment.metadata.namespace!;
   const token = await cluster.token(ns, deployment.spec.template.spec.serviceAccountName);
-  return { objects, ns, name: deployment.metadata.name, operator: cluster.api.as(token), own: `drainguard:${ns}:${deployment.metadata.name}` };
+  return {
+    objects,
+    ns,
+    name: deployment.metadata.name,
+    operator: cluster.api.as(token),
+    own: `drainguard:${ns}:${deployment.metadata.name}`,
+  };
 }
 
 async function uninstall(i: Installed): Promise<void> {
@@ -76,17 +82,22 @@ async function addSubject(api: Api, path: string) {
   return api.request('PATCH', path, { subjects: [...binding.subjects, EVERYONE] }, MERGE);
 }
 
-const refusedByPolicy = (r: { status: number; body: any }) => r.status === 422 && /ValidatingAdmissionPolicy '[^']+' with binding '[^']+' denied request: /.test(r.body?.message ?? '');
+const refusedByPolicy = (r: { status: number; body: any }) =>
+  r.status === 422 && /ValidatingAdmissionPolicy '[^']+' with binding '[^']+' denied request: /.test(r.body?.message ?? '');
 
 /**
  * The policy takes effect a moment after it is created (a second or two on a real server): until the attack is refused.
  * Each probe sets a new value: a probe that landed before the policy did would make the same one a no-op, which it allows.
  */
 async function inForce(i: Installed): Promise<void> {
-  await cluster.waitFor(async () => {
-    const r = await i.operator.request('PATCH', crb(i.own), { metadata: { labels: { probe: randomBytes(4).toString('hex') } } }, MERGE);
-    return refusedByPolicy(r);
-  }, 30_000, "drainguard's admission policy in force");
+  await cluster.waitFor(
+    async () => {
+      const r = await i.operator.request('PATCH', crb(i.own), { metadata: { labels: { probe: randomBytes(4).toString('hex') } } }, MERGE);
+      return refusedByPolicy(r);
+    },
+    30_000,
+    "drainguard's admission policy in force",
+  );
 }
 
 test('without the policy, the operator adds everyone to its ClusterRoleBinding (the hole is real)', () =>
@@ -94,9 +105,11 @@ test('without the policy, the operator adds everyone to its ClusterRoleBinding (
     const r = await addSubject(i.operator, crb(i.name));
     assert.is(r.status, 200, JSON.stringify(r.body));
     const after = (await cluster.api.get(crb(i.name))) as any;
-    assert.ok(after.subjects.some((s: any) => s.name === 'system:authenticated'), 'everyone holds the operator\'s role');
-  }),
-);
+    assert.ok(
+      after.subjects.some((s: any) => s.name === 'system:authenticated'),
+      "everyone holds the operator's role",
+    );
+  }));
 
 test("with the policy: no subject added to the operator's binding nor drainguard's, no rule widened; drainguard's finalizers come and go", () =>
   withInstalled('wrap', true, async (i) => {
@@ -108,7 +121,12 @@ test("with the policy: no subject added to the operator's binding nor drainguard
     }
     // Widening the operator's ClusterRole: refused (the escalation check, and the policy).
     const role = `${RBAC}/clusterroles/${i.name}`;
-    const widened = await i.operator.request('PATCH', role, [{ op: 'add', path: '/rules/-', value: { apiGroups: ['*'], resources: ['*'], verbs: ['*'] } }], JSON_PATCH);
+    const widened = await i.operator.request(
+      'PATCH',
+      role,
+      [{ op: 'add', path: '/rules/-', value: { apiGroups: ['*'], resources: ['*'], verbs: ['*'] } }],
+      JSON_PATCH,
+    );
     assert.ok(widened.status >= 400, `widened: ${widened.status}`);
     // What drainguard does: a holder finalizer added, then removed.
     const holder = `drainguard.dev/holder-${randomBytes(8).toString('hex')}`;
@@ -125,8 +143,7 @@ test("with the policy: no subject added to the operator's binding nor drainguard
     // The same change by someone else (an administrator) is theirs to make.
     const admin = await addSubject(cluster.api, crb(i.name));
     assert.is(admin.status, 200);
-  }),
-);
+  }));
 
 test("hold: the held Deployment's pod template and ServiceAccount are not the operator's to change; its finalizer is", () =>
   withInstalled('hold', true, async (i) => {
@@ -136,12 +153,16 @@ test("hold: the held Deployment's pod template and ServiceAccount are not the op
     assert.ok(refusedByPolicy(account), `serviceAccountName: ${account.status} ${JSON.stringify(account.body?.message)}`);
     // A container of the attacker's own, running as the Deployment's ServiceAccount. (A privileged one would be
     // refused before admission by the API server's own --allow-privileged=false, which proves nothing of the policy.)
-    const added = await i.operator.request('PATCH', path, [{ op: 'add', path: '/spec/template/spec/containers/-', value: { name: 'x', image: 'attacker.example/steal-token' } }], JSON_PATCH);
+    const added = await i.operator.request(
+      'PATCH',
+      path,
+      [{ op: 'add', path: '/spec/template/spec/containers/-', value: { name: 'x', image: 'attacker.example/steal-token' } }],
+      JSON_PATCH,
+    );
     assert.ok(refusedByPolicy(added), `added container: ${added.status} ${JSON.stringify(added.body?.message)}`);
     const holder = `drainguard.dev/holder-${randomBytes(8).toString('hex')}`;
     assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: [holder] } }, MERGE)).status, 200);
     assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: null } }, MERGE)).status, 200);
-  }),
-);
+  }));
 
 test.run();

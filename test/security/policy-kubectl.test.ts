@@ -11,7 +11,8 @@ import * as assert from 'uvu/assert';
 import { useCluster } from '../support/cluster/index.ts';
 
 const cluster = await useCluster();
-const kubectl = (args: string[], input?: string) => execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, ...args], { input, encoding: 'utf8', timeout: 30_000 });
+const kubectl = (args: string[], input?: string) =>
+  execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, ...args], { input, encoding: 'utf8', timeout: 30_000 });
 
 const manifests = (name: string, message: string) => `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -54,9 +55,15 @@ test('kubectl apply: a policy and its binding created, unchanged, configured, de
     assert.is(kubectl(['apply', '-f', '-'], manifests(name, 'only holder finalizers')), `${policy} created\n${binding} created\n`);
     const created = JSON.parse(kubectl(['get', policy, '-o', 'json']));
     // resourceRules is an atomic list the server defaults (scope "*"): kubectl sends it again, and nothing changes.
-    assert.match(kubectl(['apply', '-f', '-'], manifests(name, 'only holder finalizers')), new RegExp(`^${policy} (unchanged|configured)\n${binding} unchanged\n$`));
+    assert.match(
+      kubectl(['apply', '-f', '-'], manifests(name, 'only holder finalizers')),
+      new RegExp(`^${policy} (unchanged|configured)\n${binding} unchanged\n$`),
+    );
     assert.is(JSON.parse(kubectl(['get', policy, '-o', 'json'])).metadata.resourceVersion, created.metadata.resourceVersion);
-    assert.is(kubectl(['apply', '-f', '-'], manifests(name, 'only drainguard.dev/holder- finalizers')), `${policy} configured\n${binding} unchanged\n`);
+    assert.is(
+      kubectl(['apply', '-f', '-'], manifests(name, 'only drainguard.dev/holder- finalizers')),
+      `${policy} configured\n${binding} unchanged\n`,
+    );
     const applied = JSON.parse(kubectl(['get', policy, '-o', 'json']));
     assert.is(applied.spec.validations[0].message, 'only drainguard.dev/holder- finalizers');
     assert.match(applied.spec.validations[0].expression, "!f.startsWith('drainguard.dev/holder-')) == (has(oldObject");
@@ -72,8 +79,14 @@ test('kubectl apply --server-side (as helm 4 applies): the policy and its bindin
   const policy = `validatingadmissionpolicy.admissionregistration.k8s.io/${name}`;
   const binding = `validatingadmissionpolicybinding.admissionregistration.k8s.io/${name}`;
   try {
-    assert.is(kubectl(['apply', '--server-side', '-f', '-'], manifests(name, 'first')), `${policy} serverside-applied\n${binding} serverside-applied\n`);
-    assert.is(kubectl(['apply', '--server-side', '-f', '-'], manifests(name, 'second')), `${policy} serverside-applied\n${binding} serverside-applied\n`);
+    assert.is(
+      kubectl(['apply', '--server-side', '-f', '-'], manifests(name, 'first')),
+      `${policy} serverside-applied\n${binding} serverside-applied\n`,
+    );
+    assert.is(
+      kubectl(['apply', '--server-side', '-f', '-'], manifests(name, 'second')),
+      `${policy} serverside-applied\n${binding} serverside-applied\n`,
+    );
     const applied = JSON.parse(kubectl(['get', policy, '-o', 'json']));
     assert.equal([applied.spec.validations.length, applied.spec.validations[0].message, applied.spec.failurePolicy], [1, 'second', 'Fail']);
   } finally {

@@ -38,7 +38,8 @@ async function setup(options: Partial<DrainOptions> = {}, timeoutMs = 3000) {
   return { clock, server, drain, request, ends, client, close };
 }
 
-const draining = (c: DrainClient) => within(5000, 'drain message', new Promise<void>((r) => (c.draining.aborted ? r() : c.draining.addEventListener('abort', () => r()))));
+const draining = (c: DrainClient) =>
+  within(5000, 'drain message', new Promise<void>((r) => (c.draining.aborted ? r() : c.draining.addEventListener('abort', () => r()))));
 
 test('no client: the drain ends at once, as no-client', async () => {
   const s = await setup();
@@ -145,7 +146,10 @@ test('no client and idle metrics: the drain waits for idle, or for its deadline'
   await idle.close();
   let deadlineSeen: number | undefined;
   const busy = await setup({
-    untilIdle: { wait: (deadline, signal) => ((deadlineSeen = deadline), new Promise((r) => signal.addEventListener('abort', () => r('aborted')))), summary: () => ({}) },
+    untilIdle: {
+      wait: (deadline, signal) => ((deadlineSeen = deadline), new Promise((r) => signal.addEventListener('abort', () => r('aborted')))),
+      summary: () => ({}),
+    },
   });
   const ticket = busy.request('signal');
   assert.is(deadlineSeen, ticket.deadline);

@@ -35,7 +35,10 @@ for (const [what, script] of [
     assert.equal(code, 0, `drainguard exited ${code}:\n${stderr.join('\n')}`);
     assert.ok(seen.includes(`NODE_OPTIONS=${value}`), `the operator saw:\n${seen.join('\n')}`);
     assert.ok(seen.includes('NODE_DEBUG_X=kept') && seen.includes('NODE_PATH=/nowhere'));
-    assert.not.ok(stderr.some((l) => l.includes('tracing')), stderr.join('\n'));
+    assert.not.ok(
+      stderr.some((l) => l.includes('tracing')),
+      stderr.join('\n'),
+    );
   });
 }
 
@@ -50,17 +53,42 @@ async function selfSignedServer(): Promise<{ url: string; cert: string; requests
   const dir = tempDir();
   execFileSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'k', '-out', 'c', '-days', '1', '-subj', '/CN=api', '-addext', 'subjectAltName=IP:127.0.0.1'],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      'k',
+      '-out',
+      'c',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=api',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
     { cwd: dir, stdio: 'ignore' },
   );
   const cert = readFileSync(join(dir, 'c'), 'utf8');
   let requests = 0;
   const server = createServer({ key: readFileSync(join(dir, 'k')), cert }, (_req, res) => {
     requests++;
-    res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}');
+    res
+      .writeHead(404, { 'content-type': 'application/json' })
+      .end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}');
   });
   await within(5000, 'listen', new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)));
-  return { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, cert, requests: () => requests, close: () => server.close() };
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    cert,
+    requests: () => requests,
+    close: () => server.close(),
+  };
 }
 
 function kubeconfig(server: string, ca?: string): string {
@@ -77,11 +105,17 @@ test("NODE_TLS_REJECT_UNAUTHORIZED=0 leaves drainguard's certificate checks on",
   const api = await selfSignedServer();
   try {
     // Control: with the server's certificate as the CA, requests get through.
-    const trusted = drainguard(['status', '--guard', 'clusterrole/x'], { KUBECONFIG: kubeconfig(api.url, api.cert), NODE_TLS_REJECT_UNAUTHORIZED: '0' });
+    const trusted = drainguard(['status', '--guard', 'clusterrole/x'], {
+      KUBECONFIG: kubeconfig(api.url, api.cert),
+      NODE_TLS_REJECT_UNAUTHORIZED: '0',
+    });
     await trusted.exit(30_000);
     assert.ok(api.requests() > 0, `no request with the CA given:\n${trusted.stderr.join('\n')}`);
     const before = api.requests();
-    const untrusted = drainguard(['status', '--guard', 'clusterrole/x'], { KUBECONFIG: kubeconfig(api.url), NODE_TLS_REJECT_UNAUTHORIZED: '0' });
+    const untrusted = drainguard(['status', '--guard', 'clusterrole/x'], {
+      KUBECONFIG: kubeconfig(api.url),
+      NODE_TLS_REJECT_UNAUTHORIZED: '0',
+    });
     const exit = await untrusted.exit(30_000);
     const stderr = untrusted.stderr.join('\n');
     assert.not.equal(exit.code, 0, stderr);

@@ -23,7 +23,16 @@ function guardOf(clock: FakeClock) {
   return { guard, calls };
 }
 
-export function procedure(mode: Mode, flags: string[], options: Partial<StopProcedureOptions> & { command?: 'run' | 'sidecar'; flags?: string[]; onServer?: () => void; observer?: SupervisorObserver } = {}) {
+export function procedure(
+  mode: Mode,
+  flags: string[],
+  options: Partial<StopProcedureOptions> & {
+    command?: 'run' | 'sidecar';
+    flags?: string[];
+    onServer?: () => void;
+    observer?: SupervisorObserver;
+  } = {},
+) {
   const clock = new FakeClock();
   const phases: Phase[] = [];
   const flushes: number[] = [];
@@ -31,12 +40,16 @@ export function procedure(mode: Mode, flags: string[], options: Partial<StopProc
   let server: DrainServer | undefined;
   let listening!: () => void;
   const listens = new Promise<void>((r) => (listening = r));
-  const p = new StopProcedure(resolveSupervisorConfig(parseArgs(options.command ?? 'run', [...(options.flags ?? SCAFFOLD), ...flags], {})), mode, {
-    clock,
-    guard,
-    flushEvents: async (deadline) => void flushes.push(deadline - clock.now()),
-    ...options,
-  });
+  const p = new StopProcedure(
+    resolveSupervisorConfig(parseArgs(options.command ?? 'run', [...(options.flags ?? SCAFFOLD), ...flags], {})),
+    mode,
+    {
+      clock,
+      guard,
+      flushEvents: async (deadline) => void flushes.push(deadline - clock.now()),
+      ...options,
+    },
+  );
   const running = p.run({
     observer: combineObservers({ phase: (phase) => phases.push(phase) }, options.observer),
     onServer: (s) => {
@@ -53,4 +66,3 @@ export const until = async (check: () => boolean, what: string) => {
   for (let i = 0; i < 500 && !check(); i++) await settle();
   assert.ok(check(), what);
 };
-

@@ -9,7 +9,14 @@ import { Deadlines, type DeadlineSettings, Termination } from '../../src/supervi
 function recorder(): Logger & { lines: { level: string; msg: string; fields?: LogFields }[] } {
   const lines: { level: string; msg: string; fields?: LogFields }[] = [];
   const at = (level: string) => (msg: string, fields?: LogFields) => void lines.push({ level, msg, fields });
-  const logger: Logger & { lines: typeof lines } = { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), with: () => logger };
+  const logger: Logger & { lines: typeof lines } = {
+    lines,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    with: () => logger,
+  };
   return logger;
 }
 
@@ -17,7 +24,13 @@ function recorder(): Logger & { lines: { level: string; msg: string; fields?: Lo
 const stillClock = { now: () => 1_000_000 };
 
 /** Kubebuilder's scaffold: terminationGracePeriodSeconds 10, drainguard's stop timeout 5s. */
-const scaffold: DeadlineSettings = { gracePeriodMs: 10_000, gracePeriodSource: 'default', drainTimeoutMs: defaultDrainTimeout(10_000, 5000), drainTimeoutExplicit: false, stopTimeoutMs: 5000 };
+const scaffold: DeadlineSettings = {
+  gracePeriodMs: 10_000,
+  gracePeriodSource: 'default',
+  drainTimeoutMs: defaultDrainTimeout(10_000, 5000),
+  drainTimeoutExplicit: false,
+  stopTimeoutMs: 5000,
+};
 
 test("the Pod's grace period replaces the default one, and the derived drain timeout follows it", () => {
   const log = recorder();
@@ -26,20 +39,37 @@ test("the Pod's grace period replaces the default one, and the derived drain tim
   d.adoptPodGracePeriod(10_000);
   assert.equal(d.gracePeriod, { ms: 10_000, from: 'pod' });
   assert.is(d.drainTimeoutMs(), 3000);
-  assert.equal(log.lines.map((l) => l.msg), ['grace period read from the Pod']);
+  assert.equal(
+    log.lines.map((l) => l.msg),
+    ['grace period read from the Pod'],
+  );
 });
 
-test('an explicit grace period shorter than the Pod\'s stays; a longer one gives way, with a warning', () => {
+test("an explicit grace period shorter than the Pod's stays; a longer one gives way, with a warning", () => {
   const shorter = recorder();
-  const kept = new Deadlines({ ...scaffold, gracePeriodMs: 8000, gracePeriodSource: '--grace-period', drainTimeoutMs: 1000 }, shorter, stillClock);
+  const kept = new Deadlines(
+    { ...scaffold, gracePeriodMs: 8000, gracePeriodSource: '--grace-period', drainTimeoutMs: 1000 },
+    shorter,
+    stillClock,
+  );
   kept.adoptPodGracePeriod(12_000);
   assert.equal(kept.gracePeriod, { ms: 8000, from: '--grace-period' });
-  assert.equal(shorter.lines.map((l) => l.msg), ['grace period read from the Pod; --grace-period is shorter and stays']);
+  assert.equal(
+    shorter.lines.map((l) => l.msg),
+    ['grace period read from the Pod; --grace-period is shorter and stays'],
+  );
   const longer = recorder();
-  const replaced = new Deadlines({ ...scaffold, gracePeriodMs: 60_000, gracePeriodSource: 'DRAINGUARD_GRACE_PERIOD', drainTimeoutMs: 53_000 }, longer, stillClock);
+  const replaced = new Deadlines(
+    { ...scaffold, gracePeriodMs: 60_000, gracePeriodSource: 'DRAINGUARD_GRACE_PERIOD', drainTimeoutMs: 53_000 },
+    longer,
+    stillClock,
+  );
   replaced.adoptPodGracePeriod(10_000);
   assert.equal(replaced.gracePeriod, { ms: 10_000, from: 'pod' });
-  assert.equal(longer.lines.map((l) => l.level), ['warn', 'info']);
+  assert.equal(
+    longer.lines.map((l) => l.level),
+    ['warn', 'info'],
+  );
 });
 
 test("an explicit drain timeout that no longer fits the Pod's grace period is cut to fit, with a warning", () => {
@@ -100,7 +130,13 @@ test("a sidecar's termination starts at a preStop drain shortly before its signa
 });
 
 /** The spec's 30 s, defaults: drain 23 s, stop 5 s. */
-const spec30: DeadlineSettings = { gracePeriodMs: 30_000, gracePeriodSource: 'default', drainTimeoutMs: 23_000, drainTimeoutExplicit: false, stopTimeoutMs: 5000 };
+const spec30: DeadlineSettings = {
+  gracePeriodMs: 30_000,
+  gracePeriodSource: 'default',
+  drainTimeoutMs: 23_000,
+  drainTimeoutExplicit: false,
+  stopTimeoutMs: 5000,
+};
 
 test("kubectl delete --grace-period=4 on a 30 s Pod: the drain gives way first, then the stop timeout; the release stays before the kubelet's SIGKILL", () => {
   const { d, clock, log } = at(spec30);
@@ -150,7 +186,11 @@ test("1 s, 0 s or less left by the deletionTimestamp (whole seconds): the kubele
     const { d, clock } = at(spec30);
     d.signalled(clock.now);
     d.adoptDeletion({ state: 'deleting', at: clock.now + leftMs, graceMs: 1000 });
-    assert.equal([d.drainDeadline(), d.stopTimeoutMs(), d.releaseDeadline()], [clock.now, 1000, clock.now + 1500], `${leftMs}: no drain, 1 s to stop, the release by 1.5 s`);
+    assert.equal(
+      [d.drainDeadline(), d.stopTimeoutMs(), d.releaseDeadline()],
+      [clock.now, 1000, clock.now + 1500],
+      `${leftMs}: no drain, 1 s to stop, the release by 1.5 s`,
+    );
   }
 });
 
@@ -164,7 +204,11 @@ test('a preStop request before any signal, a 1 s grace whatever the timestamp sa
     assert.is(d.drainDeadline(), clock.now, `${leftMs}: no drain`);
     assert.ok(d.killTime(clock.now) <= kill, `${leftMs}: the operator's SIGKILL by the kubelet's`);
     assert.ok(d.releaseDeadline() <= kill, `${leftMs}: the release before the kubelet's SIGKILL`);
-    assert.equal([d.stopTimeoutMs(), d.releaseDeadline() - clock.now], [500, 750], `${leftMs}: a second: half to stop, a quarter to release`);
+    assert.equal(
+      [d.stopTimeoutMs(), d.releaseDeadline() - clock.now],
+      [500, 750],
+      `${leftMs}: a second: half to stop, a quarter to release`,
+    );
   }
 });
 
@@ -214,7 +258,12 @@ test('a force delete (the Pod read gone): the kubelet kills a second after the t
   const t = clock.now;
   assert.ok(d.adoptDeletion({ state: 'gone' }), 'the kill moved');
   assert.not.ok(d.adoptDeletion({ state: 'gone' }));
-  assert.equal(log.lines.map((l) => l.msg), ['the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it']);
+  assert.equal(
+    log.lines.map((l) => l.msg),
+    [
+      'the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it',
+    ],
+  );
   assert.is(d.drainDeadline(), t, 'no drain');
   assert.is(d.stopTimeoutMs(), 500, 'of the second: half to stop, half kept');
   assert.is(d.releaseDeadline(), t + 750);
@@ -229,7 +278,10 @@ test('no deletion to read (a liveness kill, no answer): the grace period from th
     d.signalled(clock.now);
     assert.not.ok(d.adoptDeletion(reading));
     assert.not.ok(d.adoptDeletion(reading));
-    assert.equal(log.lines.map((l) => l.msg), [line]);
+    assert.equal(
+      log.lines.map((l) => l.msg),
+      [line],
+    );
     assert.is(log.lines[0]!.level, reading.state === 'unknown' ? 'warn' : 'info');
     assert.equal([d.drainDeadline(), d.releaseDeadline()], [clock.now + 23_000, clock.now + 29_500]);
   }
@@ -254,7 +306,7 @@ test('Termination: the first signal drains, the second cuts short, later ones ar
   assert.is(t.signal(50), 'cut-short');
   assert.is(t.signal(60), 'ignored');
   assert.is(t.count, 3);
-  assert.is(await t.requested, 42, 'the first signal\'s moment');
+  assert.is(await t.requested, 42, "the first signal's moment");
   await t.cutShort;
 });
 

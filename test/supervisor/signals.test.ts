@@ -7,8 +7,24 @@ import { NODE, drainguard, fixture } from '../support/proc.ts';
 
 // The README's table, row "passed on unchanged".
 const PASSED_ON = [
-  'SIGHUP', 'SIGQUIT', 'SIGTRAP', 'SIGABRT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGSTKFLT', 'SIGCONT', 'SIGURG',
-  'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGWINCH', 'SIGIO', 'SIGPWR', 'SIGSYS',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGTRAP',
+  'SIGABRT',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGALRM',
+  'SIGSTKFLT',
+  'SIGCONT',
+  'SIGURG',
+  'SIGXCPU',
+  'SIGXFSZ',
+  'SIGVTALRM',
+  'SIGPROF',
+  'SIGWINCH',
+  'SIGIO',
+  'SIGPWR',
+  'SIGSYS',
 ] as const;
 
 // Every other name Node.js knows for the same numbers (SIGIOT = SIGABRT, SIGPOLL = SIGIO).

@@ -14,7 +14,16 @@ test('wrap mode: an operator that ignores the stop signal is killed at the kill 
   const dir = tempDir();
   const mode = new WrapMode(['sh', '-c', 'trap "" TERM; : > "$DIR/trapped"; exec sleep 30'], { PATH: process.env.PATH, DIR: dir });
   const s = procedure(mode, ['--signal-target=child']);
-  await waitUntil((check) => ((w) => () => w.close())(watch(dir, check)), () => existsSync(join(dir, 'trapped')) || undefined, 5000, 'the operator ignoring SIGTERM');
+  await waitUntil(
+    (check) =>
+      (
+        (w) => () =>
+          w.close()
+      )(watch(dir, check)),
+    () => existsSync(join(dir, 'trapped')) || undefined,
+    5000,
+    'the operator ignoring SIGTERM',
+  );
   const stopAt = s.clock.now();
   sigterm();
   await until(() => s.phases.includes('stopping'), 'stopping');

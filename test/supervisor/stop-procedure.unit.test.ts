@@ -138,7 +138,11 @@ test("kubectl delete --grace-period=4 on a 30 s Pod: the Pod's deletion, read at
   deletionAt = s.clock.now() + 4000;
   sigterm();
   await until(() => s.phases.includes('draining'), 'draining');
-  await within(5000, 'the drain message', new Promise<void>((r) => (client.draining.aborted ? r() : client.draining.addEventListener('abort', () => r()))));
+  await within(
+    5000,
+    'the drain message',
+    new Promise<void>((r) => (client.draining.aborted ? r() : client.draining.addEventListener('abort', () => r()))),
+  );
   assert.is(client.deadlineAt?.getTime(), s.clock.now(), 'told: no time left to drain');
   await s.clock.advance(0);
   await until(() => mode.calls.length === 2, 'stopped');
@@ -176,7 +180,11 @@ test('a preStop request over HTTP: the drain starts at once, and ends sooner onc
   const path = join(tempDir(), 'drain.sock');
   const mode = new SidecarMode();
   let answer!: (d: PodDeletion) => void;
-  const s = procedure(mode, [`--socket=${path}`], { command: 'sidecar', flags: ['--stop-timeout=5s'], podDeletion: () => new Promise((r) => (answer = r)) });
+  const s = procedure(mode, [`--socket=${path}`], {
+    command: 'sidecar',
+    flags: ['--stop-timeout=5s'],
+    podDeletion: () => new Promise((r) => (answer = r)),
+  });
   await s.listens;
   const client = new DrainClient({ socketPath: path, autoDrained: false });
   await within(5000, 'client', client.ready());
@@ -186,9 +194,13 @@ test('a preStop request over HTTP: the drain starts at once, and ends sooner onc
   answer({ state: 'deleting', at: s.clock.now() + 9500, graceMs: 10_000 });
   await settle();
   await s.clock.advance(2499);
-  assert.not.ok(s.phases.includes('stopping'), 'still draining 1 ms before the deletion\'s drain deadline');
+  assert.not.ok(s.phases.includes('stopping'), "still draining 1 ms before the deletion's drain deadline");
   await s.clock.advance(1);
-  assert.is((await within(5000, 'drain end', ticket.ended)).outcome, 'deadline', 'at the deletion less 2 s and the stop timeout: 3 s after the request');
+  assert.is(
+    (await within(5000, 'drain end', ticket.ended)).outcome,
+    'deadline',
+    'at the deletion less 2 s and the stop timeout: 3 s after the request',
+  );
   client.close();
   sigterm();
   await s.clock.advance(10_000);
@@ -209,7 +221,10 @@ test('a SIGTERM after a preStop drain is over joins it at once: the termination 
   sigterm();
   await until(() => s.phases.includes('releasing'), 'releasing without a second on the clock: the read of the Pod is not waited for');
   const at = (msg: string) => lines.indexOf(msg);
-  assert.ok(at('termination requested') >= 0 && at('termination requested') < at('no operator client connected: releasing at once'), lines.join(' | '));
+  assert.ok(
+    at('termination requested') >= 0 && at('termination requested') < at('no operator client connected: releasing at once'),
+    lines.join(' | '),
+  );
   await s.clock.advance(1000);
   assert.is(await within(5000, 'exit', s.running), 0);
   assert.is(lines.at(-1), 'sidecar stopped');
@@ -218,7 +233,10 @@ test('a SIGTERM after a preStop drain is over joins it at once: the termination 
 test('a second delete, shorter, read at the second signal, moves the release deadline', async () => {
   const mode = new PlayedMode();
   let deletionAt = 0;
-  const s = procedure(mode, [], { flags: ['--stop-timeout=5s', '--drain-timeout=20s', '--grace-period=30s'], podDeletion: async () => ({ state: 'deleting', at: deletionAt }) });
+  const s = procedure(mode, [], {
+    flags: ['--stop-timeout=5s', '--drain-timeout=20s', '--grace-period=30s'],
+    podDeletion: async () => ({ state: 'deleting', at: deletionAt }),
+  });
   await s.listens;
   deletionAt = s.clock.now() + 30_000;
   const client = await drainingWithClient(s);
@@ -235,7 +253,10 @@ test('a second, shorter delete with no signal of its own: seen at the next read 
   const mode = new PlayedMode();
   let deletionAt = 0;
   let reads = 0;
-  const s = procedure(mode, [], { flags: ['--stop-timeout=5s', '--grace-period=30s'], podDeletion: async () => (reads++, { state: 'deleting', at: deletionAt }) });
+  const s = procedure(mode, [], {
+    flags: ['--stop-timeout=5s', '--grace-period=30s'],
+    podDeletion: async () => (reads++, { state: 'deleting', at: deletionAt }),
+  });
   await s.listens;
   const t0 = s.clock.now();
   deletionAt = t0 + 30_000;
@@ -249,7 +270,7 @@ test('a second, shorter delete with no signal of its own: seen at the next read 
   assert.is(mode.stopped!.drain.deadline, t0 + 23_000, 'the deadline first told');
   assert.equal(mode.calls, ['start', 'stop deadline']);
   await within(5000, 'exit', s.running);
-  assert.equal(s.guardCalls.at(-1), 'guard release by +2500', 'half a second before the second delete\'s SIGKILL');
+  assert.equal(s.guardCalls.at(-1), 'guard release by +2500', "half a second before the second delete's SIGKILL");
   client.close();
 });
 

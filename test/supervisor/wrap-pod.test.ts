@@ -16,7 +16,11 @@ async function pod(terminationGracePeriodSeconds: number): Promise<{ ns: string;
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'op-0', namespace: ns },
-    spec: { nodeName: await cluster.node(), terminationGracePeriodSeconds, containers: [{ name: 'manager', image: 'example.com/operator' }] },
+    spec: {
+      nodeName: await cluster.node(),
+      terminationGracePeriodSeconds,
+      containers: [{ name: 'manager', image: 'example.com/operator' }],
+    },
   });
   return { ns, uid: created.metadata.uid };
 }
@@ -35,7 +39,9 @@ test("the Pod's terminationGracePeriodSeconds sets the drain timeout; DrainStart
   p.kill('SIGTERM');
   assert.equal((await p.exit()).code, 0);
   assert.equal(p.logs().find((l) => l.msg === 'drain started')!.timeoutMs, 12_000 - 5_000 - 2_000, 'grace - stop timeout - 2s');
-  const reasons = (await cluster.api.list(resourcePath('v1', 'events', ns))).map((e: any) => `${e.involvedObject.name} ${e.involvedObject.uid} ${e.type} ${e.reason}`);
+  const reasons = (await cluster.api.list(resourcePath('v1', 'events', ns))).map(
+    (e: any) => `${e.involvedObject.name} ${e.involvedObject.uid} ${e.type} ${e.reason}`,
+  );
   assert.equal(reasons.sort(), [`op-0 ${uid} Normal DrainStarted`, `op-0 ${uid} Normal Drained`]);
 });
 
@@ -57,12 +63,17 @@ test("an explicit DRAINGUARD_GRACE_PERIOD shorter than the Pod's is kept; a long
     assert.equal((await shorter.exit()).code, 0);
     assert.equal(shorter.logs().find((l) => l.msg === 'drain started')!.timeoutMs, 10_000 - 5_000 - 2_000);
     assert.equal(shorter.logs().find((l) => l.msg === 'termination requested')!.gracePeriodFrom, '--grace-period');
-    assert.not.ok(shorter.logs().some((l) => l.msg === 'grace period read from the Pod'), 'the shorter one is kept');
+    assert.not.ok(
+      shorter.logs().some((l) => l.msg === 'grace period read from the Pod'),
+      'the shorter one is kept',
+    );
 
     // The kubelet kills at the Pod's 12 s: drainguard must not plan for 20.
     const longer = start('20s');
     await longer.line('ready');
-    const warned = await longer.log("--grace-period is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: going by the Pod's");
+    const warned = await longer.log(
+      "--grace-period is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: going by the Pod's",
+    );
     assert.equal([warned.gracePeriodMs, warned.configuredMs], [12_000, 20_000]);
     await longer.log('grace period read from the Pod');
     longer.kill('SIGTERM');

@@ -11,8 +11,15 @@ const run = (env: NodeJS.ProcessEnv, flags: string[] = [], command = [NODE, OPER
 
 const order = (p: Proc, ...lines: string[]) => {
   const at = lines.map((l) => p.stdout.indexOf(l));
-  assert.ok(at.every((i) => i >= 0), `missing one of ${lines.join(' | ')} in:\n${p.stdout.join('\n')}`);
-  assert.equal([...at].sort((a, b) => a - b), at, `out of order: ${lines.join(' < ')}`);
+  assert.ok(
+    at.every((i) => i >= 0),
+    `missing one of ${lines.join(' | ')} in:\n${p.stdout.join('\n')}`,
+  );
+  assert.equal(
+    [...at].sort((a, b) => a - b),
+    at,
+    `out of order: ${lines.join(' < ')}`,
+  );
 };
 
 test('acknowledged drain: the stop signal comes only after drained, no work interrupted', async () => {
@@ -21,7 +28,14 @@ test('acknowledged drain: the stop signal comes only after drained, no work inte
   p.kill('SIGTERM');
   const exit = await p.exit();
   assert.equal(exit.code, 0);
-  order(p, 'work start 1', p.stdout.find((l) => l.startsWith('drain remainingMs='))!, 'work done 0', 'work done 1', 'signal SIGTERM');
+  order(
+    p,
+    'work start 1',
+    p.stdout.find((l) => l.startsWith('drain remainingMs='))!,
+    'work done 0',
+    'work done 1',
+    'signal SIGTERM',
+  );
   assert.not.ok(p.stdout.some((l) => l.startsWith('work interrupted')));
   const logs = p.logs().map((l) => l.msg);
   assert.ok(logs.indexOf('client drained') < logs.indexOf('stop signal sent'));
@@ -54,7 +68,9 @@ test('no acknowledgement: the stop signal comes at the drain deadline', async ()
 
 test('an operator that gives up at the announced deadline and acknowledges then is reported as deadline', async () => {
   // Several at once, on a busy machine: each must be timed from the deadline it was told.
-  const runs = Array.from({ length: 4 }, () => run({ FIXTURE_ACK: 'at-deadline', FIXTURE_WORK: '20000', DRAINGUARD_DRAIN_TIMEOUT: '600ms' }));
+  const runs = Array.from({ length: 4 }, () =>
+    run({ FIXTURE_ACK: 'at-deadline', FIXTURE_WORK: '20000', DRAINGUARD_DRAIN_TIMEOUT: '600ms' }),
+  );
   try {
     await Promise.all(runs.map((p) => p.line('ready')));
     for (const p of runs) p.kill('SIGTERM');
@@ -182,7 +198,11 @@ test('a flag wins over its variable', async () => {
 test('the socket is private (0600), exported to the child, and removed at exit', async () => {
   const dir = tempDir();
   const path = join(dir, 'drain.sock');
-  const p = run({ DRAINGUARD_SOCKET: path, FIXTURE_CONNECT: 'never' }, [], ['sh', '-c', 'echo "socket=$DRAINGUARD_SOCKET"; echo ready; exec sleep 100']);
+  const p = run(
+    { DRAINGUARD_SOCKET: path, FIXTURE_CONNECT: 'never' },
+    [],
+    ['sh', '-c', 'echo "socket=$DRAINGUARD_SOCKET"; echo ready; exec sleep 100'],
+  );
   await p.line('ready');
   assert.ok(p.stdout.includes(`socket=${path}`));
   const st = statSync(path);

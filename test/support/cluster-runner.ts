@@ -43,7 +43,10 @@ export interface SharedCluster {
 
 /** Starts the daemon (ENV: its environment, which decides the tier and the release); it stops when stop() is called or this process goes away (its stdin closes). */
 export function startSharedCluster(env: NodeJS.ProcessEnv = process.env): SharedCluster {
-  const child: ChildProcess = spawn(process.execPath, [resolve('test/support/cluster/daemon.ts')], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [resolve('test/support/cluster/daemon.ts')], {
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let output = '';
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const ready = new Promise<string>((resolveReady, reject) => {

@@ -24,23 +24,42 @@ export function crOperatorImage(env: NodeJS.ProcessEnv = {}, group?: string): Ru
     writeFileSync(ca, Buffer.from(kubeconfig.clusters[0].cluster['certificate-authority-data'], 'base64'));
     return {
       ...launch,
-      env: { ...launch.env, FIXTURE_API: kubeconfig.clusters[0].cluster.server, FIXTURE_TOKEN: kubeconfig.users[0].user.token, FIXTURE_CA: ca, FIXTURE_NS: run.pod.metadata.namespace, ...(group && { FIXTURE_GROUP: group }) },
+      env: {
+        ...launch.env,
+        FIXTURE_API: kubeconfig.clusters[0].cluster.server,
+        FIXTURE_TOKEN: kubeconfig.users[0].user.token,
+        FIXTURE_CA: ca,
+        FIXTURE_NS: run.pod.metadata.namespace,
+        ...(group && { FIXTURE_GROUP: group }),
+      },
     };
   };
 }
 
 /** Creates the APIServer and Installation CRDs of `group` and waits until they are served. */
 export async function createCrds(c: KubeletCluster, group: string): Promise<void> {
-  for (const [plural, kind] of [['apiservers', 'APIServer'], ['installations', 'Installation']] as const) {
+  for (const [plural, kind] of [
+    ['apiservers', 'APIServer'],
+    ['installations', 'Installation'],
+  ] as const) {
     await c.cluster.create({
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',
       metadata: { name: `${plural}.${group}` },
-      spec: { group, scope: 'Cluster', names: { plural, singular: kind.toLowerCase(), kind }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }] },
+      spec: {
+        group,
+        scope: 'Cluster',
+        names: { plural, singular: kind.toLowerCase(), kind },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }],
+      },
     });
   }
   for (const plural of CR_PLURALS) {
-    await c.cluster.waitFor(async () => (await c.api.call('GET', `/apis/${group}/v1/${plural}`)).status === 200, 20_000, `the ${plural} CRD served`);
+    await c.cluster.waitFor(
+      async () => (await c.api.call('GET', `/apis/${group}/v1/${plural}`)).status === 200,
+      20_000,
+      `the ${plural} CRD served`,
+    );
   }
 }
 
@@ -48,7 +67,12 @@ export async function createCrds(c: KubeletCluster, group: string): Promise<void
 export async function deleteCrds(c: KubeletCluster, group: string): Promise<void> {
   for (const plural of CR_PLURALS) {
     await c.api.call('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${group}`);
-    await c.poll(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${group}`, (_b, s) => s === 404, 30_000, `the ${plural} CRD gone`);
+    await c.poll(
+      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.${group}`,
+      (_b, s) => s === 404,
+      30_000,
+      `the ${plural} CRD gone`,
+    );
   }
 }
 
@@ -57,7 +81,12 @@ export async function stripCustomResources(c: KubeletCluster, group: string): Pr
   for (const plural of CR_PLURALS) {
     const list = await c.api.call('GET', `/apis/${group}/v1/${plural}`);
     for (const o of list.body?.items ?? []) {
-      await c.api.call('PATCH', `/apis/${group}/v1/${plural}/${o.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+      await c.api.call(
+        'PATCH',
+        `/apis/${group}/v1/${plural}/${o.metadata.name}`,
+        { metadata: { finalizers: null } },
+        'application/merge-patch+json',
+      );
       await c.api.call('DELETE', `/apis/${group}/v1/${plural}/${o.metadata.name}`);
     }
   }

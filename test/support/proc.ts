@@ -34,7 +34,9 @@ export function tempDir(): string {
  */
 function leftBehind(): void {
   for (const p of running) {
-    process.stderr.write(`leftover: ${[p.child.spawnfile, ...p.child.spawnargs.slice(1)].join(' ').slice(0, 200)} (pid ${p.pid}) still running at exit, killed\n`);
+    process.stderr.write(
+      `leftover: ${[p.child.spawnfile, ...p.child.spawnargs.slice(1)].join(' ').slice(0, 200)} (pid ${p.pid}) still running at exit, killed\n`,
+    );
     p.killAll();
   }
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
@@ -64,7 +66,12 @@ export class Proc {
   /** Runs as unshare --pid --fork: the pids drainguard logs are those of the PID namespace of its child. */
   readonly #ownPidNamespace: boolean;
 
-  constructor(file: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; detached?: boolean; ownPidNamespace?: boolean } = {}) {
+  constructor(
+    file: string,
+    args: readonly string[],
+    env: NodeJS.ProcessEnv = {},
+    options: { cwd?: string; detached?: boolean; ownPidNamespace?: boolean } = {},
+  ) {
     // Checked here, not at import: a benchmark's --help and the unit tier load this file unbuilt.
     if ((file === EXE || args.includes(EXE)) && !existsSync(EXE)) throw new Error(`${EXE} is missing: run 'npm run build' first`);
     this.#ownPidNamespace = options.ownPidNamespace ?? false;
@@ -181,7 +188,10 @@ export class Proc {
       return;
     }
     const started = this.logs().find((l) => l.msg === 'operator started');
-    for (const pid of [this.#exit ? undefined : this.#detached ? -this.pid : this.pid, typeof started?.pid === 'number' ? -started.pid : undefined]) {
+    for (const pid of [
+      this.#exit ? undefined : this.#detached ? -this.pid : this.pid,
+      typeof started?.pid === 'number' ? -started.pid : undefined,
+    ]) {
       if (pid === undefined) continue;
       try {
         process.kill(pid, 'SIGKILL');
@@ -203,7 +213,10 @@ export class Proc {
       },
       () => {
         const v = predicate();
-        if (v === undefined && this.#exit) throw new Error(`process exited (${JSON.stringify(this.#exit)}) before ${what}\nstdout: ${this.stdout.join('\n')}\nstderr: ${this.stderr.join('\n')}`);
+        if (v === undefined && this.#exit)
+          throw new Error(
+            `process exited (${JSON.stringify(this.#exit)}) before ${what}\nstdout: ${this.stdout.join('\n')}\nstderr: ${this.stderr.join('\n')}`,
+          );
         return v;
       },
       ms,

@@ -79,7 +79,10 @@ export class ProgressReader {
 
   /** Lines for the report of a killed file. */
   report(): string[] {
-    const test = this.#test === undefined ? 'no test had started (the file hung while loading, or before its first test)' : `the test running: "${this.#test}"`;
+    const test =
+      this.#test === undefined
+        ? 'no test had started (the file hung while loading, or before its first test)'
+        : `the test running: "${this.#test}"`;
     const waits = [...this.#waits.values()].map((w) => `waiting for ${w.what} (deadline ${w.ms} ms, waited ${this.now() - w.since} ms)`);
     const none = ['no wait with a deadline was open: an await without one (wait.ts within/until give one)'];
     if (this.#last) none.push(`the last wait that ended: ${this.#last.what}, ${this.now() - this.#last.at} ms before`);

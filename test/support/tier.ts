@@ -12,15 +12,16 @@ import { apiserverVersion, etcdVersion, locateBinaries } from './cluster/binarie
 
 export const TIER_VARIABLE = 'TEST_CLUSTER_TIER';
 
-export type ClusterTier =
-  | { readonly kind: 'real'; readonly description: string }
-  | { readonly kind: 'none'; readonly description: string };
+export type ClusterTier = { readonly kind: 'real'; readonly description: string } | { readonly kind: 'none'; readonly description: string };
 
 /** The tier ENV gives: its KUBEBUILDER_ASSETS, else the pinned release's cache. */
 export function detectTier(env: NodeJS.ProcessEnv = process.env): ClusterTier {
   const found = locateBinaries(env);
   if ('missing' in found) return { kind: 'none', description: `no control plane: ${found.missing}` };
-  return { kind: 'real', description: `real control plane: ${apiserverVersion(found)} from ${dirname(found.apiserver)}, etcd ${etcdVersion(found)}` };
+  return {
+    kind: 'real',
+    description: `real control plane: ${apiserverVersion(found)} from ${dirname(found.apiserver)}, etcd ${etcdVersion(found)}`,
+  };
 }
 
 let tier: ClusterTier | undefined;

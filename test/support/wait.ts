@@ -22,7 +22,12 @@ export async function within<T>(ms: number, what: string, promise: Promise<T>): 
  * Resolves with the first defined value of `predicate`, checked now and after
  * every event `subscribe` reports; rejects when it throws or after `ms`.
  */
-export function until<T>(subscribe: (check: () => void) => () => void, predicate: () => T | undefined, ms: number, what: string): Promise<T> {
+export function until<T>(
+  subscribe: (check: () => void) => () => void,
+  predicate: () => T | undefined,
+  ms: number,
+  what: string,
+): Promise<T> {
   let unsubscribe = (): void => {};
   const found = new Promise<T>((resolve, reject) => {
     const check = () => {

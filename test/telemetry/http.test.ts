@@ -18,7 +18,11 @@ test('healthz, readyz, and nothing else on the listener', async () => {
   const ready = await http(`${pod.base}/readyz`);
   assert.equal([ready.status, ready.body], [200, 'ready\n']);
   assert.equal((await http(`${pod.base}/`)).status, 404);
-  assert.equal((await http(`${pod.base}/prestop`, { headers: { 'X-Drainguard-Token': TOKEN } })).status, 404, 'no /prestop without a configured token');
+  assert.equal(
+    (await http(`${pod.base}/prestop`, { headers: { 'X-Drainguard-Token': TOKEN } })).status,
+    404,
+    'no /prestop without a configured token',
+  );
   assert.equal((await http(`${pod.base}/readyz`, { method: 'POST' })).status, 405);
   assert.equal(pod.sidecar.logs().filter((l) => l.msg === 'drain started').length, 0);
   pod.sidecar.kill('SIGTERM');
@@ -98,7 +102,14 @@ test('/metrics: the named series in the Prometheus text format', async () => {
   const pod = await startSidecar();
   const operator = await startOperator(pod, { FIXTURE_WORK: '900,1000' });
   const idle = parseExposition((await http(`${pod.base}/metrics`)).body);
-  for (const name of ['drainguard_drains_total', 'drainguard_drain_duration_seconds', 'drainguard_clients_connected', 'drainguard_work_inflight', 'drainguard_guard_objects_held', 'drainguard_guard_errors_total']) {
+  for (const name of [
+    'drainguard_drains_total',
+    'drainguard_drain_duration_seconds',
+    'drainguard_clients_connected',
+    'drainguard_work_inflight',
+    'drainguard_guard_objects_held',
+    'drainguard_guard_errors_total',
+  ]) {
     assert.ok(idle.help.has(name), `HELP for ${name}`);
   }
   assert.equal(idle.type.get('drainguard_drain_duration_seconds'), 'histogram');
@@ -149,7 +160,10 @@ test('wrap mode gets the listener when DRAINGUARD_HTTP_ADDR is set', async () =>
 
   const quiet = drainguard(['run', '--', 'true'], {});
   assert.equal((await quiet.exit()).code, 0);
-  assert.not.ok(quiet.logs().some((l) => l.msg === 'http listener started'), 'off in wrap mode by default');
+  assert.not.ok(
+    quiet.logs().some((l) => l.msg === 'http listener started'),
+    'off in wrap mode by default',
+  );
 });
 
 test('an HTTP address in use is a configuration error, found before the operator starts', async () => {

@@ -54,7 +54,10 @@ test('a rotation to a bad token keeps the one before, and says why', async () =>
   secret.rotate('short');
   assert.equal((await presenting(pod.base, 'short')).status, 403);
   const warning = await pod.sidecar.log('preStop token file not taken');
-  assert.match(String(warning.problem), /DRAINGUARD_PRESTOP_TOKEN_FILE .*: expected a token of at least 16 characters.*the token read before stays in force/);
+  assert.match(
+    String(warning.problem),
+    /DRAINGUARD_PRESTOP_TOKEN_FILE .*: expected a token of at least 16 characters.*the token read before stays in force/,
+  );
   assert.equal((await presenting(pod.base, OLD)).status, 200);
   pod.sidecar.kill('SIGTERM');
   assert.equal((await pod.sidecar.exit()).code, 0);

@@ -58,7 +58,10 @@ export function parseExposition(text: string): Exposition {
     type,
     value(name, want = {}) {
       const found = samples.filter(
-        (s) => s.name === name && Object.keys(want).length === Object.keys(s.labels).length && Object.entries(want).every(([k, v]) => s.labels[k] === v),
+        (s) =>
+          s.name === name &&
+          Object.keys(want).length === Object.keys(s.labels).length &&
+          Object.entries(want).every(([k, v]) => s.labels[k] === v),
       );
       if (found.length > 1) throw new Error(`${found.length} samples ${name} ${JSON.stringify(want)}`);
       return found[0]?.value;

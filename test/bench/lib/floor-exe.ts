@@ -18,7 +18,15 @@ export function buildFloorExecutable(dir: string): string {
   const bundle = join(dir, 'floor.cjs');
   const lazy = join(dir, 'floor-lazy.cjs');
   const output = join(dir, 'floor');
-  buildSync({ entryPoints: [fixture('floor-supervisor.ts')], outfile: bundle, bundle: true, platform: 'node', format: 'cjs', minify: true, logLevel: 'warning' });
+  buildSync({
+    entryPoints: [fixture('floor-supervisor.ts')],
+    outfile: bundle,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    minify: true,
+    logLevel: 'warning',
+  });
   // drainguard's lazy asset, empty: the executable is made the same way, with nothing to load later.
   writeFileSync(lazy, wrapMain(''));
   try {

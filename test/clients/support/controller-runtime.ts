@@ -54,8 +54,10 @@ export async function controllerRuntimeSuite(build: CtrlBuild): Promise<void> {
   }
 
   const cmPath = (name?: string) => `/api/v1/namespaces/${ns}/configmaps${name ? `/${name}` : ''}`;
-  const createConfigMap = (name: string) => cluster.api.create(cmPath(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { app: 'drainguard-example' } } });
-  const reconciledBy = async (name: string): Promise<string | undefined> => (await cluster.api.get(cmPath(name)))?.metadata.annotations?.[ANNOTATION];
+  const createConfigMap = (name: string) =>
+    cluster.api.create(cmPath(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { app: 'drainguard-example' } } });
+  const reconciledBy = async (name: string): Promise<string | undefined> =>
+    (await cluster.api.get(cmPath(name)))?.metadata.annotations?.[ANNOTATION];
 
   /** Waits until the example's work queue holds `n` items: workqueue_depth, summed over its priorities (the priority queue has a label for them). */
   async function queueDepth(metricsAddr: string, n: number): Promise<void> {
@@ -64,7 +66,11 @@ export async function controllerRuntimeSuite(build: CtrlBuild): Promise<void> {
         .split('\n')
         .filter((l) => l.startsWith('workqueue_depth{') && l.includes('controller="example"'))
         .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-    await cluster.waitFor(async () => depth(await (await fetch(`http://${metricsAddr}/metrics`)).text()) === n, 10_000, `workqueue_depth ${n}`);
+    await cluster.waitFor(
+      async () => depth(await (await fetch(`http://${metricsAddr}/metrics`)).text()) === n,
+      10_000,
+      `workqueue_depth ${n}`,
+    );
   }
 
   let seq = 0;
@@ -85,7 +91,10 @@ export async function controllerRuntimeSuite(build: CtrlBuild): Promise<void> {
 
   test(`the build: the example is linked with controller-runtime ${build.controllerRuntime}, the ${release} release`, () => {
     // The oldest: what clients/go/ctrl/go.mod requires; the newest: the release the test support names.
-    const wanted = release === 'newest' ? CONTROLLER_RUNTIME_NEWEST : /^\s+sigs\.k8s\.io\/controller-runtime (\S+)$/m.exec(readFileSync('clients/go/ctrl/go.mod', 'utf8'))![1]!;
+    const wanted =
+      release === 'newest'
+        ? CONTROLLER_RUNTIME_NEWEST
+        : /^\s+sigs\.k8s\.io\/controller-runtime (\S+)$/m.exec(readFileSync('clients/go/ctrl/go.mod', 'utf8'))![1]!;
     const info = execFileSync(GO, ['version', '-m', EXAMPLE], { env: build.env, encoding: 'utf8' });
     assert.match(info, new RegExp(`^\\s+dep\\s+sigs\\.k8s\\.io/controller-runtime\\s+${wanted.replaceAll('.', '\\.')}\\s`, 'm'));
     assert.match(info, new RegExp(`^\\s+dep\\s+k8s\\.io/client-go\\s+${build.clientGo.replaceAll('.', '\\.')}\\s`, 'm'));
@@ -115,7 +124,10 @@ export async function controllerRuntimeSuite(build: CtrlBuild): Promise<void> {
     const exitMs = Date.now() - sigterm;
 
     assert.ok(p.stdout.includes(`reconcile done ${ns}/${first}`), p.stdout.join('\n'));
-    assert.equal(p.stdout.filter((l) => l.startsWith('reconcile error')), []);
+    assert.equal(
+      p.stdout.filter((l) => l.startsWith('reconcile error')),
+      [],
+    );
     assert.not.ok(p.stdout.includes(`reconcile start ${ns}/${during}`), 'an object created during the drain is not reconciled by this pod');
     assert.not.ok(p.stdout.includes(`reconcile start ${ns}/${queued}`), 'what the queue held at the stop is not reconciled');
     assert.equal(await reconciledBy(first), 'pod-a');
@@ -159,10 +171,28 @@ export async function controllerRuntimeSuite(build: CtrlBuild): Promise<void> {
   test('the unmodified manager under DRAINGUARD_IDLE_METRICS: the stop signal waits until no reconcile runs, and the write succeeds', async () => {
     const name = fresh('idle');
     const metrics = `127.0.0.1:${await freePort()}`;
-    const p = drainguard(['run', '--grace-period', KUBEBUILDER_GRACE, '--', EXAMPLE, '-namespace', ns, '-identity', 'pod-i', '-reconcile-time', '2s', '-no-drainguard', '-metrics-bind-address', metrics], {
-      ...env,
-      DRAINGUARD_IDLE_METRICS: `http://${metrics}/metrics`,
-    });
+    const p = drainguard(
+      [
+        'run',
+        '--grace-period',
+        KUBEBUILDER_GRACE,
+        '--',
+        EXAMPLE,
+        '-namespace',
+        ns,
+        '-identity',
+        'pod-i',
+        '-reconcile-time',
+        '2s',
+        '-no-drainguard',
+        '-metrics-bind-address',
+        metrics,
+      ],
+      {
+        ...env,
+        DRAINGUARD_IDLE_METRICS: `http://${metrics}/metrics`,
+      },
+    );
     running.push(p);
     await p.line('ready', 30_000);
     await createConfigMap(name);
@@ -176,7 +206,10 @@ export async function controllerRuntimeSuite(build: CtrlBuild): Promise<void> {
     const idle = p.logs().find((l) => l.msg === 'operator idle: no reconcile running')!;
     assert.ok((idle.scrapes as number) >= 2, `${idle.scrapes} scrapes: it was busy at the first`);
     assert.ok(p.stdout.includes(`reconcile done ${ns}/${name}`), p.stdout.join('\n'));
-    assert.equal(p.stdout.filter((l) => l.startsWith('reconcile error')), []);
+    assert.equal(
+      p.stdout.filter((l) => l.startsWith('reconcile error')),
+      [],
+    );
     assert.equal(await reconciledBy(name), 'pod-i');
     const logs = p.logs().map((l) => l.msg);
     assert.ok(logs.indexOf('operator idle: no reconcile running') < logs.indexOf('stop signal sent'), logs.join(', '));
@@ -206,8 +239,15 @@ export async function controllerRuntimeSuite(build: CtrlBuild): Promise<void> {
     // (kubernetes/kubernetes#131867). The successor then waits out the lease. Accepted there, only on that line.
     const managerLog = a.stderr.filter((l) => !l.startsWith('{"time"'));
     const lostRace = !releaseRetried && managerLog.some((l) => /Failed to release lock: .*the object has been modified/.test(l));
-    if (lostRace) console.log(`  lease hand-over: ${handoverMs} ms, client-go ${build.clientGo}'s release lost its race with a renewal (kubernetes/kubernetes#131867)`);
-    else assert.ok(handoverMs < 1000, `lease taken ${handoverMs} ms after the first one's exit; its log:\n${managerLog.slice(-15).join('\n')}`);
+    if (lostRace)
+      console.log(
+        `  lease hand-over: ${handoverMs} ms, client-go ${build.clientGo}'s release lost its race with a renewal (kubernetes/kubernetes#131867)`,
+      );
+    else
+      assert.ok(
+        handoverMs < 1000,
+        `lease taken ${handoverMs} ms after the first one's exit; its log:\n${managerLog.slice(-15).join('\n')}`,
+      );
     assert.equal(await reconciledBy(first), 'pod-a');
     // The successor reconciles what the draining pod left alone.
     await b.line(`reconcile done ${ns}/${during}`, 10_000);

@@ -22,7 +22,11 @@ export function goProxy() {
   const modules: ModuleVersion[] = writeProxy(proxy, ROOT, VERSION, new Date((commitTime(ROOT) ?? 0) * 1000));
 
   /** A scratch module NAME fetching from the proxy, then UPSTREAM; a fresh module cache: everything it builds came from there. */
-  function scratch(name: string, goVersion: string, upstream: string[] = []): { dir: string; modcache: string; go: (...args: string[]) => string } {
+  function scratch(
+    name: string,
+    goVersion: string,
+    upstream: string[] = [],
+  ): { dir: string; modcache: string; go: (...args: string[]) => string } {
     const base = tempDir();
     const dir = join(base, name);
     const modcache = join(base, 'modcache');
@@ -36,7 +40,8 @@ export function goProxy() {
       GOMODCACHE: modcache,
       GOWORK: 'off',
     };
-    const go = (...args: string[]) => execFileSync(GO, args, { cwd: dir, env, encoding: 'utf8', timeout: GO_MS, stdio: ['ignore', 'pipe', 'pipe'] });
+    const go = (...args: string[]) =>
+      execFileSync(GO, args, { cwd: dir, env, encoding: 'utf8', timeout: GO_MS, stdio: ['ignore', 'pipe', 'pipe'] });
     return { dir, modcache, go };
   }
 
@@ -44,7 +49,9 @@ export function goProxy() {
 }
 
 export function listFiles(dir: string, prefix = ''): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? listFiles(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`],
+  );
 }
 
 export const quote = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

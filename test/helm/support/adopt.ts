@@ -44,6 +44,7 @@ function adopt(fixture: string, steps: Steps, prefix: string): string {
 }
 
 /** kubebuilder's dist/chart (of the project of `domain`) with drainguard added as docs/helm.md says. */
-export const adoptKubebuilderChart = (domain?: string): string => adopt(join(scaffold(domain).dir, 'dist/chart'), KUBEBUILDER, 'dist/chart/');
+export const adoptKubebuilderChart = (domain?: string): string =>
+  adopt(join(scaffold(domain).dir, 'dist/chart'), KUBEBUILDER, 'dist/chart/');
 /** A helm create chart with drainguard added as docs/helm.md says. */
 export const adoptHelmCreateChart = (): string => adopt('test/fixtures/helm-create', HELM_CREATE, '');

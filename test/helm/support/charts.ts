@@ -40,7 +40,8 @@ export interface RenderOptions {
   release?: string;
 }
 
-const setArgs = (set: Record<string, unknown> = {}): string[] => Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
+const setArgs = (set: Record<string, unknown> = {}): string[] =>
+  Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
 
 /** `helm template --include-crds`, parsed (hooks included, as helm install would create them). */
 export function template(chart: string, options: RenderOptions): KubeObject[] {

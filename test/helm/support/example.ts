@@ -48,9 +48,12 @@ export const images = exampleImages();
 export function releaseRbac(ns: string): string[] {
   const own = `drainguard:${ns}:example-operator`;
   return [
-    `${RBAC}/clusterroles/example-operator`, `${RBAC}/clusterrolebindings/example-operator`,
-    `${RBAC}/clusterroles/${own}`, `${RBAC}/clusterrolebindings/${own}`,
-    `${RBAC}/namespaces/${ns}/roles/${own}`, `${RBAC}/namespaces/${ns}/rolebindings/${own}`,
+    `${RBAC}/clusterroles/example-operator`,
+    `${RBAC}/clusterrolebindings/example-operator`,
+    `${RBAC}/clusterroles/${own}`,
+    `${RBAC}/clusterrolebindings/${own}`,
+    `${RBAC}/namespaces/${ns}/roles/${own}`,
+    `${RBAC}/namespaces/${ns}/rolebindings/${own}`,
     `/api/v1/namespaces/${ns}/serviceaccounts/example-operator`,
   ];
 }

@@ -17,7 +17,8 @@ import { stageChart, template } from './charts.ts';
 
 const doc = readFileSync('docs/helm.md', 'utf8');
 
-const blocks = (text: string, lang: string): string[] => [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]!);
+const blocks = (text: string, lang: string): string[] =>
+  [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]!);
 
 function between(start: string, end: string, from = 0): string {
   const at = doc.indexOf(start, from);
@@ -87,16 +88,23 @@ export function adoptShape(shape: string, ...headings: string[]): string {
 }
 
 /** `helm template` of the chart as it is (without drainguard): what the release holds. */
-export const plainRender = (shape: string, release: string, namespace: string, set?: Record<string, unknown>): KubeObject[] => template(fixture(shape), { release, namespace, set });
+export const plainRender = (shape: string, release: string, namespace: string, set?: Record<string, unknown>): KubeObject[] =>
+  template(fixture(shape), { release, namespace, set });
 
 const subjectIs = (s: any, ns: string, sa: string, bindingNs: string): boolean =>
-  (s.kind === 'ServiceAccount' && s.name === sa && (s.namespace ?? bindingNs) === ns) || (s.kind === 'User' && s.name === `system:serviceaccount:${ns}:${sa}`);
+  (s.kind === 'ServiceAccount' && s.name === sa && (s.namespace ?? bindingNs) === ns) ||
+  (s.kind === 'User' && s.name === `system:serviceaccount:${ns}:${sa}`);
 
 function selects(selector: any, labels: Record<string, string>): boolean {
   for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
   for (const e of selector.matchExpressions ?? []) {
     const has = e.key in labels;
-    const ok = { In: has && e.values.includes(labels[e.key]), NotIn: !(has && e.values.includes(labels[e.key])), Exists: has, DoesNotExist: !has }[e.operator as string];
+    const ok = {
+      In: has && e.values.includes(labels[e.key]),
+      NotIn: !(has && e.values.includes(labels[e.key])),
+      Exists: has,
+      DoesNotExist: !has,
+    }[e.operator as string];
     if (!ok) return false;
   }
   return true;
@@ -125,7 +133,7 @@ export function groundTruth(objects: KubeObject[], namespace: string, deployment
     if (present.has(role)) out.add(role);
   }
   const clusterRoles = objects.filter((o) => o.kind === 'ClusterRole');
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const role of clusterRoles.filter((r) => out.has(keyOf('ClusterRole', '', r.metadata.name)))) {
       for (const selector of role.aggregationRule?.clusterRoleSelectors ?? []) {
@@ -145,7 +153,9 @@ export function groundTruth(objects: KubeObject[], namespace: string, deployment
 /** DRAINGUARD_GUARD of the Deployment, as kind/[namespace/]name, drainguard's own objects left out. */
 export function guardOf(deployment: KubeObject): string[] {
   const pod = deployment.spec.template.spec;
-  const values = [...pod.containers, ...(pod.initContainers ?? [])].flatMap((c: any) => (c.env ?? []).filter((e: any) => e.name === 'DRAINGUARD_GUARD'));
+  const values = [...pod.containers, ...(pod.initContainers ?? [])].flatMap((c: any) =>
+    (c.env ?? []).filter((e: any) => e.name === 'DRAINGUARD_GUARD'),
+  );
   if (values.length !== 1) throw new Error(`${deployment.metadata.name}: DRAINGUARD_GUARD on ${values.length} containers`);
   return parseGuardList(values[0].value, 'DRAINGUARD_GUARD')
     .filter((t) => !t.name.startsWith('drainguard:'))
@@ -156,7 +166,10 @@ export function guardOf(deployment: KubeObject): string[] {
 /** `helm template … | drainguard check -n NS -`: its exit status and output. */
 export function check(text: string, namespace: string): { code: number; out: string } {
   try {
-    return { code: 0, out: execFileSync(EXE, ['check', '-n', namespace, '-'], { input: text, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }) };
+    return {
+      code: 0,
+      out: execFileSync(EXE, ['check', '-n', namespace, '-'], { input: text, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }),
+    };
   } catch (err) {
     const e = err as { status?: number; stdout?: string; stderr?: string };
     return { code: e.status ?? -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };

@@ -57,7 +57,19 @@ export async function makeRoot(): Promise<Root> {
     runWithProc: (argv, env = {}) =>
       new Proc(
         'unshare',
-        ['--mount', '--propagation', 'private', 'chroot', path, '/bin/busybox', 'sh', '-c', '/bin/busybox mount -t proc proc /proc && exec "$@"', 'sh', ...argv],
+        [
+          '--mount',
+          '--propagation',
+          'private',
+          'chroot',
+          path,
+          '/bin/busybox',
+          'sh',
+          '-c',
+          '/bin/busybox mount -t proc proc /proc && exec "$@"',
+          'sh',
+          ...argv,
+        ],
         env,
       ),
     host: (p) => join(path, p),

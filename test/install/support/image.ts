@@ -28,9 +28,14 @@ export async function buildAndMount(): Promise<BuiltImage> {
   };
 }
 
-export async function inspect(tag: string): Promise<{ user: string; entrypoint: string[]; cmd: string[]; layers: number; env: string[]; labels: Record<string, string> }> {
+export async function inspect(
+  tag: string,
+): Promise<{ user: string; entrypoint: string[]; cmd: string[]; layers: number; env: string[]; labels: Record<string, string> }> {
   const [info] = JSON.parse((await execa('podman', ['image', 'inspect', tag])).stdout) as [
-    { Config: { User: string; Entrypoint: string[]; Cmd: string[]; Env?: string[]; Labels: Record<string, string> }; RootFS: { Layers: string[] } },
+    {
+      Config: { User: string; Entrypoint: string[]; Cmd: string[]; Env?: string[]; Labels: Record<string, string> };
+      RootFS: { Layers: string[] };
+    },
   ];
   return {
     user: info.Config.User,

@@ -51,7 +51,24 @@ export function podRoot({ image, volumes, files = {}, user, pidNamespace = false
       const binds = Object.entries(volumes).flatMap(([path, host]) => [host, path]);
       return new Proc(
         'unshare',
-        [...(pidNamespace ? ['--pid', '--fork'] : []), '--mount', '--propagation', 'private', '/bin/sh', '-c', SETUP, 'sh', image, upper, join(base, 'work'), join(base, 'merged'), user, ...binds, '--', ...argv],
+        [
+          ...(pidNamespace ? ['--pid', '--fork'] : []),
+          '--mount',
+          '--propagation',
+          'private',
+          '/bin/sh',
+          '-c',
+          SETUP,
+          'sh',
+          image,
+          upper,
+          join(base, 'work'),
+          join(base, 'merged'),
+          user,
+          ...binds,
+          '--',
+          ...argv,
+        ],
         env,
         { ownPidNamespace: pidNamespace },
       );

@@ -18,7 +18,10 @@ export const ORPHANS = 8;
  * through PID 1); SIGTERM ends it with 7; SIGUSR1 makes it SIGKILL itself.
  */
 export const OPERATOR = [
-  '/bin/busybox', 'sh', '-c', `
+  '/bin/busybox',
+  'sh',
+  '-c',
+  `
 trap 'echo "signal TERM"; exit 7' TERM
 trap 'echo "signal WINCH"' WINCH
 trap '/bin/busybox kill -KILL $$' USR1
@@ -59,7 +62,10 @@ function readStat(path: string, pid: number): NsProcess | undefined {
   }
 }
 
-const pids = (proc: string): number[] => readdirSync(proc).filter((name) => /^\d+$/.test(name)).map(Number);
+const pids = (proc: string): number[] =>
+  readdirSync(proc)
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
 
 /** A PID namespace seen from the outside, through the host's pid of a process in it: its pids, from the /proc mounted in its root. */
 export class PidNamespace implements ProcessView {
@@ -100,7 +106,7 @@ export class ProcessTree implements ProcessView {
   processes(): NsProcess[] {
     const all = pids('/proc').flatMap((pid) => readStat(`/proc/${pid}/stat`, pid) ?? []);
     const tree = new Set([this.#root]);
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
       grew = false;
       for (const p of all) if (!tree.has(p.pid) && tree.has(p.ppid)) grew = Boolean(tree.add(p.pid));
     }

@@ -100,7 +100,9 @@ function hostile(random: Prng): Buffer {
     case 0:
       return random.bytes(1 + random.int(200));
     case 1:
-      return Buffer.from(random.pick(['[]', '[1,2]', '"hello"', '42', 'null', 'true', '{}', '{"type":5}', '{"type":null}', '{"TYPE":"hello"}', '']));
+      return Buffer.from(
+        random.pick(['[]', '[1,2]', '"hello"', '42', 'null', 'true', '{}', '{"type":5}', '{"type":null}', '{"TYPE":"hello"}', '']),
+      );
     case 2:
       return Buffer.from(`{"type":"hello","protocol":${random.pick(['"1"', '1.5', '-1', '2', '0', hugeNumber(random), 'null', '[1]'])}}`);
     case 3:
@@ -108,7 +110,11 @@ function hostile(random: Prng): Buffer {
     case 4:
       return Buffer.from(deep(random, '[', ']'));
     case 5:
-      return Buffer.concat([Buffer.from('{"type":"x","s":"'), Buffer.from(random.pick([[0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82]])), Buffer.from('"}')]);
+      return Buffer.concat([
+        Buffer.from('{"type":"x","s":"'),
+        Buffer.from(random.pick([[0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82]])),
+        Buffer.from('"}'),
+      ]);
     case 6:
       return Buffer.from(`{"type":"x","pad":"${'a'.repeat(MAX_LINE_BYTES - 20 + random.int(40))}"}`);
     case 7:

@@ -77,7 +77,10 @@ test('drain started and drained: Events on the pod, with the duration', async ()
     await cluster.waitFor(() => eventWrites().filter((r) => r.done).length >= 2, 10_000, 'both Event writes answered');
     const writes = eventWrites();
     assert.equal(writes.length, 2, JSON.stringify(writes.map((r) => [r.user, r.status])));
-    assert.ok(writes.every((r) => r.user === `system:serviceaccount:${ns}:op` && r.status === 201), JSON.stringify(writes.map((r) => [r.user, r.status])));
+    assert.ok(
+      writes.every((r) => r.user === `system:serviceaccount:${ns}:op` && r.status === 201),
+      JSON.stringify(writes.map((r) => [r.user, r.status])),
+    );
     operator.kill('SIGTERM');
     await operator.exit();
     pod.sidecar.kill('SIGTERM');
@@ -92,7 +95,11 @@ test('a drain that times out is a Warning Event', async () => {
   const pod = await startSidecar({ ...env, DRAINGUARD_DRAIN_TIMEOUT: '600ms' });
   const operator = await startOperator(pod, { FIXTURE_ACK: 'never' });
   assert.equal((await prestop(pod).exit()).code, 0);
-  const timedOut = await cluster.waitFor(async () => (await events()).find((e) => e.reason === 'DrainTimedOut'), 10_000, 'the DrainTimedOut Event');
+  const timedOut = await cluster.waitFor(
+    async () => (await events()).find((e) => e.reason === 'DrainTimedOut'),
+    10_000,
+    'the DrainTimedOut Event',
+  );
   assert.equal(timedOut.type, 'Warning');
   assert.match(timedOut.message, /^drain ended after 0\.[67]s: the drain deadline passed/);
   operator.kill('SIGKILL');
@@ -115,7 +122,10 @@ test('Events are best effort: an API that refuses them changes nothing', async (
     assert.equal((await pod.sidecar.exit()).code, 0);
     // The sidecar did try, and only the Events were refused: the Pod was read through the same proxy.
     assert.ok(refused.hits > 0, 'no Event write reached the API');
-    assert.ok(proxy!.requests.some((r) => r.resource === 'pods' && r.verb === 'get' && r.status === 200), 'the Pod read');
+    assert.ok(
+      proxy!.requests.some((r) => r.resource === 'pods' && r.verb === 'get' && r.status === 200),
+      'the Pod read',
+    );
     assert.equal((await events()).length, 0);
   } finally {
     await proxy!.close();
@@ -148,7 +158,11 @@ test("the Pod's grace period replaces the default, and the drain timeout follows
   assert.ok(fixedRemaining > 12_000 && fixedRemaining <= 13_000, `remainingMs ${fixedRemaining}: 20s - 5s - 2s`);
   second.kill('SIGKILL');
   assert.equal((await fixedHook.exit()).code, 0);
-  await cluster.waitFor(async () => (await events()).filter((e) => e.reason === 'DrainStarted').length === 2, 10_000, 'the DrainStarted Event of the second sidecar');
+  await cluster.waitFor(
+    async () => (await events()).filter((e) => e.reason === 'DrainStarted').length === 2,
+    10_000,
+    'the DrainStarted Event of the second sidecar',
+  );
   assert.not.ok(fixed.sidecar.logs().some((l) => l.msg === 'grace period read from the Pod'));
   fixed.sidecar.kill('SIGTERM');
   await fixed.sidecar.exit();

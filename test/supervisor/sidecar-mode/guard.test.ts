@@ -32,13 +32,26 @@ test.before(async () => {
   ns = await c.namespace('sidecar');
   role = `op-${ns}`;
   await c.cluster.serviceAccount(ns, 'op');
-  await c.cluster.grant(ns, 'op', role, [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [role], verbs: ['get', 'patch'] }], { clusterWide: true });
+  await c.cluster.grant(
+    ns,
+    'op',
+    role,
+    [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [role], verbs: ['get', 'patch'] }],
+    { clusterWide: true },
+  );
   await c.cluster.grant(ns, 'op', 'drainguard', [
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
     { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ]);
-  kubelet = await Kubelet.start({ cluster: c.access, namespaces: [ns], images: { [DRAINGUARD_IMAGE]: drainguardImage({ DRAINGUARD_LOG_LEVEL: 'debug' }), [OPERATOR_IMAGE]: operatorImage(fixture('operator.ts')) } });
+  kubelet = await Kubelet.start({
+    cluster: c.access,
+    namespaces: [ns],
+    images: {
+      [DRAINGUARD_IMAGE]: drainguardImage({ DRAINGUARD_LOG_LEVEL: 'debug' }),
+      [OPERATOR_IMAGE]: operatorImage(fixture('operator.ts')),
+    },
+  });
 });
 
 test.after(async () => {
@@ -62,8 +75,17 @@ function podOf(o: PodOptions): any {
     image: `${DRAINGUARD_IMAGE}:0.1.0`,
     command: ['/drainguard/drainguard', 'sidecar'],
     env: [
-      ...['name', 'namespace', 'uid'].map((f) => ({ name: `DRAINGUARD_POD_${f.toUpperCase()}`, valueFrom: { fieldRef: { fieldPath: `metadata.${f}` } } })),
-      ...env({ DRAINGUARD_GUARD: `clusterrole/${role}`, DRAINGUARD_HTTP_ADDR: ':9404', DRAINGUARD_STOP_TIMEOUT: '1s', ...(o.hook === 'httpGet' && { DRAINGUARD_PRESTOP_TOKEN: TOKEN }), ...o.sidecarEnv }),
+      ...['name', 'namespace', 'uid'].map((f) => ({
+        name: `DRAINGUARD_POD_${f.toUpperCase()}`,
+        valueFrom: { fieldRef: { fieldPath: `metadata.${f}` } },
+      })),
+      ...env({
+        DRAINGUARD_GUARD: `clusterrole/${role}`,
+        DRAINGUARD_HTTP_ADDR: ':9404',
+        DRAINGUARD_STOP_TIMEOUT: '1s',
+        ...(o.hook === 'httpGet' && { DRAINGUARD_PRESTOP_TOKEN: TOKEN }),
+        ...o.sidecarEnv,
+      }),
     ],
     ports: [{ name: 'drainguard', containerPort: 9404 }],
     readinessProbe: { httpGet: { path: '/readyz', port: 'drainguard' } },
@@ -81,9 +103,17 @@ function podOf(o: PodOptions): any {
     command: ['/manager'],
     env: env({ DRAINGUARD_SOCKET: '/run/drainguard/drain.sock', ...o.operatorEnv }),
     ...(preStop && { lifecycle: { preStop } }),
-    volumeMounts: [{ name: 'socket', mountPath: '/run/drainguard' }, ...(o.hook === 'exec' ? [{ name: 'drainguard', mountPath: '/drainguard', readOnly: true }] : [])],
+    volumeMounts: [
+      { name: 'socket', mountPath: '/run/drainguard' },
+      ...(o.hook === 'exec' ? [{ name: 'drainguard', mountPath: '/drainguard', readOnly: true }] : []),
+    ],
   };
-  const install = { name: 'drainguard-install', image: `${DRAINGUARD_IMAGE}:0.1.0`, command: ['/drainguard/drainguard', 'install', '/shared'], volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }] };
+  const install = {
+    name: 'drainguard-install',
+    image: `${DRAINGUARD_IMAGE}:0.1.0`,
+    command: ['/drainguard/drainguard', 'install', '/shared'],
+    volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
+  };
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -91,7 +121,10 @@ function podOf(o: PodOptions): any {
     spec: {
       serviceAccountName: 'op',
       terminationGracePeriodSeconds: 30,
-      volumes: [{ name: 'socket', emptyDir: {} }, { name: 'drainguard', emptyDir: {} }],
+      volumes: [
+        { name: 'socket', emptyDir: {} },
+        { name: 'drainguard', emptyDir: {} },
+      ],
       initContainers: [...(o.hook === 'exec' ? [install] : []), ...(o.native ? [sidecar] : [])],
       containers: [manager, ...(o.native ? [] : [sidecar])],
     },
@@ -115,7 +148,12 @@ async function run(o: PodOptions): Promise<Running> {
   const sidecar = await kubelet.process(o.name, 'drainguard', 60_000);
   const operator = await kubelet.process(o.name, 'manager', 60_000);
   await operator.line('ready', 20_000);
-  await c.poll(`/api/v1/namespaces/${ns}/pods/${o.name}`, (b) => b.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True'), 20_000, 'the pod Ready');
+  await c.poll(
+    `/api/v1/namespaces/${ns}/pods/${o.name}`,
+    (b) => b.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True'),
+    20_000,
+    'the pod Ready',
+  );
   return { uid, finalizer, sidecar, operator };
 }
 
@@ -127,11 +165,19 @@ async function uninstall(name: string): Promise<void> {
 
 async function recreateRole(): Promise<void> {
   if ((await c.api.call('GET', rolePath())).status === 200) return;
-  await c.api.must('POST', `/apis/${RBAC}/clusterroles`, { apiVersion: RBAC, kind: 'ClusterRole', metadata: { name: role }, rules: [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [role], verbs: ['get', 'patch'] }] });
+  await c.api.must('POST', `/apis/${RBAC}/clusterroles`, {
+    apiVersion: RBAC,
+    kind: 'ClusterRole',
+    metadata: { name: role },
+    rules: [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [role], verbs: ['get', 'patch'] }],
+  });
 }
 
 const msgs = (p: Proc) => p.logs().map((l) => l.msg);
-const what = (name: string) => kubelet.events.filter((e) => e.pod === name && /^(preStop (started|ended)|signal|exited|deleted|terminating)/.test(e.what)).map((e) => `${e.container ?? 'pod'} ${e.what}`);
+const what = (name: string) =>
+  kubelet.events
+    .filter((e) => e.pod === name && /^(preStop (started|ended)|signal|exited|deleted|terminating)/.test(e.what))
+    .map((e) => `${e.container ?? 'pod'} ${e.what}`);
 
 test('plain sidecar, exec preStop: the ClusterRole deleted by an uninstall stays until the operator is gone', async () => {
   await recreateRole();
@@ -149,7 +195,11 @@ test('plain sidecar, exec preStop: the ClusterRole deleted by an uninstall stays
 
   await uninstall('plain-exec');
   // The kubelet: the hook (drainguard prestop) and, with it, SIGTERM to the plain sidecar; then SIGTERM to the operator, which ignores it.
-  await kubelet.event((e) => e.pod === 'plain-exec' && e.container === 'manager' && e.what === 'signal SIGTERM', 30_000, 'SIGTERM to the operator');
+  await kubelet.event(
+    (e) => e.pod === 'plain-exec' && e.container === 'manager' && e.what === 'signal SIGTERM',
+    30_000,
+    'SIGTERM to the operator',
+  );
   await p.operator.line('signal SIGTERM');
   await p.sidecar.log('waiting for the operator to stop');
   const during = await c.api.must('GET', rolePath());
@@ -160,13 +210,21 @@ test('plain sidecar, exec preStop: the ClusterRole deleted by an uninstall stays
   p.operator.kill('SIGKILL');
   assert.equal((await p.sidecar.exit(30_000)).code, 0);
   await c.poll(rolePath(), (_b, s) => s === 404, 10_000, 'the ClusterRole gone once the operator is');
-  await c.poll(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/drainguard-${p.uid}`, (_b, s) => s === 404, 10_000, 'the holder Lease gone');
+  await c.poll(
+    `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/drainguard-${p.uid}`,
+    (_b, s) => s === 404,
+    10_000,
+    'the holder Lease gone',
+  );
   await kubelet.event((e) => e.pod === 'plain-exec' && e.what === 'deleted 200', 30_000, 'the final delete');
   const m = msgs(p.sidecar);
   assert.ok(m.indexOf('operator stopped') < m.indexOf('releasing the guard'), m.join(' | '));
   const order = what('plain-exec');
   assert.ok(order.indexOf('manager preStop ended: succeeded') < order.indexOf('manager signal SIGTERM'), order.join('\n'));
-  assert.ok(order.indexOf('drainguard signal SIGTERM') < order.indexOf('manager preStop ended: succeeded'), 'a plain sidecar gets SIGTERM with the hook');
+  assert.ok(
+    order.indexOf('drainguard signal SIGTERM') < order.indexOf('manager preStop ended: succeeded'),
+    'a plain sidecar gets SIGTERM with the hook',
+  );
   assert.not.ok(p.operator.stdout.some((l) => l.startsWith('work interrupted')));
   assert.equal(kubelet.errors, []);
 });
@@ -189,7 +247,11 @@ test('native sidecar, httpGet preStop: the operator drains and stops first, the 
   ]);
   // The drain came while the reconcile was in flight; it finished; only then SIGTERM.
   const out = p.operator.stdout;
-  const [drain, done, term] = [out.findIndex((l) => l.startsWith('drain remainingMs=')), out.indexOf('work done 0'), out.indexOf('signal SIGTERM')];
+  const [drain, done, term] = [
+    out.findIndex((l) => l.startsWith('drain remainingMs=')),
+    out.indexOf('work done 0'),
+    out.indexOf('signal SIGTERM'),
+  ];
   assert.ok(drain !== -1 && drain < done && done < term, out.join('\n'));
   assert.not.ok(p.operator.stdout.some((l) => l.startsWith('work interrupted')));
   const m = msgs(p.sidecar);
@@ -198,7 +260,12 @@ test('native sidecar, httpGet preStop: the operator drains and stops first, the 
   assert.equal(kubelet.errors, []);
 });
 
-for (const [native, grace] of [[true, 4], [false, 4], [true, 1], [false, 1]] as const) {
+for (const [native, grace] of [
+  [true, 4],
+  [false, 4],
+  [true, 1],
+  [false, 1],
+] as const) {
   const name = `${native ? 'native' : 'plain'}-short-${grace}`;
   test(`${native ? 'native' : 'plain'} sidecar, exec preStop, deleted with --grace-period=${grace} on a 30 s spec and 8 s of work in flight: the hook returns in time, the operator stops, the release comes before the kubelet's SIGKILL`, async () => {
     await recreateRole();
@@ -206,8 +273,14 @@ for (const [native, grace] of [[true, 4], [false, 4], [true, 1], [false, 1]] as 
     await c.api.must('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, { gracePeriodSeconds: grace });
     await kubelet.event((e) => e.pod === name && e.what === 'deleted 200', 30_000, 'the final delete');
     const order = what(name);
-    assert.not.ok(order.some((l) => l.endsWith('signal SIGKILL')), `the kubelet killed:\n${kubelet.timeline()}\n${p.sidecar.stderr.join('\n')}`);
-    assert.ok(order.includes('manager preStop ended: succeeded'), `the hook returned by itself, not abandoned at the deadline:\n${order.join('\n')}`);
+    assert.not.ok(
+      order.some((l) => l.endsWith('signal SIGKILL')),
+      `the kubelet killed:\n${kubelet.timeline()}\n${p.sidecar.stderr.join('\n')}`,
+    );
+    assert.ok(
+      order.includes('manager preStop ended: succeeded'),
+      `the hook returned by itself, not abandoned at the deadline:\n${order.join('\n')}`,
+    );
     assert.ok(order.indexOf('manager preStop ended: succeeded') < order.indexOf('manager signal SIGTERM'), order.join('\n'));
     assert.ok(p.operator.stdout.includes('signal SIGTERM'), 'the operator got its stop signal');
     const read = p.sidecar.logs().find((l) => l.msg === 'deletion read from the Pod')!;
@@ -220,14 +293,22 @@ for (const [native, grace] of [[true, 4], [false, 4], [true, 1], [false, 1]] as 
     assert.ok(released < killAt, `released ${released - killAt} ms after the kubelet's deadline\n${p.sidecar.stderr.join('\n')}`);
     assert.not.ok((await c.api.must('GET', rolePath())).metadata.finalizers?.includes(p.finalizer), "this pod's finalizer left");
     const hookEnded = kubelet.events.find((e) => e.pod === name && e.what === 'preStop ended: succeeded')!.at;
-    console.log(`${name}: ${JSON.stringify({ hookEndedAfterDeleteMs: hookEnded - seen, operatorSigtermBeforeKillMs: Math.max(seen + grace * 1000, hookEnded + 2000) - hookEnded, releasedBeforeKillMs: killAt - released })}`);
+    console.log(
+      `${name}: ${JSON.stringify({ hookEndedAfterDeleteMs: hookEnded - seen, operatorSigtermBeforeKillMs: Math.max(seen + grace * 1000, hookEnded + 2000) - hookEnded, releasedBeforeKillMs: killAt - released })}`,
+    );
     assert.equal(kubelet.errors, []);
   });
 }
 
 test('an operator without the protocol: the release waits for the API to report its container terminated', async () => {
   await recreateRole();
-  const p = await run({ name: 'no-protocol', native: false, hook: 'none', operatorEnv: { FIXTURE_CONNECT: 'never', FIXTURE_ON_TERM: 'ignore' }, sidecarEnv: { DRAINGUARD_OPERATOR_CONTAINER: 'manager' } });
+  const p = await run({
+    name: 'no-protocol',
+    native: false,
+    hook: 'none',
+    operatorEnv: { FIXTURE_CONNECT: 'never', FIXTURE_ON_TERM: 'ignore' },
+    sidecarEnv: { DRAINGUARD_OPERATOR_CONTAINER: 'manager' },
+  });
   await uninstall('no-protocol');
   await p.operator.line('signal SIGTERM');
   await p.sidecar.log('waiting for the Kubernetes API to report the operator container terminated');
@@ -240,7 +321,10 @@ test('an operator without the protocol: the release waits for the API to report 
   assert.equal((await p.sidecar.exit(30_000)).code, 0);
   await c.poll(rolePath(), (_b, s) => s === 404, 10_000, 'released, and the ClusterRole gone');
   const m = msgs(p.sidecar);
-  assert.ok(m.indexOf('operator container terminated') !== -1 && m.indexOf('operator container terminated') < m.indexOf('releasing the guard'), m.join(' | '));
+  assert.ok(
+    m.indexOf('operator container terminated') !== -1 && m.indexOf('operator container terminated') < m.indexOf('releasing the guard'),
+    m.join(' | '),
+  );
   await kubelet.event((e) => e.pod === 'no-protocol' && e.what === 'deleted 200', 30_000, 'the final delete');
 });
 
@@ -251,7 +335,12 @@ test('a container name the pod does not have: going by the connections, said onc
   assert.equal((await p.sidecar.exit(30_000)).code, 0);
   const warned = p.sidecar.logs().filter((l) => l.msg.startsWith('cannot tell from the Kubernetes API'));
   assert.is(warned.length, 1);
-  assert.match(warned[0]!.error as string, new RegExp(`DRAINGUARD_OPERATOR_CONTAINER names nope, which is not a container of pod ${ns}/wrong-name \\(it has manager, drainguard\\)`));
+  assert.match(
+    warned[0]!.error as string,
+    new RegExp(
+      `DRAINGUARD_OPERATOR_CONTAINER names nope, which is not a container of pod ${ns}/wrong-name \\(it has manager, drainguard\\)`,
+    ),
+  );
   await kubelet.event((e) => e.pod === 'wrong-name' && e.what === 'deleted 200', 30_000, 'the final delete');
 });
 

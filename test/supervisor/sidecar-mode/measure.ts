@@ -16,7 +16,8 @@ import { startSidecar } from './support.ts';
 
 const RUNS = Number(process.argv[2] ?? 100);
 const now = () => performance.timeOrigin + performance.now();
-const status = (pid: number, field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+const status = (pid: number, field: string) =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 const rssKiB = (pid: number) => status(pid, 'VmRSS');
 /** VmRSS and, of it, the private (anonymous) part: the rest is the executable's pages, shared and reclaimable. */
 interface Rss {
@@ -107,7 +108,9 @@ for (const [name, measure] of series) {
   const xs: Rss[] = [];
   for (let i = 0; i < 5; i++) xs.push(await measure());
   const rss = xs.map((x) => x.rss);
-  out(`  ${name}: ${median(rss).toFixed(1)} (${median(xs.map((x) => x.anon)).toFixed(1)}); VmRSS min ${Math.min(...rss).toFixed(1)}, max ${Math.max(...rss).toFixed(1)}`);
+  out(
+    `  ${name}: ${median(rss).toFixed(1)} (${median(xs.map((x) => x.anon)).toFixed(1)}); VmRSS min ${Math.min(...rss).toFixed(1)}, max ${Math.max(...rss).toFixed(1)}`,
+  );
 }
 
 for (const [name, viaProcess] of [
@@ -116,7 +119,9 @@ for (const [name, viaProcess] of [
 ] as const) {
   const xs: number[] = [];
   for (let i = 0; i < RUNS; i++) xs.push(await drainLatency(viaProcess));
-  out(`${name} (${RUNS} runs): p50 ${fmt(median(xs))}, p99 ${fmt(percentile(xs, 99))}, min ${fmt(Math.min(...xs))}, max ${fmt(Math.max(...xs))}`);
+  out(
+    `${name} (${RUNS} runs): p50 ${fmt(median(xs))}, p99 ${fmt(percentile(xs, 99))}, min ${fmt(Math.min(...xs))}, max ${fmt(Math.max(...xs))}`,
+  );
 }
 process.exit(0);
 

@@ -23,7 +23,10 @@ test('no socket: exit 1 naming the path and what to check', async () => {
   const socket = join(tempDir(), 'drain.sock');
   const r = await timed(socket);
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /cannot reach the drainguard sidecar: no socket at .*drain\.sock: is the drainguard sidecar running, and is its socket volume mounted/);
+  assert.match(
+    r.stderr,
+    /cannot reach the drainguard sidecar: no socket at .*drain\.sock: is the drainguard sidecar running, and is its socket volume mounted/,
+  );
   assert.ok(r.ms < 5000, `took ${r.ms} ms`);
 });
 
@@ -63,7 +66,10 @@ test('a supervisor of protocol 1 without drain requests answers with an error: e
   await listen(v1, socket);
   const r = await timed(socket);
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /refused the drain request: the first message must be hello \(this drainguard predates drain requests: upgrade the sidecar\)/);
+  assert.match(
+    r.stderr,
+    /refused the drain request: the first message must be hello \(this drainguard predates drain requests: upgrade the sidecar\)/,
+  );
   v1.close();
 });
 
@@ -74,7 +80,10 @@ test('drainguard run refuses drain requests: it drains on SIGTERM', async () => 
   const r = await timed(socket);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /refused the drain request: drain requests are not accepted here: drainguard run drains on SIGTERM/);
-  assert.not.ok(wrap.stdout.some((l) => l.startsWith('drain ')), 'the operator was not drained');
+  assert.not.ok(
+    wrap.stdout.some((l) => l.startsWith('drain ')),
+    'the operator was not drained',
+  );
   wrap.kill('SIGTERM');
   assert.equal((await wrap.exit()).code, 0);
 });

@@ -84,7 +84,12 @@ test('native sidecar order: the operator stops first, then SIGTERM releases at o
   pod.sidecar.kill('SIGTERM');
   assert.equal((await pod.sidecar.exit()).code, 0);
   assert.equal(pod.sidecar.logs().find((l) => l.msg === 'termination requested')!.clients, 0);
-  const [terminated, atOnce, stopped] = logIndex(pod.sidecar, 'termination requested', 'no operator client connected: releasing at once', 'sidecar stopped');
+  const [terminated, atOnce, stopped] = logIndex(
+    pod.sidecar,
+    'termination requested',
+    'no operator client connected: releasing at once',
+    'sidecar stopped',
+  );
   assert.ok(terminated < atOnce && atOnce < stopped, pod.sidecar.stderr.join('\n'));
   assert.equal(logIndex(pod.sidecar, 'waiting for the operator to stop'), [-1]);
   assert.equal(pod.sidecar.logs().filter((l) => l.msg === 'drain started').length, 1, 'no second drain at SIGTERM');

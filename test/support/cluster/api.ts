@@ -125,17 +125,21 @@ export class Api {
   watch(path: string, onEvent: (e: WatchEvent) => void, onEnd: (err?: Error) => void = () => {}): () => void {
     const { ca, cert, key, token } = this.#credentials;
     const sep = path.includes('?') ? '&' : '?';
-    const req = request(`${this.url}${path}${sep}watch=1`, { ca, cert, key, headers: { accept: 'application/json', ...(token && { authorization: `Bearer ${token}` }) } }, (res) => {
-      let partial = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        const lines = (partial + chunk).split('\n');
-        partial = lines.pop()!;
-        for (const l of lines) if (l.trim()) onEvent(JSON.parse(l) as WatchEvent);
-      });
-      res.on('end', () => onEnd());
-      res.on('error', (e) => onEnd(e));
-    });
+    const req = request(
+      `${this.url}${path}${sep}watch=1`,
+      { ca, cert, key, headers: { accept: 'application/json', ...(token && { authorization: `Bearer ${token}` }) } },
+      (res) => {
+        let partial = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          const lines = (partial + chunk).split('\n');
+          partial = lines.pop()!;
+          for (const l of lines) if (l.trim()) onEvent(JSON.parse(l) as WatchEvent);
+        });
+        res.on('end', () => onEnd());
+        res.on('error', (e) => onEnd(e));
+      },
+    );
     req.on('error', (e) => onEnd(e));
     req.end();
     return () => req.destroy();

@@ -16,9 +16,11 @@ export interface Binaries {
   readonly controllerManager: string;
 }
 
-
 function onPath(name: string): string | undefined {
-  return (process.env.PATH ?? '').split(delimiter).map((d) => join(d, name)).find(executable);
+  return (process.env.PATH ?? '')
+    .split(delimiter)
+    .map((d) => join(d, name))
+    .find(executable);
 }
 
 /** The binaries, or why the real control plane cannot be started here. */

@@ -45,7 +45,6 @@ export interface ControlPlane extends ControlPlaneState {
 
 const READY_MS = 90_000;
 
-
 /** A kubeconfig for `url` with a client certificate. */
 export function writeKubeconfig(path: string, url: string, ca: string, cert: string, key: string): string {
   writeFileSync(
@@ -68,7 +67,6 @@ current-context: test
   return path;
 }
 
-
 /** GET `path` as the admin; the status, or 0 when the server cannot be reached. */
 function adminGet(url: string, path: string, tls: { ca: Buffer; cert: Buffer; key: Buffer }): Promise<number> {
   return new Promise((resolve) => {
@@ -83,12 +81,19 @@ function adminGet(url: string, path: string, tls: { ca: Buffer; cert: Buffer; ke
 }
 
 /** Polls until `path` answers 200 (no event exists for it: the server only answers requests). */
-async function untilOk(url: string, path: string, tls: { ca: Buffer; cert: Buffer; key: Buffer }, daemons: Daemon[], what: string): Promise<void> {
+async function untilOk(
+  url: string,
+  path: string,
+  tls: { ca: Buffer; cert: Buffer; key: Buffer },
+  daemons: Daemon[],
+  what: string,
+): Promise<void> {
   const deadline = Date.now() + READY_MS;
   while ((await adminGet(url, path, tls)) !== 200) {
     const dead = daemons.find((d) => d.pid === undefined);
     if (dead) throw new Error(`${dead.name} exited while waiting for ${what}:\n${dead.tail()}`);
-    if (Date.now() > deadline) throw new Error(`timed out after ${READY_MS} ms waiting for ${what}\n${daemons.map((d) => `--- ${d.name}\n${d.tail()}`).join('\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${READY_MS} ms waiting for ${what}\n${daemons.map((d) => `--- ${d.name}\n${d.tail()}`).join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -102,46 +107,86 @@ export async function startControlPlane(): Promise<ControlPlane> {
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const url = `https://127.0.0.1:${apiPort}`;
   const state = controlPlaneState(apiserverVersion(bin).replace(/^Kubernetes /, ''), url, dir, pki);
-  const cmKubeconfig = writeKubeconfig(join(dir, 'controller-manager.kubeconfig'), url, pki.caCert, pki.controllerManagerCert, pki.controllerManagerKey);
+  const cmKubeconfig = writeKubeconfig(
+    join(dir, 'controller-manager.kubeconfig'),
+    url,
+    pki.caCert,
+    pki.controllerManagerCert,
+    pki.controllerManagerKey,
+  );
   const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
   let stopping = false;
 
-  const etcd = new Daemon('etcd', bin.etcd, [
-    '--data-dir', join(dir, 'etcd'),
-    '--listen-client-urls', `http://127.0.0.1:${etcdPort}`,
-    '--advertise-client-urls', `http://127.0.0.1:${etcdPort}`,
-    '--listen-peer-urls', `http://127.0.0.1:${peerPort}`,
-    '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPort}`,
-    '--initial-cluster', `default=http://127.0.0.1:${peerPort}`,
-    '--log-level', 'warn',
-  ], join(dir, 'etcd.log'));
-  const apiserver = new Daemon('kube-apiserver', bin.apiserver, [
-    `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-    '--bind-address=127.0.0.1', `--secure-port=${apiPort}`,
-    `--tls-cert-file=${pki.servingCert}`, `--tls-private-key-file=${pki.servingKey}`,
-    `--client-ca-file=${pki.caCert}`,
-    '--authorization-mode=Node,RBAC',
-    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${pki.serviceAccountPub}`, `--service-account-signing-key-file=${pki.serviceAccountKey}`,
-    '--service-cluster-ip-range=10.0.0.0/24',
-    '--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none',
-    `--cert-dir=${join(dir, 'apiserver-certs')}`,
-  ], join(dir, 'kube-apiserver.log'));
+  const etcd = new Daemon(
+    'etcd',
+    bin.etcd,
+    [
+      '--data-dir',
+      join(dir, 'etcd'),
+      '--listen-client-urls',
+      `http://127.0.0.1:${etcdPort}`,
+      '--advertise-client-urls',
+      `http://127.0.0.1:${etcdPort}`,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${peerPort}`,
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${peerPort}`,
+      '--initial-cluster',
+      `default=http://127.0.0.1:${peerPort}`,
+      '--log-level',
+      'warn',
+    ],
+    join(dir, 'etcd.log'),
+  );
+  const apiserver = new Daemon(
+    'kube-apiserver',
+    bin.apiserver,
+    [
+      `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--tls-cert-file=${pki.servingCert}`,
+      `--tls-private-key-file=${pki.servingKey}`,
+      `--client-ca-file=${pki.caCert}`,
+      '--authorization-mode=Node,RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki.serviceAccountPub}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--advertise-address=127.0.0.1',
+      '--endpoint-reconciler-type=none',
+      `--cert-dir=${join(dir, 'apiserver-certs')}`,
+    ],
+    join(dir, 'kube-apiserver.log'),
+  );
   // It exits when the API server goes away: restarted, unless stopped on purpose.
   const restartLater = (d: Daemon) => {
     if (!stopping && cmWanted) setTimeout(() => !stopping && cmWanted && d.pid === undefined && d.start(), 500);
   };
   let cmWanted = true;
-  const controllerManager = new Daemon('kube-controller-manager', bin.controllerManager, [
-    `--kubeconfig=${cmKubeconfig}`, `--authentication-kubeconfig=${cmKubeconfig}`, `--authorization-kubeconfig=${cmKubeconfig}`,
-    '--bind-address=127.0.0.1', '--secure-port=0',
-    '--use-service-account-credentials',
-    `--service-account-private-key-file=${pki.serviceAccountKey}`, `--root-ca-file=${pki.caCert}`,
-    `--cluster-signing-cert-file=${pki.caCert}`, `--cluster-signing-key-file=${pki.caKey}`,
-    '--leader-elect=false', '--controllers=*',
-    '--node-monitor-grace-period=8760h', '--node-startup-grace-period=8760h',
-    '--feature-gates=WatchListClient=false',
-  ], join(dir, 'kube-controller-manager.log'), restartLater);
+  const controllerManager = new Daemon(
+    'kube-controller-manager',
+    bin.controllerManager,
+    [
+      `--kubeconfig=${cmKubeconfig}`,
+      `--authentication-kubeconfig=${cmKubeconfig}`,
+      `--authorization-kubeconfig=${cmKubeconfig}`,
+      '--bind-address=127.0.0.1',
+      '--secure-port=0',
+      '--use-service-account-credentials',
+      `--service-account-private-key-file=${pki.serviceAccountKey}`,
+      `--root-ca-file=${pki.caCert}`,
+      `--cluster-signing-cert-file=${pki.caCert}`,
+      `--cluster-signing-key-file=${pki.caKey}`,
+      '--leader-elect=false',
+      '--controllers=*',
+      '--node-monitor-grace-period=8760h',
+      '--node-startup-grace-period=8760h',
+      '--feature-gates=WatchListClient=false',
+    ],
+    join(dir, 'kube-controller-manager.log'),
+    restartLater,
+  );
   const daemons = [etcd, apiserver, controllerManager];
 
   // Whatever ends this process, they end too (pdeathsig covers SIGKILL of it).
@@ -161,7 +206,13 @@ export async function startControlPlane(): Promise<ControlPlane> {
     await untilOk(url, '/readyz', tls, [etcd, apiserver], 'kube-apiserver /readyz');
     controllerManager.start();
     // The ServiceAccount controller has made the default namespace's ServiceAccount: the controllers run.
-    await untilOk(url, '/api/v1/namespaces/default/serviceaccounts/default', tls, [etcd, apiserver], 'the controller-manager (ServiceAccount default/default)');
+    await untilOk(
+      url,
+      '/api/v1/namespaces/default/serviceaccounts/default',
+      tls,
+      [etcd, apiserver],
+      'the controller-manager (ServiceAccount default/default)',
+    );
   } catch (err) {
     await stop();
     throw err;
@@ -191,7 +242,18 @@ export async function startControlPlane(): Promise<ControlPlane> {
 /** The state of a control plane at `url` whose PKI is `pki`, with its admin kubeconfig written in `dir`. */
 function controlPlaneState(release: string, url: string, dir: string, pki: Pki): ControlPlaneState {
   const adminKubeconfig = writeKubeconfig(join(dir, 'admin.kubeconfig'), url, pki.caCert, pki.adminCert, pki.adminKey);
-  return { release, url, dir, caFile: pki.caCert, caKey: pki.caKey, servingCert: pki.servingCert, servingKey: pki.servingKey, adminKubeconfig, adminCert: pki.adminCert, adminKey: pki.adminKey };
+  return {
+    release,
+    url,
+    dir,
+    caFile: pki.caCert,
+    caKey: pki.caKey,
+    servingCert: pki.servingCert,
+    servingKey: pki.servingKey,
+    adminKubeconfig,
+    adminCert: pki.adminCert,
+    adminKey: pki.adminKey,
+  };
 }
 
 /** The part of a control plane a test process in another process gets. */

@@ -11,7 +11,10 @@ import { startControlPlane, stateOf } from './control-plane.ts';
 // Asked to stop while still starting: it stops as soon as it has started.
 let stopRequested = false;
 let stop = () => void (stopRequested = true);
-process.stdin.on('end', () => stop()).on('close', () => stop()).resume();
+process.stdin
+  .on('end', () => stop())
+  .on('close', () => stop())
+  .resume();
 process.on('SIGTERM', () => stop()).on('SIGINT', () => stop());
 
 const cp = await startControlPlane();

@@ -29,7 +29,14 @@ const CLEANUP_MS = 90_000;
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
 /** Plural resource names where the kind's lower case plus `s` is wrong. */
-const PLURALS: Record<string, string> = { Endpoints: 'endpoints', NetworkPolicy: 'networkpolicies', PriorityClass: 'priorityclasses', StorageClass: 'storageclasses', IngressClass: 'ingressclasses', ValidatingAdmissionPolicy: 'validatingadmissionpolicies' };
+const PLURALS: Record<string, string> = {
+  Endpoints: 'endpoints',
+  NetworkPolicy: 'networkpolicies',
+  PriorityClass: 'priorityclasses',
+  StorageClass: 'storageclasses',
+  IngressClass: 'ingressclasses',
+  ValidatingAdmissionPolicy: 'validatingadmissionpolicies',
+};
 
 /** The REST path of a type, or of one object of it. */
 export function resourcePath(apiVersion: string, plural: string, namespace?: string, name?: string): string {
@@ -38,8 +45,16 @@ export function resourcePath(apiVersion: string, plural: string, namespace?: str
 }
 
 /** The REST path of an object from its apiVersion, kind, namespace and name; `plural` where the kind's plural is irregular. */
-export function pathOf(obj: { apiVersion: string; kind: string; metadata: { name?: string; namespace?: string } }, plural?: string): string {
-  return resourcePath(obj.apiVersion, plural ?? PLURALS[obj.kind] ?? `${obj.kind.toLowerCase()}s`, obj.metadata.namespace, obj.metadata.name);
+export function pathOf(
+  obj: { apiVersion: string; kind: string; metadata: { name?: string; namespace?: string } },
+  plural?: string,
+): string {
+  return resourcePath(
+    obj.apiVersion,
+    plural ?? PLURALS[obj.kind] ?? `${obj.kind.toLowerCase()}s`,
+    obj.metadata.namespace,
+    obj.metadata.name,
+  );
 }
 
 export interface Namespace {
@@ -126,7 +141,11 @@ export class TestCluster {
   }
 
   /** A token of the ServiceAccount from the TokenRequest API; bound to `pod` when given (`kubectl create token --bound-object-kind Pod`). */
-  async token(namespace: string, serviceAccount: string, options: { pod?: { name: string; uid: string }; expirationSeconds?: number } = {}): Promise<string> {
+  async token(
+    namespace: string,
+    serviceAccount: string,
+    options: { pod?: { name: string; uid: string }; expirationSeconds?: number } = {},
+  ): Promise<string> {
     const { pod, expirationSeconds = 3600 } = options;
     const r = await this.api.create(`/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`, {
       apiVersion: 'authentication.k8s.io/v1',
@@ -215,9 +234,22 @@ current-context: test
     for (const pod of await this.api.list(`/api/v1/namespaces/${name}/pods`)) {
       await this.api.delete(`/api/v1/namespaces/${name}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
     }
-    for (const [v, plural] of [['v1', 'serviceaccounts'], ['v1', 'configmaps'], ['rbac.authorization.k8s.io/v1', 'roles'], ['rbac.authorization.k8s.io/v1', 'rolebindings'], ['coordination.k8s.io/v1', 'leases'], ['apps/v1', 'deployments']] as const) {
+    for (const [v, plural] of [
+      ['v1', 'serviceaccounts'],
+      ['v1', 'configmaps'],
+      ['rbac.authorization.k8s.io/v1', 'roles'],
+      ['rbac.authorization.k8s.io/v1', 'rolebindings'],
+      ['coordination.k8s.io/v1', 'leases'],
+      ['apps/v1', 'deployments'],
+    ] as const) {
       for (const o of await this.api.list(resourcePath(v, plural, name))) {
-        if (o.metadata.finalizers?.length) await this.api.request('PATCH', resourcePath(v, plural, name, o.metadata.name), { metadata: { finalizers: null } }, 'application/merge-patch+json');
+        if (o.metadata.finalizers?.length)
+          await this.api.request(
+            'PATCH',
+            resourcePath(v, plural, name, o.metadata.name),
+            { metadata: { finalizers: null } },
+            'application/merge-patch+json',
+          );
       }
     }
   }
@@ -236,7 +268,8 @@ current-context: test
       // Finalizers a test left; the API server's own (a CRD's customresourcecleanup) finish by themselves.
       const finalizers: string[] = left?.metadata.finalizers ?? [];
       const kept = finalizers.filter((f) => f.endsWith('.k8s.io'));
-      if (left && kept.length < finalizers.length) await this.api.request('PATCH', path, { metadata: { finalizers: kept } }, 'application/merge-patch+json');
+      if (left && kept.length < finalizers.length)
+        await this.api.request('PATCH', path, { metadata: { finalizers: kept } }, 'application/merge-patch+json');
     }
     rmSync(this.dir, { recursive: true, force: true });
   }

@@ -72,7 +72,17 @@ export interface RuleHandle {
   remove(): void;
 }
 
-const REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 422: 'Invalid', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
+const REASONS: Record<number, string> = {
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
 
 /** The bearer token's `sub`, when it is a JWT (as ServiceAccount tokens are). */
 function subject(token: string | undefined): string | undefined {
@@ -125,7 +135,20 @@ function describe(method: string, url: URL, headers: IncomingMessage['headers'],
       body = JSON.parse(raw.toString('utf8'));
     } catch {}
   }
-  return { method, path: url.pathname, query: url.searchParams, verb, resource, subresource, namespace, name, token, user: subject(token), contentType: headers['content-type'], body };
+  return {
+    method,
+    path: url.pathname,
+    query: url.searchParams,
+    verb,
+    resource,
+    subresource,
+    namespace,
+    name,
+    token,
+    user: subject(token),
+    contentType: headers['content-type'],
+    body,
+  };
 }
 
 export class FaultProxy extends EventEmitter {
@@ -144,7 +167,9 @@ export class FaultProxy extends EventEmitter {
     this.setMaxListeners(0);
     this.#target = new URL(options.target);
     this.#ca = readFileSync(options.caFile);
-    this.#server = createServer({ cert: readFileSync(options.certFile), key: readFileSync(options.keyFile) }, (req, res) => this.#handle(req, res));
+    this.#server = createServer({ cert: readFileSync(options.certFile), key: readFileSync(options.keyFile) }, (req, res) =>
+      this.#handle(req, res),
+    );
     this.#server.on('connection', (s: Socket) => {
       this.#sockets.add(s);
       s.once('close', () => this.#sockets.delete(s));
@@ -241,7 +266,17 @@ export class FaultProxy extends EventEmitter {
           recorded.faulted = true;
           const reason = REASONS[rule.status] ?? 'InternalError';
           res.writeHead(rule.status, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: rule.message ?? `injected ${rule.status}`, reason, code: rule.status }));
+          res.end(
+            JSON.stringify({
+              kind: 'Status',
+              apiVersion: 'v1',
+              metadata: {},
+              status: 'Failure',
+              message: rule.message ?? `injected ${rule.status}`,
+              reason,
+              code: rule.status,
+            }),
+          );
           return;
         }
         this.#forward(req, res, raw, recorded, finish);
@@ -258,7 +293,15 @@ export class FaultProxy extends EventEmitter {
   #forward(req: IncomingMessage, res: ServerResponse, raw: Buffer, recorded: Recorded, finish: () => void): void {
     const headers = { ...req.headers, host: this.#target.host };
     const upstream = request(
-      { protocol: 'https:', hostname: this.#target.hostname, port: this.#target.port, path: req.url, method: req.method, headers, ca: this.#ca },
+      {
+        protocol: 'https:',
+        hostname: this.#target.hostname,
+        port: this.#target.port,
+        path: req.url,
+        method: req.method,
+        headers,
+        ca: this.#ca,
+      },
       (up) => {
         recorded.status = up.statusCode ?? 0;
         if (res.destroyed) {
@@ -283,8 +326,16 @@ export class FaultProxy extends EventEmitter {
 }
 
 /** A proxy in front of `cluster` (its URL, CA and serving certificate), listening on a free port; closed at the end of the file at the latest. */
-export async function startFaultProxy(cluster: { url: string; state: { caFile: string; servingCert: string; servingKey: string } }): Promise<FaultProxy> {
-  const proxy = new FaultProxy({ target: cluster.url, caFile: cluster.state.caFile, certFile: cluster.state.servingCert, keyFile: cluster.state.servingKey });
+export async function startFaultProxy(cluster: {
+  url: string;
+  state: { caFile: string; servingCert: string; servingKey: string };
+}): Promise<FaultProxy> {
+  const proxy = new FaultProxy({
+    target: cluster.url,
+    caFile: cluster.state.caFile,
+    certFile: cluster.state.servingCert,
+    keyFile: cluster.state.servingKey,
+  });
   await proxy.listen();
   onFileEnd(() => proxy.close());
   return proxy;

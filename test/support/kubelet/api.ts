@@ -43,7 +43,11 @@ export class Api {
   watch(path: string, resourceVersion: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
     const sep = path.includes('?') ? '&' : '?';
     return new Promise((resolve) => {
-      const stop = this.#client.watch(`${path}${sep}allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}`, onEvent, () => resolve());
+      const stop = this.#client.watch(
+        `${path}${sep}allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}`,
+        onEvent,
+        () => resolve(),
+      );
       signal.addEventListener('abort', () => (stop(), resolve()), { once: true });
     });
   }

@@ -23,7 +23,12 @@ export interface KubeletCluster {
 
 export async function kubeletCluster(): Promise<KubeletCluster> {
   const cluster = await useCluster();
-  const access: ClusterAccess = { server: cluster.url, ca: cluster.ca, cert: readFileSync(cluster.state.adminCert), key: readFileSync(cluster.state.adminKey) };
+  const access: ClusterAccess = {
+    server: cluster.url,
+    ca: cluster.ca,
+    cert: readFileSync(cluster.state.adminCert),
+    key: readFileSync(cluster.state.adminKey),
+  };
   const api = new Api(access);
   return {
     cluster,
@@ -40,6 +45,11 @@ export async function kubeletCluster(): Promise<KubeletCluster> {
       }
       throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last?.status} ${JSON.stringify(last?.body).slice(0, 2000)}`);
     },
-    kubectl: (args, input) => execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, ...args], { input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }),
+    kubectl: (args, input) =>
+      execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, ...args], {
+        input,
+        encoding: 'utf8',
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
   };
 }

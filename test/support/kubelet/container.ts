@@ -70,7 +70,12 @@ function fieldValue(pod: any, host: PodHost, path: string): string {
   return fields[path] ?? '';
 }
 
-async function keyOf(api: Api, namespace: string, kind: 'configmaps' | 'secrets', ref: { name: string; key: string; optional?: boolean }): Promise<string | undefined> {
+async function keyOf(
+  api: Api,
+  namespace: string,
+  kind: 'configmaps' | 'secrets',
+  ref: { name: string; key: string; optional?: boolean },
+): Promise<string | undefined> {
   const r = await api.call('GET', `/api/v1/namespaces/${namespace}/${kind}/${ref.name}`);
   const data = r.status === 200 ? (kind === 'secrets' ? r.body.data : r.body.data) : undefined;
   const raw = data?.[ref.key];
@@ -90,7 +95,8 @@ export async function resolveEnv(api: Api, pod: any, container: any, host: PodHo
     const ref = from.configMapRef ?? from.secretRef;
     const r = await api.call('GET', `/api/v1/namespaces/${ns}/${kind}/${ref.name}`);
     if (r.status !== 200 && !ref.optional) throw new Error(`envFrom ${kind}/${ref.name}: ${r.status}`);
-    for (const [k, v] of Object.entries<string>(r.body?.data ?? {})) out[`${from.prefix ?? ''}${k}`] = kind === 'secrets' ? Buffer.from(v, 'base64').toString('utf8') : v;
+    for (const [k, v] of Object.entries<string>(r.body?.data ?? {}))
+      out[`${from.prefix ?? ''}${k}`] = kind === 'secrets' ? Buffer.from(v, 'base64').toString('utf8') : v;
   }
   for (const e of container.env ?? []) {
     const from = e.valueFrom;
@@ -121,7 +127,8 @@ export class ContainerMap {
     this.#mounts = (container.volumeMounts ?? [])
       .map((m: any): [string, string] => {
         const dir = host.volumes.get(m.name);
-        if (dir === undefined) throw new Error(`volumeMount ${m.name}: no such volume, or its kind is not supported by the kubelet stand-in`);
+        if (dir === undefined)
+          throw new Error(`volumeMount ${m.name}: no such volume, or its kind is not supported by the kubelet stand-in`);
         return [m.mountPath.replace(/\/+$/, ''), m.subPath ? `${dir}/${m.subPath}` : dir];
       })
       .sort((a: [string, string], b: [string, string]) => b[0].length - a[0].length);

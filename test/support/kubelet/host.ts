@@ -27,7 +27,10 @@ async function podToken(api: Api, pod: any): Promise<string> {
   const body = await api.must('POST', `/api/v1/namespaces/${pod.metadata.namespace}/serviceaccounts/${sa}/token`, {
     apiVersion: 'authentication.k8s.io/v1',
     kind: 'TokenRequest',
-    spec: { expirationSeconds: TOKEN_SECONDS, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid } },
+    spec: {
+      expirationSeconds: TOKEN_SECONDS,
+      boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid },
+    },
   });
   return body.status.token as string;
 }
@@ -50,7 +53,14 @@ function writeFiles(dir: string, files: Record<string, string | Buffer>): void {
   }
 }
 
-async function dataOf(api: Api, ns: string, kind: 'configmaps' | 'secrets', name: string, items?: { key: string; path: string }[], optional?: boolean): Promise<Record<string, string | Buffer>> {
+async function dataOf(
+  api: Api,
+  ns: string,
+  kind: 'configmaps' | 'secrets',
+  name: string,
+  items?: { key: string; path: string }[],
+  optional?: boolean,
+): Promise<Record<string, string | Buffer>> {
   const r = await api.call('GET', `/api/v1/namespaces/${ns}/${kind}/${name}`);
   if (r.status !== 200) {
     if (optional) return {};
@@ -62,7 +72,12 @@ async function dataOf(api: Api, ns: string, kind: 'configmaps' | 'secrets', name
   return Object.fromEntries(items.filter((i) => i.key in data).map((i) => [i.path, data[i.key]!]));
 }
 
-async function volumeFiles(api: Api, pod: any, volume: any, token: () => Promise<string>): Promise<Record<string, string | Buffer> | undefined> {
+async function volumeFiles(
+  api: Api,
+  pod: any,
+  volume: any,
+  token: () => Promise<string>,
+): Promise<Record<string, string | Buffer> | undefined> {
   const ns = pod.metadata.namespace;
   if (volume.emptyDir) return {};
   if (volume.configMap) return dataOf(api, ns, 'configmaps', volume.configMap.name, volume.configMap.items, volume.configMap.optional);
@@ -71,7 +86,8 @@ async function volumeFiles(api: Api, pod: any, volume: any, token: () => Promise
     const files: Record<string, string | Buffer> = {};
     for (const s of volume.projected.sources ?? []) {
       if (s.serviceAccountToken) files[s.serviceAccountToken.path] = await token();
-      else if (s.configMap) Object.assign(files, await dataOf(api, ns, 'configmaps', s.configMap.name, s.configMap.items, s.configMap.optional));
+      else if (s.configMap)
+        Object.assign(files, await dataOf(api, ns, 'configmaps', s.configMap.name, s.configMap.items, s.configMap.optional));
       else if (s.secret) Object.assign(files, await dataOf(api, ns, 'secrets', s.secret.name, s.secret.items, s.secret.optional));
       else if (s.downwardAPI) {
         for (const item of s.downwardAPI.items ?? []) if (item.fieldRef?.fieldPath === 'metadata.namespace') files[item.path] = ns;

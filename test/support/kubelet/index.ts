@@ -85,14 +85,20 @@ export class Kubelet {
 
   /** The process of the latest start of `container` in a pod whose name starts with `pod`, waited for. */
   async process(pod: string, container: string, ms = 20_000): Promise<Proc> {
-    const e = await this.waitFor(() => this.events.findLast((x) => x.pod.startsWith(pod) && x.container === container && x.what === 'started'), ms, `${container} started in ${pod}`);
+    const e = await this.waitFor(
+      () => this.events.findLast((x) => x.pod.startsWith(pod) && x.container === container && x.what === 'started'),
+      ms,
+      `${container} started in ${pod}`,
+    );
     return e.proc!;
   }
 
   /** The events as text, for failure messages. */
   timeline(): string {
     const t0 = this.events[0]?.at ?? 0;
-    return this.events.map((e) => `${String(e.at - t0).padStart(6)} ms  ${e.pod}${e.container ? `/${e.container}` : ''}: ${e.what}`).join('\n');
+    return this.events
+      .map((e) => `${String(e.at - t0).padStart(6)} ms  ${e.pod}${e.container ? `/${e.container}` : ''}: ${e.what}`)
+      .join('\n');
   }
 
   /** Kills every container, force-deletes the pods it still runs, removes its Node. */
@@ -104,7 +110,8 @@ export class Kubelet {
     await Promise.all(workers.map((w) => w.done));
     for (const ns of this.#options.namespaces) {
       const list = await this.#api.call('GET', `/api/v1/namespaces/${ns}/pods?fieldSelector=spec.nodeName%3D${this.nodeName}`);
-      for (const pod of list.body?.items ?? []) await this.#api.call('DELETE', `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
+      for (const pod of list.body?.items ?? [])
+        await this.#api.call('DELETE', `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
     }
     await this.#api.call('DELETE', `/api/v1/nodes/${this.nodeName}`);
   }
@@ -138,8 +145,20 @@ export class Kubelet {
       `/api/v1/nodes/${this.nodeName}/status`,
       {
         status: {
-          conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet stand-in', lastHeartbeatTime: at, lastTransitionTime: at }],
-          addresses: [{ type: 'InternalIP', address: POD_IP }, { type: 'Hostname', address: this.nodeName }],
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              reason: 'KubeletReady',
+              message: 'kubelet stand-in',
+              lastHeartbeatTime: at,
+              lastTransitionTime: at,
+            },
+          ],
+          addresses: [
+            { type: 'InternalIP', address: POD_IP },
+            { type: 'Hostname', address: this.nodeName },
+          ],
           capacity: { cpu: '2', memory: '4Gi', pods: '110' },
           allocatable: { cpu: '2', memory: '4Gi', pods: '110' },
         },
@@ -166,10 +185,15 @@ export class Kubelet {
       }
       // Deleted while no watch was open.
       for (const [uid, w] of this.#workers) if (w.namespace === namespace && !seen.has(uid)) w.gone();
-      await this.#api.watch(base, list.metadata.resourceVersion, (e) => {
-        if (e.type === 'ADDED' || e.type === 'MODIFIED') this.#observe(e.object);
-        else if (e.type === 'DELETED') this.#gone(e.object.metadata.uid);
-      }, this.#stop.signal);
+      await this.#api.watch(
+        base,
+        list.metadata.resourceVersion,
+        (e) => {
+          if (e.type === 'ADDED' || e.type === 'MODIFIED') this.#observe(e.object);
+          else if (e.type === 'DELETED') this.#gone(e.object.metadata.uid);
+        },
+        this.#stop.signal,
+      );
     }
   }
 
@@ -183,7 +207,10 @@ export class Kubelet {
     const worker = this.#workers.get(uid);
     if (worker) return worker.update(pod);
     if (pod.metadata.deletionTimestamp && pod.status?.phase !== 'Running' && pod.status?.phase !== 'Pending') return;
-    const events = { note: (p: any, c: string | undefined, w: string, proc?: Proc) => this.#note(p, c, w, proc), fail: (p: any, err: unknown) => this.#fail(p, err) };
+    const events = {
+      note: (p: any, c: string | undefined, w: string, proc?: Proc) => this.#note(p, c, w, proc),
+      fail: (p: any, err: unknown) => this.#fail(p, err),
+    };
     const w = new PodWorker(this.#api, pod, (image) => this.#runner(image), events, POD_IP);
     this.#workers.set(uid, w);
     w.update(pod);
@@ -203,6 +230,7 @@ export class Kubelet {
       target: { apiVersion: 'v1', kind: 'Node', name: this.nodeName },
     });
     this.#note(pod, undefined, `bound ${r.status}`);
-    if (r.status !== 201 && r.status !== 404 && r.status !== 409) this.#fail(pod, new Error(`binding: ${r.status} ${JSON.stringify(r.body?.message)}`));
+    if (r.status !== 201 && r.status !== 404 && r.status !== 409)
+      this.#fail(pod, new Error(`binding: ${r.status} ${JSON.stringify(r.body?.message)}`));
   }
 }

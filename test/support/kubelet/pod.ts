@@ -96,7 +96,18 @@ export class PodWorker {
     this.#runners = runners;
     this.#events = events;
     this.#podIP = podIP;
-    const slot = (spec: any, kind: Kind): Slot => ({ spec, kind, env: {}, running: false, waitingReason: 'PodInitializing', restartCount: 0, probes: false, probeOk: false, probeFailures: 0, done: false });
+    const slot = (spec: any, kind: Kind): Slot => ({
+      spec,
+      kind,
+      env: {},
+      running: false,
+      waitingReason: 'PodInitializing',
+      restartCount: 0,
+      probes: false,
+      probeOk: false,
+      probeFailures: 0,
+      done: false,
+    });
     this.#slots = [
       ...(pod.spec.initContainers ?? []).map((c: any) => slot(c, c.restartPolicy === 'Always' ? 'sidecar' : 'init')),
       ...pod.spec.containers.map((c: any) => slot(c, 'main')),
@@ -277,7 +288,9 @@ export class PodWorker {
 
   /** Starts the container once; resolves with its exit (undefined: it could not be started). */
   async #startSlot(s: Slot): Promise<Exit | undefined> {
-    const argv = [...(s.spec.command ?? []), ...(s.spec.args ?? [])].map((a: string) => a.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (w, n?: string) => (n === undefined ? '$' : (s.env[n] ?? w))));
+    const argv = [...(s.spec.command ?? []), ...(s.spec.args ?? [])].map((a: string) =>
+      a.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (w, n?: string) => (n === undefined ? '$' : (s.env[n] ?? w))),
+    );
     const started = start(this.#runners(s.spec.image), this.#containerRun(s, argv), this.#host!.dir);
     const at = now();
     if (!started.proc) {
@@ -374,7 +387,12 @@ export class PodWorker {
     this.#push();
     await this.#pushing;
     if (finalDelete) {
-      const r = await this.#api.call('DELETE', path(this.#pod), { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: this.uid } });
+      const r = await this.#api.call('DELETE', path(this.#pod), {
+        apiVersion: 'v1',
+        kind: 'DeleteOptions',
+        gracePeriodSeconds: 0,
+        preconditions: { uid: this.uid },
+      });
       this.#events.note(this.#pod, undefined, `deleted ${r.status}`);
     }
     this.#cleanup();
@@ -487,7 +505,13 @@ export class PodWorker {
       hostIPs: [{ ip: this.#podIP }],
       podIP: this.#podIP,
       podIPs: [{ ip: this.#podIP }],
-      conditions: [...this.#conditions].map(([type, c]) => ({ type, status: c.status, lastProbeTime: null, lastTransitionTime: c.lastTransitionTime, ...(c.reason && { reason: c.reason }) })),
+      conditions: [...this.#conditions].map(([type, c]) => ({
+        type,
+        status: c.status,
+        lastProbeTime: null,
+        lastTransitionTime: c.lastTransitionTime,
+        ...(c.reason && { reason: c.reason }),
+      })),
       initContainerStatuses: this.#slots.filter((s) => s.kind !== 'main').map(statusOf),
       containerStatuses: this.#slots.filter((s) => s.kind === 'main').map(statusOf),
     };
@@ -497,12 +521,19 @@ export class PodWorker {
   #push(): void {
     if (this.#dirty || this.#deleted) return;
     this.#dirty = true;
-    this.#pushing = this.#pushing.then(async () => {
-      this.#dirty = false;
-      if (this.#deleted) return;
-      const r = await this.#api.call('PATCH', `${path(this.#pod)}/status`, { metadata: { uid: this.uid }, status: this.#status() }, 'application/strategic-merge-patch+json');
-      if (r.status === 404) this.#deleted = true;
-      else if (r.status !== 200) this.#events.fail(this.#pod, new Error(`status patch: ${r.status} ${JSON.stringify(r.body?.message)}`));
-    }).catch((err) => this.#events.fail(this.#pod, err));
+    this.#pushing = this.#pushing
+      .then(async () => {
+        this.#dirty = false;
+        if (this.#deleted) return;
+        const r = await this.#api.call(
+          'PATCH',
+          `${path(this.#pod)}/status`,
+          { metadata: { uid: this.uid }, status: this.#status() },
+          'application/strategic-merge-patch+json',
+        );
+        if (r.status === 404) this.#deleted = true;
+        else if (r.status !== 200) this.#events.fail(this.#pod, new Error(`status patch: ${r.status} ${JSON.stringify(r.body?.message)}`));
+      })
+      .catch((err) => this.#events.fail(this.#pod, err));
   }
 }

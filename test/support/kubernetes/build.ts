@@ -57,7 +57,8 @@ export function builtRelease(release: string): string | undefined {
 }
 
 const goEnv = (): NodeJS.ProcessEnv => ({ ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-buildvcs=false -mod=mod' });
-const go = (args: string[], cwd: string): string => execFileSync('go', args, { cwd, env: goEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+const go = (args: string[], cwd: string): string =>
+  execFileSync('go', args, { cwd, env: goEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 
 /** `1.30`, `1.30.x`, `v1.30.14`: the release the proxy serves (the newest patch of a minor). */
 export function resolveRelease(wanted: string): string {
@@ -67,7 +68,8 @@ export function resolveRelease(wanted: string): string {
   if (!minor) throw new Error(`not a Kubernetes release: ${JSON.stringify(wanted)} (give 1.37.2, 1.30 or 1.30.x)`);
   const served = go(['list', '-m', '-versions', 'k8s.io/kubernetes'], MODULE).trim().split(/\s+/).slice(1);
   const patches = served.filter((v) => v.startsWith(`v${minor[1]}.`) && !v.includes('-'));
-  if (patches.length === 0) throw new Error(`the Go module proxy serves no k8s.io/kubernetes v${minor[1]}.x (it serves ${served.join(' ')})`);
+  if (patches.length === 0)
+    throw new Error(`the Go module proxy serves no k8s.io/kubernetes v${minor[1]}.x (it serves ${served.join(' ')})`);
   return patches.sort((a, b) => Number(a.split('.')[2]) - Number(b.split('.')[2])).at(-1)!;
 }
 
@@ -81,11 +83,21 @@ function makeModule(release: string, dir: string): void {
   const staging = [...upstream.matchAll(/^\s*(k8s\.io\/\S+) => \.\/staging\//gm)].map((m) => m[1]!);
   const goLine = /^go \S+$/m.exec(upstream)![0];
   const staged = `v0${release.slice(release.indexOf('.'))}`;
-  writeFileSync(join(dir, 'go.mod'), [
-    'module drainguard.dev/test/kubernetes', '', goLine, '',
-    `require k8s.io/kubernetes ${release}`, '',
-    'replace (', ...staging.map((m) => `\t${m} => ${m} ${staged}`), ')', '',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'go.mod'),
+    [
+      'module drainguard.dev/test/kubernetes',
+      '',
+      goLine,
+      '',
+      `require k8s.io/kubernetes ${release}`,
+      '',
+      'replace (',
+      ...staging.map((m) => `\t${m} => ${m} ${staged}`),
+      ')',
+      '',
+    ].join('\n'),
+  );
   // etcd at the release of the etcd client Kubernetes requires: a newer one would raise grpc and the rest under it.
   const etcd = /^\s*go\.etcd\.io\/etcd\/client\/v3 (v\S+)/m.exec(upstream)![1]!;
   // The commands are main packages: a file of blank imports would not build, so `go get` them.
@@ -108,15 +120,21 @@ export function buildRelease(release: string): string {
   }
   const [major, minor] = release.slice(1).split('.');
   const stamp = ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap((pkg) => [
-    `-X ${pkg}.gitVersion=${release}`, `-X ${pkg}.gitMajor=${major}`, `-X ${pkg}.gitMinor=${minor}`, `-X ${pkg}.gitTreeState=clean`,
+    `-X ${pkg}.gitVersion=${release}`,
+    `-X ${pkg}.gitMajor=${major}`,
+    `-X ${pkg}.gitMinor=${minor}`,
+    `-X ${pkg}.gitTreeState=clean`,
   ]);
   const t0 = Date.now();
   // One go build per file name (-o names it); the packages they share are compiled once, in Go's build cache.
   for (const [file, pkg] of Object.entries(commandsOf(release))) {
     const build = spawnSync('go', ['build', '-trimpath', '-ldflags', ['-s', '-w', ...stamp].join(' '), '-o', join(work, file), pkg], {
-      cwd: module, env: goEnv(), stdio: ['ignore', 'inherit', 'inherit'],
+      cwd: module,
+      env: goEnv(),
+      stdio: ['ignore', 'inherit', 'inherit'],
     });
-    if (build.status !== 0) throw new Error(`go build ${pkg} for Kubernetes ${release} failed (exit ${build.status ?? build.signal}); its output is above`);
+    if (build.status !== 0)
+      throw new Error(`go build ${pkg} for Kubernetes ${release} failed (exit ${build.status ?? build.signal}); its output is above`);
   }
   rmSync(join(work, 'module'), { recursive: true, force: true });
   writeFileSync(join(work, DONE), `${release} built in ${Math.round((Date.now() - t0) / 1000)} s\n`);
@@ -130,5 +148,7 @@ if (import.meta.main) {
   const before = builtRelease(release);
   const t0 = Date.now();
   const dir = buildRelease(release);
-  process.stdout.write(`Kubernetes ${release}: ${before ? 'built before' : `built in ${Math.round((Date.now() - t0) / 1000)} s`}\n${dir}\n`);
+  process.stdout.write(
+    `Kubernetes ${release}: ${before ? 'built before' : `built in ${Math.round((Date.now() - t0) / 1000)} s`}\n${dir}\n`,
+  );
 }

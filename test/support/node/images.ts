@@ -37,7 +37,9 @@ export function toolsMounts(): { volumes: object[]; volumeMounts: object[] } {
 
 function build(dir: string, tag: string, containerfile: string): void {
   writeFileSync(join(dir, 'Containerfile'), containerfile);
-  execFileSync('podman', ['build', '--quiet', '--layers=false', '--timestamp', '0', '-f', join(dir, 'Containerfile'), '-t', tag, dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  execFileSync('podman', ['build', '--quiet', '--layers=false', '--timestamp', '0', '-f', join(dir, 'Containerfile'), '-t', tag, dir], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
 }
 
 /** Builds the three images and saves them in `dir`; resolves with the archives' paths. */

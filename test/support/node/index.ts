@@ -35,23 +35,35 @@ export interface RealNode {
   stop(): Promise<void>;
 }
 
-
-const onPath = (name: string) => (process.env.PATH ?? '').split(delimiter).concat('/usr/sbin', '/sbin').map((d) => join(d, name)).find(executable);
+const onPath = (name: string) =>
+  (process.env.PATH ?? '')
+    .split(delimiter)
+    .concat('/usr/sbin', '/sbin')
+    .map((d) => join(d, name))
+    .find(executable);
 
 /** The kubelet and the runtime, or why a real node cannot start here. */
-export function locateNode(env: NodeJS.ProcessEnv = process.env): { kubelet: string; containerd: string; ctr: string } | { missing: string } {
+export function locateNode(
+  env: NodeJS.ProcessEnv = process.env,
+): { kubelet: string; containerd: string; ctr: string } | { missing: string } {
   const assets = env.KUBEBUILDER_ASSETS || builtRelease(pinnedRelease());
   const kubelet = assets ? join(assets, 'kubelet') : undefined;
-  if (!kubelet || !executable(kubelet)) return { missing: `no kubelet in ${assets ?? releaseDir(pinnedRelease())} (npm run k8s builds it)` };
+  if (!kubelet || !executable(kubelet))
+    return { missing: `no kubelet in ${assets ?? releaseDir(pinnedRelease())} (npm run k8s builds it)` };
   const [containerd, ctr, runc, shim] = ['containerd', 'ctr', 'runc', 'containerd-shim-runc-v2'].map(onPath);
-  const absent = [['containerd', containerd], ['runc', runc], ['containerd-shim-runc-v2', shim]].filter(([, p]) => !p).map(([n]) => n);
+  const absent = [
+    ['containerd', containerd],
+    ['runc', runc],
+    ['containerd-shim-runc-v2', shim],
+  ]
+    .filter(([, p]) => !p)
+    .map(([n]) => n);
   if (absent.length > 0) return { missing: `${absent.join(', ')} not on PATH (Debian: apt-get install containerd runc)` };
   if (process.getuid?.() !== 0) return { missing: 'containerd and the kubelet need root' };
-  if (!existsSync('/bin/busybox')) return { missing: 'no /bin/busybox for the pause and tools images (Debian: apt-get install busybox-static)' };
+  if (!existsSync('/bin/busybox'))
+    return { missing: 'no /bin/busybox for the pause and tools images (Debian: apt-get install busybox-static)' };
   return { kubelet, containerd: containerd!, ctr: ctr! };
 }
-
-
 
 /** The cgroup hierarchies mounted under /sys/fs/cgroup (v1: one per controller; v2: the unified one). */
 function cgroupHierarchies(): string[] {
@@ -84,7 +96,10 @@ function removeCgroup(path: string): void {
 
 /** Unmounts what is still mounted under `dir` (the kubelet's bind mount of its root, volumes of pods killed with it), deepest first. */
 function unmountUnder(dir: string): void {
-  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m): m is string => !!m && (m === dir || m.startsWith(`${dir}/`)));
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((m): m is string => !!m && (m === dir || m.startsWith(`${dir}/`)));
   for (const m of mounts.sort((a, b) => b.length - a.length)) {
     try {
       execFileSync('umount', ['-l', m], { stdio: 'ignore' });
@@ -94,9 +109,41 @@ function unmountUnder(dir: string): void {
 
 function sign(pki: string, caCert: string, caKey: string, subject: string): void {
   const run = (args: string[]) => execFileSync('openssl', args, { cwd: pki, stdio: ['ignore', 'ignore', 'pipe'] });
-  run(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'node.key', '-out', 'node.csr', '-subj', subject]);
+  run([
+    'req',
+    '-new',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    'node.key',
+    '-out',
+    'node.csr',
+    '-subj',
+    subject,
+  ]);
   writeFileSync(join(pki, 'node.ext'), 'extendedKeyUsage=clientAuth\n');
-  run(['x509', '-req', '-in', 'node.csr', '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-CAserial', join(pki, 'ca.srl'), '-days', '2', '-out', 'node.crt', '-extfile', 'node.ext']);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'node.csr',
+    '-CA',
+    caCert,
+    '-CAkey',
+    caKey,
+    '-CAcreateserial',
+    '-CAserial',
+    join(pki, 'ca.srl'),
+    '-days',
+    '2',
+    '-out',
+    'node.crt',
+    '-extfile',
+    'node.ext',
+  ]);
 }
 
 function containerdConfig(dir: string): string {
@@ -170,19 +217,25 @@ function alive(pid: number): boolean {
  * own processes, killed by pid), its mounts, its cgroups and its directory.
  */
 async function reap(dir: string, cgroupRoot: string): Promise<void> {
-  const shims = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-    try {
-      return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`${dir}/c.sock`);
-    } catch {
-      return false;
-    }
-  });
+  const shims = readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`${dir}/c.sock`);
+      } catch {
+        return false;
+      }
+    });
   const cgroups = cgroupHierarchies().map((h) => join(h, cgroupRoot));
   // A killed container's cgroup can stay busy for a moment after its process is gone.
-  await until(() => {
-    for (const c of cgroups) removeCgroup(c);
-    return cgroups.every((c) => !existsSync(c));
-  }, 10_000, `the cgroups ${cgroupRoot} removed`).catch((err: Error) => process.stderr.write(`${err.message}\n`));
+  await until(
+    () => {
+      for (const c of cgroups) removeCgroup(c);
+      return cgroups.every((c) => !existsSync(c));
+    },
+    10_000,
+    `the cgroups ${cgroupRoot} removed`,
+  ).catch((err: Error) => process.stderr.write(`${err.message}\n`));
   for (const pid of shims) {
     try {
       process.kill(Number(pid), 'SIGKILL');
@@ -203,7 +256,9 @@ async function reapLeftovers(): Promise<void> {
       continue;
     }
     if (alive(owner.pid)) continue;
-    process.stderr.write(`test/support/node: a real node left in ${dir} by process ${owner.pid}, gone: its containers, mounts and cgroups removed\n`);
+    process.stderr.write(
+      `test/support/node: a real node left in ${dir} by process ${owner.pid}, gone: its containers, mounts and cgroups removed\n`,
+    );
     await reap(dir, owner.cgroupRoot);
   }
 }
@@ -224,22 +279,37 @@ export async function startNode(cluster: TestCluster): Promise<RealNode> {
   const dir = mkdtempSync(join('/tmp', NODE_DIR_PREFIX));
   const outDir = join(dir, 'out');
   for (const d of ['out', 'pki', 'cni/bin', 'cni/conf', 'logs', 'images']) mkdirSync(join(dir, d), { recursive: true });
-  writeFileSync(join(dir, 'cni/conf/10-host-network-only.conflist'), JSON.stringify({ cniVersion: '0.4.0', name: 'host-network-only', plugins: [{ type: 'loopback' }] }));
+  writeFileSync(
+    join(dir, 'cni/conf/10-host-network-only.conflist'),
+    JSON.stringify({ cniVersion: '0.4.0', name: 'host-network-only', plugins: [{ type: 'loopback' }] }),
+  );
   const socket = join(dir, 'c.sock');
   const cgroupRoot = `/drainguard-${name}`;
   const cgroups = cgroupHierarchies().map((h) => join(h, cgroupRoot));
   writeFileSync(join(dir, OWNER_FILE), JSON.stringify({ pid: process.pid, cgroupRoot }));
 
   const containerd = new Daemon('containerd', found.containerd, ['--config', join(dir, 'containerd.toml')], join(dir, 'containerd.log'));
-  const kubelet = new Daemon('kubelet', found.kubelet, [
-    `--config=${join(dir, 'kubelet.yaml')}`, `--kubeconfig=${join(dir, 'kubelet.kubeconfig')}`,
-    `--root-dir=${join(dir, 'kubelet')}`, `--cert-dir=${join(dir, 'kubelet-pki')}`,
-    `--hostname-override=${name}`, '--v=2',
-  ], join(dir, 'kubelet.log'));
+  const kubelet = new Daemon(
+    'kubelet',
+    found.kubelet,
+    [
+      `--config=${join(dir, 'kubelet.yaml')}`,
+      `--kubeconfig=${join(dir, 'kubelet.kubeconfig')}`,
+      `--root-dir=${join(dir, 'kubelet')}`,
+      `--cert-dir=${join(dir, 'kubelet-pki')}`,
+      `--hostname-override=${name}`,
+      '--v=2',
+    ],
+    join(dir, 'kubelet.log'),
+  );
   const daemons = [containerd, kubelet];
   const onExit = () => daemons.forEach((d) => d.killNow());
   process.once('exit', onExit);
-  const ctr = (...args: string[]) => execFileSync(found.ctr, ['--address', socket, '--namespace', 'k8s.io', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const ctr = (...args: string[]) =>
+    execFileSync(found.ctr, ['--address', socket, '--namespace', 'k8s.io', ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   const tail = () => daemons.map((d) => `--- ${d.name}\n${d.tail()}`).join('\n');
 
   let stopped: Promise<void> | undefined;
@@ -271,7 +341,9 @@ export async function startNode(cluster: TestCluster): Promise<RealNode> {
     for (const c of cgroups) mkdirSync(c, { recursive: true });
     const [caCert, caKey] = [cluster.state.caFile, cluster.state.caKey];
     sign(join(dir, 'pki'), caCert, caKey, `/O=system:nodes/CN=system:node:${name}`);
-    writeFileSync(join(dir, 'kubelet.kubeconfig'), kubeconfig(cluster.url, caCert, join(dir, 'pki/node.crt'), join(dir, 'pki/node.key')), { mode: 0o600 });
+    writeFileSync(join(dir, 'kubelet.kubeconfig'), kubeconfig(cluster.url, caCert, join(dir, 'pki/node.crt'), join(dir, 'pki/node.key')), {
+      mode: 0o600,
+    });
     writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir));
     writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig(dir, caCert, cgroupRoot, await freePort(), socket));
     containerd.start();
@@ -281,11 +353,16 @@ export async function startNode(cluster: TestCluster): Promise<RealNode> {
     for (const a of archives) ctr('images', 'import', a);
     rmSync(join(dir, 'images'), { recursive: true, force: true });
     kubelet.start();
-    await until(async () => {
-      if (!kubelet.running) throw new Error(`the kubelet exited:\n${kubelet.tail()}`);
-      const node = await cluster.api.get(`/api/v1/nodes/${name}`);
-      return node?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True') ?? false;
-    }, READY_MS, `Node ${name} Ready`, tail);
+    await until(
+      async () => {
+        if (!kubelet.running) throw new Error(`the kubelet exited:\n${kubelet.tail()}`);
+        const node = await cluster.api.get(`/api/v1/nodes/${name}`);
+        return node?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True') ?? false;
+      },
+      READY_MS,
+      `Node ${name} Ready`,
+      tail,
+    );
   } catch (err) {
     await stop();
     throw err;
@@ -294,14 +371,18 @@ export async function startNode(cluster: TestCluster): Promise<RealNode> {
 }
 
 async function deleteTask(ctr: (...args: string[]) => string, task: string): Promise<void> {
-  await until(() => {
-    try {
-      ctr('tasks', 'delete', task);
-      return true;
-    } catch {
-      return false;
-    }
-  }, 10_000, `task ${task} deleted`);
+  await until(
+    () => {
+      try {
+        ctr('tasks', 'delete', task);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    10_000,
+    `task ${task} deleted`,
+  );
 }
 
 function kubeconfig(url: string, ca: string, cert: string, key: string): string {

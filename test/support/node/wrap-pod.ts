@@ -34,28 +34,58 @@ export function wrapPod(node: RealNode, pod: WrapPod): object {
       hostNetwork: true,
       serviceAccountName: pod.serviceAccountName,
       terminationGracePeriodSeconds: pod.terminationGracePeriodSeconds ?? 30,
-      volumes: [{ name: 'out', hostPath: { path: node.outDir } }, { name: 'drainguard', emptyDir: {} }, { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } }, ...tools.volumes],
-      initContainers: [{
-        name: 'drainguard-install',
-        image: DRAINGUARD_IMAGE,
-        command: ['/drainguard/drainguard', 'install', '/shared'],
-        volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
-        securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false },
-      }],
-      containers: [{
-        name: 'manager',
-        image: TOOLS_IMAGE,
-        // The shell only sends the output to the host: exec, so the kubelet's signals reach drainguard.
-        command: ['/busybox', 'sh', '-c', 'exec /drainguard/drainguard run -- "$NODE" "$OPERATOR" >>/out/$DRAINGUARD_POD_NAME.out 2>>/out/$DRAINGUARD_POD_NAME.err'],
-        env: [
-          fieldRef('DRAINGUARD_POD_NAME', 'metadata.name'), fieldRef('DRAINGUARD_POD_NAMESPACE', 'metadata.namespace'), fieldRef('DRAINGUARD_POD_UID', 'metadata.uid'),
-          { name: 'DRAINGUARD_LEADER_LEASE', value: 'off' }, { name: 'DRAINGUARD_SOCKET', value: '/run/drainguard/drain.sock' },
-          { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: new URL(pod.apiUrl).port },
-          { name: 'NODE', value: process.execPath }, { name: 'OPERATOR', value: pod.operator },
-          ...Object.entries(pod.env ?? {}).map(([name, value]) => ({ name, value })),
-        ],
-        volumeMounts: [{ name: 'out', mountPath: '/out' }, { name: 'drainguard', mountPath: '/drainguard', readOnly: true }, { name: 'drainguard-socket', mountPath: '/run/drainguard' }, ...tools.volumeMounts],
-      }],
+      volumes: [
+        { name: 'out', hostPath: { path: node.outDir } },
+        { name: 'drainguard', emptyDir: {} },
+        { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } },
+        ...tools.volumes,
+      ],
+      initContainers: [
+        {
+          name: 'drainguard-install',
+          image: DRAINGUARD_IMAGE,
+          command: ['/drainguard/drainguard', 'install', '/shared'],
+          volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 65532,
+            runAsGroup: 65532,
+            readOnlyRootFilesystem: true,
+            allowPrivilegeEscalation: false,
+          },
+        },
+      ],
+      containers: [
+        {
+          name: 'manager',
+          image: TOOLS_IMAGE,
+          // The shell only sends the output to the host: exec, so the kubelet's signals reach drainguard.
+          command: [
+            '/busybox',
+            'sh',
+            '-c',
+            'exec /drainguard/drainguard run -- "$NODE" "$OPERATOR" >>/out/$DRAINGUARD_POD_NAME.out 2>>/out/$DRAINGUARD_POD_NAME.err',
+          ],
+          env: [
+            fieldRef('DRAINGUARD_POD_NAME', 'metadata.name'),
+            fieldRef('DRAINGUARD_POD_NAMESPACE', 'metadata.namespace'),
+            fieldRef('DRAINGUARD_POD_UID', 'metadata.uid'),
+            { name: 'DRAINGUARD_LEADER_LEASE', value: 'off' },
+            { name: 'DRAINGUARD_SOCKET', value: '/run/drainguard/drain.sock' },
+            { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+            { name: 'KUBERNETES_SERVICE_PORT', value: new URL(pod.apiUrl).port },
+            { name: 'NODE', value: process.execPath },
+            { name: 'OPERATOR', value: pod.operator },
+            ...Object.entries(pod.env ?? {}).map(([name, value]) => ({ name, value })),
+          ],
+          volumeMounts: [
+            { name: 'out', mountPath: '/out' },
+            { name: 'drainguard', mountPath: '/drainguard', readOnly: true },
+            { name: 'drainguard-socket', mountPath: '/run/drainguard' },
+            ...tools.volumeMounts,
+          ],
+        },
+      ],
     },
   };
 }

@@ -27,7 +27,10 @@ test('the executable and the operator are arm64 programs: without emulation they
   // The kernel refuses it (ENOEXEC); execvp then hands it to /bin/sh as a script, which fails.
   const p = new Proc(EXE_ARM64, ['--version']);
   assert.is.not((await p.exit()).code, 0);
-  assert.equal(p.stdout.filter((l) => l !== ''), []);
+  assert.equal(
+    p.stdout.filter((l) => l !== ''),
+    [],
+  );
 });
 
 test('--version: the same drainguard and Node.js as the x86-64 executable, and the runtime says arm64', async () => {
@@ -51,14 +54,17 @@ test('run: a full drain of an arm64 operator, every reconcile in flight finishes
     assert.equal(ids(p, 'done').sort(), ids(p, 'start').sort(), 'every started reconcile finished');
     assert.equal(ids(p, 'interrupted'), []);
     const msgs = p.logs().map((l) => l.msg);
-    assert.ok(msgs.indexOf('client drained') >= 0 && msgs.indexOf('client drained') < msgs.indexOf('stop signal sent'), p.stderr.join('\n'));
+    assert.ok(
+      msgs.indexOf('client drained') >= 0 && msgs.indexOf('client drained') < msgs.indexOf('stop signal sent'),
+      p.stderr.join('\n'),
+    );
     assert.is(p.logs().find((l) => l.msg === 'drain ended')?.outcome, 'drained');
   } finally {
     p.killAll();
   }
 });
 
-test('control: without drainguard, SIGTERM interrupts the arm64 operator\'s reconciles', async () => {
+test("control: without drainguard, SIGTERM interrupts the arm64 operator's reconciles", async () => {
   const p = arm64([EXAMPLE, '-workers', '2', '-min', '20s', '-max', '20s']);
   try {
     await p.line(/^reconcile start 2$/, START_MS);
@@ -77,8 +83,15 @@ test('install into a bare root, then a full drain through the installed arm64 la
   assert.is((await install.exit(START_MS * 2)).code, 0, install.stderr.join('\n'));
   const files = install.logs().find((l) => l.msg === 'installed')!.files as string[];
   assert.equal([...files].sort(), [
-    'drainguard', 'lib/drainguard', 'lib/ld-linux-aarch64.so.1',
-    'lib/libc.so.6', 'lib/libdl.so.2', 'lib/libgcc_s.so.1', 'lib/libm.so.6', 'lib/libpthread.so.0', 'lib/libstdc++.so.6',
+    'drainguard',
+    'lib/drainguard',
+    'lib/ld-linux-aarch64.so.1',
+    'lib/libc.so.6',
+    'lib/libdl.so.2',
+    'lib/libgcc_s.so.1',
+    'lib/libm.so.6',
+    'lib/libpthread.so.0',
+    'lib/libstdc++.so.6',
   ]);
   // The aarch64 launcher, and arm64 glibc (Debian's multiarch libc6:arm64), not the machine's own.
   assert.ok(readFileSync(join(root, 'drainguard/drainguard')).equals(LAUNCHER_IMAGES.arm64!), 'the arm64 launcher');
@@ -88,15 +101,30 @@ test('install into a bare root, then a full drain through the installed arm64 la
   mkdirSync(join(root, 'bin'));
   copyFileSync(EXAMPLE, join(root, 'bin/example'));
   mkdirSync(join(root, 'run/drainguard'), { recursive: true });
-  const expected = ['bin/', 'bin/example', 'drainguard/', 'drainguard/lib/', 'run/', 'run/drainguard/', ...files.map((f) => `drainguard/${f}`)];
+  const expected = [
+    'bin/',
+    'bin/example',
+    'drainguard/',
+    'drainguard/lib/',
+    'run/',
+    'run/drainguard/',
+    ...files.map((f) => `drainguard/${f}`),
+  ];
   assert.equal(listTree(root), expected.sort(), 'nothing but what install wrote, the operator and a mount point');
 
-  const p = arm64(['chroot', root, '/drainguard/drainguard', 'run', '--', '/bin/example', ...WORK], { DRAINGUARD_SOCKET: '/run/drainguard/drain.sock' });
+  const p = arm64(['chroot', root, '/drainguard/drainguard', 'run', '--', '/bin/example', ...WORK], {
+    DRAINGUARD_SOCKET: '/run/drainguard/drain.sock',
+  });
   try {
     await p.line('ready', START_MS);
     // One process: chroot, the launcher and the loader each exec'd in place.
     const cmdline = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0');
-    assert.ok(cmdline.includes('/drainguard/lib/ld-linux-aarch64.so.1') && cmdline.includes('--argv0') && cmdline.includes('/drainguard/lib/drainguard'), cmdline.join(' '));
+    assert.ok(
+      cmdline.includes('/drainguard/lib/ld-linux-aarch64.so.1') &&
+        cmdline.includes('--argv0') &&
+        cmdline.includes('/drainguard/lib/drainguard'),
+      cmdline.join(' '),
+    );
     await p.line(/^reconcile start 3$/, START_MS);
     p.kill('SIGTERM');
     assert.equal(await p.exit(START_MS), { code: 0, signal: null });
@@ -108,7 +136,7 @@ test('install into a bare root, then a full drain through the installed arm64 la
   }
 });
 
-test('as PID 1 of a PID namespace the installed arm64 launcher reaps every orphan, and the operator\'s code is the exit status', async () => {
+test("as PID 1 of a PID namespace the installed arm64 launcher reaps every orphan, and the operator's code is the exit status", async () => {
   const root = tempDir();
   const install = arm64([EXE_ARM64, 'install', join(root, 'drainguard')]);
   assert.is((await install.exit(START_MS * 2)).code, 0, install.stderr.join('\n'));
@@ -117,7 +145,19 @@ test('as PID 1 of a PID namespace the installed arm64 launcher reaps every orpha
   writeFileSync(join(root, 'dev/null'), '');
   // /proc of the new PID namespace, and /dev/null for busybox sh's background jobs.
   const setup = `mount --bind /dev/null ${root}/dev/null && exec chroot ${root} /bin/busybox sh -c '/bin/busybox mount -t proc proc /proc && exec "$@"' sh "$@"`;
-  const [file, ...args] = emulated('arm64', ['unshare', '--pid', '--fork', '/bin/sh', '-c', setup, 'sh', '/drainguard/drainguard', 'run', '--', ...OPERATOR]);
+  const [file, ...args] = emulated('arm64', [
+    'unshare',
+    '--pid',
+    '--fork',
+    '/bin/sh',
+    '-c',
+    setup,
+    'sh',
+    '/drainguard/drainguard',
+    'run',
+    '--',
+    ...OPERATOR,
+  ]);
   const p = new Proc(file, args, { DRAINGUARD_SOCKET: '/run/drainguard/drain.sock' }, { ownPidNamespace: true });
   try {
     await p.line('ready', START_MS);

@@ -25,13 +25,20 @@ test.after(async () => {
 test('one manifest list, one image per architecture, each holding its own executable', async () => {
   const images = await buildManifest(tag);
   assert.equal(images, { amd64: `${tag}-amd64`, arm64: `${tag}-arm64` });
-  const list = JSON.parse(await podman('manifest', 'inspect', tag)) as { manifests: { digest: string; platform: { os: string; architecture: string } }[] };
+  const list = JSON.parse(await podman('manifest', 'inspect', tag)) as {
+    manifests: { digest: string; platform: { os: string; architecture: string } }[];
+  };
   assert.equal(list.manifests.map((m) => `${m.platform.os}/${m.platform.architecture}`).sort(), ['linux/amd64', 'linux/arm64']);
   for (const [arch, image] of Object.entries(images)) {
-    const [info] = JSON.parse(await podman('image', 'inspect', image)) as [{ Architecture: string; Os: string; Digest: string; Config: { Entrypoint: string[] } }];
+    const [info] = JSON.parse(await podman('image', 'inspect', image)) as [
+      { Architecture: string; Os: string; Digest: string; Config: { Entrypoint: string[] } },
+    ];
     assert.is(info.Architecture, arch);
     assert.equal(info.Config.Entrypoint, ['/drainguard/drainguard']);
-    assert.ok(list.manifests.some((m) => m.platform.architecture === arch && m.digest === info.Digest), `the list names ${image}`);
+    assert.ok(
+      list.manifests.some((m) => m.platform.architecture === arch && m.digest === info.Digest),
+      `the list names ${image}`,
+    );
   }
 
   const root = await podman('image', 'mount', images.arm64);

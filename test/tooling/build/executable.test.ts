@@ -23,7 +23,10 @@ test('control: the runtime as published carries debug info and a symbol table', 
   assert.ok(sections(NODE).includes('.symtab'));
 });
 
-for (const [name, exe] of [['this machine', EXE], ['linux/arm64', EXE_ARM64]] as const) {
+for (const [name, exe] of [
+  ['this machine', EXE],
+  ['linux/arm64', EXE_ARM64],
+] as const) {
   test(`${name}: no debug info and no symbol table left, the dynamic symbols kept`, () => {
     const names = sections(exe);
     assert.equal(debugOrSymbols(names), []);

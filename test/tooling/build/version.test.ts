@@ -10,7 +10,11 @@ import * as assert from 'uvu/assert';
 import { commitOf, commitTime, packageVersion, stampOf } from '../../../sidecar/build/stamp.ts';
 import { drainguard, tempDir } from '../../support/proc.ts';
 
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_DATE: '2026-01-02T03:04:05Z', GIT_COMMITTER_DATE: '2026-01-02T03:04:05Z' } }).trim();
+const git = (dir: string, ...args: string[]) =>
+  execFileSync('git', ['-C', dir, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, GIT_AUTHOR_DATE: '2026-01-02T03:04:05Z', GIT_COMMITTER_DATE: '2026-01-02T03:04:05Z' },
+  }).trim();
 
 function repository(): string {
   const dir = tempDir();
@@ -50,12 +54,15 @@ test('outside git: unknown', () => {
   assert.is(commitTime(dir), undefined);
 });
 
-test('the built executable says this checkout\'s version and commit', async () => {
+test("the built executable says this checkout's version and commit", async () => {
   const p = drainguard(['--version']);
   assert.is((await p.exit()).code, 0);
   const head = commitOf('.').replace(/-dirty$/, '');
   const version = packageVersion('.');
-  assert.match(p.stdout[0]!, new RegExp(`^drainguard ${version.replaceAll('.', '\\.')} commit ${head}(-dirty)? \\(node v\\d+\\.\\d+\\.\\d+\\)$`));
+  assert.match(
+    p.stdout[0]!,
+    new RegExp(`^drainguard ${version.replaceAll('.', '\\.')} commit ${head}(-dirty)? \\(node v\\d+\\.\\d+\\.\\d+\\)$`),
+  );
   assert.is(JSON.parse(readFileSync('package.json', 'utf8')).version, version);
 });
 

@@ -27,13 +27,21 @@ const names = artifactNames(VERSION);
 const imageTag = `localhost/drainguard-release-test:${process.pid}-${Date.now()}`;
 // helm push (in publish) with helm homes of its own, as test/support/helm.ts gives every other helm here.
 const helmHome = tempDir();
-Object.assign(process.env, { HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_DATA_HOME: join(helmHome, 'data') });
+Object.assign(process.env, {
+  HELM_CONFIG_HOME: join(helmHome, 'config'),
+  HELM_CACHE_HOME: join(helmHome, 'cache'),
+  HELM_DATA_HOME: join(helmHome, 'data'),
+});
 
 let registry: Registry | undefined;
 let built: Release;
 
 test.before(async () => {
-  built = await within(180_000, 'the release', release({ root: ROOT, out: join(tempDir(), `v${VERSION}`), imageTag, skipBuild: true, allowDirty: true, log: () => {} }));
+  built = await within(
+    180_000,
+    'the release',
+    release({ root: ROOT, out: join(tempDir(), `v${VERSION}`), imageTag, skipBuild: true, allowDirty: true, log: () => {} }),
+  );
 });
 
 test.after(async () => {
@@ -59,8 +67,15 @@ function archivedManifests(archive: string): Record<string, string> {
 
 test('one folder: every artifact named with the version, SHA256SUMS checks', () => {
   const expected = [
-    names.executable('x64'), names.executable('arm64'), names.sbom('x64'), names.sbom('arm64'),
-    names.image, names.chart, names.components, names.client, 'SHA256SUMS',
+    names.executable('x64'),
+    names.executable('arm64'),
+    names.sbom('x64'),
+    names.sbom('arm64'),
+    names.image,
+    names.chart,
+    names.components,
+    names.client,
+    'SHA256SUMS',
   ].sort();
   assert.equal(readdirSync(built.out).sort(), expected);
   assert.equal(Object.keys(built.files).sort(), expected);
@@ -76,7 +91,9 @@ test('the SBOM: CycloneDX, the Node.js runtime and every runtime dependency bund
   const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
   for (const arch of ['x64', 'arm64'] as const) {
     const doc = JSON.parse(readFileSync(join(built.out, names.sbom(arch)), 'utf8')) as {
-      bomFormat: string; specVersion: string; metadata: { timestamp: string; component: { version: string; hashes: { content: string }[] } };
+      bomFormat: string;
+      specVersion: string;
+      metadata: { timestamp: string; component: { version: string; hashes: { content: string }[] } };
       components: { name: string; version: string; purl: string; type: string; hashes: unknown[] }[];
     };
     assert.is(doc.bomFormat, 'CycloneDX');
@@ -84,7 +101,10 @@ test('the SBOM: CycloneDX, the Node.js runtime and every runtime dependency bund
     assert.is(doc.metadata.component.version, VERSION);
     assert.is(doc.metadata.timestamp, new Date(built.epoch * 1000).toISOString().replace('.000Z', 'Z'));
     const sums = readFileSync(join(built.out, 'SHA256SUMS'), 'utf8');
-    assert.ok(sums.includes(`${doc.metadata.component.hashes[0]!.content}  ${names.executable(arch)}\n`), 'the SBOM names the executable by its SHA-256');
+    assert.ok(
+      sums.includes(`${doc.metadata.component.hashes[0]!.content}  ${names.executable(arch)}\n`),
+      'the SBOM names the executable by its SHA-256',
+    );
     const runtime = doc.components.find((c) => c.type === 'platform')!;
     assert.equal([runtime.name, runtime.version], [`node-linux-${arch}`, process.versions.node]);
     for (const dep of Object.keys(pkg.dependencies)) {
@@ -101,7 +121,9 @@ test('the chart is stamped with the version, the components archive holds every 
   const chart = helm(['show', 'chart', join(built.out, names.chart)]);
   assert.match(chart, new RegExp(`^version: ${VERSION.replaceAll('.', '\\.')}$`, 'm'));
   assert.match(chart, new RegExp(`^appVersion: ${VERSION.replaceAll('.', '\\.')}$`, 'm'));
-  const components = execFileSync('tar', ['-tzf', join(built.out, names.components)], { encoding: 'utf8' }).trim().split('\n');
+  const components = execFileSync('tar', ['-tzf', join(built.out, names.components)], { encoding: 'utf8' })
+    .trim()
+    .split('\n');
   for (const c of readdirSync('deploy/components')) assert.ok(components.includes(`components/${c}/kustomization.yaml`), c);
   assert.equal(Object.keys(archivedManifests(join(built.out, names.image))).sort(), ['linux/amd64', 'linux/arm64']);
 });
@@ -115,14 +137,19 @@ test('pushed to a registry: podman pulls both architectures of the list, helm pu
   assert.is(published.image, `${repository}/drainguard:${VERSION}@${listDigest}`);
 
   for (const arch of ['amd64', 'arm64']) {
-    const pull = await execa('podman', ['pull', '--quiet', '--tls-verify=false', '--arch', arch, `${repository}/drainguard:${VERSION}`], { timeout: 120_000 });
+    const pull = await execa('podman', ['pull', '--quiet', '--tls-verify=false', '--arch', arch, `${repository}/drainguard:${VERSION}`], {
+      timeout: 120_000,
+    });
     const id = pull.stdout.trim().split('\n').pop()!;
     const [info] = JSON.parse((await execa('podman', ['image', 'inspect', id])).stdout) as [
       { Architecture: string; Os: string; RepoDigests: string[]; Config: { User: string; Labels: Record<string, string> } },
     ];
     assert.equal([info.Os, info.Architecture], ['linux', arch]);
     // (The same image, built here, may already be in podman's storage under another name: its own Digest is not the pulled one.)
-    assert.ok(info.RepoDigests.includes(`${repository}/drainguard@${archived[`linux/${arch}`]}`), `the pulled linux/${arch} image is the archived one: ${info.RepoDigests.join(' ')}`);
+    assert.ok(
+      info.RepoDigests.includes(`${repository}/drainguard@${archived[`linux/${arch}`]}`),
+      `the pulled linux/${arch} image is the archived one: ${info.RepoDigests.join(' ')}`,
+    );
     assert.is(info.Config.User, '65532:65532');
     assert.is(info.Config.Labels['org.opencontainers.image.version'], VERSION);
     assert.is(info.Config.Labels['org.opencontainers.image.revision'], commitOf(ROOT, 40));
@@ -141,7 +168,9 @@ test('an operator chart that depends on the library chart by oci:// (helm depend
   const chart = join(tempDir(), 'example-operator');
   cpSync('deploy/helm/example-operator', chart, { recursive: true, filter: (src) => !/\/(charts|Chart\.lock)$/.test(src) });
   const manifest = readFileSync(join(chart, 'Chart.yaml'), 'utf8');
-  const rewritten = manifest.replace(/repository: file:\/\/\.\.\/drainguard/, `repository: oci://${registry!.host}/drainguard/charts`).replace(/(- name: drainguard\n\s+version: )\S+/, `$1${VERSION}`);
+  const rewritten = manifest
+    .replace(/repository: file:\/\/\.\.\/drainguard/, `repository: oci://${registry!.host}/drainguard/charts`)
+    .replace(/(- name: drainguard\n\s+version: )\S+/, `$1${VERSION}`);
   assert.not.equal(rewritten, manifest);
   writeFileSync(join(chart, 'Chart.yaml'), rewritten);
   helm(['dependency', 'update', '--plain-http', chart]);

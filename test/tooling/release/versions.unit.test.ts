@@ -13,12 +13,21 @@ import { tempDir } from '../../support/proc.ts';
 const ROOT = resolve('.');
 const VERSION = packageVersion(ROOT);
 
-test('every mention of the version is package.json\'s', () => {
+test("every mention of the version is package.json's", () => {
   const mentions = versionMentions(ROOT);
   const wrong = mentions.filter((m) => m.version !== VERSION).map((m) => `${m.file}:${m.line}: ${m.what} ${m.version}`);
   assert.equal(wrong, [], `package.json says ${VERSION}`);
   const kinds = new Set(mentions.map((m) => m.what));
-  for (const kind of ['image tag', 'chart version', 'chart image tag', 'chart dependency', 'ctrl requires the client', 'go get', 'package-lock']) assert.ok(kinds.has(kind), kind);
+  for (const kind of [
+    'image tag',
+    'chart version',
+    'chart image tag',
+    'chart dependency',
+    'ctrl requires the client',
+    'go get',
+    'package-lock',
+  ])
+    assert.ok(kinds.has(kind), kind);
 });
 
 test('the CHANGELOG has a section for the version', () => {
@@ -34,10 +43,16 @@ test('set-version moves every mention, and back again gives the same bytes', () 
   }
   const before = versionMentions(copy);
   const changed = setVersion(copy, '9.8.7-rc.1');
-  assert.ok(changed.includes('package.json') && changed.includes('deploy/helm/drainguard/Chart.yaml') && changed.includes('clients/go/ctrl/go.mod'), changed.join(' '));
+  assert.ok(
+    changed.includes('package.json') && changed.includes('deploy/helm/drainguard/Chart.yaml') && changed.includes('clients/go/ctrl/go.mod'),
+    changed.join(' '),
+  );
   assert.is(packageVersion(copy), '9.8.7-rc.1');
   const after = versionMentions(copy);
-  assert.equal(after.map((m) => `${m.file}:${m.line} ${m.what}`), before.map((m) => `${m.file}:${m.line} ${m.what}`));
+  assert.equal(
+    after.map((m) => `${m.file}:${m.line} ${m.what}`),
+    before.map((m) => `${m.file}:${m.line} ${m.what}`),
+  );
   assert.equal([...new Set(after.map((m) => m.version))], ['9.8.7-rc.1']);
   setVersion(copy, VERSION);
   for (const f of files) assert.ok(readFileSync(join(copy, f)).equals(readFileSync(join(ROOT, f))), `${f} is as it was`);

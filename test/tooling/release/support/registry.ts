@@ -21,7 +21,19 @@ export async function startRegistry(): Promise<Registry> {
   const host = `127.0.0.1:${port}`;
   writeFileSync(
     join(dir, 'config.yml'),
-    ['version: 0.1', 'log:', '  level: info', '  accesslog:', '    disabled: true', 'storage:', '  filesystem:', `    rootdirectory: ${join(dir, 'data')}`, 'http:', `  addr: ${host}`, ''].join('\n'),
+    [
+      'version: 0.1',
+      'log:',
+      '  level: info',
+      '  accesslog:',
+      '    disabled: true',
+      'storage:',
+      '  filesystem:',
+      `    rootdirectory: ${join(dir, 'data')}`,
+      'http:',
+      `  addr: ${host}`,
+      '',
+    ].join('\n'),
   );
   const proc = new Proc('docker-registry', ['serve', join(dir, 'config.yml')], { REGISTRY_HTTP_SECRET: 'drainguard-test' });
   await proc.stderrLine(new RegExp(`msg="listening on ${host.replaceAll('.', '\\.')}"`), 20_000);
