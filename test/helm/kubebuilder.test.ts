@@ -31,7 +31,8 @@ import { parse } from 'yaml';
 import { type TestCluster, useCluster } from '../support/cluster/index.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { DRAINGUARD_IMAGE, drainguardImage } from '../support/kubelet/runners.ts';
-import { type HelmResult, helmRun } from '../support/helm.ts';
+import type { HelmResult } from '../support/helm.ts';
+import { adminAccess, adminHelm } from './support/admin.ts';
 import { MANAGER_IMAGE, type Project, RUN_DOMAIN, kubebuilderManager, managerImage, scaffold } from '../support/kubebuilder.ts';
 import { tempDir } from '../support/proc.ts';
 import { adoptKubebuilderChart } from './support/adopt.ts';
@@ -61,13 +62,8 @@ test.before(async () => {
 });
 test.after(cleanupCharts);
 
-const access = () => ({
-  server: cluster.url,
-  ca: cluster.ca,
-  cert: readFileSync(cluster.state.adminCert, 'utf8'),
-  key: readFileSync(cluster.state.adminKey, 'utf8'),
-});
-const helm = (args: string[]): Promise<HelmResult> => helmRun([...args, '--kubeconfig', cluster.adminKubeconfig], 150_000);
+const access = () => adminAccess(cluster);
+const helm = (args: string[]): Promise<HelmResult> => adminHelm(cluster)(args);
 
 interface Outcome {
   readonly ns: string;

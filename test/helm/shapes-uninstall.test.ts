@@ -11,12 +11,12 @@
 // the cleanup is allowed, and nothing is left. Without drainguard the same
 // cleanup is refused and the state is left behind.
 
-import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type TestCluster, useCluster } from '../support/cluster/index.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
-import { type HelmResult, helmRun } from '../support/helm.ts';
+import type { HelmResult } from '../support/helm.ts';
+import { adminAccess, adminHelm } from './support/admin.ts';
 import { cleanupCharts } from './support/charts.ts';
 import { HOLDER, RBAC, exampleImages, holdersOf } from './support/example.ts';
 import { adoptShape } from './support/shapes.ts';
@@ -29,13 +29,8 @@ test.before(async () => {
 });
 test.after(cleanupCharts);
 
-const access = () => ({
-  server: cluster.url,
-  ca: cluster.ca,
-  cert: readFileSync(cluster.state.adminCert, 'utf8'),
-  key: readFileSync(cluster.state.adminKey, 'utf8'),
-});
-const helm = (args: string[]): Promise<HelmResult> => helmRun([...args, '--kubeconfig', cluster.adminKubeconfig], 150_000);
+const access = () => adminAccess(cluster);
+const helm = (args: string[]): Promise<HelmResult> => adminHelm(cluster)(args);
 const STATE = 'example-operator-state';
 
 /** Whether the operator's ServiceAccount may read its ClusterRoleBinding: the aggregated rule. */

@@ -6,12 +6,12 @@
 // tigera-operator did (its cleanup refused once Helm deleted its RBAC, its
 // custom resource stuck). And Kubebuilder's 10 s grace period.
 
-import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type TestCluster, useCluster } from '../support/cluster/index.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
-import { type HelmResult, helmRun } from '../support/helm.ts';
+import type { HelmResult } from '../support/helm.ts';
+import { adminAccess, adminHelm } from './support/admin.ts';
 import { EXAMPLE, cleanupCharts, stageChart } from './support/charts.ts';
 import { GROUP, HOLDER, RBAC, exampleImages, holdersOf, images, releaseRbac, strip } from './support/example.ts';
 
@@ -49,13 +49,8 @@ test.after(async () => {
   cleanupCharts();
 });
 
-const access = () => ({
-  server: cluster.url,
-  ca: cluster.ca,
-  cert: readFileSync(cluster.state.adminCert, 'utf8'),
-  key: readFileSync(cluster.state.adminKey, 'utf8'),
-});
-const helm = (args: string[]): Promise<HelmResult> => helmRun([...args, '--kubeconfig', cluster.adminKubeconfig], HELM_TIMEOUT_MS);
+const access = () => adminAccess(cluster);
+const helm = (args: string[]): Promise<HelmResult> => adminHelm(cluster, HELM_TIMEOUT_MS)(args);
 const setArgs = (set: Record<string, unknown>) => Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
 
 async function mustHelm(args: string[]): Promise<HelmResult> {
