@@ -10,7 +10,8 @@
 // every one of them, and `drainguard release --wait --delete` then deletes
 // drainguard's own RBAC: nothing is left, no finalizer, no Lease, no pod, and
 // drainguard logged no warning or error. The same for kubebuilder's scaffold
-// and for docs/deploy.md's overlay with guard-more (objects in kube-system).
+// (cluster-scoped in wrap mode, namespace-scoped in sidecar mode) and for
+// docs/deploy.md's overlay with guard-more (objects in kube-system).
 
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -235,6 +236,12 @@ test('plain sidecar: the same', () => scenario('sidecar', 'drainguard'));
 test("kubebuilder's scaffold, wrap: docs/deploy.md's overlay and uninstall, prefix and all", async () => {
   const project = kubebuilderProject('wrap', `kb-${randomBytes(4).toString('hex')}`, tempDir());
   await scenario('wrap', 'manager', project, byOverlay(project.overlay));
+});
+
+test("kubebuilder's namespace-scoped scaffold, sidecar: the overlay with kubebuilder-namespaced, its Roles held and released", async () => {
+  const project = kubebuilderProject('sidecar', `kn-${randomBytes(4).toString('hex')}`, tempDir(), 'namespaced');
+  assert.ok(project.objects.some((o) => o.kind === 'Role' && o.metadata.name.endsWith('-manager-role')), 'manager-role a Role');
+  await scenario('sidecar', 'drainguard', project, byOverlay(project.overlay));
 });
 
 test('guard-more, native sidecar: docs/deploy.md\'s overlay for more RBAC, a binding to view, leader election in kube-system, an aggregation source, all held and released', async () => {

@@ -1,7 +1,8 @@
 // docs/helm.md's "Adding drainguard to the chart kubebuilder's helm plugin
 // generates" and "... to a chart from `helm create`", applied to the letter to
-// the two layouts (dist/chart of a project the kubebuilder CLI scaffolds, and
-// test/fixtures/helm-create, written from `helm create`'s): the doc's Chart.yaml
+// the chart layouts (dist/chart of a project the kubebuilder CLI scaffolds,
+// cluster-scoped and namespace-scoped, and test/fixtures/helm-create, written
+// from `helm create`'s): the doc's Chart.yaml
 // dependency, its `git mv`, its one template and its values. For every mode
 // and two releases in two namespaces, the render passes `drainguard check -n`
 // (the built executable) with no finding, and the guard and drainguard's RBAC
@@ -18,6 +19,7 @@ import { MODES, cleanupCharts, template, templateError } from './support/charts.
 
 const charts = {
   kubebuilder: adoptKubebuilderChart(),
+  'kubebuilder namespaced': adoptKubebuilderChart(undefined, 'namespaced'),
   'helm create': adoptHelmCreateChart(),
 };
 test.after(cleanupCharts);
@@ -62,17 +64,25 @@ for (const [name, chart] of Object.entries(charts)) {
         const sa = deployment.spec.template.spec.serviceAccountName as string;
         const guard = guardOf(objects, mode);
         assert.ok(guard.includes(`serviceaccount/${namespace}/${sa}`), `the ServiceAccount the pod runs as: ${guard}`);
-        // The operator's binding of that ServiceAccount, and the role it binds, are guarded.
-        const binding = ofKind(objects, 'ClusterRoleBinding').find(
-          (b) =>
-            b.metadata.labels?.['app.kubernetes.io/name'] !== 'drainguard' &&
-            b.subjects.some((s: any) => s.name === sa) &&
-            !b.metadata.name.includes('metrics'),
-        )!;
-        assert.ok(
-          guard.includes(`clusterrolebinding/${binding.metadata.name}`) && guard.includes(`clusterrole/${binding.roleRef.name}`),
-          guard.join(','),
+        // Every binding of that ServiceAccount but drainguard's own, and the role it binds, are guarded.
+        const bindings = objects.filter(
+          (o) =>
+            /^(Cluster)?RoleBinding$/.test(o.kind) &&
+            o.metadata.labels?.['app.kubernetes.io/name'] !== 'drainguard' &&
+            o.subjects?.some((s: any) => s.kind === 'ServiceAccount' && s.name === sa),
         );
+        assert.ok(bindings.length > 0, 'the chart binds its ServiceAccount');
+        if (name === 'kubebuilder namespaced')
+          assert.ok(
+            bindings.some((b) => b.kind === 'RoleBinding' && b.roleRef.kind === 'Role' && b.roleRef.name.endsWith('manager-role')),
+            'manager-role a Role',
+          );
+        for (const b of bindings) {
+          const ns = (o: KubeObject) => o.metadata.namespace ?? namespace;
+          const role = b.roleRef.kind === 'Role' ? `role/${ns(b)}/${b.roleRef.name}` : `clusterrole/${b.roleRef.name}`;
+          const own = b.kind === 'RoleBinding' ? `rolebinding/${ns(b)}/${b.metadata.name}` : `clusterrolebinding/${b.metadata.name}`;
+          assert.ok(guard.includes(own) && guard.includes(role), `${own}, ${role} in ${guard.join(',')}`);
+        }
         const present = new Set(
           objects.map(
             (o) =>

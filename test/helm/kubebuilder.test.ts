@@ -1,6 +1,8 @@
 // A real kubebuilder project through the real helm on the real control plane:
 // the project the kubebuilder CLI scaffolds (test/support/kubebuilder.ts: its
-// Guestbook controller keeps a finalizer and a ConfigMap per Guestbook), its
+// Guestbook controller keeps a finalizer and a ConfigMap per Guestbook), in
+// each layout (cluster-scoped, and `init --namespaced`: the manager's RBAC a
+// Role and RoleBinding in the release's namespace, WATCH_NAMESPACE), its
 // dist/chart with drainguard added by docs/helm.md's steps, its manager built
 // with clients/go/ctrl added by docs/deploy.md's diff, run by the kubelet
 // stand-in in wrap mode as the chart says (`/drainguard/drainguard run --
@@ -15,7 +17,8 @@
 // drained, the manager stops, drainguard releases, and nothing is left. Without
 // drainguard (drainguard.enabled=false, the same chart and binary) the
 // cleanup's context is cancelled by SIGTERM and its RBAC is gone: the
-// Guestbook stays stuck on its finalizer, its ConfigMap left behind.
+// Guestbook stays stuck on its finalizer, its ConfigMap left behind. The
+// same in both layouts.
 //
 // The chart's metrics are off (`metrics.enabled=false`: the scaffold's
 // :8443 is no port the pod declares, so it would bind the host's) and its CRD
@@ -33,23 +36,23 @@ import { Kubelet } from '../support/kubelet/index.ts';
 import { DRAINGUARD_IMAGE, drainguardImage } from '../support/kubelet/runners.ts';
 import type { HelmResult } from '../support/helm.ts';
 import { adminAccess, adminHelm } from './support/admin.ts';
-import { MANAGER_IMAGE, type Project, RUN_DOMAIN, kubebuilderManager, managerImage, scaffold } from '../support/kubebuilder.ts';
+import { type Layout, MANAGER_IMAGE, RUN_DOMAIN, kubebuilderManager, managerImage, scaffold } from '../support/kubebuilder.ts';
 import { tempDir } from '../support/proc.ts';
 import { adoptKubebuilderChart } from './support/adopt.ts';
 import { cleanupCharts } from './support/charts.ts';
 import { HOLDER, RBAC, holdersOf } from './support/example.ts';
 
 let cluster: TestCluster;
-let project: Project;
-let manager: string;
-let chart: string;
 let crd: any;
+/** Each layout's project (of RUN_DOMAIN: one CRD, the same kind), its manager and its chart with drainguard added. */
+const built = new Map<Layout, { group: string; manager: string; chart: string }>();
 test.before(async () => {
   cluster = await useCluster();
-  project = scaffold(RUN_DOMAIN);
-  manager = kubebuilderManager(project);
-  chart = adoptKubebuilderChart(RUN_DOMAIN);
-  crd = parse(readFileSync(join(project.dir, `config/crd/bases/${project.group}_guestbooks.yaml`), 'utf8'));
+  for (const layout of ['cluster', 'namespaced'] as Layout[]) {
+    const project = scaffold(RUN_DOMAIN, layout);
+    built.set(layout, { group: project.group, manager: kubebuilderManager(project), chart: adoptKubebuilderChart(RUN_DOMAIN, layout) });
+    crd ??= parse(readFileSync(join(project.dir, `config/crd/bases/${project.group}_guestbooks.yaml`), 'utf8'));
+  }
   await cluster.create(crd);
   await cluster.waitFor(
     async () =>
@@ -76,7 +79,8 @@ interface Outcome {
   readonly mayStillUpdate: boolean;
 }
 
-async function scenario(release: string, drainguard: boolean): Promise<Outcome> {
+async function scenario(release: string, drainguard: boolean, layout: Layout = 'cluster'): Promise<Outcome> {
+  const { group, manager, chart } = built.get(layout)!;
   const ns = (await cluster.namespace(`kb-${release}`)).name;
   const prefix = `${release}-guestbook`;
   const sa = `${prefix}-controller-manager`;
@@ -86,10 +90,16 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
     namespaces: [ns],
     images: { [DRAINGUARD_IMAGE]: drainguardImage(), [MANAGER_IMAGE]: managerImage(manager, { GUESTBOOK_CLEANUP_AFTER: gate }) },
   });
-  const guestbooks = `/apis/${project.group}/v1/namespaces/${ns}/guestbooks`;
+  const guestbooks = `/apis/${group}/v1/namespaces/${ns}/guestbooks`;
+  // The manager's role and binding: cluster-scoped, or in the release's namespace.
+  const scope = layout === 'namespaced' ? `${RBAC}/namespaces/${ns}/roles` : `${RBAC}/clusterroles`;
+  const binding =
+    layout === 'namespaced'
+      ? `${RBAC}/namespaces/${ns}/rolebindings/${prefix}-manager-rolebinding`
+      : `${RBAC}/clusterrolebindings/${prefix}-manager-rolebinding`;
   const operatorRbac = [
-    `${RBAC}/clusterroles/${prefix}-manager-role`,
-    `${RBAC}/clusterrolebindings/${prefix}-manager-rolebinding`,
+    `${scope}/${prefix}-manager-role`,
+    binding,
     `${RBAC}/namespaces/${ns}/roles/${prefix}-leader-election-role`,
     `${RBAC}/namespaces/${ns}/rolebindings/${prefix}-leader-election-rolebinding`,
     `/api/v1/namespaces/${ns}/serviceaccounts/${sa}`,
@@ -139,7 +149,7 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
 
     // A Guestbook, taken up by the manager (its leader once elected), then deleted: the cleanup starts and waits for its external work.
     await cluster.api.create(guestbooks, {
-      apiVersion: `${project.group}/v1`,
+      apiVersion: `${group}/v1`,
       kind: 'Guestbook',
       metadata: { name: 'gb', namespace: ns },
       spec: {},
@@ -156,7 +166,6 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
       60_000,
       'SIGTERM to the manager container',
     );
-    const binding = `${RBAC}/clusterrolebindings/${prefix}-manager-rolebinding`;
     if (drainguard) {
       await proc.log('drain started', 20_000);
       const held = await cluster.waitFor(
@@ -196,7 +205,7 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
       spec: {
         user: `system:serviceaccount:${ns}:${sa}`,
         groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`],
-        resourceAttributes: { group: project.group, resource: 'guestbooks', verb: 'update', namespace: ns },
+        resourceAttributes: { group, resource: 'guestbooks', verb: 'update', namespace: ns },
       },
     });
     return {
@@ -225,26 +234,29 @@ async function scenario(release: string, drainguard: boolean): Promise<Outcome> 
   }
 }
 
-test('with drainguard: SIGTERM in a cleanup drains it, its RBAC held, the Guestbook and its ConfigMap go, nothing left', async () => {
-  const r = await scenario('shop', true);
-  assert.ok(r.out.includes(`cleanup done ${r.ns}/gb`), `the cleanup succeeded: ${r.out.join(' | ')}`);
-  const msgs = r.drainguardLog;
-  const drain = msgs.indexOf('drain started');
-  const released = msgs.findIndex((m) => m === 'guard released');
-  assert.ok(drain !== -1 && released > drain, `drained, then released whole: ${msgs.join(' | ')}`);
-  assert.is(r.guestbook, undefined, 'the Guestbook is gone: its finalizer removed');
-  assert.is(r.configMap, undefined, 'its ConfigMap deleted');
-  assert.not.ok(r.mayStillUpdate, 'and the RBAC is gone now');
-});
+for (const layout of ['cluster', 'namespaced'] as Layout[]) {
+  const tag = layout === 'namespaced' ? 'namespaced, ' : '';
+  test(`${tag}with drainguard: SIGTERM in a cleanup drains it, its RBAC held, the Guestbook and its ConfigMap go, nothing left`, async () => {
+    const r = await scenario(layout === 'namespaced' ? 'nshop' : 'shop', true, layout);
+    assert.ok(r.out.includes(`cleanup done ${r.ns}/gb`), `the cleanup succeeded: ${r.out.join(' | ')}`);
+    const msgs = r.drainguardLog;
+    const drain = msgs.indexOf('drain started');
+    const released = msgs.findIndex((m) => m === 'guard released');
+    assert.ok(drain !== -1 && released > drain, `drained, then released whole: ${msgs.join(' | ')}`);
+    assert.is(r.guestbook, undefined, 'the Guestbook is gone: its finalizer removed');
+    assert.is(r.configMap, undefined, 'its ConfigMap deleted');
+    assert.not.ok(r.mayStillUpdate, 'and the RBAC is gone now');
+  });
 
-test('without drainguard (drainguard.enabled=false): the cleanup is cut and refused, the Guestbook stuck, its ConfigMap left', async () => {
-  const r = await scenario('bare', false);
-  const error = r.out.find((l) => l.startsWith(`cleanup error ${r.ns}/gb`));
-  assert.ok(error, `the cleanup failed: ${r.out.join(' | ')}`);
-  assert.match(error!, /context canceled/, "cut by SIGTERM: the reconcile's context cancelled");
-  assert.equal(r.guestbook?.metadata.finalizers, [`${project.group}/cleanup`], 'the Guestbook stuck on its finalizer');
-  assert.ok(r.configMap, 'its ConfigMap left behind');
-  assert.not.ok(r.mayStillUpdate, 'and no retry can finish it: the RBAC went with the release');
-});
+  test(`${tag}without drainguard (drainguard.enabled=false): the cleanup is cut and refused, the Guestbook stuck, its ConfigMap left`, async () => {
+    const r = await scenario(layout === 'namespaced' ? 'nbare' : 'bare', false, layout);
+    const error = r.out.find((l) => l.startsWith(`cleanup error ${r.ns}/gb`));
+    assert.ok(error, `the cleanup failed: ${r.out.join(' | ')}`);
+    assert.match(error!, /context canceled/, "cut by SIGTERM: the reconcile's context cancelled");
+    assert.equal(r.guestbook?.metadata.finalizers, [`${built.get(layout)!.group}/cleanup`], 'the Guestbook stuck on its finalizer');
+    assert.ok(r.configMap, 'its ConfigMap left behind');
+    assert.not.ok(r.mayStillUpdate, 'and no retry can finish it: the RBAC went with the release');
+  });
+}
 
 test.run();

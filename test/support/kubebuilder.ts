@@ -1,6 +1,7 @@
 // kubebuilder for the tests, for real: its CLI built from the Go module
-// sigs.k8s.io/kubebuilder/v4, a project it scaffolds (`init`, `create api`,
-// the Guestbook controller of test/fixtures/kubebuilder, `make manifests`,
+// sigs.k8s.io/kubebuilder/v4, a project it scaffolds in each of its two
+// layouts (`init` or `init --namespaced`, `create api`, the Guestbook
+// controller of test/fixtures/kubebuilder, `make manifests`,
 // `edit --plugins=helm/v2-alpha`), and that project's manager with
 // clients/go/ctrl added by the diff docs/deploy.md shows. Each is built once
 // into ~/.cache/drainguard/kubebuilder/VERSION/, under a key of what it is
@@ -48,9 +49,17 @@ const SELF = resolve(import.meta.filename);
 /** The image the scaffold's Deployment names (config/manager's `controller`, the chart's `controller:APPVERSION`). */
 export const MANAGER_IMAGE = 'controller';
 
+/**
+ * kubebuilder's two layouts: `cluster` (`kubebuilder init`: manager-role a
+ * ClusterRole) and `namespaced` (`kubebuilder init --namespaced`, v4.14 and
+ * later: manager-role a Role in the manager's namespace, WATCH_NAMESPACE).
+ */
+export type Layout = 'cluster' | 'namespaced';
+
 export interface Project {
   /** The project folder, as kubebuilder left it (without bin/): config/, dist/chart/, cmd/, ... Copy before changing. */
   readonly dir: string;
+  readonly layout: Layout;
   /** The API group of its one kind, Guestbook: webapp.DOMAIN. */
   readonly group: string;
   /** sigs.k8s.io/controller-runtime's version in its go.mod. */
@@ -128,17 +137,23 @@ export function kubebuilderCli(): string {
 /**
  * The project `guestbook` with one kind, Guestbook of webapp.DOMAIN (its own
  * domain, so that tests sharing a cluster do not share its CRD), scaffolded
- * as kubebuilder's quick start has it, its controller the test fixture's.
+ * as kubebuilder's quick start has it, in `layout`, its controller the test
+ * fixture's (in the namespaced layout with `namespace=` in its RBAC markers,
+ * as kubebuilder writes them there).
  */
-export function scaffold(domain = 'my.domain'): Project {
+export function scaffold(domain = 'my.domain', layout: Layout = 'cluster'): Project {
   ensurePrepared();
   const group = `webapp.${domain}`;
-  const controller = readFileSync(CONTROLLER, 'utf8').replaceAll('webapp.my.domain', group);
-  const base = cached(join(CACHE, `project-${domain}-${sha(controller)}`), (tmp) => {
+  let controller = readFileSync(CONTROLLER, 'utf8').replaceAll('webapp.my.domain', group);
+  if (layout === 'namespaced')
+    controller = controller.replace(/^(\/\/ \+kubebuilder:rbac:groups=[^,]*),/gm, `$1,namespace=${PROJECT}-system,`);
+  const kind = layout === 'namespaced' ? 'project-namespaced' : 'project';
+  const base = cached(join(CACHE, `${kind}-${domain}-${sha(controller)}`), (tmp) => {
     const cli = kubebuilderCli();
     const dir = join(tmp, PROJECT);
     mkdirSync(dir);
-    run(cli, ['init', '--domain', domain, '--repo', `example.com/${PROJECT}`], { cwd: dir });
+    const init = ['init', '--domain', domain, '--repo', `example.com/${PROJECT}`];
+    run(cli, layout === 'namespaced' ? [...init, '--namespaced'] : init, { cwd: dir });
     run(cli, ['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook', '--resource', '--controller'], { cwd: dir });
     // kubebuilder's own controller is kept beside the project: the doc's diff is checked against it too.
     const generated = join(dir, 'internal/controller/guestbook_controller.go');
@@ -152,17 +167,26 @@ export function scaffold(domain = 'my.domain'): Project {
   const dir = join(base, PROJECT);
   const controllerRuntime =
     /^\s*sigs\.k8s\.io\/controller-runtime (\S+)/m.exec(readFileSync(join(dir, 'go.mod'), 'utf8'))?.[1] ?? 'unknown';
-  return { dir, group, controllerRuntime };
+  return { dir, layout, group, controllerRuntime };
 }
 
-/** The ```diff block of docs/deploy.md's kubebuilder section: clients/go/ctrl in cmd/main.go and the controller. */
-export function drainDiff(): string {
+/**
+ * docs/deploy.md's patch for a project of `layout`: its kubebuilder section's
+ * first ```diff block (cmd/main.go and the controller); for a namespaced
+ * project the second block's cmd/main.go, the controller's from the first.
+ */
+export function drainDiff(layout: Layout = 'cluster'): string {
   const doc = readFileSync(join(REPO, 'docs/deploy.md'), 'utf8');
   const start = doc.indexOf('\n## Adding drainguard to a kubebuilder project\n');
   const section = doc.slice(start, doc.indexOf('\n## ', start + 1));
-  const block = /```diff\n([\s\S]*?)```/.exec(section)?.[1];
-  if (start === -1 || !block) throw new Error('docs/deploy.md: the kubebuilder section has no ```diff block (the drain in the manager)');
-  return block;
+  const [cluster, namespaced] = [...section.matchAll(/```diff\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  if (start === -1 || !cluster || !namespaced)
+    throw new Error(
+      'docs/deploy.md: the kubebuilder section has no two ```diff blocks (the drain in the manager, and its cmd/main.go in a namespaced project)',
+    );
+  if (layout === 'cluster') return cluster;
+  const controller = cluster.indexOf('--- a/internal/controller/');
+  return namespaced + cluster.slice(controller);
 }
 
 /** Go files of the clients (not their tests): what a manager built against this checkout depends on. */
@@ -183,7 +207,7 @@ function clientSources(): string[] {
  */
 export function kubebuilderManager(project: Project): string {
   ensurePrepared();
-  const diff = drainDiff();
+  const diff = drainDiff(project.layout);
   const sources = clientSources();
   const key = sha(project.dir, diff, ...sources.flatMap((f) => [f, readFileSync(f, 'utf8')]));
   const dir = cached(join(CACHE, `manager-${key}`), (tmp) => {
@@ -244,7 +268,9 @@ export function prepareKubebuilder(): string {
   const started = Date.now();
   const had = existsSync(CACHE) ? readdirSync(CACHE).length : 0;
   const project = scaffold();
+  scaffold(undefined, 'namespaced');
   kubebuilderManager(scaffold(RUN_DOMAIN));
+  kubebuilderManager(scaffold(RUN_DOMAIN, 'namespaced'));
   const took = ((Date.now() - started) / 1000).toFixed(1);
   return `kubebuilder ${KUBEBUILDER_VERSION} (controller-runtime ${project.controllerRuntime}), ${had ? 'from' : 'built into'} ${CACHE} in ${took} s`;
 }

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { MANAGER_IMAGE, scaffold } from '../../support/kubebuilder.ts';
+import { type Layout, MANAGER_IMAGE, scaffold } from '../../support/kubebuilder.ts';
 
 export const ROOT = resolve('.');
 export const DEPLOY = join(ROOT, 'deploy');
@@ -163,26 +163,37 @@ export interface KubebuilderProject extends Example {
 
 /**
  * config/ of the project the kubebuilder CLI scaffolds (test/support/kubebuilder.ts:
- * `init`, `create api`) as project PROJECT (its namePrefix PROJECT- and namespace
+ * `init`, `create api`, in LAYOUT) as project PROJECT (its namePrefix PROJECT- and namespace
  * PROJECT-system, as `kubebuilder init` makes them in a folder so named), with the overlay of
  * docs/deploy.md's "Adding drainguard to a kubebuilder project" written into
- * config/drainguard as the doc shows it, in MODE. The components come from this
+ * config/drainguard as the doc shows it, in MODE; for a namespaced project with the
+ * components its "A namespace-scoped project" lists. The components come from this
  * checkout instead of the remote URL.
  */
-export function kubebuilderProject(mode: string, project: string, dir: string): KubebuilderProject {
+export function kubebuilderProject(mode: string, project: string, dir: string, layout: Layout = 'cluster'): KubebuilderProject {
+  const overlay = kubebuilderOverlay(mode, project, dir, layout);
+  const text = execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return { objects: parseObjects(text), namespace: `${project}-system`, name: `${project}-controller-manager`, image: `${MANAGER_IMAGE}:latest`, overlay };
+}
+
+/** The files of kubebuilderProject, not rendered: config/drainguard. */
+export function kubebuilderOverlay(mode: string, project: string, dir: string, layout: Layout = 'cluster'): string {
   const config = join(dir, 'config');
-  cpSync(join(scaffold().dir, 'config'), config, { recursive: true });
+  cpSync(join(scaffold(undefined, layout).dir, 'config'), config, { recursive: true });
   const defaults = join(config, 'default/kustomization.yaml');
   writeFileSync(defaults, readFileSync(defaults, 'utf8').replace('namespace: guestbook-system', `namespace: ${project}-system`).replace('namePrefix: guestbook-', `namePrefix: ${project}-`));
-  const [kustomization, settings] = docBlocks('Adding drainguard to a kubebuilder project');
-  if (!kustomization?.includes('kind: Kustomization') || !settings?.includes('kind: ConfigMap')) throw new Error('docs/deploy.md: the kubebuilder section shows the kustomization, then the ConfigMap');
+  const blocks = docBlocks('Adding drainguard to a kubebuilder project');
+  const [doc, settings] = blocks;
+  if (!doc?.includes('kind: Kustomization') || !settings?.includes('kind: ConfigMap')) throw new Error('docs/deploy.md: the kubebuilder section shows the kustomization, then the ConfigMap');
+  const components = blocks.find((b) => b.startsWith('components:') && b.includes('kubebuilder-namespaced'));
+  if (layout === 'namespaced' && !components) throw new Error('docs/deploy.md: "A namespace-scoped project" shows no components: block with kubebuilder-namespaced');
+  const kustomization = layout === 'namespaced' ? doc.replace(/components:\n( {2}- .*\n)+/, components!) : doc;
   const overlay = join(config, 'drainguard');
   mkdirSync(overlay);
   const local = (component: string) => relative(overlay, join(DEPLOY, 'components', component === 'wrap' ? mode : component));
   writeFileSync(join(overlay, 'kustomization.yaml'), kustomization.replace(REMOTE_COMPONENT, (_all, component: string) => local(component)));
   writeFileSync(join(overlay, 'drainguard.yaml'), settings);
-  const text = execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  return { objects: parseObjects(text), namespace: `${project}-system`, name: `${project}-controller-manager`, image: `${MANAGER_IMAGE}:latest`, overlay };
+  return overlay;
 }
 
 /** docs/deploy.md's "More than one ClusterRole and binding": its kustomization (with guard-more) and its settings. */
