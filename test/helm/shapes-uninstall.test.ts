@@ -1,7 +1,7 @@
 // A chart of issue 41's first three shapes (test/helm/fixtures/charts/uninstall-shapes)
 // with drainguard added by docs/helm.md's steps, through the real helm on the
 // control plane, its pod run by the kubelet stand-in in wrap mode. The
-// operator (test/helm/fixtures/operator.ts) keeps its state in another
+// operator (test/fixtures/cr-operator.ts) keeps its state in another
 // namespace than the release's, through a RoleBinding there to the cluster's
 // own `edit` role, and tells an uninstall by reading its ClusterRoleBinding,
 // a right its ClusterRole only has by aggregating another of the chart's.

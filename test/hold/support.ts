@@ -4,7 +4,7 @@
 // share, then its Installation and APIServer (custom-resources.yaml, as
 // tigera's docs have it), which the operator adopts with its finalizer. Its
 // pods run by the kubelet stand-in: drainguard's image is the built
-// executable, the operator's the chart's fixture (test/helm/fixtures/operator.ts).
+// executable, the operator's the chart's fixture (test/fixtures/cr-operator.ts).
 // The tests uninstall it the ways people do.
 
 import { execFile } from 'node:child_process';
@@ -128,9 +128,7 @@ export async function operatorSet(c: KubeletCluster, o: OperatorOptions = {}): P
   if (crs.code !== 0) throw new Error(`kubectl apply -f custom-resources.yaml: ${crs.stderr}`);
   at('kubectl apply -f custom-resources.yaml: Installation, APIServer');
 
-  // The rendered Deployment gives the operator no POD_NAMESPACE (the chart's does): the fixture is told.
   const operatorImage = exampleImages({
-    POD_NAMESPACE: ns,
     FIXTURE_GROUP: group,
     FIXTURE_NAME: id,
     FIXTURE_FINALIZE_AFTER_MS: String(o.finalizeAfterMs ?? 3000),

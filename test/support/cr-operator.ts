@@ -1,40 +1,13 @@
-// The cr-operator fixture (test/uninstall/fixtures/cr-operator.ts) as the kubelet
-// stand-in runs it, and the CRDs it finalizes (APIServer and Installation,
-// cluster-scoped), for the files that uninstall it: test/uninstall and test/hold.
+// The cr-operator fixture (test/fixtures/cr-operator.ts), which the kubelet stand-in
+// runs as an operator image's /manager (runners.ts `operatorImage`) or as the example
+// chart's image (test/helm/support/example.ts), and the CRDs it finalizes (APIServer
+// and Installation, cluster-scoped) for test/uninstall, in a group of its own.
 
-import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { parse } from 'yaml';
+import { join } from 'node:path';
 import type { KubeletCluster } from './kubelet/cluster.ts';
-import type { Runner } from './kubelet/index.ts';
-import { operatorImage } from './kubelet/runners.ts';
 
-export const CR_OPERATOR_IMAGE = 'example.com/cr-operator';
+export const CR_OPERATOR = join(import.meta.dirname, '../fixtures/cr-operator.ts');
 export const CR_PLURALS = ['apiservers', 'installations'] as const;
-const CR_OPERATOR = join(import.meta.dirname, '../uninstall/fixtures/cr-operator.ts');
-
-/** The fixture as the operator image's /manager for the CRDs of `group`; its API access from the pod's kubeconfig. */
-export function crOperatorImage(env: NodeJS.ProcessEnv = {}, group?: string): Runner {
-  const inner = operatorImage(CR_OPERATOR, env);
-  return (run) => {
-    const launch = inner(run);
-    if (!launch) return launch;
-    const kubeconfig = parse(readFileSync(run.env.KUBECONFIG!, 'utf8'));
-    const ca = join(dirname(run.env.KUBECONFIG!), 'ca.crt');
-    writeFileSync(ca, Buffer.from(kubeconfig.clusters[0].cluster['certificate-authority-data'], 'base64'));
-    return {
-      ...launch,
-      env: {
-        ...launch.env,
-        FIXTURE_API: kubeconfig.clusters[0].cluster.server,
-        FIXTURE_TOKEN: kubeconfig.users[0].user.token,
-        FIXTURE_CA: ca,
-        FIXTURE_NS: run.pod.metadata.namespace,
-        ...(group && { FIXTURE_GROUP: group }),
-      },
-    };
-  };
-}
 
 /** Creates the APIServer and Installation CRDs of `group` and waits until they are served. */
 export async function createCrds(c: KubeletCluster, group: string): Promise<void> {

@@ -14,16 +14,17 @@ import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseAllDocuments } from 'yaml';
-import { CR_OPERATOR_IMAGE, createCrds, crOperatorImage, deleteCrds, stripCustomResources as strip } from '../support/cr-operator.ts';
+import { CR_OPERATOR, createCrds, deleteCrds, stripCustomResources as strip } from '../support/cr-operator.ts';
 import { drainguardRbac } from '../support/drainguard-rbac.ts';
 import { Kubelet } from '../support/kubelet/index.ts';
 import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
-import { DRAINGUARD_IMAGE, drainguardImage } from '../support/kubelet/runners.ts';
+import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
 import type { Proc } from '../support/proc.ts';
 
 // A group of its own: test/helm/uninstall.test.ts installs the example chart's operator.example.io CRDs into the same cluster, and may run at the same time.
 const GROUP = 'operator.uninstall.example.io';
 const RBAC = 'rbac.authorization.k8s.io/v1';
+const CR_OPERATOR_IMAGE = 'example.com/cr-operator';
 /** ConfigMaps the controller-manager publishes in every namespace (the second one: OpenShift's fork of the controller-manager). */
 const PUBLISHED = ['kube-root-ca.crt', 'openshift-service-ca.crt'];
 
@@ -58,7 +59,10 @@ async function install(withDrainguard: boolean, operatorEnv: NodeJS.ProcessEnv =
   const kubelet = await Kubelet.start({
     cluster: c.access,
     namespaces: [ns],
-    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [CR_OPERATOR_IMAGE]: crOperatorImage(operatorEnv) },
+    images: {
+      [DRAINGUARD_IMAGE]: drainguardImage(),
+      [CR_OPERATOR_IMAGE]: operatorImage(CR_OPERATOR, { FIXTURE_GROUP: GROUP, FIXTURE_NAME: name, ...operatorEnv }),
+    },
   });
   for (const kind of ['APIServer', 'Installation'])
     await c.api.must('POST', `/apis/${GROUP}/v1/${kind.toLowerCase()}s`, {
@@ -231,7 +235,8 @@ test('helm uninstall: pre-delete cleanup, the guard and the drain, post-delete s
     // 1. pre-delete hook: its RBAC first (by weight), then the Job, run by the kubelet.
     await runHook(i, 'predelete.yaml', 'pre-delete');
     assert.ok(
-      operator.stdout.includes('finalize apiservers/default 200') && operator.stdout.includes('finalize installations/default 200'),
+      operator.stdout.includes('cleanup apiservers/default: finalizer 200') &&
+        operator.stdout.includes('cleanup installations/default: finalizer 200'),
       operator.stdout.join('\n'),
     );
     for (const plural of ['apiservers', 'installations'])
@@ -240,8 +245,8 @@ test('helm uninstall: pre-delete cleanup, the guard and the drain, post-delete s
     // 2. Helm deletes the release kind by kind; the kubelet stops the pod.
     await helmDeletes(i, false);
     await operator.line('drained', 30_000);
-    i.at(`operator drained: its last API call answered ${operator.stdout.find((l) => l.startsWith('delete state'))}`);
-    assert.ok(operator.stdout.includes('delete state 200'), 'the operator still had its permissions while draining');
+    i.at(`operator drained: its last API call answered ${operator.stdout.find((l) => l.startsWith('stop: delete state'))}`);
+    assert.ok(operator.stdout.includes('stop: delete state 200'), 'the operator still had its permissions while draining');
     await i.kubelet.event(
       (e) => e.pod === pod.metadata.name && e.container === 'manager' && e.what === 'exited 0',
       30_000,
@@ -306,18 +311,18 @@ test('helm uninstall: pre-delete cleanup, the guard and the drain, post-delete s
 });
 
 test('control: the same uninstall without drainguard: the cleanup is refused and the custom resources stay stuck', async () => {
-  // An operator that shuts down gracefully on SIGTERM (a last reconcile pass and its cleanup, 3 s later).
-  const i = await install(false, { FIXTURE_TERM_LINGER_MS: '3000' });
+  // An operator that shuts down gracefully on SIGTERM (a last reconcile pass and its cleanup, 3 s after it saw the uninstall).
+  const i = await install(false, { FIXTURE_STOP_AFTER_MS: '3000' });
   try {
     const { proc: operator, pod } = await operatorPod(i);
     await helmDeletes(i, true);
     await operator.line('signal SIGTERM', 30_000);
-    await operator.line(/^delete state /, 30_000);
+    await operator.line(/^stop: delete state /, 30_000);
     await c.poll(`/api/v1/namespaces/${i.ns}/pods/${pod.metadata.name}`, (_b, s) => s === 404, 30_000, 'the pod gone');
-    assert.ok(operator.stdout.includes('delete state 403'), `its cleanup refused: ${operator.stdout.join('\n')}`);
+    assert.ok(operator.stdout.includes('stop: delete state 403'), `its cleanup refused: ${operator.stdout.join('\n')}`);
     assert.ok(operator.stdout.includes('list apiservers 403'), 'its finalizer pass refused');
     assert.not.ok(
-      operator.stdout.some((l) => l.startsWith('finalize ')),
+      operator.stdout.some((l) => /^cleanup .*: finalizer \d+$/.test(l)),
       'it removed no finalizer',
     );
     assert.ok(

@@ -1,13 +1,14 @@
 // The example operator's chart (deploy/helm/example-operator) as the kubelet
-// stand-in runs it: its images as processes, and what a release of it leaves.
+// stand-in runs it: its images as processes (the operator's, test/fixtures/cr-operator.ts),
+// and what a release of it leaves.
 // For test/helm/uninstall.test.ts and test/bench/release-race.ts --helm.
 
 import { resolve } from 'node:path';
 import type { TestCluster } from '../../support/cluster/index.ts';
+import { CR_OPERATOR } from '../../support/cr-operator.ts';
 import type { ContainerRun } from '../../support/kubelet/index.ts';
 import { NODE } from '../../support/proc.ts';
 
-const OPERATOR = resolve('test/helm/fixtures/operator.ts');
 const EXE = resolve('dist/drainguard');
 export const GROUP = '/apis/operator.example.io/v1';
 export const RBAC = '/apis/rbac.authorization.k8s.io/v1';
@@ -35,9 +36,9 @@ export function exampleImages(env: NodeJS.ProcessEnv = {}) {
       if (run.hook) return undefined;
       if (isDrainguard(run.container.command?.[0])) {
         const sep = run.argv.indexOf('--');
-        return { file: run.argv[0]!, args: [...run.argv.slice(1, sep + 1), NODE, OPERATOR], env, probes: false };
+        return { file: run.argv[0]!, args: [...run.argv.slice(1, sep + 1), NODE, CR_OPERATOR], env, probes: false };
       }
-      return { file: NODE, args: [OPERATOR], env, probes: false };
+      return { file: NODE, args: [CR_OPERATOR], env, probes: false };
     },
   };
 }
