@@ -57,7 +57,8 @@ test('the operator never acknowledges: the stop signal comes at the deadline, no
   inOrder(messages(p), ['drain started', 'drain ended', 'stop signal sent', 'operator exited'], 'log');
   const ended = logOf(p, 'drain ended');
   assert.equal(ended.outcome, 'deadline');
-  assert.ok((ended.durationMs as number) >= 1000 && (ended.durationMs as number) < 1000 + SLACK_MS, `drain lasted ${ended.durationMs} ms`);
+  // libuv counts a timer from its loop's cached time, which may be 1 ms behind Date.now(): 999 ms is the deadline.
+  assert.ok((ended.durationMs as number) >= 999 && (ended.durationMs as number) < 1000 + SLACK_MS, `drain lasted ${ended.durationMs} ms`);
   assert.equal(ended.waitingFor, ['fixture']);
   noWorkInterrupted(p);
 });

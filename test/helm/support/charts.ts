@@ -1,7 +1,8 @@
 // The charts as helm sees them in a test: each copied into a temp directory
 // (links followed) with the library chart unpacked in its charts/, so no test
 // writes into the repository (helm dependency build would) and two test files
-// never share a charts/ directory.
+// never share a charts/ directory; what a developer's `helm dependency build`
+// left in the source (Chart.lock, charts/) is not copied.
 
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +22,11 @@ export function stageChart(source: string): string {
   const parent = mkdtempSync(join(tmpdir(), 'drainguard-chart-'));
   staged.push(parent);
   const dir = join(parent, source.split('/').pop()!);
-  cpSync(source, dir, { recursive: true, dereference: true });
+  // Without what `helm dependency build` leaves in the source (Chart.lock, charts/*.tgz): helm
+  // would load that archive or the library staged here, whichever it met first.
+  const root = resolve(source);
+  const leftByHelm = (from: string) => resolve(from) === join(root, 'Chart.lock') || resolve(from).startsWith(join(root, 'charts/'));
+  cpSync(source, dir, { recursive: true, dereference: true, filter: (from) => !leftByHelm(from) });
   mkdirSync(join(dir, 'charts'), { recursive: true });
   cpSync(LIBRARY, join(dir, 'charts', 'drainguard'), { recursive: true });
   return dir;

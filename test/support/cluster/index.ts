@@ -92,6 +92,16 @@ export class TestCluster {
     onFileEnd(() => (options.cleanUp === false ? Promise.resolve(rmSync(this.dir, { recursive: true, force: true })) : this.cleanup()));
   }
 
+  /**
+   * Whether `kubectl delete namespace` deletes the namespace's pods before the rest (KEP-5080,
+   * OrderedNamespaceDeletion): on by default from 1.33. The control plane runs each release
+   * with its defaults, so on 1.30–1.32 the namespace controller deletes everything at once.
+   */
+  get orderedNamespaceDeletion(): boolean {
+    const minor = Number(/^v1\.(\d+)\./.exec(this.release)?.[1]);
+    return minor >= 33;
+  }
+
   /** A fresh namespace `PREFIX-xxxxxxxx`, ready for pods (its default ServiceAccount exists). */
   async namespace(prefix: string): Promise<Namespace> {
     const name = unique(prefix);

@@ -43,7 +43,9 @@ export async function kubeletCluster(): Promise<KubeletCluster> {
         if (ok(last.body, last.status)) return last.body;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last?.status} ${JSON.stringify(last?.body).slice(0, 2000)}`);
+      // The object without its managedFields, which would fill the message.
+      const body = last?.body?.metadata ? { ...last.body, metadata: { ...last.body.metadata, managedFields: undefined } } : last?.body;
+      throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last?.status} ${JSON.stringify(body).slice(0, 4000)}`);
     },
     kubectl: (args, input) =>
       execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, ...args], {
