@@ -51,8 +51,19 @@ import { type ClusterTier, TIER_VARIABLE, clusterTier, detectTier } from './supp
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
 const UNIT = '.unit.test.ts';
-/** The files that run again on the oldest supported release: the chart, the admission policy, the guard. */
-const COMPAT_FILES = ['test/helm/', 'test/guard/', 'test/security/attacks', 'test/deploy/rbac'];
+/**
+ * The files that run again on the oldest supported release: the chart, the admission policy, the guard,
+ * and what the release changes: namespace deletion (not ordered before 1.33), the kubelet's termination.
+ */
+const COMPAT_FILES = [
+  'test/helm/',
+  'test/guard/',
+  'test/security/attacks',
+  'test/deploy/rbac',
+  'test/namespace/',
+  'test/kubelet/real-node',
+  'test/lifecycle/',
+];
 const COMPAT_ASSETS = process.env.TEST_KUBERNETES_COMPAT;
 const args = process.argv.slice(2);
 for (const a of args.filter((x) => x.startsWith('--') && x !== '--unit' && x !== '--no-unit')) {

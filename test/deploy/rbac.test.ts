@@ -85,6 +85,13 @@ for (const mode of [...MODES, 'hold']) {
       if (t.namespace !== undefined) assert.equal(t.namespace, namespace, `${t.kind}/${t.namespace}/${t.name} is in drainguard's own namespace`);
       for (const verb of ['get', 'patch']) allowed.add(grant(t.namespace ?? '', group, resource, verb, t.name));
     }
+    // Its own Role and RoleBinding and the ServiceAccount again in the ClusterRole, which a namespace's
+    // deletion leaves: by name in any namespace (RBAC cannot say which), the admission policy's to hold.
+    const self = `drainguard:${namespace}:${deployment.metadata.name}`;
+    for (const t of guard.filter((x) => x.namespace === namespace && (x.kind === 'serviceaccount' || x.name === self))) {
+      const { group, resource } = GUARD_RESOURCES[t.kind]!;
+      for (const verb of ['get', 'patch']) allowed.add(grant('', group, resource, verb, t.name));
+    }
     for (const verb of ['create', 'list', 'patch', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
     allowed.add(grant(namespace, '', 'events', 'create', '*'));
     allowed.add(grant(namespace, '', 'pods', 'get', '*'));

@@ -113,14 +113,20 @@ test("control: the same uninstall deleting drainguard's own RBAC too: the plan s
       const racing = p.logs().filter((l) => l.msg.startsWith('released together'));
       assert.equal(
         racing.map((l) => [...(l.objects as string[])].sort()),
+        // One cycle: drainguard's ClusterRole also authorises its Role, RoleBinding and the ServiceAccount.
         [
-          [`clusterrole/${c.own}`, `clusterrolebinding/${c.own}`],
-          [`role/${c.ns}/${c.own}`, `rolebinding/${c.ns}/${c.own}`, `serviceaccount/${c.ns}/op`],
-        ].map((g) => g.sort()),
+          [
+            `clusterrole/${c.own}`,
+            `clusterrolebinding/${c.own}`,
+            `role/${c.ns}/${c.own}`,
+            `rolebinding/${c.ns}/${c.own}`,
+            `serviceaccount/${c.ns}/op`,
+          ].sort(),
+        ],
       );
       const partial = p.logs().find((l) => l.msg.startsWith('guard released in part'));
       assert.ok(partial, p.stderr.join('\n'));
-      // The operator's pair went first, on drainguard's RBAC still there; a second later each cycle lost its second member.
+      // The operator's pair went first, on drainguard's RBAC still there; a second later the cycle lost its later members.
       const failed = partial.failed as string[];
       assert.ok(
         failed.every((f) => / (403 Forbidden|401 Unauthorized): /.test(f)),

@@ -37,8 +37,22 @@ const OPERATOR: Record<string, Spec> = {
   'clusterrole/manager': { rules: [rule(['configmaps'], [], '')] },
   'clusterrolebinding/manager': { roleRef: { kind: 'ClusterRole', name: 'manager' }, subjects: sa },
 };
-const OWN: Record<string, Spec> = {
+const OWN_BEFORE: Record<string, Spec> = {
   'clusterrole/dg': { rules: [rule(['clusterroles'], ['manager', 'dg']), rule(['clusterrolebindings'], ['manager', 'dg'])] },
+  'clusterrolebinding/dg': { roleRef: { kind: 'ClusterRole', name: 'dg' }, subjects: sa },
+  'role/op/dg': { rules: [rule(['serviceaccounts'], ['op'], ''), rule(['roles', 'rolebindings'], ['dg'])] },
+  'rolebinding/op/dg': { roleRef: { kind: 'Role', name: 'dg' }, subjects: sa },
+};
+/** As shipped: the ClusterRole also names drainguard's own Role and RoleBinding. */
+const OWN: Record<string, Spec> = {
+  'clusterrole/dg': {
+    rules: [
+      rule(['clusterroles'], ['manager', 'dg']),
+      rule(['clusterrolebindings'], ['manager', 'dg']),
+      rule(['roles', 'rolebindings'], ['dg']),
+      rule(['serviceaccounts'], ['op'], ''),
+    ],
+  },
   'clusterrolebinding/dg': { roleRef: { kind: 'ClusterRole', name: 'dg' }, subjects: sa },
   'role/op/dg': { rules: [rule(['serviceaccounts'], ['op'], ''), rule(['roles', 'rolebindings'], ['dg'])] },
   'rolebinding/op/dg': { roleRef: { kind: 'Role', name: 'dg' }, subjects: sa },
@@ -114,18 +128,12 @@ test("the shipped layout at an uninstall: drainguard's own RBAC kept, so everyth
 test("control: the same objects, drainguard's own RBAC deleted too (today's uninstall): every order leaves a removal to be refused", () => {
   const held = objects({ ...OPERATOR, ...OWN, ...ACCOUNT }, Object.keys({ ...OPERATOR, ...OWN, ...ACCOUNT }));
   const plan = planRelease(held, me);
-  // What the plan can still do: the operator's pair first, then each cycle at once, and say so.
-  assert.equal(keys(plan.waves), [
-    ['clusterrole/manager', 'clusterrolebinding/manager'],
-    ['clusterrole/dg', 'clusterrolebinding/dg'],
-    ['role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op'],
-  ]);
+  // What the plan can still do: the operator's pair first, then the cycle at once, and say so.
+  const own = ['clusterrole/dg', 'clusterrolebinding/dg', 'role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op'];
+  assert.equal(keys(plan.waves), [['clusterrole/manager', 'clusterrolebinding/manager'], own]);
   assert.equal(
     plan.racing.map((g) => g.map((o) => o.key).sort()),
-    [
-      ['clusterrole/dg', 'clusterrolebinding/dg'],
-      ['role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op'],
-    ],
+    [own],
   );
   assert.equal(refusable(plan.waves).sort(), [
     'clusterrole/dg',
@@ -152,6 +160,27 @@ test('control: the ServiceAccount in a wave with others (the release before) can
   const held = objects({ ...OPERATOR, ...OWN, ...ACCOUNT }, UNINSTALL);
   const together = [held.filter((o) => o.key.includes('manager')), held.filter((o) => !o.key.includes('manager'))];
   assert.equal(refusable(together).sort(), ['clusterrole/dg', 'clusterrolebinding/dg', 'role/op/dg', 'rolebinding/op/dg']);
+});
+
+/** What a namespace's deletion deletes at once where pods do not go first (1.30–1.32): the namespaced objects. */
+const NAMESPACE_DELETION = ['role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op'];
+
+test("a namespace deletion, everything at once: drainguard's own Role and binding go with it, and its ClusterRole, which stays, releases them in any order", () => {
+  const held = objects({ ...OPERATOR, ...OWN, ...ACCOUNT }, NAMESPACE_DELETION);
+  const plan = planRelease(held, me);
+  assert.equal(plan.racing, []);
+  assert.equal(keys(plan.waves).at(-1), ['serviceaccount/op/op']);
+  assert.equal(refusable(plan.waves), []);
+});
+
+test('control: the same with the ClusterRole as it was (without its own Role and binding): they race, and one may be refused', () => {
+  const held = objects({ ...OPERATOR, ...OWN_BEFORE, ...ACCOUNT }, NAMESPACE_DELETION);
+  const plan = planRelease(held, me);
+  assert.equal(
+    plan.racing.map((g) => g.map((o) => o.key).sort()),
+    [['role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op']],
+  );
+  assert.equal(refusable(plan.waves).sort(), ['role/op/dg', 'rolebinding/op/dg', 'serviceaccount/op/op']);
 });
 
 test('a rolling update: nothing is being deleted, so nothing can be taken away: one wave', () => {
@@ -181,7 +210,8 @@ test("an operator's role that grants drainguard too (a wildcard), being deleted:
 });
 
 test('an object that could not be read is taken for one being deleted', () => {
-  const held = objects({ ...OPERATOR, ...OWN, ...ACCOUNT }, [...UNINSTALL, 'rolebinding/op/dg']);
+  // With drainguard's RBAC as it was, where only its Role authorised the ServiceAccount's removal.
+  const held = objects({ ...OPERATOR, ...OWN_BEFORE, ...ACCOUNT }, [...UNINSTALL, 'rolebinding/op/dg']);
   const plan = planRelease(held, me);
   // The binding that authorises the ServiceAccount's removal may be going: the two cannot be ordered.
   assert.equal(

@@ -107,6 +107,13 @@ for (const mode of MODES) {
       ...['create', 'list', 'patch', 'delete'].map((v) => `${NS}|coordination.k8s.io|leases|${v}|*`),
       `${NS}||events|create|*`,
       `${NS}||pods|get|*`,
+      // Its own Role and RoleBinding and the ServiceAccount again in the ClusterRole, which a namespace's
+      // deletion leaves: by name in any namespace (RBAC cannot say which), the admission policy's to hold.
+      ...['get', 'patch'].flatMap((v) => [
+        `|rbac.authorization.k8s.io|roles|${v}|drainguard:${NS}:example-operator`,
+        `|rbac.authorization.k8s.io|rolebindings|${v}|drainguard:${NS}:example-operator`,
+        `||serviceaccounts|${v}|example-operator`,
+      ]),
     ].sort();
     assert.equal(grants(ours.filter((o) => o.kind.endsWith('Role'))), want);
     // The guard holds the operator's RBAC and ServiceAccount, and drainguard's own.

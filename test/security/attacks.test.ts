@@ -165,4 +165,36 @@ test("hold: the held Deployment's pod template and ServiceAccount are not the op
     assert.is((await i.operator.request('PATCH', path, { metadata: { finalizers: null } }, MERGE)).status, 200);
   }));
 
+test("drainguard's ClusterRole names its own Role and the ServiceAccount in every namespace: elsewhere, same-named ones are held to holder finalizers too", () =>
+  withInstalled('wrap', true, async (i) => {
+    await inForce(i);
+    const other = (await cluster.namespace('sec-other')).name;
+    const account = (i.objects.find((o) => o.kind === 'Deployment') as any).spec.template.spec.serviceAccountName as string;
+    await cluster.serviceAccount(other, account);
+    await cluster.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: i.own, namespace: other },
+      rules: [],
+    });
+    const targets = [`/api/v1/namespaces/${other}/serviceaccounts/${account}`, `${RBAC}/namespaces/${other}/roles/${i.own}`];
+    for (const path of targets) {
+      // Readable (RBAC cannot say which namespace), not changeable: a label, a rule, a foreign finalizer.
+      assert.is((await i.operator.request('GET', path)).status, 200, path);
+      const labelled = await i.operator.request('PATCH', path, { metadata: { labels: { owned: 'yes' } } }, MERGE);
+      assert.ok(refusedByPolicy(labelled), `${path} label: ${labelled.status} ${JSON.stringify(labelled.body?.message)}`);
+      const foreign = await i.operator.request('PATCH', path, { metadata: { finalizers: ['example.com/mine'] } }, MERGE);
+      assert.ok(refusedByPolicy(foreign), `${path} foreign finalizer: ${foreign.status}`);
+    }
+    const widened = await i.operator.request(
+      'PATCH',
+      targets[1]!,
+      { rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] },
+      MERGE,
+    );
+    assert.ok(widened.status >= 400, `widened: ${widened.status}`);
+    // Other names there stay out of reach.
+    assert.is((await i.operator.request('GET', `/api/v1/namespaces/${other}/serviceaccounts/default`)).status, 403);
+  }));
+
 test.run();

@@ -1,5 +1,5 @@
 // Kubernetes for the tests, built from Go modules: kube-apiserver,
-// kube-controller-manager and kubelet (of the pinned release only) of k8s.io/kubernetes at a release, with
+// kube-controller-manager and kubelet of k8s.io/kubernetes at a release, with
 // its k8s.io staging modules pinned to the same release (go.mod here), and the
 // etcd server of the release Kubernetes itself requires (Debian's 3.4.23 is
 // older than the 3.4.29 upstream names as the least for 1.31 and later), built
@@ -28,15 +28,6 @@ const COMMANDS: Readonly<Record<string, string>> = {
   kubelet: 'k8s.io/kubernetes/cmd/kubelet',
   etcd: 'go.etcd.io/etcd/server/v3',
 };
-/**
- * What RELEASE builds: every command for the pinned release; the control plane alone for another (the compatibility
- * pass runs no node), which saves the kubelet's share of a cold build.
- */
-function commandsOf(release: string): Readonly<Record<string, string>> {
-  if (release === pinnedRelease()) return COMMANDS;
-  return Object.fromEntries(Object.entries(COMMANDS).filter(([file]) => file !== 'kubelet'));
-}
-
 /** Written last into a build's directory: without it the build did not finish. */
 const DONE = '.built';
 
@@ -50,10 +41,10 @@ export function pinnedRelease(): string {
 /** The cache directory of RELEASE (v1.37.2). */
 export const releaseDir = (release: string): string => join(KUBERNETES_CACHE, release);
 
-/** RELEASE's directory when its build finished, else undefined. */
+/** RELEASE's directory when its build finished with every command, else undefined. */
 export function builtRelease(release: string): string | undefined {
   const dir = releaseDir(release);
-  return existsSync(join(dir, DONE)) ? dir : undefined;
+  return existsSync(join(dir, DONE)) && Object.keys(COMMANDS).every((file) => existsSync(join(dir, file))) ? dir : undefined;
 }
 
 const goEnv = (): NodeJS.ProcessEnv => ({ ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-buildvcs=false -mod=mod' });
@@ -101,7 +92,7 @@ function makeModule(release: string, dir: string): void {
   // etcd at the release of the etcd client Kubernetes requires: a newer one would raise grpc and the rest under it.
   const etcd = /^\s*go\.etcd\.io\/etcd\/client\/v3 (v\S+)/m.exec(upstream)![1]!;
   // The commands are main packages: a file of blank imports would not build, so `go get` them.
-  go(['get', ...Object.values(commandsOf(release)).map((pkg) => `${pkg}@${pkg.startsWith('k8s.io/') ? release : etcd}`)], dir);
+  go(['get', ...Object.values(COMMANDS).map((pkg) => `${pkg}@${pkg.startsWith('k8s.io/') ? release : etcd}`)], dir);
 }
 
 /** Builds RELEASE unless built; returns its directory. */
@@ -127,7 +118,7 @@ export function buildRelease(release: string): string {
   ]);
   const t0 = Date.now();
   // One go build per file name (-o names it); the packages they share are compiled once, in Go's build cache.
-  for (const [file, pkg] of Object.entries(commandsOf(release))) {
+  for (const [file, pkg] of Object.entries(COMMANDS)) {
     const build = spawnSync('go', ['build', '-trimpath', '-ldflags', ['-s', '-w', ...stamp].join(' '), '-o', join(work, file), pkg], {
       cwd: module,
       env: goEnv(),

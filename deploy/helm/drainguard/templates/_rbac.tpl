@@ -42,6 +42,21 @@ rules:
     verbs: [get, patch]
     resourceNames: {{ toJson $clusterRoleBindings }}
   {{- end }}
+  {{- /* A namespace's deletion (1.30–1.32: everything at once) deletes drainguard's own Role and
+  RoleBinding and the ServiceAccount while the pod drains, and each is what allows releasing the
+  others: this ClusterRole stays, and releases them in a safe order (docs/guard.md). */}}
+  {{- if $c.guardSelf }}
+  - apiGroups: [rbac.authorization.k8s.io]
+    resources: [roles, rolebindings]
+    verbs: [get, patch]
+    resourceNames: [{{ $c.self | quote }}]
+  {{- end }}
+  {{- if $c.guardServiceAccount }}
+  - apiGroups: [""]
+    resources: [serviceaccounts]
+    verbs: [get, patch]
+    resourceNames: [{{ $c.serviceAccount }}]
+  {{- end }}
   {{- /* The hold: the listed kinds wherever their objects are, to see which are being deleted and their finalizers. */}}
   {{- range $c.hold }}
   {{- $kind := splitn "." 2 . }}
