@@ -58,11 +58,11 @@ const UNIT = '.unit.test.ts';
 const COMPAT_FILES = [
   'test/helm/',
   'test/guard/',
-  'test/security/attacks',
+  'test/scenarios/security/attacks',
   'test/deploy/rbac',
   'test/namespace/',
-  'test/kubelet/real-node',
-  'test/lifecycle/',
+  'test/support/node/real-node',
+  'test/scenarios/lifecycle/',
 ];
 const COMPAT_ASSETS = process.env.TEST_KUBERNETES_COMPAT;
 const args = process.argv.slice(2);

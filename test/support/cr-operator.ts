@@ -1,7 +1,7 @@
 // The cr-operator fixture (test/fixtures/cr-operator.ts), which the kubelet stand-in
 // runs as an operator image's /manager (runners.ts `operatorImage`) or as the example
 // chart's image (test/helm/support/example.ts), and the CRDs it finalizes (APIServer
-// and Installation, cluster-scoped) for test/uninstall, in a group of its own.
+// and Installation, cluster-scoped) for test/scenarios/uninstall, in a group of its own.
 
 import { join } from 'node:path';
 import type { KubeletCluster } from './kubelet/cluster.ts';

@@ -13,7 +13,7 @@ import { emulated } from '../../../scripts/emulation.ts';
 import { Proc, drainguard, tempDir } from '../../support/proc.ts';
 import { BUSYBOX, listTree } from '../../install/support/chroot.ts';
 import { nsInit } from '../../install/support/pod-root.ts';
-import { OPERATOR, PidNamespace, leaveOrphans } from '../../reap/support/orphans.ts';
+import { OPERATOR, PidNamespace, leaveOrphans } from '../../scenarios/reap/support/orphans.ts';
 import { AARCH64, EXE_ARM64, arm64, buildGoExample, elfMachine } from './support/arm64.ts';
 
 const START_MS = 60_000;

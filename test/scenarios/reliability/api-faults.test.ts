@@ -11,16 +11,16 @@ import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseGuardList } from '../../src/config/guard-list.ts';
-import { Guard } from '../../src/guard/guard.ts';
-import { KubeClient } from '../../src/kube/client.ts';
-import { loadApiAccess } from '../../src/kube/config.ts';
-import { createLogger } from '../../src/log/logger.ts';
-import { type Install, type Pod, RBAC_V1, finalizer, withCluster } from '../guard/cluster.ts';
-import { resourcePath } from '../support/cluster/index.ts';
-import type { ProxiedRequest } from '../support/faultproxy/index.ts';
-import { drainguard, tempDir } from '../support/proc.ts';
-import { within } from '../support/wait.ts';
+import { parseGuardList } from '../../../src/config/guard-list.ts';
+import { Guard } from '../../../src/guard/guard.ts';
+import { KubeClient } from '../../../src/kube/client.ts';
+import { loadApiAccess } from '../../../src/kube/config.ts';
+import { createLogger } from '../../../src/log/logger.ts';
+import { type Install, type Pod, RBAC_V1, finalizer, withCluster } from '../../guard/cluster.ts';
+import { resourcePath } from '../../support/cluster/index.ts';
+import type { ProxiedRequest } from '../../support/faultproxy/index.ts';
+import { drainguard, tempDir } from '../../support/proc.ts';
+import { within } from '../../support/wait.ts';
 
 const heldBy = async (c: Install, ...pods: { uid: string }[]) => {
   const want = JSON.stringify(pods.map(finalizer).sort());

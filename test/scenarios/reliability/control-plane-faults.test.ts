@@ -4,9 +4,9 @@
 // holder pod goes (no garbage collector: its Lease stays until it is back).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type Install, finalizer, withCluster } from '../guard/cluster.ts';
-import { privateCluster } from '../support/cluster/index.ts';
-import { drainguard, killHard } from '../support/proc.ts';
+import { type Install, finalizer, withCluster } from '../../guard/cluster.ts';
+import { privateCluster } from '../../support/cluster/index.ts';
+import { drainguard, killHard } from '../../support/proc.ts';
 
 const { cluster, controlPlane } = await privateCluster();
 

@@ -6,10 +6,10 @@ import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LineSplitter, MAX_LINE_BYTES } from '../../src/protocol/messages.ts';
+import { LineSplitter, MAX_LINE_BYTES } from '../../../src/protocol/messages.ts';
 import { transcript } from './support/frames.ts';
 import { mib } from './support/procfs.ts';
-import { prng } from '../support/random.ts';
+import { prng } from '../../support/random.ts';
 import { sizes } from './support/sizes.ts';
 
 setFlagsFromString('--expose-gc');

@@ -3,8 +3,8 @@
 // pod-bound tokens that follow their Pod.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { useCluster } from '../support/cluster/index.ts';
-import { apiserverVersion, findBinaries } from '../support/cluster/binaries.ts';
+import { useCluster } from './index.ts';
+import { apiserverVersion, findBinaries } from './binaries.ts';
 
 const cluster = await useCluster();
 

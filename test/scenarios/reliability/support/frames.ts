@@ -6,7 +6,7 @@
 //     integer count, every message a string type; anything else is ignored;
 //   - a control request (request-drain) is refused by `drainguard run`.
 
-import type { Prng } from '../../support/random.ts';
+import type { Prng } from '../../../support/random.ts';
 
 export const MAX_LINE_BYTES = 64 * 1024;
 

@@ -13,10 +13,10 @@ import { type Socket, connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { NODE, Proc, drainguard, fixture, tempDir } from '../support/proc.ts';
-import { until, within } from '../support/wait.ts';
+import { NODE, Proc, drainguard, fixture, tempDir } from '../../support/proc.ts';
+import { until, within } from '../../support/wait.ts';
 import { alive, memory, mib } from './support/procfs.ts';
-import { prng } from '../support/random.ts';
+import { prng } from '../../support/random.ts';
 import { sizes } from './support/sizes.ts';
 import { count, inOrder, logOf, messages, noErrors, noWorkInterrupted } from './support/timeline.ts';
 

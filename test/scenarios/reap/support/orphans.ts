@@ -6,8 +6,8 @@
 
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import * as assert from 'uvu/assert';
-import type { Proc } from '../../support/proc.ts';
-import { until } from '../../support/wait.ts';
+import type { Proc } from '../../../support/proc.ts';
+import { until } from '../../../support/wait.ts';
 
 export const ORPHANS = 8;
 

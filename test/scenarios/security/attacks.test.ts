@@ -9,9 +9,9 @@
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, pathOf, useCluster } from '../support/cluster/index.ts';
-import { type Api } from '../support/cluster/api.ts';
-import { type KubeObject, example } from '../deploy/support/manifests.ts';
+import { type TestCluster, pathOf, useCluster } from '../../support/cluster/index.ts';
+import { type Api } from '../../support/cluster/api.ts';
+import { type KubeObject, example } from '../../deploy/support/manifests.ts';
 
 let cluster: TestCluster;
 test.before(async () => {

@@ -11,8 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, useCluster } from '../support/cluster/index.ts';
-import { type RealNode, TOOLS_IMAGE, startNode } from '../support/node/index.ts';
+import { type TestCluster, useCluster } from '../cluster/index.ts';
+import { type RealNode, TOOLS_IMAGE, startNode } from './index.ts';
 
 let c: TestCluster;
 let node: RealNode;

@@ -2,7 +2,7 @@
 // fixture operator's lines on stdout.
 
 import * as assert from 'uvu/assert';
-import type { LogLine, Proc } from '../../support/proc.ts';
+import type { LogLine, Proc } from '../../../support/proc.ts';
 
 type Match = string | RegExp;
 const matches = (line: string, m: Match) => (typeof m === 'string' ? line === m : m.test(line));

@@ -4,9 +4,9 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type ContainerRun, Kubelet, type KubeletEvent } from '../support/kubelet/index.ts';
-import { NODE, fixture } from '../support/proc.ts';
-import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
+import { type ContainerRun, Kubelet, type KubeletEvent } from './index.ts';
+import { NODE, fixture } from '../proc.ts';
+import { type KubeletCluster, kubeletCluster } from './cluster.ts';
 
 let cluster: KubeletCluster;
 let ns: string;

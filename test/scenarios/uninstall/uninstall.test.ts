@@ -14,12 +14,12 @@ import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseAllDocuments } from 'yaml';
-import { CR_OPERATOR, createCrds, deleteCrds, stripCustomResources as strip } from '../support/cr-operator.ts';
-import { drainguardRbac } from '../support/drainguard-rbac.ts';
-import { Kubelet } from '../support/kubelet/index.ts';
-import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
-import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
-import type { Proc } from '../support/proc.ts';
+import { CR_OPERATOR, createCrds, deleteCrds, stripCustomResources as strip } from '../../support/cr-operator.ts';
+import { drainguardRbac } from '../../support/drainguard-rbac.ts';
+import { Kubelet } from '../../support/kubelet/index.ts';
+import { type KubeletCluster, kubeletCluster } from '../../support/kubelet/cluster.ts';
+import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../../support/kubelet/runners.ts';
+import type { Proc } from '../../support/proc.ts';
 
 // A group of its own: test/helm/uninstall.test.ts installs the example chart's operator.example.io CRDs into the same cluster, and may run at the same time.
 const GROUP = 'operator.uninstall.example.io';

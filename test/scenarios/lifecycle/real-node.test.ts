@@ -12,9 +12,9 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, useCluster } from '../support/cluster/index.ts';
-import { type RealNode, startNode, wrapLogs, wrapPod, wrapStderr, wrapStdout } from '../support/node/index.ts';
-import { fixture } from '../support/proc.ts';
+import { type TestCluster, useCluster } from '../../support/cluster/index.ts';
+import { type RealNode, startNode, wrapLogs, wrapPod, wrapStderr, wrapStdout } from '../../support/node/index.ts';
+import { fixture } from '../../support/proc.ts';
 
 let c: TestCluster;
 let node: RealNode;

@@ -4,15 +4,15 @@
 // `drainguard prestop` as its preStop hook. On deletion the real kubelet runs
 // the hook (the operator drains its reconcile through the sidecar), then sends
 // the operator its SIGTERM, then the drainguard sidecar (the order of a native
-// sidecar's stop: test/kubelet/real-node.test.ts).
+// sidecar's stop: test/support/node/real-node.test.ts).
 
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, useCluster } from '../support/cluster/index.ts';
-import { DRAINGUARD_IMAGE, type RealNode, TOOLS_IMAGE, startNode, toolsMounts } from '../support/node/index.ts';
-import { freePort } from '../support/free-port.ts';
-import { fixture } from '../support/proc.ts';
+import { type TestCluster, useCluster } from '../../support/cluster/index.ts';
+import { DRAINGUARD_IMAGE, type RealNode, TOOLS_IMAGE, startNode, toolsMounts } from '../../support/node/index.ts';
+import { freePort } from '../../support/free-port.ts';
+import { fixture } from '../../support/proc.ts';
 
 let c: TestCluster;
 let node: RealNode;

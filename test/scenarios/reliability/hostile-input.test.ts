@@ -9,11 +9,11 @@ import { type Socket, connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { EXE, NODE, Proc, fixture, tempDir } from '../support/proc.ts';
-import { until, within } from '../support/wait.ts';
+import { EXE, NODE, Proc, fixture, tempDir } from '../../support/proc.ts';
+import { until, within } from '../../support/wait.ts';
 import { MAX_LINE_BYTES, predict, transcript } from './support/frames.ts';
 import { alive, countSockets, descriptors, memory, mib, openFileLimit } from './support/procfs.ts';
-import { type Prng, prng } from '../support/random.ts';
+import { type Prng, prng } from '../../support/random.ts';
 import { sizes } from './support/sizes.ts';
 import { inOrder, logOf, noErrors, noWorkInterrupted } from './support/timeline.ts';
 

@@ -12,9 +12,9 @@ import { chmodSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Proc, tempDir } from '../support/proc.ts';
-import { BUSYBOX, INSTALL_DIR, SOCKET_DIR, runInstall } from '../install/support/chroot.ts';
-import { nsInit, podRoot } from '../install/support/pod-root.ts';
+import { Proc, tempDir } from '../../support/proc.ts';
+import { BUSYBOX, INSTALL_DIR, SOCKET_DIR, runInstall } from '../../install/support/chroot.ts';
+import { nsInit, podRoot } from '../../install/support/pod-root.ts';
 import { OPERATOR, ORPHANS, PidNamespace, ProcessTree, leaveOrphans } from './support/orphans.ts';
 
 const image = tempDir();

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { useCluster } from '../support/cluster/index.ts';
+import { useCluster } from '../../support/cluster/index.ts';
 
 const cluster = await useCluster();
 const kubectl = (args: string[], input?: string) =>

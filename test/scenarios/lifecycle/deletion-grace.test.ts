@@ -13,11 +13,11 @@
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Kubelet } from '../support/kubelet/index.ts';
-import { type KubeletCluster, kubeletCluster } from '../support/kubelet/cluster.ts';
-import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../support/kubelet/runners.ts';
-import { type Proc, fixture } from '../support/proc.ts';
-import { type KubeObject, example } from '../deploy/support/manifests.ts';
+import { Kubelet } from '../../support/kubelet/index.ts';
+import { type KubeletCluster, kubeletCluster } from '../../support/kubelet/cluster.ts';
+import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../../support/kubelet/runners.ts';
+import { type Proc, fixture } from '../../support/proc.ts';
+import { type KubeObject, example } from '../../deploy/support/manifests.ts';
 
 const GUARDED = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 const HOLDER = 'drainguard.dev/holder-';

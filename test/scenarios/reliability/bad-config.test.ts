@@ -10,10 +10,10 @@ import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { optionsFor } from '../../src/config/load.ts';
-import { envName } from '../../src/config/options.ts';
-import { EXE, tempDir } from '../support/proc.ts';
-import { within } from '../support/wait.ts';
+import { optionsFor } from '../../../src/config/load.ts';
+import { envName } from '../../../src/config/options.ts';
+import { EXE, tempDir } from '../../support/proc.ts';
+import { within } from '../../support/wait.ts';
 
 interface Case {
   /** The option the case is about: its variable or flag must be named. */
