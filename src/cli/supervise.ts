@@ -88,7 +88,7 @@ async function superviseWith(
   releaseLeader: StopProcedureOptions['releaseLeader'],
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
+  const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger, { clock });
   const procedure = new StopProcedure(config, mode, {
     logger,
     clock,
