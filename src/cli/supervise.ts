@@ -23,7 +23,7 @@ import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
 
-/** The one clock of a supervising command: the stop procedure's, the guard's, the hold's and the Events'. */
+/** The one clock of a supervising command: the stop procedure's, the guard's, the hold's, the Events', the idle wait's, the leader release's and the namespace finalizing's. */
 const clock: Clock = systemClock;
 
 /** What the stop procedure gets of the pod's API. */
@@ -49,7 +49,7 @@ export async function supervise(config: SupervisorConfig, io: CliIO, command: re
     mode,
     pod,
     guard,
-    leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: 'exited' }),
+    leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, clock, operator: 'exited' }),
     io.env,
   );
 }
@@ -74,6 +74,7 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
     pod: config.pod,
     env: io.env,
     logger,
+    clock,
     operator: api.operatorStopped ?? 'unknown',
   });
   return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard, leader, io.env);
@@ -98,7 +99,7 @@ async function superviseWith(
     podGracePeriod: () => pod.gracePeriod(),
     podDeletion: pod.deletion,
     releaseLeader,
-    beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger }),
+    beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger, clock }),
   });
   // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
   const telemetry =
