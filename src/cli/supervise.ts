@@ -23,7 +23,11 @@ import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
 
-/** The one clock of a supervising command: the stop procedure's, the guard's, the hold's, the Events', the idle wait's, the leader release's and the namespace finalizing's. */
+/**
+ * The one clock of a supervising command: the stop procedure's (with its socket
+ * server's), the guard's, the hold's, the Events', the idle wait's, the leader
+ * release's, the namespace finalizing's and the log's.
+ */
 const clock: Clock = systemClock;
 
 /** What the stop procedure gets of the pod's API. */
@@ -38,7 +42,7 @@ interface PodLink {
 
 /** `drainguard run -- COMMAND` */
 export async function supervise(config: SupervisorConfig, io: CliIO, command: readonly string[]): Promise<number> {
-  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr, clock });
   const mode = new WrapMode(command, io.env);
   const pod = laterPodLink(config, io.env, logger);
   // The Kubernetes client is loaded once the operator started (late: at the guard's start()).
@@ -56,7 +60,7 @@ export async function supervise(config: SupervisorConfig, io: CliIO, command: re
 
 /** `drainguard sidecar` */
 export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Promise<number> {
-  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr, clock });
   // The guard first: its configuration errors are the ones a sidecar shows. It reports to the pod's Events, connected next.
   const events = laterPodEvents(logger, clock);
   const guard = await guardOf(config, { env: io.env, logger, clock, late: false, events: () => events });
