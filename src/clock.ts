@@ -1,7 +1,8 @@
-// The one clock of drainguard: every moment is read from it and every wait is
-// timed by it. The composition roots hand systemClock down; tests hand in one
-// they move themselves (test/support/fake-clock.ts), so that a rule about
-// seconds is checked in microseconds. It imports nothing: any area may take it.
+// The one clock of drainguard: moments are read from it and waits timed by it
+// (docs/architecture.md, "Who reads the clock", names the few that are not).
+// The composition roots hand systemClock down; tests hand in one they move
+// themselves (test/support/fake-clock.ts), so that a rule about seconds is
+// checked in microseconds. It imports nothing: any area may take it.
 
 export interface Clock {
   /** Epoch ms. */

@@ -94,10 +94,10 @@ test('no import cycle between areas', () => {
   assert.equal(cycleIn(areaImports), undefined, 'a cycle between areas');
 });
 
-test('errors.ts and clock.ts import nothing of drainguard, log/ only errors.ts', () => {
+test('errors.ts and clock.ts import nothing of drainguard, log/ only those two', () => {
   assert.equal([...(areaImports.get('errors.ts') ?? [])], []);
   assert.equal([...(areaImports.get('clock.ts') ?? [])], []);
-  assert.equal([...(areaImports.get('log/') ?? [])], ['errors.ts']);
+  assert.equal([...(areaImports.get('log/') ?? [])].sort(), ['clock.ts', 'errors.ts']);
 });
 
 test("docs/architecture.md draws each area's imports, errors.ts, clock.ts and log/ left out", () => {

@@ -23,7 +23,11 @@ import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
 import type { CliIO } from './command.ts';
 
-/** The one clock of a supervising command: the stop procedure's, the guard's, the hold's and the Events'. */
+/**
+ * The one clock of a supervising command: the stop procedure's (with its socket
+ * server's), the guard's, the hold's, the Events', the idle wait's, the leader
+ * release's, the namespace finalizing's and the log's.
+ */
 const clock: Clock = systemClock;
 
 /** What the stop procedure gets of the pod's API. */
@@ -38,7 +42,7 @@ interface PodLink {
 
 /** `drainguard run -- COMMAND` */
 export async function supervise(config: SupervisorConfig, io: CliIO, command: readonly string[]): Promise<number> {
-  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr, clock });
   const mode = new WrapMode(command, io.env);
   const pod = laterPodLink(config, io.env, logger);
   // The Kubernetes client is loaded once the operator started (late: at the guard's start()).
@@ -49,14 +53,14 @@ export async function supervise(config: SupervisorConfig, io: CliIO, command: re
     mode,
     pod,
     guard,
-    leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, operator: 'exited' }),
+    leaderRelease({ setting: config.leaderLease, pod: config.pod, env: io.env, logger, clock, operator: 'exited' }),
     io.env,
   );
 }
 
 /** `drainguard sidecar` */
 export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Promise<number> {
-  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr, clock });
   // The guard first: its configuration errors are the ones a sidecar shows. It reports to the pod's Events, connected next.
   const events = laterPodEvents(logger, clock);
   const guard = await guardOf(config, { env: io.env, logger, clock, late: false, events: () => events });
@@ -74,6 +78,7 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
     pod: config.pod,
     env: io.env,
     logger,
+    clock,
     operator: api.operatorStopped ?? 'unknown',
   });
   return superviseWith(config, logger, new SidecarMode({ operatorStopped: api.operatorStopped }), pod, guard, leader, io.env);
@@ -88,7 +93,7 @@ async function superviseWith(
   releaseLeader: StopProcedureOptions['releaseLeader'],
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger);
+  const untilIdle = config.idleMetrics && (await import('../idle/until-idle.ts')).untilIdle(config.idleMetrics, logger, { clock });
   const procedure = new StopProcedure(config, mode, {
     logger,
     clock,
@@ -98,7 +103,7 @@ async function superviseWith(
     podGracePeriod: () => pod.gracePeriod(),
     podDeletion: pod.deletion,
     releaseLeader,
-    beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger }),
+    beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger, clock }),
   });
   // The listener (and prom-client with it) is loaded only when DRAINGUARD_HTTP_ADDR is set.
   const telemetry =

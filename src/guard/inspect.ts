@@ -2,6 +2,7 @@
 // release`: the guarded objects, the holder finalizers on them, and which
 // holders are live.
 
+import { type Clock, systemClock } from '../clock.ts';
 import type { GuardKind, GuardTarget } from '../config/guard-list.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -59,7 +60,8 @@ export async function inspect(
   selection: { readonly targets?: readonly HeldTarget[]; readonly allObjects?: boolean },
   /** The guard's own namespace: where holder Leases count (holders.ts). */
   namespace: string,
-  now: () => number = Date.now,
+  /** What holders' liveness is judged at; the wall clock by default. */
+  clock: Pick<Clock, 'now'> = systemClock,
 ): Promise<Inspection> {
   const found: { target: HeldTarget; object?: KubeObject }[] = [];
   const seen = new Set<string>();
@@ -83,7 +85,7 @@ export async function inspect(
   ]);
   named.forEach(add);
   all.forEach(add);
-  const holders = await listHolders(client, namespace, now);
+  const holders = await listHolders(client, namespace, () => clock.now());
   const objects = found.map(({ target, object }) => ({
     target,
     key: guardTargetKey(target),

@@ -1,6 +1,7 @@
 // `drainguard status`: the guarded objects, their holders live or stale, and
 // the holder Leases, as a report (for -o json) and as the tables people read.
 
+import { type Clock, systemClock } from '../clock.ts';
 import type { HeldTarget } from './names.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { STALE_TEXT } from './holders.ts';
@@ -16,9 +17,12 @@ export interface StatusQuery {
 
 export type StatusReport = Awaited<ReturnType<typeof statusReport>>;
 
-/** Reads only. */
-export async function statusReport(client: KubeClient, query: StatusQuery, now = Date.now()) {
-  const { objects, holders } = await inspect(client, { targets: query.targets, allObjects: query.allObjects }, query.namespace, () => now);
+/** Reads only. Holders are judged live or stale at one moment, the clock's when the report starts. */
+export async function statusReport(client: KubeClient, query: StatusQuery, clock: Pick<Clock, 'now'> = systemClock) {
+  const at = clock.now();
+  const { objects, holders } = await inspect(client, { targets: query.targets, allObjects: query.allObjects }, query.namespace, {
+    now: () => at,
+  });
   const leases = holders.leases.map((l) => {
     const uid = l.metadata.name.replace(/^drainguard-/, '');
     const state = holders.state(uid);

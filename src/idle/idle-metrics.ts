@@ -5,6 +5,7 @@
 
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { type Clock, systemClock } from '../clock.ts';
 import { DrainguardError } from '../errors.ts';
 
 /** The gauge controller-runtime keeps per controller: workers inside a reconcile. */
@@ -40,7 +41,8 @@ export interface IdleOptions {
   /** Called at each failed scrape (not at one the deadline or the signal cut short), numbered from 1. */
   readonly onFailure?: (error: string, scrape: number) => void;
   readonly fetch?: Fetch;
-  readonly now?: () => number;
+  /** What the deadline, the scrape timeout and the pause go by (the stop's clock); the wall clock by default. */
+  readonly clock?: Clock;
 }
 
 export interface IdleResult {
@@ -57,7 +59,7 @@ export interface IdleResult {
 
 /** Resolves at the first scrape where the active workers sum to 0, at the deadline, or when aborted. */
 export async function waitForIdle(options: IdleOptions): Promise<IdleResult> {
-  const { intervalMs, scrapeTimeoutMs, deadline, signal, onFailure, fetch = defaultFetch, now = Date.now } = options;
+  const { intervalMs, scrapeTimeoutMs, deadline, signal, onFailure, fetch = defaultFetch, clock = systemClock } = options;
   const url = new URL(options.url);
   const headers: Record<string, string> = { accept: 'text/plain' };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
@@ -69,11 +71,11 @@ export async function waitForIdle(options: IdleOptions): Promise<IdleResult> {
 
   for (;;) {
     if (signal?.aborted) return result('aborted');
-    const left = deadline - now();
+    const left = deadline - clock.now();
     if (left <= 0) return result('deadline');
-    const cutAtDeadline = AbortSignal.timeout(left);
-    const giveUp = scrapeTimeoutMs !== undefined && scrapeTimeoutMs < left ? AbortSignal.timeout(scrapeTimeoutMs) : undefined;
-    const attempt = AbortSignal.any([cutAtDeadline, ...(giveUp ? [giveUp] : []), ...(signal ? [signal] : [])]);
+    const cutAtDeadline = abortAfter(clock, left);
+    const giveUp = scrapeTimeoutMs !== undefined && scrapeTimeoutMs < left ? abortAfter(clock, scrapeTimeoutMs) : undefined;
+    const attempt = AbortSignal.any([cutAtDeadline.signal, ...(giveUp ? [giveUp.signal] : []), ...(signal ? [signal] : [])]);
     scrapes++;
     try {
       const res = await fetch(url, { headers, ca: options.ca, insecureSkipVerify: options.insecureSkipVerify, signal: attempt });
@@ -82,16 +84,19 @@ export async function waitForIdle(options: IdleOptions): Promise<IdleResult> {
       if (lastActive === 0) return result('idle');
     } catch (err) {
       if (signal?.aborted) return result('aborted');
-      if (cutAtDeadline.aborted) {
+      if (cutAtDeadline.signal.aborted) {
         // A scrape cut short by the deadline says less than the one before it.
         lastError ??= 'no answer before the deadline';
       } else {
         failed++;
-        lastError = giveUp?.aborted ? `no answer within ${scrapeTimeoutMs} ms` : err instanceof Error ? err.message : String(err);
+        lastError = giveUp?.signal.aborted ? `no answer within ${scrapeTimeoutMs} ms` : err instanceof Error ? err.message : String(err);
         onFailure?.(lastError, scrapes);
       }
+    } finally {
+      cutAtDeadline.cancel();
+      giveUp?.cancel();
     }
-    await pause(Math.min(intervalMs, Math.max(0, deadline - now())), signal);
+    await clock.sleep(Math.min(intervalMs, Math.max(0, deadline - clock.now())), signal);
   }
 }
 
@@ -126,16 +131,10 @@ function afterLabels(rest: string): string {
   throw new DrainguardError('DG_IDLE_METRICS', `unterminated labels: ${rest}`);
 }
 
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
+/** A signal that aborts once `ms` have passed on `clock`; `cancel` drops its timer. */
+function abortAfter(clock: Clock, ms: number): { signal: AbortSignal; cancel: () => void } {
+  const abort = new AbortController();
+  return { signal: abort.signal, cancel: clock.after(ms, () => abort.abort()) };
 }
 
 const defaultFetch: Fetch = (url, { headers, ca, insecureSkipVerify, signal }) =>

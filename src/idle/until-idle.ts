@@ -2,6 +2,7 @@
 // protocol, as the supervisors' drain calls it (supervisor/drain.ts).
 
 import { readFileSync } from 'node:fs';
+import { type Clock, systemClock } from '../clock.ts';
 import type { LogFields, Logger } from '../log/logger.ts';
 import { waitForIdle } from './idle-metrics.ts';
 import { isLoopbackHost } from './loopback.ts';
@@ -21,13 +22,19 @@ const SCRAPE_TIMEOUT_MS = 1000;
 /** Where the kubelet mounts the pod's ServiceAccount token (controller-runtime's secure metrics want it). */
 const POD_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
+export interface UntilIdleOptions {
+  /** What the drain's deadline is counted on (the stop procedure's clock); the wall clock by default. */
+  readonly clock?: Clock;
+  readonly tokenFile?: string;
+}
+
 /**
  * The wait for `url`. https: the pod's ServiceAccount token as bearer (when
  * mounted), and on loopback controller-runtime's self-signed certificate is
  * accepted (it keeps its CA in memory only). A failed scrape is told at once,
  * once per distinct error; the drain's last line tells how many failed.
  */
-export function untilIdle(url: URL, logger: Logger, tokenFile = POD_TOKEN): IdleWait {
+export function untilIdle(url: URL, logger: Logger, { clock = systemClock, tokenFile = POD_TOKEN }: UntilIdleOptions = {}): IdleWait {
   // Counted as they fail: the drain may end (its deadline) before the wait returns.
   let failed = 0;
   let lastError: string | undefined;
@@ -44,7 +51,7 @@ export function untilIdle(url: URL, logger: Logger, tokenFile = POD_TOKEN): Idle
         }
       }
       logger.info('no operator client: waiting until its metrics show no reconcile running', { url: url.href });
-      const started = Date.now();
+      const started = clock.now();
       const onFailure = (error: string, scrape: number): void => {
         failed++;
         lastError = error;
@@ -66,11 +73,12 @@ export function untilIdle(url: URL, logger: Logger, tokenFile = POD_TOKEN): Idle
         deadline,
         signal,
         onFailure,
+        clock,
       });
       const fields = {
         scrapes: r.scrapes,
         failedScrapes: r.failed,
-        afterMs: Date.now() - started,
+        afterMs: clock.now() - started,
         activeWorkers: r.lastActive,
         error: r.lastError,
       };

@@ -2,13 +2,14 @@
 // credentials.ts say, sent by transport.ts): a timeout on every call, retries
 // with backoff and jitter, and errors that name the server and the object.
 
+import { type Clock, systemClock } from '../clock.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { ApiAccess } from './config.ts';
 import { KubeApiError, KubeUnreachableError, isStatus, isTransient } from './errors.ts';
 import { KubeCredentialsError } from './credentials.ts';
 import { Transport } from './transport.ts';
 import { type KubeList, type KubeObject, type ObjectRef, type ResourceRef, describe, objectPath, pathOf } from './objects.ts';
-import { DEFAULT_RETRY, type Delay, type RetryPolicy, backoff, sleep } from './retry.ts';
+import { DEFAULT_RETRY, type RetryPolicy, backoff } from './retry.ts';
 
 export type PatchType = 'application/merge-patch+json' | 'application/json-patch+json' | 'application/strategic-merge-patch+json';
 
@@ -27,9 +28,9 @@ export interface KubeClientOptions {
   /** Longest wait for one answer (default 10 s). */
   readonly timeoutMs?: number;
   readonly retry?: RetryPolicy;
-  readonly delay?: Delay;
   readonly random?: () => number;
-  readonly now?: () => number;
+  /** What the deadlines are read on and the backoff sleeps on; the wall clock by default. */
+  readonly clock?: Clock;
   readonly logger?: Logger;
   readonly onCall?: (call: CallRecord) => void;
 }
@@ -90,9 +91,8 @@ export class KubeClient {
   readonly #transport: Transport;
   readonly #timeoutMs: number;
   readonly #retry: RetryPolicy;
-  readonly #delay: Delay;
   readonly #random: () => number;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #log: Logger;
   readonly #onCall?: (call: CallRecord) => void;
 
@@ -103,9 +103,8 @@ export class KubeClient {
     this.namespace = options.access.namespace;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#retry = options.retry ?? DEFAULT_RETRY;
-    this.#delay = options.delay ?? sleep;
     this.#random = options.random ?? Math.random;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.#log = options.logger ?? silentLogger;
     this.#onCall = options.onCall;
     warnInsecure(this.#log, options.access);
@@ -213,15 +212,15 @@ export class KubeClient {
         }
         if (!isTransient(err) || attempt >= policy.maxAttempts || options.signal?.aborted) throw err;
         const wait = (err as KubeApiError).retryAfterMs ?? backoff(policy, attempt, this.#random);
-        if (options.deadline !== undefined && this.#now() + wait >= options.deadline) throw err;
+        if (options.deadline !== undefined && this.#clock.now() + wait >= options.deadline) throw err;
         this.#log.debug('Kubernetes API call failed, retrying', { call, attempt, retryInMs: wait, error: (err as Error).message });
-        await this.#delay(wait, options.signal);
+        await this.#clock.sleep(wait, options.signal);
       }
     }
   }
 
   async #attempt(method: string, path: string, options: CallOptions, call: string, attempt: number): Promise<unknown> {
-    const remaining = options.deadline === undefined ? Infinity : options.deadline - this.#now();
+    const remaining = options.deadline === undefined ? Infinity : options.deadline - this.#clock.now();
     if (remaining <= 0) throw new KubeUnreachableError(call, this.server, 'no time left before the deadline', { timedOut: true });
     const timeoutMs = Math.min(options.timeoutMs ?? this.#timeoutMs, remaining);
     const url = new URL(path, this.server.endsWith('/') ? this.server : `${this.server}/`);

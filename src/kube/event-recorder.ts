@@ -2,6 +2,7 @@
 // describe` and `kubectl get events`; a failure to record one is logged and
 // never gets in the way.
 
+import { type Clock, systemClock } from '../clock.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { KubeClient } from './client.ts';
 import { RESOURCES, type ObjectRef, apiVersion } from './objects.ts';
@@ -27,7 +28,8 @@ export interface EventRecorderOptions {
   /** Reporting instance, such as the pod name. */
   readonly instance?: string;
   readonly logger?: Logger;
-  readonly now?: () => number;
+  /** What an Event's time and its deadline are read on; the wall clock by default. */
+  readonly clock?: Pick<Clock, 'now'>;
   /** How long one attempt to record may take in all (default 5 s). */
   readonly timeoutMs?: number;
 }
@@ -40,11 +42,11 @@ export function createEventRecorder({
   component = 'drainguard',
   instance,
   logger = silentLogger,
-  now = Date.now,
+  clock = systemClock,
   timeoutMs = 5_000,
 }: EventRecorderOptions): EventRecorder {
   return async (regarding, type, reason, message) => {
-    const at = now();
+    const at = clock.now();
     const time = new Date(at).toISOString();
     const namespace = regarding.namespace ?? 'default';
     const event = {

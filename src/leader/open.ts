@@ -3,6 +3,7 @@
 // composition root (cli/supervise.ts); the Kubernetes client is opened at the
 // call only (in wrap mode nothing of Kubernetes may hold up the operator's start).
 
+import type { Clock } from '../clock.ts';
 import type { LeaderLeaseSetting } from '../config/options.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { PodRef } from '../kube/pod.ts';
@@ -14,6 +15,8 @@ export interface LeaderReleaseUse {
   readonly pod: Partial<PodRef>;
   readonly env: NodeJS.ProcessEnv;
   readonly logger: Logger;
+  /** The stop procedure's clock, which the release deadline is on. */
+  readonly clock: Clock;
   /**
    * How drainguard knows, at the release, that the operator has exited:
    * 'exited' (wrap mode: its child is gone by then), a wait for the Kubernetes
@@ -26,24 +29,31 @@ export interface LeaderReleaseUse {
 
 /** The release, or undefined when it is off (DRAINGUARD_LEADER_LEASE=off) or the pod is not known by name. */
 export function leaderRelease(use: LeaderReleaseUse): ((deadline: number) => Promise<LeaderReleaseOutcome>) | undefined {
-  const { setting, pod, env, logger } = use;
+  const { setting, pod, env, logger, clock } = use;
   if (setting === 'off' || pod.name === undefined || pod.namespace === undefined) return undefined;
   const where = { name: pod.name, namespace: pod.namespace };
   return async (deadline) => {
-    const confirmed = use.operator === 'exited' || use.operator === 'unknown' || (await operatorGone(use.operator, deadline));
+    const confirmed = use.operator === 'exited' || use.operator === 'unknown' || (await operatorGone(use.operator, clock, deadline));
     const { releaseLeaderLease } = await import('./release.ts');
     return releaseLeaderLease(
-      { pod: where, lease: setting, client: () => openClient(env, logger), logger, mayWrite: use.operator !== 'unknown' && confirmed },
+      {
+        pod: where,
+        lease: setting,
+        client: () => openClient(env, logger),
+        logger,
+        clock,
+        mayWrite: use.operator !== 'unknown' && confirmed,
+      },
       deadline,
     );
   };
 }
 
 /** Whether the API reports the operator container terminated by `deadline`; it normally has by the release. */
-async function operatorGone(wait: (signal: AbortSignal) => Promise<void>, deadline: number): Promise<boolean> {
-  // A timer of its own (AbortSignal.timeout's does not keep the process alive).
+async function operatorGone(wait: (signal: AbortSignal) => Promise<void>, clock: Clock, deadline: number): Promise<boolean> {
+  // On the clock, which keeps the process alive until then (AbortSignal.timeout's timer does not).
   const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
+  const cancel = clock.after(deadline - clock.now(), () => stop.abort());
   try {
     await wait(stop.signal);
     return !stop.signal.aborted;
@@ -51,7 +61,7 @@ async function operatorGone(wait: (signal: AbortSignal) => Promise<void>, deadli
     // The stop procedure has already said why the API cannot tell (sidecar-mode.ts); the release says the Lease is left.
     return false;
   } finally {
-    clearTimeout(timer);
+    cancel();
   }
 }
 

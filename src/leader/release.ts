@@ -13,6 +13,7 @@
 // retried past the release deadline, and nothing here ever throws: the guard's
 // release runs beside it, undelayed.
 
+import { type Clock, systemClock } from '../clock.ts';
 import type { LeaderLeaseSetting } from '../config/options.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { KubeApiError, isConflict, isNotFound, isStatus } from '../kube/errors.ts';
@@ -38,7 +39,8 @@ export interface LeaderReleaseOptions {
   /** The API client, opened on first use; undefined when no API is configured. */
   readonly client: () => Promise<KubeClient | undefined>;
   readonly logger: Logger;
-  readonly now?: () => number;
+  /** What the Lease's new times and the deadline are read on (the stop procedure's clock); the wall clock by default. */
+  readonly clock?: Pick<Clock, 'now'>;
   /**
    * False where drainguard cannot tell that the operator has exited (a sidecar
    * without DRAINGUARD_OPERATOR_CONTAINER): the Lease is only looked for, and
@@ -73,8 +75,7 @@ export function released(lease: LeaderLease, at: number): LeaderLease {
  * (epoch ms). Call only once the operator has exited. Never throws.
  */
 export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline: number): Promise<LeaderReleaseOutcome> {
-  const { pod, logger: log } = options;
-  const now = options.now ?? Date.now;
+  const { pod, logger: log, clock = systemClock } = options;
   const identity = `${podHostname(pod.name)}_`;
   const fields = { namespace: pod.namespace, holder: `${identity}*` };
   try {
@@ -129,7 +130,11 @@ export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline
       const ref = { ...RESOURCES.lease, namespace: pod.namespace, name: lease.metadata.name! };
       try {
         // PUT with the resourceVersion read: a successor that took the Lease since wins (409).
-        await client.request('PUT', objectPath(ref), { what: `lease/${pod.namespace}/${ref.name}`, body: released(lease, now()), ...call });
+        await client.request('PUT', objectPath(ref), {
+          what: `lease/${pod.namespace}/${ref.name}`,
+          body: released(lease, clock.now()),
+          ...call,
+        });
         done.push(ref.name);
         log.info('leader Lease released: the next leader can take it at once', {
           lease: `${pod.namespace}/${ref.name}`,
@@ -155,7 +160,7 @@ export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline
       );
       return { outcome: 'refused' };
     }
-    if (now() >= deadline) {
+    if (clock.now() >= deadline) {
       log.warn('leader Lease not released by the release deadline (the successor waits out its lease duration)', { ...fields, error: err });
       return { outcome: 'deadline' };
     }

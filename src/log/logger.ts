@@ -1,6 +1,7 @@
 // One JSON object per line on stderr, or `time LEVEL message key=value` on a terminal.
 
 import { EventEmitter } from 'node:events';
+import { type Clock, systemClock } from '../clock.ts';
 import { describe } from '../errors.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -23,22 +24,23 @@ export interface LoggerOptions {
   /** Defaults to text when the stream is a terminal, JSON otherwise. */
   readonly format?: LogFormat;
   readonly stream?: { write(chunk: string): unknown; isTTY?: boolean };
-  readonly now?: () => Date;
+  /** What a line's time is read on (a supervising command's one clock); the wall clock by default. */
+  readonly clock?: Pick<Clock, 'now'>;
 }
 
-export function createLogger({ level = 'info', format, stream = process.stderr, now = () => new Date() }: LoggerOptions = {}): Logger {
+export function createLogger({ level = 'info', format, stream = process.stderr, clock = systemClock }: LoggerOptions = {}): Logger {
   const min = RANK[level];
   const fmt = format ?? (stream.isTTY ? 'text' : 'json');
   // Logging is best effort: a stderr nobody reads any more (EPIPE) must not bring the supervisor down.
   if (stream instanceof EventEmitter && stream.listenerCount('error') === 0) stream.on('error', () => {});
-  const line = (time: Date, lvl: LogLevel, msg: string, all: LogFields): string => {
-    const iso = time.toISOString();
+  const line = (time: number, lvl: LogLevel, msg: string, all: LogFields): string => {
+    const iso = new Date(time).toISOString();
     return fmt === 'json' ? `${JSON.stringify({ time: iso, level: lvl, msg, ...serialisable(all) })}\n` : textLine(iso, lvl, msg, all);
   };
   const make = (bound: LogFields): Logger => {
     const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
       if (RANK[lvl] < min) return;
-      stream.write(line(now(), lvl, msg, { ...bound, ...fields }));
+      stream.write(line(clock.now(), lvl, msg, { ...bound, ...fields }));
     };
     return {
       debug: (m, f) => emit('debug', m, f),

@@ -15,11 +15,11 @@
 // on the listed kinds in it (the hold already has `list`). Discovery is
 // readable by every authenticated user. Nothing here ever throws.
 
+import { type Clock, systemClock } from '../clock.ts';
 import { type HoldKind, holdKindName } from '../config/hold-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
 import type { KubeObject, ResourceRef } from '../kube/objects.ts';
-import { sleep } from '../kube/retry.ts';
 import type { Logger } from '../log/logger.ts';
 
 export interface NamespaceFinalizeOptions {
@@ -28,7 +28,8 @@ export interface NamespaceFinalizeOptions {
   /** The API client, opened on first use; undefined when no API is configured. */
   readonly client: () => Promise<KubeClient | undefined>;
   readonly logger: Logger;
-  readonly now?: () => number;
+  /** What the deadline and the polls go by (the stop procedure's clock); the wall clock by default. */
+  readonly clock?: Clock;
   /** How often the objects are listed while their finalizers run (default 250 ms). */
   readonly pollMs?: number;
 }
@@ -50,8 +51,7 @@ export async function finalizeNamespaceContent(
   deadline: number,
   signal?: AbortSignal,
 ): Promise<NamespaceFinalizeOutcome> {
-  const { namespace, logger: log } = o;
-  const now = o.now ?? Date.now;
+  const { namespace, logger: log, clock = systemClock } = o;
   try {
     const client = await o.client();
     if (!client) return { outcome: 'no-api' };
@@ -88,7 +88,7 @@ export async function finalizeNamespaceContent(
       return { outcome: 'nothing' };
     }
     const names = first.map(({ ref, item }) => nameOf(ref, item));
-    const started = now();
+    const started = clock.now();
     log.info('namespace being deleted: deleting its custom resources while the operator runs, before the drain', {
       namespace,
       objects: names,
@@ -105,7 +105,7 @@ export async function finalizeNamespaceContent(
     let left = first;
     while (left.length > 0) {
       if (signal?.aborted) return { outcome: 'aborted' };
-      if (now() + (o.pollMs ?? POLL_MS) >= deadline) {
+      if (clock.now() + (o.pollMs ?? POLL_MS) >= deadline) {
         const objects = left.map(
           ({ ref, item }) => `${nameOf(ref, item)} (finalizers: ${(item.metadata.finalizers ?? []).join(', ') || 'none'})`,
         );
@@ -115,13 +115,13 @@ export async function finalizeNamespaceContent(
         });
         return { outcome: 'left', left: objects };
       }
-      await sleep(o.pollMs ?? POLL_MS, signal).catch(() => {});
+      await clock.sleep(o.pollMs ?? POLL_MS, signal);
       left = await listAll();
     }
     log.info('namespace being deleted: its custom resources are finalized and gone', {
       namespace,
       objects: names,
-      afterMs: now() - started,
+      afterMs: clock.now() - started,
     });
     return { outcome: 'finalized', objects: names };
   } catch (err) {

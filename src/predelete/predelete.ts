@@ -1,11 +1,11 @@
 // `drainguard predelete`: delete custom resources while the operator still runs
 // and wait until its finalizers have let them go, stage by stage.
 
+import { type Clock, systemClock } from '../clock.ts';
 import { DrainguardError } from '../errors.ts';
 import { isNotFound } from '../kube/errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type KubeObject, type ObjectRef, RESOURCES } from '../kube/objects.ts';
-import { type Delay, sleep } from '../kube/retry.ts';
 import type { Target } from './resources.ts';
 
 export type Propagation = 'Background' | 'Foreground' | 'Orphan';
@@ -22,8 +22,8 @@ export interface PredeleteOptions {
   /** Pods that must be ready (the operator) before anything is deleted. */
   readonly requireReady?: { readonly namespace: string; readonly selector: string };
   readonly pollMs?: number;
-  readonly now?: () => number;
-  readonly delay?: Delay;
+  /** What the timeout and the polls go by; the wall clock by default. */
+  readonly clock?: Clock;
   /** One line of progress for people (the Job's log). */
   readonly say: (line: string) => void;
 }
@@ -55,9 +55,10 @@ interface Tracked {
   lastState?: string;
 }
 
+const clockOf = (options: PredeleteOptions): Clock => options.clock ?? systemClock;
+
 export async function predelete(options: PredeleteOptions): Promise<void> {
-  const now = options.now ?? Date.now;
-  const deadline = now() + options.timeoutMs;
+  const deadline = clockOf(options).now() + options.timeoutMs;
   if (options.requireReady) await requireReady(options, deadline);
   for (const [index, stage] of options.stages.entries()) {
     const prefix = options.stages.length > 1 ? `stage ${index + 1}/${options.stages.length}: ` : '';
@@ -121,8 +122,8 @@ async function remove(options: PredeleteOptions, o: Tracked, deadline: number, p
 }
 
 async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline: number, prefix: string): Promise<void> {
-  const now = options.now ?? Date.now;
-  const started = now();
+  const clock = clockOf(options);
+  const started = clock.now();
   let left = objects;
   for (;;) {
     const states = await Promise.all(left.map((o) => state(options, o, deadline)));
@@ -130,7 +131,7 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
     states.forEach((s, i) => {
       const o = left[i]!;
       if (s === undefined) {
-        options.say(`${prefix}${o.label} gone after ${((now() - started) / 1000).toFixed(1)}s`);
+        options.say(`${prefix}${o.label} gone after ${((clock.now() - started) / 1000).toFixed(1)}s`);
         return;
       }
       const line = s.finalizers.length > 0 ? `held by finalizers ${s.finalizers.join(', ')}` : 'being deleted';
@@ -140,7 +141,7 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
     });
     left = still;
     if (left.length === 0) return;
-    if (now() >= deadline) {
+    if (clock.now() >= deadline) {
       const remaining = await Promise.all(
         left.map(async (o) => ({
           name: o.label,
@@ -153,7 +154,7 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
         remaining,
       );
     }
-    await (options.delay ?? sleep)(Math.min(options.pollMs ?? 250, Math.max(0, deadline - now())));
+    await clock.sleep(Math.min(options.pollMs ?? 250, Math.max(0, deadline - clock.now())));
   }
 }
 
@@ -161,7 +162,7 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
 async function state(options: PredeleteOptions, o: Tracked, deadline: number): Promise<Omit<Remaining, 'name'> | undefined> {
   try {
     const obj = await options.client.get(o.ref, {
-      deadline: Number.isFinite(deadline) ? Math.max(deadline, (options.now ?? Date.now)() + 5000) : undefined,
+      deadline: Number.isFinite(deadline) ? Math.max(deadline, clockOf(options).now() + 5000) : undefined,
     });
     if (o.uid !== undefined && obj.metadata.uid !== o.uid) return undefined;
     return { finalizers: obj.metadata.finalizers ?? [], deleting: obj.metadata.deletionTimestamp !== undefined };

@@ -3,25 +3,27 @@
 // become a flood of log lines. The first is logged at once; later ones at most
 // one line per interval, which counts the ones left out since the last line.
 
+import { type Clock, systemClock } from '../clock.ts';
 import type { LogFields, Logger } from '../log/logger.ts';
 
 export const BOUNDED_LOG_INTERVAL_MS = 10_000;
 
 export interface BoundedLogOptions {
   readonly intervalMs?: number;
-  readonly now?: () => number;
+  /** What the interval goes by; the wall clock by default. */
+  readonly clock?: Pick<Clock, 'now'>;
 }
 
 /** A `logger.warn(msg, fields)` that writes at most one line per interval; `notLogged` on a line counts the ones left out before it. */
 export function boundedWarn(
   logger: Logger,
   msg: string,
-  { intervalMs = BOUNDED_LOG_INTERVAL_MS, now = Date.now }: BoundedLogOptions = {},
+  { intervalMs = BOUNDED_LOG_INTERVAL_MS, clock = systemClock }: BoundedLogOptions = {},
 ): (fields: LogFields) => void {
   let last = -Infinity;
   let notLogged = 0;
   return (fields) => {
-    const at = now();
+    const at = clock.now();
     if (at - last < intervalMs) {
       notLogged++;
       return;

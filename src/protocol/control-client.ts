@@ -4,6 +4,7 @@
 // this return a failure, never hang.
 
 import { type Socket, connect } from 'node:net';
+import { type Clock, systemClock } from '../clock.ts';
 import type { FailureCode } from '../errors.ts';
 import { type RetryPolicy, backoff } from '../kube/retry.ts';
 import { parseControlReply } from './control.ts';
@@ -25,7 +26,8 @@ export interface PrestopRequestOptions {
   readonly timeoutMs?: number;
   /** Free text the supervisor logs (who asked). */
   readonly source?: string;
-  readonly now?: () => number;
+  /** What the deadlines and the retries go by; the wall clock by default. */
+  readonly clock?: Clock;
 }
 
 export type PrestopResult =
@@ -45,16 +47,16 @@ export function askForDrain({
   socket: path,
   timeoutMs,
   source = `prestop pid ${process.pid}`,
-  now = Date.now,
+  clock = systemClock,
 }: PrestopRequestOptions): Promise<PrestopResult> {
-  const start = now();
+  const start = clock.now();
   const hardDeadline = timeoutMs === undefined ? Infinity : start + timeoutMs;
   const connectUntil = Math.min(hardDeadline, start + CONNECT_RETRY_MS);
 
   return new Promise<PrestopResult>((resolve) => {
     let socket: Socket | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let retry: NodeJS.Timeout | undefined;
+    let cancelTimer = (): void => {};
+    let cancelRetry = (): void => {};
     let started: { clients: number; joined: boolean } | undefined;
     let settled = false;
     let failures = 0;
@@ -62,15 +64,15 @@ export function askForDrain({
     const finish = (result: PrestopResult) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
-      clearTimeout(retry);
+      cancelTimer();
+      cancelRetry();
       socket?.destroy();
       resolve(result);
     };
     const waitUntil = (at: number, onTimeout: () => PrestopResult) => {
-      clearTimeout(timer);
+      cancelTimer();
       if (at === Infinity) return;
-      timer = setTimeout(() => finish(onTimeout()), Math.max(0, at - now()));
+      cancelTimer = clock.after(at - clock.now(), () => finish(onTimeout()));
     };
     const fail = (code: FailureCode, message: string): PrestopResult => ({ ok: false, code, message });
 
@@ -81,10 +83,10 @@ export function askForDrain({
       s.once('connect', () => {
         connected = true;
         s.write(encode({ type: 'request-drain', protocol: PROTOCOL_VERSION, source }));
-        waitUntil(Math.min(hardDeadline, now() + ANSWER_TIMEOUT_MS), () =>
+        waitUntil(Math.min(hardDeadline, clock.now() + ANSWER_TIMEOUT_MS), () =>
           fail(
             'DG_PRESTOP_NO_ANSWER',
-            `the drainguard at ${path} accepted the connection but did not answer within ${Math.round((Math.min(hardDeadline, now()) - start) / 100) / 10}s`,
+            `the drainguard at ${path} accepted the connection but did not answer within ${Math.round((Math.min(hardDeadline, clock.now()) - start) / 100) / 10}s`,
           ),
         );
       });
@@ -95,7 +97,7 @@ export function askForDrain({
             const reply = parseControlReply(line);
             if (reply.type === 'drain-started') {
               started = { clients: reply.clients, joined: reply.joined };
-              waitUntil(Math.min(hardDeadline, now() + Math.max(0, reply.remainingMs) + ANNOUNCED_SLACK_MS), () => ({
+              waitUntil(Math.min(hardDeadline, clock.now() + Math.max(0, reply.remainingMs) + ANNOUNCED_SLACK_MS), () => ({
                 ok: true,
                 outcome: 'deadline',
                 ...started,
@@ -125,8 +127,8 @@ export function askForDrain({
       s.on('error', (err: NodeJS.ErrnoException) => {
         if (settled) return;
         const delay = backoff(CONNECT_RETRY, ++failures);
-        if (!connected && RETRYABLE.has(err.code ?? '') && now() + delay < connectUntil) {
-          retry = setTimeout(attempt, delay);
+        if (!connected && RETRYABLE.has(err.code ?? '') && clock.now() + delay < connectUntil) {
+          cancelRetry = clock.after(delay, attempt);
           return;
         }
         finish(

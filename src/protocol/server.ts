@@ -90,7 +90,7 @@ export interface DrainListener {
 export class DrainServer {
   readonly path: string;
   readonly #logger: Logger;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #onEvent: (event: ServerEvent) => void;
   readonly #onDrainRequest?: (request: DrainRequest, channel: ControlChannel) => void;
   readonly #clients = new Map<number, Client>();
@@ -118,12 +118,12 @@ export class DrainServer {
   }: DrainServerOptions) {
     this.path = path;
     this.#logger = logger;
-    this.#now = () => clock.now();
+    this.#clock = clock;
     this.#onEvent = onEvent;
     this.#onDrainRequest = onDrainRequest;
     this.#limits = limits;
-    this.#logRefused = boundedWarn(logger, 'drain socket connection refused', { now: this.#now });
-    this.#logRejected = boundedWarn(logger, 'protocol error, closing the connection', { now: this.#now });
+    this.#logRefused = boundedWarn(logger, 'drain socket connection refused', { clock });
+    this.#logRejected = boundedWarn(logger, 'protocol error, closing the connection', { clock });
   }
 
   /** Listens on the path (which must be free) with mode 0600: only the owner may connect. */
@@ -178,7 +178,7 @@ export class DrainServer {
   tellDrain(listener: DrainListener): number {
     if (this.#drain) return 0;
     this.#drain = listener;
-    const line = drainLine(listener.deadline(), this.#now());
+    const line = drainLine(listener.deadline(), this.#clock.now());
     let told = 0;
     for (const client of this.#clients.values()) {
       if (!client.greeted) continue;
@@ -353,7 +353,7 @@ export class DrainServer {
   }
 
   #sendDrain(client: Client): void {
-    this.#write(client, drainLine(this.#drain!.deadline(), this.#now()));
+    this.#write(client, drainLine(this.#drain!.deadline(), this.#clock.now()));
   }
 
   #send(client: Client, message: object): void {

@@ -19,21 +19,19 @@ export interface PrestopRouteOptions {
   readonly startDrain: () => DrainTicket;
   readonly logger: Logger;
   readonly refused?: (reason: PrestopRefusal) => void;
-  /** For the bounded logs. */
-  readonly now?: () => number;
 }
 
-export function prestopRoute({ token, startDrain, logger, refused, now }: PrestopRouteOptions) {
+export function prestopRoute({ token, startDrain, logger, refused }: PrestopRouteOptions) {
   if (token.deprecation) logger.warn(token.deprecation);
-  const warnToken = boundedWarn(logger, 'preStop token file not taken', { now });
+  const warnToken = boundedWarn(logger, 'preStop token file not taken');
   const check = tokenCheck(() => {
     const { token: current, problem } = token.current();
     if (problem) warnToken({ problem });
     return current;
   });
   const header = TOKEN_HEADER.toLowerCase();
-  const warnMissing = boundedWarn(logger, 'preStop request without a token refused', { now });
-  const warnWrong = boundedWarn(logger, 'preStop request with a wrong token refused', { now });
+  const warnMissing = boundedWarn(logger, 'preStop request without a token refused');
+  const warnWrong = boundedWarn(logger, 'preStop request with a wrong token refused');
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const presented = req.headers[header];
     const peer = req.socket.remoteAddress;

@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { type Clock, systemClock } from '../../src/clock.ts';
 import { KubeClient, type KubeClientOptions } from '../../src/kube/client.ts';
 import { loadApiAccess } from '../../src/kube/config.ts';
 import { KubeApiError, KubeUnreachableError } from '../../src/kube/errors.ts';
@@ -38,7 +39,9 @@ async function setup(options: Partial<KubeClientOptions> = {}) {
   const kubeconfig = cluster.kubeconfigFor(adminToken, { server: proxy.url });
   const access = await loadApiAccess({ KUBECONFIG: kubeconfig }, { home: dir });
   const waits: number[] = [];
-  const client = new KubeClient({ access, delay: async (ms) => void waits.push(ms), random: () => 0.5, ...options });
+  // The wall clock, but the backoff's sleeps only noted: the schedule is checked without waiting it out.
+  const clock: Clock = { ...systemClock, sleep: async (ms) => void waits.push(ms) };
+  const client = new KubeClient({ access, clock, random: () => 0.5, ...options });
   return { proxy, client, waits, dir, kubeconfig };
 }
 

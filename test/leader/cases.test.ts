@@ -6,6 +6,7 @@
 // one is read.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { systemClock } from '../../src/clock.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadApiAccess } from '../../src/kube/config.ts';
 import { leaderRelease } from '../../src/leader/open.ts';
@@ -78,7 +79,7 @@ test('a sidecar: the Lease left when it cannot tell the operator stopped (no DRA
     [never, 'deadline', 'leader Lease not released by the release deadline (the successor waits out its lease duration)'],
   ] as const) {
     const { lines, logger } = capture();
-    const release = leaderRelease({ setting: 'auto', pod: { name: 'op-2', namespace: ns }, env, logger, operator })!;
+    const release = leaderRelease({ setting: 'auto', pod: { name: 'op-2', namespace: ns }, env, logger, clock: systemClock, operator })!;
     const r = await release(Date.now() + 300);
     assert.equal(r, { outcome });
     assert.equal(
@@ -95,6 +96,7 @@ test('a sidecar: the Lease left when it cannot tell the operator stopped (no DRA
     pod: { name: 'op-2', namespace: ns },
     env,
     logger,
+    clock: systemClock,
     operator: async () => void asked++,
   })!;
   assert.equal(await confirmed(Date.now() + 10_000), { outcome: 'released', leases: ['sidecar'] });
@@ -126,9 +128,12 @@ test('DRAINGUARD_LEADER_LEASE=NAME: only that Lease is read; held by another pod
     mine.metadata.resourceVersion,
     'a Lease of this pod not named is not read or written',
   );
-  assert.is(leaderRelease({ setting: 'off', pod: { name: 'op-3', namespace: ns }, env: {}, logger, operator: 'exited' }), undefined);
   assert.is(
-    leaderRelease({ setting: 'auto', pod: { namespace: ns }, env: {}, logger, operator: 'exited' }),
+    leaderRelease({ setting: 'off', pod: { name: 'op-3', namespace: ns }, env: {}, logger, clock: systemClock, operator: 'exited' }),
+    undefined,
+  );
+  assert.is(
+    leaderRelease({ setting: 'auto', pod: { namespace: ns }, env: {}, logger, clock: systemClock, operator: 'exited' }),
     undefined,
     'no pod name: nothing to go by',
   );

@@ -2,8 +2,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createLogger } from '../../src/log/logger.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
-test('a line has its time as Date#toISOString gives it, in UTC, to the millisecond', () => {
+test("a line has its clock's time as Date#toISOString gives it, in UTC, to the millisecond", async () => {
   const times = [
     Date.UTC(2026, 0, 1),
     Date.UTC(2026, 8, 9, 7, 5, 3, 9),
@@ -12,9 +13,12 @@ test('a line has its time as Date#toISOString gives it, in UTC, to the milliseco
     Date.UTC(2028, 1, 29, 0, 0, 0, 100),
   ];
   const lines: string[] = [];
-  let i = 0;
-  const logger = createLogger({ format: 'json', stream: { write: (chunk) => lines.push(chunk) }, now: () => new Date(times[i++]!) });
-  for (let n = 0; n < times.length; n++) logger.info('tick');
+  const clock = new FakeClock(times[0]);
+  const logger = createLogger({ format: 'json', stream: { write: (chunk) => lines.push(chunk) }, clock });
+  for (const t of times) {
+    await clock.advance(t - clock.now());
+    logger.info('tick');
+  }
   assert.equal(
     lines.map((l) => (JSON.parse(l) as { time: string }).time),
     times.map((t) => new Date(t).toISOString()),
