@@ -19,11 +19,11 @@
 // namespace controller deleted the pod, then the final grace-0 delete once the
 // container exited).
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type TestCluster, resourcePath, useCluster } from '../support/cluster/index.ts';
 import { NODE, drainguard, fixture } from '../support/proc.ts';
+import { widgetNamespace } from './support.ts';
 
 const OPERATOR = fixture('namespace-operator.ts');
 
@@ -33,47 +33,7 @@ async function scenario(
   guard = true,
 ): Promise<{ c: TestCluster; ns: string; group: string; gone: boolean; log: { msg: string; [k: string]: unknown }[]; stdout: string[] }> {
   const c = await useCluster();
-  const { name: ns } = await c.namespace('nsdel');
-  const group = `nsdel-${randomBytes(4).toString('hex')}.example.io`;
-  await c.create({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-        },
-      ],
-    },
-  });
-  await c.waitFor(async () => (await c.api.get(`/apis/${group}/v1`).catch(() => undefined)) !== undefined, 30_000, 'the group served');
-  await c.serviceAccount(ns, 'op');
-  // The operator's rights in its namespace.
-  await c.grant(ns, 'op', 'op', [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }]);
-  // A ClusterRole, which the namespace's deletion leaves, for what drainguard does there: get this
-  // Namespace, and release the guarded Role and RoleBinding in any order (as the chart's does for its own).
-  const release = {
-    apiGroups: ['rbac.authorization.k8s.io'],
-    resources: ['roles', 'rolebindings'],
-    resourceNames: ['op'],
-    verbs: ['get', 'patch'],
-  };
-  await c.grant(
-    ns,
-    'op',
-    `${ns}-namespace`,
-    [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }, release],
-    {
-      clusterWide: true,
-    },
-  );
+  const { ns, group, widgets } = await widgetNamespace(c, 'nsdel');
   const made = await c.create({
     apiVersion: 'v1',
     kind: 'Pod',
@@ -86,13 +46,6 @@ async function scenario(
     },
   });
   const pod = { name: 'op-0', uid: made.metadata.uid as string };
-  const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
-  for (const name of ['w1', 'w2'])
-    await c.api.create(widgets, {
-      apiVersion: `${group}/v1`,
-      kind: 'Widget',
-      metadata: { name, namespace: ns, finalizers: [`${group}/cleanup`] },
-    });
   // One that something else finalizes, which never comes.
   if (stuck)
     await c.api.create(widgets, {

@@ -12,12 +12,12 @@
 // runs. test/namespace/delete.test.ts is the same with the test playing the
 // kubelet.
 
-import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type TestCluster, useCluster } from '../support/cluster/index.ts';
 import { type RealNode, startNode, wrapLogs, wrapPod, wrapStderr, wrapStdout } from '../support/node/index.ts';
 import { fixture } from '../support/proc.ts';
+import { widgetNamespace } from './support.ts';
 
 let c: TestCluster;
 let node: RealNode;
@@ -30,53 +30,7 @@ test.before(async () => {
 const SA_CA = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
 
 async function scenario(hold: boolean, guard = true): Promise<{ ns: string; group: string; gone: boolean; pod: string; widgets: string }> {
-  const { name: ns } = await c.namespace('nsreal');
-  const group = `nsreal-${randomBytes(4).toString('hex')}.example.io`;
-  await c.create({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-        },
-      ],
-    },
-  });
-  await c.waitFor(async () => (await c.api.get(`/apis/${group}/v1`).catch(() => undefined)) !== undefined, 30_000, 'the group served');
-  await c.serviceAccount(ns, 'op');
-  await c.grant(ns, 'op', 'op', [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }]);
-  // A ClusterRole, which the namespace's deletion leaves, for what drainguard does there: get this
-  // Namespace, and release the guarded Role and RoleBinding in any order (as the chart's does for its own).
-  const release = {
-    apiGroups: ['rbac.authorization.k8s.io'],
-    resources: ['roles', 'rolebindings'],
-    resourceNames: ['op'],
-    verbs: ['get', 'patch'],
-  };
-  await c.grant(
-    ns,
-    'op',
-    `${ns}-namespace`,
-    [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [ns], verbs: ['get'] }, release],
-    {
-      clusterWide: true,
-    },
-  );
-  const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
-  for (const name of ['w1', 'w2'])
-    await c.api.create(widgets, {
-      apiVersion: `${group}/v1`,
-      kind: 'Widget',
-      metadata: { name, namespace: ns, finalizers: [`${group}/cleanup`] },
-    });
+  const { ns, group, widgets } = await widgetNamespace(c, 'nsreal');
   // Its output file on the host is named after it: one per scenario.
   const pod = hold ? 'op-hold' : 'op-control';
   await c.api.create(
