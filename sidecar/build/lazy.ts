@@ -134,7 +134,7 @@ function loaderSource(root: string, shared: readonly string[]): string {
   return `${shared.map((k, i) => `import * as s${i} from ${JSON.stringify(`${root}/${k}`)};`).join('\n')}
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { getAsset, isSea } from 'node:sea';
+import { getAsset, getRawAsset, isSea } from 'node:sea';
 import { Script } from 'node:vm';
 const shared = { ${shared.map((k, i) => `${JSON.stringify(k)}: s${i}`).join(', ')} };
 let entries;
@@ -143,7 +143,7 @@ export default function load(key) {
     const script = isSea()
       ? new Script(getAsset(${JSON.stringify(LAZY_ASSET)}, 'utf8'), {
           filename: ${JSON.stringify(LAZY_FILE)},
-          cachedData: new Uint8Array(getAsset(${JSON.stringify(LAZY_CACHE_ASSET)})),
+          cachedData: new Uint8Array(getRawAsset(${JSON.stringify(LAZY_CACHE_ASSET)})),
         })
       : new Script(readFileSync(join(__dirname, ${JSON.stringify(LAZY_FILE)}), 'utf8'), { filename: ${JSON.stringify(LAZY_FILE)} });
     if (script.cachedDataRejected) process.emitWarning('drainguard: the code cache of the lazily loaded code was rejected');
