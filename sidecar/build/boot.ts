@@ -3,6 +3,8 @@
 // (code-cache.ts), instead of the cache Node.js makes for a single
 // executable's main script before it ever ran. The main script is wrapped as
 // a function of (exports, require, module), as the lazy asset is (lazy.ts).
+// The code cache is read where the executable holds it (getRawAsset), not
+// copied first: V8 only reads it.
 
 export const MAIN_ASSET = 'main.cjs';
 export const MAIN_CACHE_ASSET = 'main.cache';
@@ -14,11 +16,11 @@ export const BOOT_FILE = 'drainguard-boot.cjs';
 export const WRAP = ['(function (exports, require, module) {', '\n})'] as const;
 export const wrapMain = (bundle: string): string => WRAP[0] + bundle + WRAP[1];
 
-export const BOOT_SOURCE = `const { getAsset } = require('node:sea');
+export const BOOT_SOURCE = `const { getAsset, getRawAsset } = require('node:sea');
 const { Script } = require('node:vm');
 const script = new Script(getAsset(${JSON.stringify(MAIN_ASSET)}, 'utf8'), {
   filename: ${JSON.stringify(MAIN_FILE)},
-  cachedData: new Uint8Array(getAsset(${JSON.stringify(MAIN_CACHE_ASSET)})),
+  cachedData: new Uint8Array(getRawAsset(${JSON.stringify(MAIN_CACHE_ASSET)})),
 });
 if (script.cachedDataRejected) process.emitWarning('drainguard: the code cache of the main script was rejected');
 const main = { exports: {} };

@@ -10,14 +10,18 @@
 //     `await import('../kube/open.ts')`.
 //   - Modules the lazy code imports that the main script has too are not
 //     copied into the asset: the asset gets the main script's own instances
-//     (one ConfigError class, so instanceof holds across both).
+//     (one ConfigError class, so instanceof holds across both). The loader
+//     imports their exports by name and makes the objects the asset reads
+//     them from at its first load: a namespace import would have the main
+//     script build one object per shared module, a getter per export, at
+//     every start.
 //   - The asset is the bundle wrapped as a function of (exports, require,
 //     module); its code cache is made by the target runtime (code-cache.ts),
 //     as Node makes the main script's. Outside the executable (the bundle run
 //     by plain node, for profiling) the same text is read from
 //     drainguard-lazy.cjs beside the main script, without a code cache.
 
-import { relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { type BuildOptions, type Metafile, type Plugin, build } from 'esbuild';
 import { WRAP } from './boot.ts';
 
@@ -41,7 +45,7 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
   const lazyEntries = new Map<string, string>(); // key -> absolute path
   const skip = { drainguardSkip: true };
 
-  const stubs = (staticGraph?: ReadonlySet<string>, shared: readonly string[] = []): Plugin => ({
+  const stubs = (staticGraph?: ReadonlySet<string>, shared: SharedExports = {}): Plugin => ({
     name: 'drainguard-lazy-stubs',
     setup(b) {
       b.onResolve({ filter: /.*/ }, async (args) => {
@@ -118,8 +122,27 @@ export async function buildSplit(root: string, options: BuildOptions & { outfile
   const shared = sharedImports(lazy.metafile);
 
   // 3. The main script again, now holding the registry of what it shares.
-  await build({ ...options, plugins: [stubs(staticGraph, shared)] });
+  await build({ ...options, plugins: [stubs(staticGraph, await exportsOf(root, shared))] });
   return { main: options.outfile, lazy: WRAP[0] + lazy.outputFiles[0]!.text + WRAP[1], lazyEntries: [...lazyEntries.keys()], shared };
+}
+
+/** The names each shared module exports (values only: types are gone by then), by module. */
+type SharedExports = Readonly<Record<string, readonly string[]>>;
+
+async function exportsOf(root: string, shared: readonly string[]): Promise<SharedExports> {
+  if (shared.length === 0) return {};
+  const { metafile } = await build({
+    entryPoints: shared.map((k) => join(root, k)),
+    bundle: false,
+    format: 'esm',
+    platform: 'node',
+    write: false,
+    metafile: true,
+    outdir: join(root, '.exports'), // never written: write is false
+    logLevel: 'warning',
+  });
+  const byEntry = Object.fromEntries(Object.values(metafile.outputs).map((o) => [o.entryPoint, o.exports]));
+  return Object.fromEntries(shared.map((k) => [k, [...byEntry[k]!].sort()]));
 }
 
 function sharedImports(metafile: Metafile): string[] {
@@ -130,20 +153,28 @@ function sharedImports(metafile: Metafile): string[] {
 }
 
 /** The main script's loader of the asset: compiled once, with its code cache, on the first lazy import. */
-function loaderSource(root: string, shared: readonly string[]): string {
-  return `${shared.map((k, i) => `import * as s${i} from ${JSON.stringify(`${root}/${k}`)};`).join('\n')}
+function loaderSource(root: string, shared: SharedExports): string {
+  const modules = Object.entries(shared);
+  const imports = modules.map(
+    ([k, names], i) => `import { ${names.map((n, j) => `${n} as s${i}_${j}`).join(', ')} } from ${JSON.stringify(`${root}/${k}`)};`,
+  );
+  // Getters, as a namespace has them: the asset sees the main script's bindings, not copies.
+  const objects = modules.map(
+    ([k, names], i) => `${JSON.stringify(k)}: { ${names.map((n, j) => `get ${n}() { return s${i}_${j}; }`).join(', ')} }`,
+  );
+  return `${imports.join('\n')}
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { getAsset, isSea } from 'node:sea';
+import { getAsset, getRawAsset, isSea } from 'node:sea';
 import { Script } from 'node:vm';
-const shared = { ${shared.map((k, i) => `${JSON.stringify(k)}: s${i}`).join(', ')} };
 let entries;
 export default function load(key) {
   if (entries === undefined) {
+    const shared = { ${objects.join(', ')} };
     const script = isSea()
       ? new Script(getAsset(${JSON.stringify(LAZY_ASSET)}, 'utf8'), {
           filename: ${JSON.stringify(LAZY_FILE)},
-          cachedData: new Uint8Array(getAsset(${JSON.stringify(LAZY_CACHE_ASSET)})),
+          cachedData: new Uint8Array(getRawAsset(${JSON.stringify(LAZY_CACHE_ASSET)})),
         })
       : new Script(readFileSync(join(__dirname, ${JSON.stringify(LAZY_FILE)}), 'utf8'), { filename: ${JSON.stringify(LAZY_FILE)} });
     if (script.cachedDataRejected) process.emitWarning('drainguard: the code cache of the lazily loaded code was rejected');

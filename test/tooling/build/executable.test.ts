@@ -3,7 +3,7 @@
 // other test), for this machine and for linux/arm64, and the blob does not
 // carry the build machine's paths.
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { test } from 'uvu';
@@ -39,6 +39,18 @@ test('the stripped executable is at least 15 MiB smaller than the runtime and th
   const scripts = statSync(resolve('dist/drainguard.cjs')).size + statSync(resolve('dist/drainguard-lazy.cjs')).size;
   const saved = (statSync(NODE).size + scripts - statSync(EXE).size) / MiB;
   assert.ok(saved >= 15, `only ${saved.toFixed(1)} MiB smaller`);
+});
+
+test("V8 takes the executable's code caches: the main script's at start, the lazily loaded code's at its first load", () => {
+  // A rejected cache would cost every start a compile of the script; boot.ts and lazy.ts warn on stderr when it happens.
+  for (const args of [
+    ['run', '--', '/bin/true'],
+    ['check', 'deploy/rendered/hold.yaml'],
+  ]) {
+    const r = spawnSync(EXE, args, { encoding: 'utf8' });
+    assert.is(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+    assert.not.match(r.stderr, /code cache .* rejected/, `${args.join(' ')}: ${r.stderr}`);
+  }
 });
 
 test("the blob names its main script bare, not by the build's directory", () => {
