@@ -1,7 +1,7 @@
 // The example operator's chart (deploy/helm/example-operator) as the kubelet
 // stand-in runs it: its images as processes (the operator's, test/fixtures/cr-operator.ts),
 // and what a release of it leaves.
-// For test/helm/uninstall.test.ts and test/bench/release-race.ts --helm.
+// For test/helm/uninstall.test.ts and test/tooling/bench/release-race.ts --helm.
 
 import { resolve } from 'node:path';
 import type { TestCluster } from '../../support/cluster/index.ts';

@@ -12,7 +12,7 @@ export interface Results {
   overheadMsMax?: number;
   stopSignalAfterLastReconcileMsP50?: number;
   stopSignalAfterLastReconcileMsP99?: number;
-  /** The same through the bare relay (test/bench/fixtures/bare-relay.ts). */
+  /** The same through the bare relay (test/tooling/bench/fixtures/bare-relay.ts). */
   overheadFloor?: { overheadMsP50: number; overheadMsP99: number; overheadMsMax: number; signalMsP50: number; signalMsP99: number };
   absentStrategies?: string[];
   drainLatencyMsP50?: number;

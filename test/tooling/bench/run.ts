@@ -9,7 +9,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { round } from '../support/stats.ts';
+import { round } from '../../support/stats.ts';
 import { killReported } from './lib/fixture-output.ts';
 import { EXE, NODE, ROOT } from './lib/paths.ts';
 import { runFanout } from './fanout.ts';
@@ -23,7 +23,7 @@ import { privateCopies, runMemory, runStart } from './startup.ts';
 const SECTIONS = ['reproducible', 'size', 'start', 'memory', 'latency', 'fanout', 'shutdown'] as const;
 type Section = (typeof SECTIONS)[number];
 
-const HELP = `npm run bench [-- OPTIONS]    (or: node test/bench/run.ts OPTIONS after npm run build)
+const HELP = `npm run bench [-- OPTIONS]    (or: node test/tooling/bench/run.ts OPTIONS after npm run build)
 
   --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all;
                        reproducible: a second build, which must be the same bytes as dist/)

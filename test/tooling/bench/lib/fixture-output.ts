@@ -4,7 +4,7 @@
 // (drainguard starts its operator in a session of its own); they are killed
 // too when the benchmark is interrupted.
 
-import type { Proc } from '../../support/proc.ts';
+import type { Proc } from '../../../support/proc.ts';
 
 const reported = new Set<number>();
 

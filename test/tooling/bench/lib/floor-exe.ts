@@ -5,10 +5,10 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildSync } from 'esbuild';
-import { wrapMain } from '../../../sidecar/build/boot.ts';
-import { runtimeFor } from '../../../sidecar/build/runtime.ts';
-import { buildExecutable } from '../../../sidecar/build/sea.ts';
-import { TARGETS, isArch } from '../../../sidecar/build/targets.ts';
+import { wrapMain } from '../../../../sidecar/build/boot.ts';
+import { runtimeFor } from '../../../../sidecar/build/runtime.ts';
+import { buildExecutable } from '../../../../sidecar/build/sea.ts';
+import { TARGETS, isArch } from '../../../../sidecar/build/targets.ts';
 import { fixture } from './paths.ts';
 
 /** Builds the floor executable into `dir` and returns its path. */

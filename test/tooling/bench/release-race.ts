@@ -11,7 +11,7 @@
 // objects are stale (the first one's finalizer went since). Every object the
 // uninstall deleted must then be gone, and no finalizer of either pod left.
 //
-//   node test/bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own] [--jitter MS]
+//   node test/tooling/bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own] [--jitter MS]
 //
 // --jitter MS holds each of the last holder's finalizer removals at the fault
 // proxy for a random 0..MS ms before the API server gets it: the spread a busy
@@ -25,7 +25,7 @@
 // chart's cluster-scoped names are fixed); what is counted is helm's exit
 // status, drainguard's partial releases, and what of the release is left.
 //
-//   node test/bench/release-race.ts --helm [--wait] [--no-predelete] [--hold] [--releases N] [--busy N]
+//   node test/tooling/bench/release-race.ts --helm [--wait] [--no-predelete] [--hold] [--releases N] [--busy N]
 //
 // --hold sets the chart's drainguard.hold.kinds to the example's two kinds.
 //
@@ -34,15 +34,15 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { finalizer, withCluster } from '../guard/cluster.ts';
-import { EXAMPLE, cleanupCharts, stageChart } from '../helm/support/charts.ts';
-import { GROUP, RBAC, holdersOf, images, releaseRbac, strip } from '../helm/support/example.ts';
-import { useCluster } from '../support/cluster/index.ts';
-import type { ProxiedRequest } from '../support/faultproxy/index.ts';
-import { runFileEndHooks } from '../support/file-end.ts';
-import { helmRun } from '../support/helm.ts';
-import { Kubelet } from '../support/kubelet/index.ts';
-import { percentile } from '../support/stats.ts';
+import { finalizer, withCluster } from '../../guard/cluster.ts';
+import { EXAMPLE, cleanupCharts, stageChart } from '../../helm/support/charts.ts';
+import { GROUP, RBAC, holdersOf, images, releaseRbac, strip } from '../../helm/support/example.ts';
+import { useCluster } from '../../support/cluster/index.ts';
+import type { ProxiedRequest } from '../../support/faultproxy/index.ts';
+import { runFileEndHooks } from '../../support/file-end.ts';
+import { helmRun } from '../../support/helm.ts';
+import { Kubelet } from '../../support/kubelet/index.ts';
+import { percentile } from '../../support/stats.ts';
 
 const { values } = parseArgs({
   options: {

@@ -4,16 +4,16 @@
 // deadline passed). Each iteration runs two copies of the bursty operator with
 // the same seed, stopped at the same moment, one per strategy.
 //
-//   node test/bench/idle-metrics.ts [--iterations 40] [--seed 1] [--deadline 3000] [--interval 50]
+//   node test/tooling/bench/idle-metrics.ts [--iterations 40] [--seed 1] [--deadline 3000] [--interval 50]
 //     [--workers 2] [--reconcile 200-1500] [--burst-every 2000-6000] [--burst-size 1-4]
 //     [--stop-after 1000-8000]
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { waitForIdle } from '../../src/idle/idle-metrics.ts';
-import { nowMs } from '../support/clock.ts';
-import { Proc } from '../support/proc.ts';
-import { prng, seedOf } from '../support/random.ts';
+import { waitForIdle } from '../../../src/idle/idle-metrics.ts';
+import { nowMs } from '../../support/clock.ts';
+import { Proc } from '../../support/proc.ts';
+import { prng, seedOf } from '../../support/random.ts';
 import { event } from './lib/fixture-output.ts';
 import { NODE, fixture } from './lib/paths.ts';
 

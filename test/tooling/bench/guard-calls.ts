@@ -5,7 +5,7 @@
 // (test/support/faultproxy, nothing injected: it only forwards and records).
 // Run after `npm run build`:
 //
-//   node test/bench/guard-calls.ts [--runs N] [--uninstall]
+//   node test/tooling/bench/guard-calls.ts [--runs N] [--uninstall]
 //
 // --uninstall deletes the install (background propagation) before the release,
 // as `helm uninstall` does; by default the objects stay (a rolling update).
@@ -14,12 +14,12 @@
 // ClusterRole and binding, a Role and binding, a Pod with a token bound to it).
 
 import { parseArgs } from 'node:util';
-import { type Install, finalizer, withCluster } from '../guard/cluster.ts';
-import { useCluster } from '../support/cluster/index.ts';
-import type { Recorded } from '../support/faultproxy/index.ts';
-import { runFileEndHooks } from '../support/file-end.ts';
-import type { LogLine } from '../support/proc.ts';
-import { median } from '../support/stats.ts';
+import { type Install, finalizer, withCluster } from '../../guard/cluster.ts';
+import { useCluster } from '../../support/cluster/index.ts';
+import type { Recorded } from '../../support/faultproxy/index.ts';
+import { runFileEndHooks } from '../../support/file-end.ts';
+import type { LogLine } from '../../support/proc.ts';
+import { median } from '../../support/stats.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, uninstall: { type: 'boolean', default: false } } });
 const runs = Number(values.runs);

@@ -6,15 +6,15 @@
 // plane, Pending: the hold finds its Deployment through it, and drainguard
 // runs here as the pod's container would. Run after `npm run build`:
 //
-//   node test/bench/hold-idle.ts [--seconds N]     (default 120 per case)
+//   node test/tooling/bench/hold-idle.ts [--seconds N]     (default 120 per case)
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { useCluster } from '../support/cluster/index.ts';
-import { startFaultProxy } from '../support/faultproxy/index.ts';
-import { runFileEndHooks } from '../support/file-end.ts';
-import { Proc } from '../support/proc.ts';
-import { MiB } from '../support/stats.ts';
+import { useCluster } from '../../support/cluster/index.ts';
+import { startFaultProxy } from '../../support/faultproxy/index.ts';
+import { runFileEndHooks } from '../../support/file-end.ts';
+import { Proc } from '../../support/proc.ts';
+import { MiB } from '../../support/stats.ts';
 import { rssOf } from './lib/mem.ts';
 import { EXE, NODE } from './lib/paths.ts';
 

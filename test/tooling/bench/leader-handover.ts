@@ -13,7 +13,7 @@
 // (drainguard's `operator exited`) to the successor's acquisition (its `leader`
 // line), both on this machine's clock.
 //
-//   node test/bench/leader-handover.ts [--handovers N] [--duration DUR] [--retry DUR]
+//   node test/tooling/bench/leader-handover.ts [--handovers N] [--duration DUR] [--retry DUR]
 //
 // Defaults are client-go's and controller-runtime's: lease duration 15s, retry
 // period 2s, 20 hand-overs per case (about 6 minutes, most of it the 'off'
@@ -22,11 +22,11 @@
 // `npm run build`.
 
 import { parseArgs } from 'node:util';
-import { parseDuration } from '../../src/config/duration.ts';
-import { useCluster } from '../support/cluster/index.ts';
-import { runFileEndHooks } from '../support/file-end.ts';
-import { Proc } from '../support/proc.ts';
-import { percentile } from '../support/stats.ts';
+import { parseDuration } from '../../../src/config/duration.ts';
+import { useCluster } from '../../support/cluster/index.ts';
+import { runFileEndHooks } from '../../support/file-end.ts';
+import { Proc } from '../../support/proc.ts';
+import { percentile } from '../../support/stats.ts';
 import { EXE, NODE, ROOT } from './lib/paths.ts';
 
 const { values } = parseArgs({
@@ -48,7 +48,7 @@ if (
   retryMs === undefined ||
   retryMs <= 0
 ) {
-  process.stderr.write('usage: node test/bench/leader-handover.ts [--handovers N] [--duration WHOLE-SECONDS] [--retry DURATION]\n');
+  process.stderr.write('usage: node test/tooling/bench/leader-handover.ts [--handovers N] [--duration WHOLE-SECONDS] [--retry DURATION]\n');
   process.exit(2);
 }
 const LEADER = `${ROOT}/test/fixtures/leader-operator.ts`;

@@ -4,10 +4,10 @@
 // drainguard code: its overhead is the floor of drainguard's.
 
 import { setTimeout as delay } from 'node:timers/promises';
-import { nowMs } from '../support/clock.ts';
-import { Proc } from '../support/proc.ts';
-import { prng, seedOf } from '../support/random.ts';
-import { percentile } from '../support/stats.ts';
+import { nowMs } from '../../support/clock.ts';
+import { Proc } from '../../support/proc.ts';
+import { prng, seedOf } from '../../support/random.ts';
+import { percentile } from '../../support/stats.ts';
 import { event, reportedPid } from './lib/fixture-output.ts';
 import { EXE, NODE, fixture, onPath } from './lib/paths.ts';
 

@@ -5,9 +5,9 @@
 // machine take to get a line to a thousand sockets and read it.
 
 import { setTimeout as delay } from 'node:timers/promises';
-import { nowMs } from '../support/clock.ts';
-import { Proc } from '../support/proc.ts';
-import { MiB, percentile } from '../support/stats.ts';
+import { nowMs } from '../../support/clock.ts';
+import { Proc } from '../../support/proc.ts';
+import { MiB, percentile } from '../../support/stats.ts';
 import { reportedPid } from './lib/fixture-output.ts';
 import { type Rss, rssOf, schedOf } from './lib/mem.ts';
 import { EXE, NODE, fixture } from './lib/paths.ts';

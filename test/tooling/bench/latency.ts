@@ -8,10 +8,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { nowMs } from '../support/clock.ts';
-import { Proc } from '../support/proc.ts';
-import { prng, seedOf } from '../support/random.ts';
-import { percentile } from '../support/stats.ts';
+import { nowMs } from '../../support/clock.ts';
+import { Proc } from '../../support/proc.ts';
+import { prng, seedOf } from '../../support/random.ts';
+import { percentile } from '../../support/stats.ts';
 import { event, reportedPid } from './lib/fixture-output.ts';
 import { EXE, NODE, fixture } from './lib/paths.ts';
 

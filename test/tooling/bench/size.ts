@@ -4,7 +4,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { EXE } from './lib/paths.ts';
-import { MiB } from '../support/stats.ts';
+import { MiB } from '../../support/stats.ts';
 
 export async function runSize(): Promise<{ binaryMiB: number; binaryGzMiB: number }> {
   const size = statSync(EXE).size;

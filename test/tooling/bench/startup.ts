@@ -16,12 +16,12 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { type Install, withCluster } from '../guard/cluster.ts';
-import { nowMs } from '../support/clock.ts';
-import { useCluster } from '../support/cluster/index.ts';
-import { runFileEndHooks } from '../support/file-end.ts';
-import { Proc } from '../support/proc.ts';
-import { MiB, median } from '../support/stats.ts';
+import { type Install, withCluster } from '../../guard/cluster.ts';
+import { nowMs } from '../../support/clock.ts';
+import { useCluster } from '../../support/cluster/index.ts';
+import { runFileEndHooks } from '../../support/file-end.ts';
+import { Proc } from '../../support/proc.ts';
+import { MiB, median } from '../../support/stats.ts';
 import { buildFloorExecutable } from './lib/floor-exe.ts';
 import { type Rss, dropFromPageCache, rssOf } from './lib/mem.ts';
 import { EXE, NODE } from './lib/paths.ts';

@@ -1,7 +1,7 @@
 // CPU profiles of drainguard, for finding out where its time goes:
-//   node test/bench/profile.ts start            drainguard run -- /bin/true
-//   node test/bench/profile.ts drain            a drain: SIGTERM → drain → drained → stop signal → exit
-//   node test/bench/profile.ts fanout [N]       the same with N clients (default 1000)
+//   node test/tooling/bench/profile.ts start            drainguard run -- /bin/true
+//   node test/tooling/bench/profile.ts drain            a drain: SIGTERM → drain → drained → stop signal → exit
+//   node test/tooling/bench/profile.ts fanout [N]       the same with N clients (default 1000)
 // The bundle dist/drainguard.cjs runs on this Node.js with --cpu-prof (the
 // executable takes no Node.js flags); profiles go to a fresh directory and
 // the functions that took the most time, self and inclusive, are printed.
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { transformSync } from 'esbuild';
-import { Proc } from '../support/proc.ts';
+import { Proc } from '../../support/proc.ts';
 import { NODE, ROOT, fixture } from './lib/paths.ts';
 
 const [scenario = 'drain', arg] = process.argv.slice(2);
@@ -23,7 +23,7 @@ const dir = mkdtempSync(join(tmpdir(), 'drainguard-profile-'));
 const preload = join(dir, 'no-sigprof.mjs');
 writeFileSync(
   preload,
-  transformSync(readFileSync(join(ROOT, 'test/bench/lib/no-sigprof.ts'), 'utf8'), { loader: 'ts', format: 'esm' }).code,
+  transformSync(readFileSync(join(ROOT, 'test/tooling/bench/lib/no-sigprof.ts'), 'utf8'), { loader: 'ts', format: 'esm' }).code,
 );
 const flags = ['--import', preload, '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '50'];
 const bundle = process.env.BUNDLE ?? join(ROOT, 'dist/drainguard.cjs');

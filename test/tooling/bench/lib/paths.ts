@@ -1,11 +1,11 @@
 import { accessSync, constants } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-export const ROOT = resolve(import.meta.dirname, '../../..');
+export const ROOT = resolve(import.meta.dirname, '../../../..');
 export const EXE = join(ROOT, 'dist/drainguard');
 /** The Node.js the benchmark runs on: the one drainguard embeds (checked in run.ts). */
 export const NODE = process.execPath;
-export const fixture = (name: string): string => join(ROOT, 'test/bench/fixtures', name);
+export const fixture = (name: string): string => join(ROOT, 'test/tooling/bench/fixtures', name);
 
 /** The full path of `name` on PATH, or undefined. */
 export function onPath(name: string): string | undefined {
