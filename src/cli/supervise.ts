@@ -17,7 +17,7 @@ import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../config/supervisor.ts';
 import { combineObservers } from '../supervisor/observer.ts';
 import { SidecarMode } from '../supervisor/sidecar-mode.ts';
-import { holdTerminationSignals } from '../supervisor/signals.ts';
+import { holdCaughtSignals } from '../supervisor/signals.ts';
 import { type Mode, StopProcedure, type StopProcedureOptions } from '../supervisor/stop-procedure.ts';
 import { WrapMode } from '../supervisor/wrap-mode.ts';
 import { type DrainEventObserver, laterPodEvents } from '../telemetry/pod-events.ts';
@@ -121,7 +121,7 @@ async function superviseWith(
     }));
   // In the same turn as the run's own handlers (signals reach them from the event loop, not
   // before): when the run removes those at its end, these stay, with no moment in between.
-  holdTerminationSignals();
+  holdCaughtSignals();
   try {
     // The listener watches the run: it is started before it, on the procedure (the preStop route).
     return await procedure.run({ observer: combineObservers(telemetry?.observer, pod.events), onServer: telemetry?.attach });

@@ -34,12 +34,14 @@ export const FORWARDED: readonly NodeJS.Signals[] = [
 ];
 
 /**
- * Once the run has removed its handlers, termination signals change nothing:
+ * Once the run has removed its handlers, no signal it caught changes anything:
  * the exit status is decided (the operator is gone, the guard released), and a
  * late SIGTERM must not turn it into 143 while telemetry closes or Events are
- * flushed. Installed with the run's own handlers, not after them: between the
- * run's removal and a later install the default action would end drainguard.
+ * flushed, nor a late SIGUSR1 open Node's inspector, nor SIGQUIT or SIGUSR2
+ * end drainguard by their default action. Installed with the run's own
+ * handlers, not after them: between the run's removal and a later install the
+ * default action would act.
  */
-export function holdTerminationSignals(): void {
-  for (const sig of [...TERMINATING, 'SIGHUP'] as const) process.on(sig, () => {});
+export function holdCaughtSignals(): void {
+  for (const sig of [...TERMINATING, ...JOB_CONTROL, ...FORWARDED]) process.on(sig, () => {});
 }
