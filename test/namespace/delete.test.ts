@@ -9,10 +9,10 @@
 //
 // On 1.30–1.32 (the gate off by default) the namespace controller deletes
 // everything at once, the operator's Role and RoleBinding with the custom
-// resources, while the operator runs: what keeps it able to finalize them is
-// the guard on its RBAC (as every install has it), which the step's scenarios
-// here set. The control there is drainguard without guard nor step: the
-// operator's RBAC goes while it runs, the custom resources keep their finalizer.
+// resources, while the operator runs: the guard on its RBAC (as every install
+// has it, here too) keeps the operator able to finalize them, and the step
+// keeps it running until it has. Its cleanup takes 2 s (OP_FINALIZE_AFTER_MS),
+// so that in the control the SIGTERM comes first on either release.
 //
 // The built executable in wrap mode, test/fixtures/namespace-operator.ts as the
 // operator; there is no kubelet here: the test plays its part (SIGTERM once the
@@ -30,7 +30,6 @@ const OPERATOR = fixture('namespace-operator.ts');
 async function scenario(
   withStep: boolean,
   stuck = false,
-  guard = true,
 ): Promise<{ c: TestCluster; ns: string; group: string; gone: boolean; log: { msg: string; [k: string]: unknown }[]; stdout: string[] }> {
   const c = await useCluster();
   const { ns, group, widgets } = await widgetNamespace(c, 'nsdel');
@@ -62,7 +61,7 @@ async function scenario(
     DRAINGUARD_POD_UID: pod.uid,
     DRAINGUARD_HOLD: withStep ? `widgets.${group}` : '',
     // The operator's Role and RoleBinding, as an install guards them.
-    DRAINGUARD_GUARD: guard ? `role/${ns}/op,rolebinding/${ns}/op` : '',
+    DRAINGUARD_GUARD: `role/${ns}/op,rolebinding/${ns}/op`,
     DRAINGUARD_STOP_TIMEOUT: '2s',
     DRAINGUARD_LEADER_LEASE: 'off',
     OP_API: c.url,
@@ -70,6 +69,7 @@ async function scenario(
     OP_CA: c.caFile,
     OP_NAMESPACE: ns,
     OP_GROUP: group,
+    OP_FINALIZE_AFTER_MS: '2000',
   });
   try {
     await p.line('ready');
@@ -136,12 +136,9 @@ test('kubectl delete namespace, DRAINGUARD_HOLD listing the kind: the custom res
     r.stdout.join('\n'),
   );
   const msgs = r.log.map((l) => l.msg);
-  // Unordered, the operator has usually finalized them before its SIGTERM: the step then finds none left.
-  const steps = ['namespace being deleted: its custom resources are finalized and gone'];
-  if (!r.c.orderedNamespaceDeletion) steps.push('namespace being deleted: none of the listed kinds left in it');
-  const done = msgs.findIndex((m) => steps.includes(m));
+  const done = msgs.indexOf('namespace being deleted: its custom resources are finalized and gone');
   assert.ok(done >= 0 && done < msgs.indexOf('drain started'), msgs.join(' | '));
-  if (r.c.orderedNamespaceDeletion) assert.equal(r.log[done]!.objects, [`widgets.${r.group}/${r.ns}/w1`, `widgets.${r.group}/${r.ns}/w2`]);
+  assert.equal(r.log[done]!.objects, [`widgets.${r.group}/${r.ns}/w1`, `widgets.${r.group}/${r.ns}/w2`]);
 });
 
 test('what cannot be finalized by the deadline is logged by name, and the drain and the stop go on inside the grace period', async () => {
@@ -160,8 +157,8 @@ test('what cannot be finalized by the deadline is logged by name, and the drain 
   assert.ok(at('operator exited') - at('termination requested') < 10_000, 'stopped inside the grace period');
 });
 
-test('control: DRAINGUARD_HOLD empty (ordered deletion: the operator stops first; unordered: and no guard, its RBAC goes while it runs): the custom resources keep their finalizer; the namespace stays Terminating', async () => {
-  const r = await scenario(false, false, (await useCluster()).orderedNamespaceDeletion);
+test('control: DRAINGUARD_HOLD empty: the operator stops before it has finalized the custom resources, which keep their finalizer; the namespace stays Terminating', async () => {
+  const r = await scenario(false);
   assert.not.ok(r.gone, 'the namespace is still there');
   assert.equal(
     r.stdout.filter((l) => l.startsWith('finalized ')),
