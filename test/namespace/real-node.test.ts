@@ -58,7 +58,12 @@ async function scenario(hold: boolean): Promise<{ ns: string; group: string; gon
     }),
   );
   const out = () => wrapStdout(node, pod);
-  await c.waitFor(() => out().includes('ready'), 60_000, `the operator ready\n${node.tail()}\n${wrapStderr(node, pod).join('\n')}`);
+  await c.waitFor(
+    () => out().includes('ready'),
+    60_000,
+    'the operator ready',
+    () => `${node.tail()}\n${wrapStderr(node, pod).join('\n')}`,
+  );
   const t0 = Date.now();
   await c.api.delete(`/api/v1/namespaces/${ns}`);
   // The namespace controller deletes the pod first; the kubelet stops it and deletes it for good.

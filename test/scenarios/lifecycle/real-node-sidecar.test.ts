@@ -102,7 +102,12 @@ test('deletion: the preStop hook drains the operator through the sidecar, then t
       return [];
     }
   };
-  await c.waitFor(() => out().includes('work start 0'), 60_000, `the operator's reconcile started\n${node.tail()}`);
+  await c.waitFor(
+    () => out().includes('work start 0'),
+    60_000,
+    "the operator's reconcile started",
+    () => node.tail(),
+  );
   const ended: Record<string, string> = {}; // container: 'EXITCODE SEEN_AT_MS'
   const stop = c.api.watch(`/api/v1/namespaces/${ns}/pods?fieldSelector=metadata.name%3Dsidecar`, (e) => {
     for (const s of [...(e.object?.status?.containerStatuses ?? []), ...(e.object?.status?.initContainerStatuses ?? [])]) {

@@ -56,7 +56,8 @@ async function runAndDelete(name: string, serviceAccount: string, options: Recor
   await c.waitFor(
     () => stdout(name).includes('work start 0'),
     60_000,
-    `the operator's reconcile started in ${name}\n${node.tail()}\n${read(`${name}.err`).join('\n')}`,
+    `the operator's reconcile started in ${name}`,
+    () => `${node.tail()}\n${read(`${name}.err`).join('\n')}`,
   );
   let exitCode: number | undefined;
   const stop = c.api.watch(`/api/v1/namespaces/${ns}/pods?fieldSelector=metadata.name%3D${name}`, (e) => {

@@ -204,7 +204,13 @@ current-context: test
   }
 
   /** Polls `check` (every 50 ms) until it gives a value other than undefined/false; rejects after `ms`. */
-  async waitFor<T>(check: () => Promise<T | undefined | false> | T | undefined | false, ms: number, what: string): Promise<T> {
+  /** `what` names the wait; `detail`, read when it times out, says what the state was then (logs, a node's tail). */
+  async waitFor<T>(
+    check: () => Promise<T | undefined | false> | T | undefined | false,
+    ms: number,
+    what: string,
+    detail?: () => string,
+  ): Promise<T> {
     const deadline = Date.now() + ms;
     let last: unknown;
     for (;;) {
@@ -214,7 +220,10 @@ current-context: test
       } catch (err) {
         last = err;
       }
-      if (Date.now() >= deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? ` (last error: ${last})` : ''}`);
+      if (Date.now() >= deadline)
+        throw new Error(
+          `timed out after ${ms} ms waiting for ${what}${last ? ` (last error: ${last})` : ''}${detail ? `\n${detail()}` : ''}`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -89,7 +89,8 @@ async function started(name: string, containers: string[]): Promise<void> {
   await c.waitFor(
     () => containers.every((x) => lines(name).some((l) => l.who === x && l.what === 'started')),
     60_000,
-    `${containers.join(', ')} started in ${name}\n${node.tail()}`,
+    `${containers.join(', ')} started in ${name}`,
+    () => node.tail(),
   );
 }
 
