@@ -42,3 +42,9 @@ export async function within(clock: Clock, work: Promise<unknown>, ms: number): 
   await Promise.race([work, new Promise<void>((resolve) => (cancel = clock.after(ms, resolve)))]);
   cancel();
 }
+
+/** A signal that aborts once `ms` have passed on `clock` (keeping the process alive until then, as `after` does); `cancel` drops its timer. */
+export function abortAfter(clock: Pick<Clock, 'after'>, ms: number): { signal: AbortSignal; cancel: () => void } {
+  const abort = new AbortController();
+  return { signal: abort.signal, cancel: clock.after(ms, () => abort.abort()) };
+}

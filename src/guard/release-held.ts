@@ -3,7 +3,7 @@
 // the waves of release-order.ts, each wave warmed up first; then the holder
 // Lease goes. Never throws, never outlasts the deadline the stop gives.
 
-import { type Clock, within } from '../clock.ts';
+import { type Clock, abortAfter, within } from '../clock.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
@@ -88,8 +88,7 @@ async function warmUp(
   signal: AbortSignal,
   deadline: number,
 ): Promise<Map<HeldTarget, KubeObject | null>> {
-  const over = new AbortController();
-  const cancel = r.clock.after(Math.floor(Math.min(WARM_UP_MS, Math.max(0, deadline - r.clock.now()) / 4)), () => over.abort());
+  const over = abortAfter(r.clock, Math.floor(Math.min(WARM_UP_MS, Math.max(0, deadline - r.clock.now()) / 4)));
   const warm = AbortSignal.any([signal, over.signal]);
   const copies = new Map<HeldTarget, KubeObject | null>();
   await Promise.all(
@@ -101,7 +100,7 @@ async function warmUp(
       }
     }),
   );
-  cancel();
+  over.cancel();
   return copies;
 }
 

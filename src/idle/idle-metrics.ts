@@ -5,7 +5,7 @@
 
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { type Clock, systemClock } from '../clock.ts';
+import { type Clock, abortAfter, systemClock } from '../clock.ts';
 import { DrainguardError } from '../errors.ts';
 
 /** The gauge controller-runtime keeps per controller: workers inside a reconcile. */
@@ -129,12 +129,6 @@ function afterLabels(rest: string): string {
     else if (c === '}' && !quoted) return rest.slice(i + 1);
   }
   throw new DrainguardError('DG_IDLE_METRICS', `unterminated labels: ${rest}`);
-}
-
-/** A signal that aborts once `ms` have passed on `clock`; `cancel` drops its timer. */
-function abortAfter(clock: Clock, ms: number): { signal: AbortSignal; cancel: () => void } {
-  const abort = new AbortController();
-  return { signal: abort.signal, cancel: clock.after(ms, () => abort.abort()) };
 }
 
 const defaultFetch: Fetch = (url, { headers, ca, insecureSkipVerify, signal }) =>

@@ -3,7 +3,7 @@
 // composition root (cli/supervise.ts); the Kubernetes client is opened at the
 // call only (in wrap mode nothing of Kubernetes may hold up the operator's start).
 
-import type { Clock } from '../clock.ts';
+import { type Clock, abortAfter } from '../clock.ts';
 import type { LeaderLeaseSetting } from '../config/options.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { PodRef } from '../kube/pod.ts';
@@ -52,8 +52,7 @@ export function leaderRelease(use: LeaderReleaseUse): ((deadline: number) => Pro
 /** Whether the API reports the operator container terminated by `deadline`; it normally has by the release. */
 async function operatorGone(wait: (signal: AbortSignal) => Promise<void>, clock: Clock, deadline: number): Promise<boolean> {
   // On the clock, which keeps the process alive until then (AbortSignal.timeout's timer does not).
-  const stop = new AbortController();
-  const cancel = clock.after(deadline - clock.now(), () => stop.abort());
+  const stop = abortAfter(clock, deadline - clock.now());
   try {
     await wait(stop.signal);
     return !stop.signal.aborted;
@@ -61,7 +60,7 @@ async function operatorGone(wait: (signal: AbortSignal) => Promise<void>, clock:
     // The stop procedure has already said why the API cannot tell (sidecar-mode.ts); the release says the Lease is left.
     return false;
   } finally {
-    cancel();
+    stop.cancel();
   }
 }
 
