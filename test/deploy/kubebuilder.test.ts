@@ -13,7 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseGuardList } from '../../src/config/guard-list.ts';
+import { guardTargetKey, parseGuardList } from '../../src/config/guard-list.ts';
 import type { Layout } from '../support/kubebuilder.ts';
 import { EXE, tempDir } from '../support/proc.ts';
 import { type KubeObject, kubebuilderOverlay, kubebuilderProject, ofKind, problems, theDeployment } from './support/manifests.ts';
@@ -24,11 +24,11 @@ function guardOf(objects: KubeObject[], mode: string): string[] {
   const [list, name] = GUARD_CONTAINER[mode]!;
   const container = theDeployment(objects).spec.template.spec[list].find((c: any) => c.name === name);
   const value = container.env.find((e: any) => e.name === 'DRAINGUARD_GUARD').value as string;
-  return parseGuardList(value, 'DRAINGUARD_GUARD').map((t) => `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`);
+  return parseGuardList(value, 'DRAINGUARD_GUARD').map(guardTargetKey);
 }
 
 const drainguardOwn = (o: KubeObject) => o.metadata.labels?.['app.kubernetes.io/name'] === 'drainguard';
-const entry = (kind: string, name: string, namespace?: string) => `${kind.toLowerCase()}/${namespace ? `${namespace}/` : ''}${name}`;
+const entry = (kind: string, name: string, namespace?: string) => guardTargetKey({ kind: kind.toLowerCase(), namespace, name });
 
 for (const layout of ['cluster', 'namespaced'] as Layout[]) {
   for (const project of ['guestbook', 'shop']) {

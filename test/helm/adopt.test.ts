@@ -11,7 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseGuardList } from '../../src/config/guard-list.ts';
+import { guardTargetKey, parseGuardList } from '../../src/config/guard-list.ts';
 import { EXE } from '../support/proc.ts';
 import { type KubeObject, ofKind, theDeployment } from '../deploy/support/manifests.ts';
 import { adoptHelmCreateChart, adoptKubebuilderChart } from './support/adopt.ts';
@@ -36,7 +36,7 @@ function guardOf(objects: KubeObject[], mode: string): string[] {
     .spec.template.spec[list].filter((c: any) => name === '*' || c.name === name)
     .flatMap((c: any) => c.env ?? []);
   const value = env.find((e: any) => e.name === 'DRAINGUARD_GUARD').value as string;
-  return parseGuardList(value, 'DRAINGUARD_GUARD').map((t) => `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`);
+  return parseGuardList(value, 'DRAINGUARD_GUARD').map(guardTargetKey);
 }
 
 const RELEASES = [
