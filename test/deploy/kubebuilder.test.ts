@@ -8,7 +8,7 @@
 // with no finding, and the guard list and drainguard's RBAC name the objects
 // the Deployment really uses, prefix and all.
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -93,6 +93,18 @@ test('namespaced project with the cluster-scoped `kubebuilder` component: kustom
   const message = 'nothing selected by ClusterRole.[noVer].[noGrp]/manager-role';
   assert.ok(stderr.includes(message), stderr);
   assert.ok(readFileSync('docs/deploy.md', 'utf8').replaceAll('\n', ' ').includes(message), 'the doc names the message');
+});
+
+test('namespaced project without guard-more: drainguard check names the Roles and RoleBindings left unguarded', () => {
+  const overlay = kubebuilderOverlay('sidecar', 'guestbook', tempDir(), 'namespaced');
+  const file = join(overlay, 'kustomization.yaml');
+  writeFileSync(file, readFileSync(file, 'utf8').replace(/^ {2}- \S*components\/guard-more\n/m, ''));
+  assert.not.match(readFileSync(file, 'utf8'), /guard-more/);
+  const render = execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8' });
+  const check = spawnSync(EXE, ['check', '-'], { input: render, encoding: 'utf8' });
+  assert.is(check.status, 1, check.stdout + check.stderr);
+  for (const name of ['manager-rolebinding', 'leader-election-rolebinding']) assert.match(check.stdout, new RegExp(`binding-not-guarded[\\s\\S]*${name}`));
+  assert.match(check.stdout, /role-not-guarded/);
 });
 
 test.run();
