@@ -190,7 +190,7 @@ test('a type the API server does not know: exit 2 with a clear message, nothing 
     const p = drainguard(['predelete', `nosuchthings.${GROUP}`, `installations.${GROUP}/default`], {
       KUBECONFIG: cluster.kubeconfigFor(token, { server: proxy.url }),
     });
-    assert.equal((await p.exit()).code, 2);
+    assert.equal((await p.exit()).code, 2, p.stderr.join('\n'));
     assert.match(
       p.stderr.join('\n'),
       new RegExp(`has no resource type "nosuchthings\\.${G}" \\(is its CustomResourceDefinition installed\\?\\)`),
