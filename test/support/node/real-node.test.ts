@@ -165,11 +165,15 @@ test('deletion: a main container that outlives the grace period is killed at it;
   const ls = lines('stopping').filter((l) => l.what !== 'started');
   assert.equal(ls.map((l) => `${l.who} ${l.what}`).sort(), ['main TERM', 'sidecar-a TERM', 'sidecar-b TERM']);
   const [a, b] = [at(ls, 'sidecar-a', 'TERM') - deleted, at(ls, 'sidecar-b', 'TERM') - deleted];
-  // Each sidecar waits for its turn only as long as the grace period lasts (kuberuntime's terminationOrdering.waitForTurn).
-  for (const t of [a, b]) assert.ok(t >= grace - 0.2 && t < grace + 1.5, `a sidecar's SIGTERM ${t} s after the delete, grace ${grace} s`);
+  // Each sidecar waits for its turn only as long as the grace period lasts (kuberuntime's terminationOrdering.waitForTurn),
+  // counted from when the kubelet started the stop (main's SIGTERM), not from the DELETE: the kubelet's watch lag is
+  // no part of the rule (it reached 1.9 s beside a busy loop).
+  const stop = at(ls, 'main', 'TERM') - deleted;
+  for (const t of [a, b])
+    assert.ok(t - stop >= grace - 0.2 && t - stop < grace + 1.5, `a sidecar's SIGTERM ${t - stop} s after main's, grace ${grace} s`);
   assert.ok(Math.abs(a - b) < 0.5, `sidecar-a ${a} s, sidecar-b ${b} s: together`);
   console.log(
-    `real kubelet, grace ${grace} s, main ignores SIGTERM: main SIGTERM +${(at(ls, 'main', 'TERM') - deleted).toFixed(2)} s, sidecar-b +${b.toFixed(2)} s, sidecar-a +${a.toFixed(2)} s after the delete`,
+    `real kubelet, grace ${grace} s, main ignores SIGTERM: main SIGTERM +${stop.toFixed(2)} s, sidecar-b +${b.toFixed(2)} s, sidecar-a +${a.toFixed(2)} s after the delete`,
   );
 });
 
