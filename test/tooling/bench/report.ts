@@ -241,10 +241,10 @@ export function printReport(
           const c = r.start![state].cpu;
           return [
             state === 'read' ? 'read back from disk' : 'freshly written',
-            f(c.drainguardMs),
-            f(c.floorMs),
-            f(c.nodeMs),
-            f(c.aboveFloorMs),
+            f(c.drainguardMs, 2),
+            f(c.floorMs, 2),
+            f(c.nodeMs, 2),
+            f(c.aboveFloorMs, 2),
           ];
         }),
       ),

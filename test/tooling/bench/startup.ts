@@ -20,6 +20,7 @@ import { type Install, withCluster } from '../../guard/cluster.ts';
 import { nowMs } from '../../support/clock.ts';
 import { useCluster } from '../../support/cluster/index.ts';
 import { runFileEndHooks } from '../../support/file-end.ts';
+import { goBuild } from '../../support/go.ts';
 import { Proc } from '../../support/proc.ts';
 import { MiB, median } from '../../support/stats.ts';
 import { buildFloorExecutable } from './lib/floor-exe.ts';
@@ -34,6 +35,8 @@ interface Copies {
   readonly drainguard: string;
   /** The floor: a supervisor that only listens, starts its command and waits, built as drainguard is (lib/floor-exe.ts). */
   readonly floor: string;
+  /** lib/cputime, built here: runs a command and prints its CPU time in microseconds. */
+  readonly cputime: string;
   readonly hasSidecar: boolean;
   /** Puts both executables in `state`. */
   prepare(state: CacheState): void;
@@ -46,6 +49,7 @@ export function privateCopies(): Copies {
   const drainguard = join(dir, 'drainguard');
   const floor = join(dir, 'floor');
   const built = buildFloorExecutable(mkdtempSync(join(dir, 'floor-build-')));
+  const cputime = goBuild(join(import.meta.dirname, 'lib/cputime'), './main.go', join(dir, 'cputime'));
   const write = () => {
     for (const [from, to] of [
       [NODE, node],
@@ -63,6 +67,7 @@ export function privateCopies(): Copies {
     node,
     drainguard,
     floor,
+    cputime,
     hasSidecar,
     prepare(state) {
       if (state === 'written') write();
@@ -154,9 +159,9 @@ export async function runStart(copies: Copies, runs: number, progress: (label: s
         'killed',
       );
       const e = await timeToExit('unshare', [...mount, copies.node, '-e', '0'], podEnv);
-      const cd = await cpuOfRun(copies.drainguard, ['run', '--', '/bin/true']);
-      const cf = await cpuOfRun(copies.floor, ['/bin/true']);
-      const cn = await cpuOfRun(copies.node, ['-e', '0']);
+      const cd = await cpuOfRun(copies.cputime, copies.drainguard, ['run', '--', '/bin/true']);
+      const cf = await cpuOfRun(copies.cputime, copies.floor, ['/bin/true']);
+      const cn = await cpuOfRun(copies.cputime, copies.node, ['-e', '0']);
       if (i >= warmup) {
         cpu.dg.push(cd);
         cpu.floor.push(cf);
@@ -210,24 +215,20 @@ function timeToExit(
 }
 
 /**
- * CPU time, user + system, of `file` and what it waited for, in ms: bash's `time`, which reads
- * getrusage(RUSAGE_CHILDREN) around it (all threads, V8's helpers included; millisecond digits).
+ * CPU time, user + system, of `file` and what it waited for, in ms, from wait4's rusage in
+ * microseconds (lib/cputime): all threads, V8's helpers included. bash's `time` reads the same
+ * figures but prints whole milliseconds, and the differences measured are fractions of one.
  */
-function cpuOfRun(file: string, args: string[]): Promise<number> {
+function cpuOfRun(cputime: string, file: string, args: string[]): Promise<number> {
   return new Promise((resolve, reject) => {
-    const script = 'TIMEFORMAT="%3U %3S"; { time "$@" </dev/null >/dev/null 2>&1; } 2>&1';
-    const child = spawn('bash', ['-c', script, 'cpu', file, ...args], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { PATH: process.env.PATH },
-    });
+    const child = spawn(cputime, [file, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH } });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.once('error', reject);
     child.once('close', (code) => {
-      const m = /^(\d+\.\d{3}) (\d+\.\d{3})\s*$/.exec(out);
-      if (code !== 0 || !m)
-        reject(new Error(`${file} ${args.join(' ')}: exit ${code}, CPU time not read from bash's time: ${JSON.stringify(out)}`));
-      else resolve((Number(m[1]) + Number(m[2])) * 1000);
+      const m = /^(\d+) (\d+)\n$/.exec(out);
+      if (code !== 0 || !m) reject(new Error(`${file} ${args.join(' ')}: exit ${code}, no CPU time from cputime: ${JSON.stringify(out)}`));
+      else resolve((Number(m[1]) + Number(m[2])) / 1000);
     });
   });
 }
