@@ -114,9 +114,18 @@ function make({ target, runtime, bundle, lazy, training }: ExecutableOptions, st
  * young generation of 2 MiB, fixed: drainguard idles and allocates little,
  * and its start stays below the 80 % of it at which V8 schedules a
  * collection, which a smaller one put into every start (docs/performance.md).
- * These leave V8's flag hash (so every code cache) as it is.
+ * Optimizing compiles run on the main thread, not on the helper: a compile
+ * there can wait for a main-thread collection, and process.exit() joins the
+ * helper (nodejs/node#54918; sidecar/main.ts exits that way). These leave
+ * V8's flag hash (so every code cache) as it is.
  */
-const EXEC_ARGV = ['--v8-pool-size=1', '--min-semi-space-size=2', '--max-semi-space-size=2'];
+const EXEC_ARGV = [
+  '--v8-pool-size=1',
+  '--no-concurrent-recompilation',
+  '--no-concurrent-sparkplug',
+  '--min-semi-space-size=2',
+  '--max-semi-space-size=2',
+];
 /**
  * V8 flags of the build's own runs of the runtime, never of the executable.
  * A code cache holds strings hashed with the process's hash seed, which V8
