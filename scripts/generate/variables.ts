@@ -1,7 +1,7 @@
 // The README's table of variables (between the markers) from the options table
 // in src/config/options.ts and the options of each command: one row per option.
 
-import { COMMANDS } from '../../src/cli/main.ts';
+import { COMMANDS } from '../../src/cli/commands.ts';
 import { type Command, type OptionSpec, OPTIONS, defaultShown, envName } from '../../src/config/options.ts';
 
 export const VARIABLES_DOC = 'README.md';

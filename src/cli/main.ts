@@ -6,27 +6,9 @@ import { OPTIONS, envName } from '../config/options.ts';
 import { unknownVariables } from '../config/unknown-variables.ts';
 import { createLogger } from '../log/logger.ts';
 import { versionLine } from '../version.ts';
-import type { CliIO, CommandDef } from './command.ts';
+import type { CliIO } from './command.ts';
+import { COMMANDS } from './commands.ts';
 import { commandHelp, mainHelp } from './help.ts';
-import { predeleteCommand } from './predelete.ts';
-import { prestopCommand } from './prestop.ts';
-import { installCommand } from './install.ts';
-import { releaseCommand } from './release.ts';
-import { runCommand } from './run.ts';
-import { sidecarCommand } from './sidecar.ts';
-import { statusCommand } from './status.ts';
-import { checkCommand } from './check.ts';
-
-export const COMMANDS: readonly CommandDef[] = [
-  runCommand,
-  sidecarCommand,
-  prestopCommand,
-  installCommand,
-  predeleteCommand,
-  releaseCommand,
-  statusCommand,
-  checkCommand,
-];
 
 export const EXIT_USAGE = 2;
 
@@ -53,7 +35,8 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
       return 0;
     }
     warnUnknownVariables(args.values, io);
-    return await def.run(def.resolve(args), io);
+    const code = await def.load();
+    return await code.run(code.resolve(args), io);
   } catch (err) {
     // A bug shows its stack; a failure drainguard understood (a bad value, the API refused) its code and message.
     const bug = err instanceof TypeError || err instanceof ReferenceError || err instanceof RangeError || err instanceof SyntaxError;

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { COMMANDS } from '../../src/cli/main.ts';
+import { COMMANDS } from '../../src/cli/commands.ts';
 import { optionsFor } from '../../src/config/load.ts';
 import { envName } from '../../src/config/options.ts';
 import { drainguard } from '../support/proc.ts';

@@ -54,7 +54,7 @@ test("the chart's grace rule is graceNeeded's: a changed coefficient changes it,
 
 test("the README's table lists every option of every command by its variable", async () => {
   const { envName } = await import('../../src/config/options.ts');
-  const { COMMANDS } = await import('../../src/cli/main.ts');
+  const { COMMANDS } = await import('../../src/cli/commands.ts');
   const { optionsFor } = await import('../../src/config/load.ts');
   const doc = generated.find((g) => g.path === 'README.md')!.content;
   for (const c of COMMANDS) for (const spec of optionsFor(c.name, c.extra)) assert.ok(doc.includes(spec.flagOnly ? `--${spec.flag}` : `\`${envName(spec)}\``), `${c.name} --${spec.flag}`);
