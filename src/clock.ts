@@ -43,7 +43,10 @@ export async function within(clock: Clock, work: Promise<unknown>, ms: number): 
   cancel();
 }
 
-/** A signal that aborts once `ms` have passed on `clock` (keeping the process alive until then, as `after` does); `cancel` drops its timer. */
+/**
+ * A signal that aborts once `ms` have passed on `clock` (keeping the process alive until then, as `after` does);
+ * `cancel` drops its timer.
+ */
 export function abortAfter(clock: Pick<Clock, 'after'>, ms: number): { signal: AbortSignal; cancel: () => void } {
   const abort = new AbortController();
   return { signal: abort.signal, cancel: clock.after(ms, () => abort.abort()) };

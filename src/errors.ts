@@ -36,7 +36,8 @@ export const ERRORS = {
   DG_CONFIG_ARGUMENTS: {
     exit: 2,
     meaning:
-      'the arguments after the options are missing or too many (the COMMAND of run, the DIR of install, the RESOURCEs of predelete, the manifests of check, the objects of release)',
+      'the arguments after the options are missing or too many (the COMMAND of run, the DIR of install, ' +
+      'the RESOURCEs of predelete, the manifests of check, the objects of release)',
     fix: "name them as the command's usage line shows",
   },
   DG_CONFIG_CONFIRM: {
@@ -77,7 +78,9 @@ export const ERRORS = {
   DG_CONFIG_HOLD_LIST: {
     exit: 2,
     meaning: 'DRAINGUARD_HOLD (--hold) names a kind not as PLURAL.GROUP, the name of its CustomResourceDefinition',
-    fix: 'use the CRD names, comma-separated, such as installations.operator.tigera.io,apiservers.operator.tigera.io (kubectl get crd lists them)',
+    fix:
+      'use the CRD names, comma-separated, such as installations.operator.tigera.io,apiservers.operator.tigera.io ' +
+      '(kubectl get crd lists them)',
   },
   DG_CONFIG_POD_IDENTITY: {
     exit: 2,
@@ -134,8 +137,11 @@ export const ERRORS = {
   DG_CHECK_INPUT: {
     exit: 2,
     meaning:
-      'drainguard check cannot read a manifest (missing file, not YAML, or a document that is not a Kubernetes object), or the input holds no object at all (a helm template or kubectl kustomize that failed in the pipe)',
-    fix: 'pass rendered manifests (helm template, kubectl kustomize) or - for standard input; run the render alone to see why it printed nothing',
+      'drainguard check cannot read a manifest (missing file, not YAML, or a document that is not a Kubernetes object), ' +
+      'or the input holds no object at all (a helm template or kubectl kustomize that failed in the pipe)',
+    fix:
+      'pass rendered manifests (helm template, kubectl kustomize) or - for standard input; ' +
+      'run the render alone to see why it printed nothing',
   },
   DG_INSTALL_DIR: {
     exit: 2,
@@ -157,8 +163,11 @@ export const ERRORS = {
   DG_KUBE_CREDENTIALS: {
     exit: 1,
     meaning:
-      "drainguard could not get credentials for the Kubernetes API: the kubeconfig's exec plugin failed or printed no ExecCredential, or a token file cannot be read",
-    fix: 'run the exec plugin command yourself (kubectl runs the same); check the token file path in the kubeconfig or the service account mount',
+      'drainguard could not get credentials for the Kubernetes API: ' +
+      "the kubeconfig's exec plugin failed or printed no ExecCredential, or a token file cannot be read",
+    fix:
+      'run the exec plugin command yourself (kubectl runs the same); ' +
+      'check the token file path in the kubeconfig or the service account mount',
   },
   DG_KUBE_CONTAINER: {
     exit: 1,
@@ -168,8 +177,12 @@ export const ERRORS = {
   DG_IDLE_METRICS: {
     exit: 1,
     meaning:
-      "with DRAINGUARD_IDLE_METRICS, a scrape of the operator's metrics failed (refused, no answer within 1s, not 200, or a sample drainguard cannot read); warned at once, once per distinct error, and the drain waits on for an idle scrape or the deadline; drain ended tells how many failed and the last error",
-    fix: "point DRAINGUARD_IDLE_METRICS at the operator's controller-runtime metrics endpoint (its metrics bind address), reachable from drainguard; for https, let the pod's ServiceAccount get /metrics",
+      "with DRAINGUARD_IDLE_METRICS, a scrape of the operator's metrics failed " +
+      '(refused, no answer within 1s, not 200, or a sample drainguard cannot read); warned at once, once per distinct error, ' +
+      'and the drain waits on for an idle scrape or the deadline; drain ended tells how many failed and the last error',
+    fix:
+      "point DRAINGUARD_IDLE_METRICS at the operator's controller-runtime metrics endpoint (its metrics bind address), " +
+      "reachable from drainguard; for https, let the pod's ServiceAccount get /metrics",
   },
   DG_GUARD_HOLD: {
     exit: 1,
@@ -214,7 +227,8 @@ export const ERRORS = {
   DG_INSTALL_SOURCE: {
     exit: 1,
     meaning:
-      'drainguard install cannot gather what it copies (not the built executable, no launcher for this architecture, a library the loader cannot find)',
+      'drainguard install cannot gather what it copies (not the built executable, no launcher for this architecture, ' +
+      'a library the loader cannot find)',
     fix: 'run install from the drainguard executable or image, on x86-64 or arm64 with glibc 2.33 or later',
   },
   DG_INSTALL_COPY: {

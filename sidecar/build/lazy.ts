@@ -162,6 +162,8 @@ function loaderSource(root: string, shared: SharedExports): string {
   const objects = modules.map(
     ([k, names], i) => `${JSON.stringify(k)}: { ${names.map((n, j) => `get ${n}() { return s${i}_${j}; }`).join(', ')} }`,
   );
+  // The asset's require: a shared module from those getters, anything else from Node.js.
+  const requireShared = `(id) => (id.startsWith(${JSON.stringify(SHARED)}) ? shared[id.slice(${SHARED.length})] : require(id))`;
   return `${imports.join('\n')}
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -179,7 +181,7 @@ export default function load(key) {
       : new Script(readFileSync(join(__dirname, ${JSON.stringify(LAZY_FILE)}), 'utf8'), { filename: ${JSON.stringify(LAZY_FILE)} });
     if (script.cachedDataRejected) process.emitWarning('drainguard: the code cache of the lazily loaded code was rejected');
     const module = { exports: {} };
-    script.runInThisContext()(module.exports, (id) => (id.startsWith(${JSON.stringify(SHARED)}) ? shared[id.slice(${SHARED.length})] : require(id)), module);
+    script.runInThisContext()(module.exports, ${requireShared}, module);
     entries = module.exports;
   }
   return entries[key]();

@@ -50,7 +50,10 @@ export interface ExecutableOptions {
   readonly training: readonly string[];
 }
 
-/** Writes OUTPUT (beside it, then renamed into place: a running test never sees half an executable); says whether it came from the cache. */
+/**
+ * Writes OUTPUT (beside it, then renamed into place: a running test never sees half an executable);
+ * says whether it came from the cache.
+ */
 export function buildExecutable(options: ExecutableOptions): { cached: boolean } {
   const { target, output, cacheDir } = options;
   const staging = join(dirname(output), `.${basename(output)}-${process.pid}`);

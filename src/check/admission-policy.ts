@@ -13,7 +13,10 @@ interface Rule {
   resourceNames?: string[];
 }
 
-/** What the policies in OBJECTS leave uncovered of TARGETS for ServiceAccount NAMESPACE/NAME ('KIND/NAME' each); undefined: no policy for it at all. */
+/**
+ * What the policies in OBJECTS leave uncovered of TARGETS for ServiceAccount NAMESPACE/NAME ('KIND/NAME' each);
+ * undefined: no policy for it at all.
+ */
 export function uncoveredByPolicy(
   objects: readonly Manifest[],
   namespace: string,

@@ -8,7 +8,7 @@ import { GUARD_FORMS } from '../config/guard-kinds.ts';
 import { RESOURCES } from '../kube/objects.ts';
 import { type Finding, type Found, type Manifest, objectId } from './finding.ts';
 import { type Container, type Placement, type PodSpec, drainguardCommand, flagOf, placementOf, podSpecOf, settingOf } from './pod.ts';
-import { checkBudget, drainBudget } from './budget.ts';
+import { type Budget, checkBudget, drainBudget } from './budget.ts';
 import { checkPairing } from './pairing.ts';
 import { checkEntrypoint } from './entrypoint.ts';
 import { checkGuardScope } from './guard-scope.ts';
@@ -39,6 +39,101 @@ const OWN_NEEDS = [
   { verb: 'create', group: '', resource: 'events' },
   { verb: 'get', group: '', resource: 'pods' },
 ];
+
+const podVariable = (field: string): string => `DRAINGUARD_POD_${field.toUpperCase()}`;
+
+type Text = Pick<Finding, 'message' | 'fix'>;
+
+/** What each finding says, and its fix: `account` is a ServiceAccount's NAMESPACE/NAME, `where` a container. */
+const TEXT = {
+  'no-drainguard': () => ({
+    message: 'no container runs drainguard (run, or sidecar)',
+    fix:
+      'add drainguard in one of its modes: ' +
+      'the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/',
+  }),
+  'no-drainguard-beside': (running: readonly string[]) => ({
+    message:
+      "no container runs drainguard, though its ServiceAccount is bound to roles as an operator's is " +
+      `and ${running.join(', ')} runs it: its stop is not drained and its RBAC not guarded`,
+    fix:
+      'add drainguard to this workload too, each with its own ServiceAccount and guard: ' +
+      'the kustomize components in an overlay of its own (docs/deploy.md), ' +
+      'the Helm library chart with one entry per Deployment (docs/helm.md)',
+  }),
+  'guard-invalid': (problem: string) => ({ message: problem, fix: `write the list as comma-separated ${GUARD_FORMS}` }),
+  'hold-invalid': (problem: string) => ({
+    message: problem,
+    fix: `write DRAINGUARD_HOLD as comma-separated ${HOLD_FORM}: each the name of a CRD`,
+  }),
+  'pod-identity-missing': (where: string, guards: boolean, fields: readonly string[]) => ({
+    message:
+      `${where} ${guards ? 'guards objects' : 'holds its Deployment'} but does not get ${fields.map(podVariable).join(', ')} ` +
+      'from the downward API: it cannot name its finalizer and Lease',
+    fix: `add to ${where}: ${fields.map((f) => `{name: ${podVariable(f)}, valueFrom: {fieldRef: {fieldPath: metadata.${f}}}}`).join(', ')}`,
+  }),
+  'guarded-object-missing': (where: string, entry: string) => ({
+    message:
+      `the guard names ${entry}, which these manifests do not contain: ` +
+      'nothing holds what the operator needs at uninstall, or the name is wrong',
+    fix: `fix the name in DRAINGUARD_GUARD of ${where}, or remove ${entry} from it`,
+  }),
+  'guard-not-covered': (account: string, lacking: readonly string[], entry: string, t: GuardTarget) => ({
+    message: `ServiceAccount ${account} may not ${lacking.join(' or ')} ${entry}: drainguard cannot put its finalizer on it`,
+    fix:
+      `add to a ${t.namespace ? `Role in ${t.namespace}` : 'ClusterRole'} bound to ServiceAccount ${account}: ` +
+      `{apiGroups: ["${RESOURCES[t.kind].group}"], resources: [${RESOURCES[t.kind].resource}], ` +
+      `verbs: [get, patch], resourceNames: [${t.name}]}`,
+  }),
+  'release-unauthorised': (account: string, exposed: readonly string[]) => ({
+    message:
+      `ServiceAccount ${account} may patch ${exposed.join(', ')} only through roles and bindings the uninstall deletes: ` +
+      "once the guard's release has taken the first of them away, the removals after it are refused (403) and keep this pod's finalizer",
+    fix:
+      `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, ` +
+      'and delete those after the uninstall with drainguard release --wait 2m --delete ' +
+      '(deploy/components/rbac and the library chart do both)',
+  }),
+  'serviceaccount-not-guarded': (account: string, where: string) => ({
+    message:
+      `the uninstall deletes ServiceAccount ${account} and the guard does not hold it: ` +
+      'its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them',
+    fix: `add serviceaccount/${account} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`,
+  }),
+  'admission-policy-missing': (account: string, uncovered: readonly string[] | undefined) => ({
+    message:
+      uncovered === undefined
+        ? `no ValidatingAdmissionPolicy holds ServiceAccount ${account} to the finalizers of what drainguard guards: ` +
+          "RBAC's patch lets that account, drainguard's and the operator's, change anything else of them too " +
+          '(add a subject to a binding of a role it holds, say)'
+        : `drainguard's admission policy for ServiceAccount ${account} does not cover ${uncovered.join(', ')}: ` +
+          'that account may change more of them than their finalizers',
+    fix:
+      'use the components (deploy/components/rbac has the policy) or the library chart (drainguard.admissionPolicy: true), ' +
+      'which ship it for Kubernetes 1.30 or later; on older clusters there is none to have',
+  }),
+  'own-not-covered': (namespace: string, account: string, own: readonly { verb: string; resource: string }[]) => ({
+    message:
+      `ServiceAccount ${account} may not ${own.map((n) => `${n.verb} ${n.resource}`).join(', ')} in ${namespace}: ` +
+      'drainguard cannot keep its holder Lease or write its Events',
+    fix:
+      `add to a Role in ${namespace} bound to ServiceAccount ${account}: ` +
+      'leases (coordination.k8s.io) create, list, patch, delete; events create; pods get',
+  }),
+  'serviceaccount-token-expires': ({ drainMs, stopMs }: Budget) => ({
+    message:
+      `the ServiceAccount is guarded, but drain ${drainMs / 1000}s + stop ${stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin ` +
+      'exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized',
+    fix:
+      'keep terminationGracePeriodSeconds at most 60 ' +
+      `(or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - graceNeeded(0, stopMs)) / 1000}s), ` +
+      'or keep the ServiceAccount out of the release and of the guard',
+  }),
+  'unsupported-architecture': (arch: readonly string[]) => ({
+    message: `the pod is scheduled only on ${arch.join(', ')} nodes; drainguard is built for ${ARCHITECTURES.join(' and ')}`,
+    fix: `schedule the pod on ${ARCHITECTURES.join(' or ')} nodes (nodeSelector kubernetes.io/arch)`,
+  }),
+};
 
 interface Workload {
   readonly object: Manifest;
@@ -130,14 +225,7 @@ export function analyze(objects: readonly Manifest[]): Finding[] {
       code: 'no-drainguard',
       severity: 'warning',
       object: objectId(object),
-      message:
-        workloads.length === 0
-          ? 'no container runs drainguard (run, or sidecar)'
-          : `no container runs drainguard, though its ServiceAccount is bound to roles as an operator's is and ${workloads.map((w) => w.id).join(', ')} runs it: its stop is not drained and its RBAC not guarded`,
-      fix:
-        workloads.length === 0
-          ? 'add drainguard in one of its modes: the kustomize components in deploy/components/, or the Helm library chart deploy/helm/drainguard/'
-          : 'add drainguard to this workload too, each with its own ServiceAccount and guard: the kustomize components in an overlay of its own (docs/deploy.md), the Helm library chart with one entry per Deployment (docs/helm.md)',
+      ...(workloads.length === 0 ? TEXT['no-drainguard']() : TEXT['no-drainguard-beside'](workloads.map((w) => w.id))),
     });
   }
   for (const w of workloads) findings.push(...checkWorkload(w, objects));
@@ -146,8 +234,7 @@ export function analyze(objects: readonly Manifest[]): Finding[] {
 
 function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   const out: Finding[] = [];
-  const add = (code: string, severity: Finding['severity'], message: string, fix: string) =>
-    out.push({ code, severity, object: w.id, message, fix });
+  const add = (code: string, severity: Finding['severity'], text: Text) => out.push({ code, severity, object: w.id, ...text });
   const take = (found: readonly Found[]) => out.push(...found.map((f) => ({ ...f, object: w.id })));
   const { supervisor, mode } = w.placement;
   const where = `container ${supervisor.name}`;
@@ -167,31 +254,27 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   try {
     guard = parseGuardList(raw, `DRAINGUARD_GUARD in ${where}`);
   } catch (err) {
-    add('guard-invalid', 'error', (err as Error).message, `write the list as comma-separated ${GUARD_FORMS}`);
+    add('guard-invalid', 'error', TEXT['guard-invalid']((err as Error).message));
   }
   let hold: HoldKind[] = [];
   try {
     hold = parseHoldList(settingOf(supervisor, 'hold') ?? '', `DRAINGUARD_HOLD in ${where}`);
   } catch (err) {
-    add('hold-invalid', 'error', (err as Error).message, `write DRAINGUARD_HOLD as comma-separated ${HOLD_FORM}: each the name of a CRD`);
+    add('hold-invalid', 'error', TEXT['hold-invalid']((err as Error).message));
   }
   if (guard.length === 0 && hold.length === 0) return out;
   // A literal value would be the same in every pod: only the downward API (or a flag) names this one.
   const fields = ['name', 'namespace', 'uid'].filter((f) => {
     if (flagOf(supervisor, `pod-${f}`)) return false;
-    const e = (supervisor.env ?? []).find((x) => x.name === `DRAINGUARD_POD_${f.toUpperCase()}`);
+    const e = (supervisor.env ?? []).find((x) => x.name === podVariable(f));
     return e?.valueFrom?.fieldRef?.fieldPath !== `metadata.${f}`;
   });
   if (fields.length > 0) {
-    add(
-      'pod-identity-missing',
-      'error',
-      `${where} ${guard.length > 0 ? 'guards objects' : 'holds its Deployment'} but does not get ${fields.map((f) => `DRAINGUARD_POD_${f.toUpperCase()}`).join(', ')} from the downward API: it cannot name its finalizer and Lease`,
-      `add to ${where}: ${fields.map((f) => `{name: DRAINGUARD_POD_${f.toUpperCase()}, valueFrom: {fieldRef: {fieldPath: metadata.${f}}}}`).join(', ')}`,
-    );
+    add('pod-identity-missing', 'error', TEXT['pod-identity-missing'](where, guard.length > 0, fields));
   }
 
   const sa = w.pod.serviceAccountName ?? 'default';
+  const subject = `${w.namespace}/${sa}`;
   const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && o.metadata.namespace === w.namespace);
   take(checkToken(supervisor, w.pod, account));
   const can = authorizerFor(objects, w.namespace, sa);
@@ -211,23 +294,13 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     const k = RESOURCES[t.kind];
     const entry = `${t.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`;
     if (!present.has(`${k.kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`)) {
-      add(
-        'guarded-object-missing',
-        'error',
-        `the guard names ${entry}, which these manifests do not contain: nothing holds what the operator needs at uninstall, or the name is wrong`,
-        `fix the name in DRAINGUARD_GUARD of ${where}, or remove ${entry} from it`,
-      );
+      add('guarded-object-missing', 'error', TEXT['guarded-object-missing'](where, entry));
     }
     const lacking = ['get', 'patch'].filter(
       (verb) => !can.allows({ verb, group: k.group, resource: k.resource, name: t.name, namespace: t.namespace }),
     );
     if (lacking.length > 0) {
-      add(
-        'guard-not-covered',
-        'error',
-        `ServiceAccount ${w.namespace}/${sa} may not ${lacking.join(' or ')} ${entry}: drainguard cannot put its finalizer on it`,
-        `add to a ${t.namespace ? `Role in ${t.namespace}` : 'ClusterRole'} bound to ServiceAccount ${w.namespace}/${sa}: {apiGroups: ["${k.group}"], resources: [${k.resource}], verbs: [get, patch], resourceNames: [${t.name}]}`,
-      );
+      add('guard-not-covered', 'error', TEXT['guard-not-covered'](subject, lacking, entry, t));
     }
   }
   // The release: each removal must be authorised by RBAC that no earlier removal can take away,
@@ -242,12 +315,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   });
   const exposed = guard.filter((t) => can.allows(patch(t)) && !firm.allows(patch(t))).map(guardTargetKey);
   if (exposed.length > 0) {
-    add(
-      'release-unauthorised',
-      'error',
-      `ServiceAccount ${w.namespace}/${sa} may patch ${exposed.join(', ')} only through roles and bindings the uninstall deletes: once the guard's release has taken the first of them away, the removals after it are refused (403) and keep this pod's finalizer`,
-      `grant get and patch on them in drainguard's own Role or ClusterRole and its binding, annotated ${KEEP_ANNOTATION}: keep, and delete those after the uninstall with drainguard release --wait 2m --delete (deploy/components/rbac and the library chart do both)`,
-    );
+    add('release-unauthorised', 'error', TEXT['release-unauthorised'](subject, exposed));
   }
   if (
     guard.length > 0 &&
@@ -255,54 +323,27 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     !kept(account) &&
     !guard.some((t) => t.kind === 'serviceaccount' && t.name === sa && t.namespace === w.namespace)
   ) {
-    add(
-      'release-unauthorised',
-      'error',
-      `the uninstall deletes ServiceAccount ${w.namespace}/${sa} and the guard does not hold it: its tokens, which drainguard authenticates with, are refused once it is gone, and the release with them`,
-      `add serviceaccount/${w.namespace}/${sa} to DRAINGUARD_GUARD in ${where}, or annotate the ServiceAccount ${KEEP_ANNOTATION}: keep`,
-    );
+    add('release-unauthorised', 'error', TEXT['serviceaccount-not-guarded'](subject, where));
   }
   const uncovered = uncoveredByPolicy(objects, w.namespace, sa, [
     ...guard,
     ...(hold.length > 0 ? [{ kind: 'deployment' as const, name: w.object.metadata.name }] : []),
   ]);
   if (uncovered === undefined || uncovered.length > 0) {
-    add(
-      'admission-policy-missing',
-      'warning',
-      uncovered === undefined
-        ? `no ValidatingAdmissionPolicy holds ServiceAccount ${w.namespace}/${sa} to the finalizers of what drainguard guards: RBAC's patch lets that account, drainguard's and the operator's, change anything else of them too (add a subject to a binding of a role it holds, say)`
-        : `drainguard's admission policy for ServiceAccount ${w.namespace}/${sa} does not cover ${uncovered.join(', ')}: that account may change more of them than their finalizers`,
-      'use the components (deploy/components/rbac has the policy) or the library chart (drainguard.admissionPolicy: true), which ship it for Kubernetes 1.30 or later; on older clusters there is none to have',
-    );
+    add('admission-policy-missing', 'warning', TEXT['admission-policy-missing'](subject, uncovered));
   }
   const own = OWN_NEEDS.filter((n) => !can.allows({ ...n, namespace: w.namespace }));
   if (own.length > 0) {
-    add(
-      'guard-not-covered',
-      'error',
-      `ServiceAccount ${w.namespace}/${sa} may not ${own.map((n) => `${n.verb} ${n.resource}`).join(', ')} in ${w.namespace}: drainguard cannot keep its holder Lease or write its Events`,
-      `add to a Role in ${w.namespace} bound to ServiceAccount ${w.namespace}/${sa}: leases (coordination.k8s.io) create, list, patch, delete; events create; pods get`,
-    );
+    add('guard-not-covered', 'error', TEXT['own-not-covered'](w.namespace, subject, own));
   }
 
   if (guard.some((t) => t.kind === 'serviceaccount') && graceNeeded(budget.drainMs, budget.stopMs) > SERVICE_ACCOUNT_TOKEN_MS) {
-    add(
-      'serviceaccount-token-expires',
-      'warning',
-      `the ServiceAccount is guarded, but drain ${budget.drainMs / 1000}s + stop ${budget.stopMs / 1000}s + ${GRACE_MARGIN_MS / 1000}s margin exceed the 60 s its tokens keep working after Helm deletes it: a long drain or cleanup ends in 401 Unauthorized`,
-      `keep terminationGracePeriodSeconds at most 60 (or the drain timeout under ${(SERVICE_ACCOUNT_TOKEN_MS - graceNeeded(0, budget.stopMs)) / 1000}s), or keep the ServiceAccount out of the release and of the guard`,
-    );
+    add('serviceaccount-token-expires', 'warning', TEXT['serviceaccount-token-expires'](budget));
   }
 
   const arch = architectureOf(w.pod);
   if (arch && !arch.some((a) => (ARCHITECTURES as readonly string[]).includes(a))) {
-    add(
-      'unsupported-architecture',
-      'error',
-      `the pod is scheduled only on ${arch.join(', ')} nodes; drainguard is built for ${ARCHITECTURES.join(' and ')}`,
-      `schedule the pod on ${ARCHITECTURES.join(' or ')} nodes (nodeSelector kubernetes.io/arch)`,
-    );
+    add('unsupported-architecture', 'error', TEXT['unsupported-architecture'](arch));
   }
   return out;
 }

@@ -25,23 +25,32 @@ const SHELLS = /(^|\/)(sh|bash|ash|dash|zsh|ksh|busybox)$/;
 const SHELL_SYNTAX = /\n|&&|\|\||;\s|\|\s|\$\(|`/;
 
 const SET_COMMAND =
-  "set the operator's own command after `--`, as its image runs it (the image's ENTRYPOINT and CMD: `crane config IMAGE`, `docker inspect IMAGE`): " +
-  "the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap; or use a sidecar mode, which leaves the container's command as it is";
+  "set the operator's own command after `--`, as its image runs it " +
+  "(the image's ENTRYPOINT and CMD: `crane config IMAGE`, `docker inspect IMAGE`): " +
+  'the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap; ' +
+  "or use a sidecar mode, which leaves the container's command as it is";
 
 const TEXT = {
   missing: (where: string, first: string | undefined) => ({
     message:
       first === undefined
         ? `${where} runs drainguard run with no COMMAND after it: drainguard exits 2 at start and the operator never runs`
-        : `${where} runs drainguard run with no COMMAND: what follows it is ${JSON.stringify(first)}, a flag of the container's args, which drainguard cannot start (exit 2); the operator never runs`,
+        : `${where} runs drainguard run with no COMMAND: ` +
+          `what follows it is ${JSON.stringify(first)}, a flag of the container's args, which drainguard cannot start (exit 2); ` +
+          'the operator never runs',
     fix: SET_COMMAND,
   }),
   script: (where: string, command: string) => ({
-    message: `${where} wraps ${command}, but its arguments are a shell script: the image's entrypoint is a shell, and ${command} is not one; the pod cannot start as the chart meant it`,
+    message:
+      `${where} wraps ${command}, but its arguments are a shell script: ` +
+      `the image's entrypoint is a shell, and ${command} is not one; the pod cannot start as the chart meant it`,
     fix: SET_COMMAND,
   }),
   notFlags: (where: string, first: string) => ({
-    message: `${where} wraps ${KUBEBUILDER_MANAGER}, kubebuilder's manager, which takes flags only, but its first argument is ${JSON.stringify(first)}: the container's arguments are a command line of their own, and ${KUBEBUILDER_MANAGER} is not the image's entrypoint`,
+    message:
+      `${where} wraps ${KUBEBUILDER_MANAGER}, kubebuilder's manager, which takes flags only, ` +
+      `but its first argument is ${JSON.stringify(first)}: ` +
+      `the container's arguments are a command line of their own, and ${KUBEBUILDER_MANAGER} is not the image's entrypoint`,
     fix: SET_COMMAND,
   }),
 };

@@ -41,20 +41,27 @@ const CHART_VALUE: Record<string, string> = {
   serviceaccount: 'serviceAccount',
 };
 const howToAdd = (t: GuardTarget): string =>
-  `the Helm library chart: drainguard.guard.${CHART_VALUE[t.kind]}: [${t.namespace ? `${t.namespace}/` : ''}${t.name}]; the kustomize components: ${guardTargetKey(t)} in data.guard and ${t.name} in data.guardNames of the drainguard ConfigMap, with the guard-more component`;
+  `the Helm library chart: drainguard.guard.${CHART_VALUE[t.kind]}: [${t.namespace ? `${t.namespace}/` : ''}${t.name}]; ` +
+  `the kustomize components: ${guardTargetKey(t)} in data.guard and ${t.name} in data.guardNames of the drainguard ConfigMap, ` +
+  'with the guard-more component';
 
 const TEXT = {
   'binding-not-guarded': {
     message: (binding: string, account: string, role: string) =>
-      `${binding} binds ServiceAccount ${account} to ${role}, and DRAINGUARD_GUARD does not hold it: an uninstall deletes it while the operator still cleans up, and with it that permission`,
+      `${binding} binds ServiceAccount ${account} to ${role}, and DRAINGUARD_GUARD does not hold it: ` +
+      'an uninstall deletes it while the operator still cleans up, and with it that permission',
   },
   'role-not-guarded': {
     message: (role: string, binding: string) =>
-      `${role}, which ${binding} binds to the operator's ServiceAccount, is in these manifests and DRAINGUARD_GUARD does not hold it: an uninstall deletes it while the operator still cleans up, and the binding then grants nothing`,
+      `${role}, which ${binding} binds to the operator's ServiceAccount, ` +
+      'is in these manifests and DRAINGUARD_GUARD does not hold it: ' +
+      'an uninstall deletes it while the operator still cleans up, and the binding then grants nothing',
   },
   'aggregation-source-not-guarded': {
     message: (source: string, aggregated: string) =>
-      `${source} is aggregated into the guarded ${aggregated} (its labels match the aggregationRule), and DRAINGUARD_GUARD does not hold it: once an uninstall deletes it, the aggregation controller strips its rules from ${aggregated} while that is still held`,
+      `${source} is aggregated into the guarded ${aggregated} (its labels match the aggregationRule), ` +
+      'and DRAINGUARD_GUARD does not hold it: ' +
+      `once an uninstall deletes it, the aggregation controller strips its rules from ${aggregated} while that is still held`,
   },
   fix: (entry: string, where: string, how: string) =>
     `add ${entry} to DRAINGUARD_GUARD in ${where}, with get and patch on it in drainguard's RBAC (${how}; both renders add the RBAC)`,

@@ -26,7 +26,9 @@ export const WAYS: readonly Way[] = [
   {
     way: 'Argo CD prune',
     covers: { hook: false, hold: false, guard: true },
-    note: 'foreground propagation by default deletes the pods first: the hold warns and lets go (sync option PrunePropagationPolicy=background makes it hold)',
+    note:
+      'foreground propagation by default deletes the pods first: ' +
+      'the hold warns and lets go (sync option PrunePropagationPolicy=background makes it hold)',
   },
   {
     way: 'namespace deletion',
@@ -74,7 +76,8 @@ export function formatLayers(rows: readonly LayersRow[]): string {
 export function layersMarkdown(ways: readonly Way[] = WAYS): string {
   const rows = ways.map(
     (w) =>
-      `| ${w.way} | ${LAYERS.map((l) => (w.covers[l] ? 'yes' : 'no')).join(' | ')} | ${w.covers.hook || w.covers.hold ? 'yes' : 'no'} | ${w.note ?? ''} |`,
+      `| ${w.way} | ${LAYERS.map((l) => (w.covers[l] ? 'yes' : 'no')).join(' | ')} | ` +
+      `${w.covers.hook || w.covers.hold ? 'yes' : 'no'} | ${w.note ?? ''} |`,
   );
   return [
     `| uninstalled by | ${LAYERS.map((l) => LAYER_NAMES[l]).join(' | ')} | ${FINALIZED} | notes |`,

@@ -10,10 +10,14 @@ const ACTIONS = ['exec', 'httpGet', 'tcpSocket', 'sleep'] as const;
 
 const TEXT = {
   message: (where: string, hook: string, actions: readonly string[]) =>
-    `the ${hook} hook of ${where} holds ${actions.join(' and ')}: a handler takes exactly one action, and the API server refuses the pod ("may not specify more than 1 handler type")`,
+    `the ${hook} hook of ${where} holds ${actions.join(' and ')}: ` +
+    'a handler takes exactly one action, and the API server refuses the pod ("may not specify more than 1 handler type")',
   fix: (where: string, hook: string, actions: readonly string[]) =>
     actions.includes('exec')
-      ? `keep one action in the ${hook} hook of ${where}: drainguard's exec [/drainguard/drainguard, prestop], which blocks until the operator has drained (a fixed pause only guesses at that); drop the ${actions.filter((a) => a !== 'exec').join(' and ')}`
+      ? `keep one action in the ${hook} hook of ${where}: ` +
+        "drainguard's exec [/drainguard/drainguard, prestop], " +
+        'which blocks until the operator has drained (a fixed pause only guesses at that); ' +
+        `drop the ${actions.filter((a) => a !== 'exec').join(' and ')}`
       : `keep one action in the ${hook} hook of ${where}`,
 };
 

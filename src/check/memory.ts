@@ -38,9 +38,14 @@ export function quantityBytes(raw: string | number): number | undefined {
 
 const TEXT = {
   message: (where: string, limit: string) =>
-    `${where} runs drainguard and the operator under a memory limit of ${limit}: drainguard is sized at ${WRAP_MEMORY_MIB.request}Mi of it, which leaves the operator less than the ${OPERATOR_MEMORY_FLOOR_MIB}Mi an operator is given on its own; the container is OOM-killed, at the worst during the drain`,
+    `${where} runs drainguard and the operator under a memory limit of ${limit}: ` +
+    `drainguard is sized at ${WRAP_MEMORY_MIB.request}Mi of it, ` +
+    `which leaves the operator less than the ${OPERATOR_MEMORY_FLOOR_MIB}Mi an operator is given on its own; ` +
+    'the container is OOM-killed, at the worst during the drain',
   fix: (where: string, limit: number) =>
-    `raise the memory request of ${where} by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi (to at least ${limit}Mi here): the Helm library chart does it in wrap mode; with the kustomize components, patch resources.limits.memory and resources.requests.memory of the operator's container (docs/deploy.md)`,
+    `raise the memory request of ${where} by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi ` +
+    `(to at least ${limit}Mi here): the Helm library chart does it in wrap mode; with the kustomize components, ` +
+    "patch resources.limits.memory and resources.requests.memory of the operator's container (docs/deploy.md)",
 };
 
 export function checkWrapMemory(c: Container): Found[] {

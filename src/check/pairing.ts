@@ -13,7 +13,9 @@ const PRESTOP = 'lifecycle: {preStop: {exec: {command: [/drainguard/drainguard, 
 
 const TEXT = {
   'socket-not-on-volume': (where: string, socket: string | undefined) => ({
-    message: `the root filesystem of ${where} is read-only and the drain socket ${socket ?? '(default, under /tmp)'} is not on a volume: drainguard cannot listen`,
+    message:
+      `the root filesystem of ${where} is read-only and the drain socket ${socket ?? '(default, under /tmp)'} is not on a volume: ` +
+      'drainguard cannot listen',
     fix: `mount an emptyDir (medium: Memory) at /run/drainguard in ${where} and set DRAINGUARD_SOCKET=${SHARED_SOCKET}`,
   }),
   'operator-container-missing': () => ({
@@ -26,18 +28,29 @@ const TEXT = {
   }),
   'socket-not-shared': (where: string, socket: string, operator: string, theirs: string, supervisor: string) => ({
     message: `the drain socket (${socket} in ${where}, ${theirs} in container ${operator}) is not on one volume both containers mount`,
-    fix: `mount one emptyDir (medium: Memory) at ${dirname(socket)} in both containers ${supervisor} and ${operator}, and set DRAINGUARD_SOCKET=${socket} in ${operator}`,
+    fix:
+      `mount one emptyDir (medium: Memory) at ${dirname(socket)} in both containers ${supervisor} and ${operator}, ` +
+      `and set DRAINGUARD_SOCKET=${socket} in ${operator}`,
   }),
   'different-users': (where: string, a: number, operator: string, b: number, group: number) => ({
-    message: `${where} runs as user ${a} and container ${operator} as user ${b}: the drain socket is mode 0600, the operator cannot connect`,
-    fix: `run drainguard as the operator's user: the Helm library chart: drainguard.runAsUser: ${b} and drainguard.runAsGroup: ${group}; the kustomize components: a patch of the Deployment setting securityContext: {runAsUser: ${b}, runAsGroup: ${group}} in ${where} (docs/deploy.md, step 3)`,
+    message:
+      `${where} runs as user ${a} and container ${operator} as user ${b}: ` + 'the drain socket is mode 0600, the operator cannot connect',
+    fix:
+      `run drainguard as the operator's user: the Helm library chart: drainguard.runAsUser: ${b} and drainguard.runAsGroup: ${group}; ` +
+      `the kustomize components: a patch of the Deployment setting securityContext: {runAsUser: ${b}, runAsGroup: ${group}} ` +
+      `in ${where} (docs/deploy.md, step 3)`,
   }),
   'prestop-missing': (operator: string, own: readonly string[]) => ({
     message:
       own.length > 0
-        ? `the preStop hook of container ${operator} (${own.join(', ')}) does not run drainguard prestop: the chart's own hook took the place of drainguard's, and the kubelet's SIGTERM reaches the operator before any drain`
-        : `container ${operator} has no preStop hook running drainguard prestop: the kubelet's SIGTERM reaches the operator before any drain`,
-    fix: `make the preStop hook of container ${operator} drainguard's alone: ${PRESTOP}, with the install volume mounted at /drainguard (it waits for the drain, which a pause of the chart's own only guesses at)`,
+        ? `the preStop hook of container ${operator} (${own.join(', ')}) does not run drainguard prestop: ` +
+          "the chart's own hook took the place of drainguard's, and the kubelet's SIGTERM reaches the operator before any drain"
+        : `container ${operator} has no preStop hook running drainguard prestop: ` +
+          "the kubelet's SIGTERM reaches the operator before any drain",
+    fix:
+      `make the preStop hook of container ${operator} drainguard's alone: ` +
+      `${PRESTOP}, with the install volume mounted at /drainguard ` +
+      "(it waits for the drain, which a pause of the chart's own only guesses at)",
   }),
 };
 

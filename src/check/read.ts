@@ -68,7 +68,8 @@ export function readManifests(paths: readonly string[], stdin: () => string): Ma
   if (objects.length === 0) {
     throw new ConfigError(
       'DG_CHECK_INPUT',
-      `${paths.map((p) => (p === '-' ? '<stdin>' : p)).join(', ')}: no Kubernetes object in the input; a helm template or kubectl kustomize that fails in a pipe prints nothing: run it alone to see its error`,
+      `${paths.map((p) => (p === '-' ? '<stdin>' : p)).join(', ')}: no Kubernetes object in the input; ` +
+        'a helm template or kubectl kustomize that fails in a pipe prints nothing: run it alone to see its error',
     );
   }
   return objects;

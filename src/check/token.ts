@@ -11,9 +11,12 @@ import { type Container, type PodSpec, envOf } from './pod.ts';
 
 const TEXT = {
   message: (where: string, source: string) =>
-    `${source} says automountServiceAccountToken: false and ${where} mounts no token at ${SERVICE_ACCOUNT_DIR}: drainguard cannot reach the Kubernetes API, and neither guards nor holds anything`,
+    `${source} says automountServiceAccountToken: false and ${where} mounts no token at ${SERVICE_ACCOUNT_DIR}: ` +
+    'drainguard cannot reach the Kubernetes API, and neither guards nor holds anything',
   fix: (where: string) =>
-    `mount in ${where} a projected volume at ${SERVICE_ACCOUNT_DIR} with a serviceAccountToken (path: token), the ConfigMap kube-root-ca.crt (key ca.crt) and the downward API's metadata.namespace (path: namespace), as the kubelet mounts it by default; or let the pod mount its token (automountServiceAccountToken: true)`,
+    `mount in ${where} a projected volume at ${SERVICE_ACCOUNT_DIR} with a serviceAccountToken (path: token), ` +
+    "the ConfigMap kube-root-ca.crt (key ca.crt) and the downward API's metadata.namespace (path: namespace), " +
+    'as the kubelet mounts it by default; or let the pod mount its token (automountServiceAccountToken: true)',
 };
 
 /** Whether the pod of POD, run as ACCOUNT (its ServiceAccount object, when in the manifests), mounts no token in container C. */

@@ -106,7 +106,8 @@ that are being deleted and still carry a finalizer. Reads only.`,
     name: 'check',
     summary: "find the mistakes in an operator's manifests that would break the drain or the guard",
     usage:
-      'drainguard check [-o json] [-n NAMESPACE] [-f PATH]... [PATH...] (a file, a directory, or - for standard input) | --deployment NAMESPACE/NAME',
+      'drainguard check [-o json] [-n NAMESPACE] [-f PATH]... [PATH...] ' +
+      '(a file, a directory, or - for standard input) | --deployment NAMESPACE/NAME',
     description: `Reads rendered manifests (helm template REL CHART -n NAMESPACE | drainguard check -n NAMESPACE -,
 or kubectl kustomize ... | drainguard check -f -) and reports each mistake with its fix: a grace
 period too short for the drain, the drain socket not on a volume both containers mount,

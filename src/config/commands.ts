@@ -76,7 +76,9 @@ export function resolveReleaseConfig(args: ParsedArgs): ReleaseConfig {
   if (query.targets.length === 0 && !query.allObjects && query.hold.length === 0 && manifests === undefined) {
     throw new ConfigError(
       'DG_CONFIG_ARGUMENTS',
-      'name the objects to release: --guard LIST (DRAINGUARD_GUARD), -f FILE (the manifests that were applied), --hold KINDS (DRAINGUARD_HOLD: the held Deployments of the namespace), or --all-objects for every object that carries a drainguard.dev/holder- finalizer',
+      'name the objects to release: --guard LIST (DRAINGUARD_GUARD), -f FILE (the manifests that were applied), ' +
+        '--hold KINDS (DRAINGUARD_HOLD: the held Deployments of the namespace), ' +
+        'or --all-objects for every object that carries a drainguard.dev/holder- finalizer',
     );
   }
   const given = settings(args, RELEASE);
@@ -130,7 +132,8 @@ export function resolveCheckConfig(args: ParsedArgs): CheckConfig {
   if (deployment && namespace && namespace.name !== deployment.namespace) {
     throw new ConfigError(
       'DG_CONFIG_ARGUMENTS',
-      `--deployment ${deployment.namespace}/${deployment.name} is in namespace ${deployment.namespace}, ${namespace.source} names ${namespace.name}: give one namespace`,
+      `--deployment ${deployment.namespace}/${deployment.name} is in namespace ${deployment.namespace}, ` +
+        `${namespace.source} names ${namespace.name}: give one namespace`,
     );
   }
   return Object.freeze({ output: setting(args, 'output'), deployment, paths: Object.freeze(paths), ...(namespace && { namespace }) });

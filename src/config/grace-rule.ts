@@ -39,10 +39,17 @@ export function checkFit(
 ): string | undefined {
   const { gracePeriodMs: grace, stopTimeoutMs: stop, drainTimeoutMs: drain } = settings;
   if (stop >= grace && grace > 0) {
-    return `${sources.stop}: the stop timeout (${formatDuration(stop)}) must be shorter than the grace period (${formatDuration(grace)}); lower it or raise DRAINGUARD_GRACE_PERIOD`;
+    return (
+      `${sources.stop}: the stop timeout (${formatDuration(stop)}) must be shorter than the grace period (${formatDuration(grace)}); ` +
+      'lower it or raise DRAINGUARD_GRACE_PERIOD'
+    );
   }
   if (drain !== undefined && drain + stop > grace) {
-    return `${sources.drain}: the drain timeout (${formatDuration(drain)}) plus the stop timeout (${formatDuration(stop)}) must fit in the grace period (${formatDuration(grace)}), or the kubelet kills the operator first; lower it to at most ${formatDuration(Math.max(0, grace - stop))}`;
+    return (
+      `${sources.drain}: the drain timeout (${formatDuration(drain)}) plus the stop timeout (${formatDuration(stop)}) ` +
+      `must fit in the grace period (${formatDuration(grace)}), or the kubelet kills the operator first; ` +
+      `lower it to at most ${formatDuration(Math.max(0, grace - stop))}`
+    );
   }
   return undefined;
 }

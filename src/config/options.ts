@@ -196,7 +196,9 @@ const SHARED_OPTIONS = [
     parse: duration,
     commands: SUPERVISING,
     description:
-      "the pod's terminationGracePeriodSeconds; once read from the Pod (when the API is reachable) the Pod's wins, unless this is shorter; a deletion's own deadline (the Pod's deletionTimestamp, read at the stop) wins when it comes sooner",
+      "the pod's terminationGracePeriodSeconds; " +
+      "once read from the Pod (when the API is reachable) the Pod's wins, unless this is shorter; " +
+      "a deletion's own deadline (the Pod's deletionTimestamp, read at the stop) wins when it comes sooner",
     default: 30_000,
     format: formatDuration,
   },
@@ -254,7 +256,10 @@ const SHARED_OPTIONS = [
     value: 'KINDS',
     parse: parseHoldList,
     commands: GUARD_USERS,
-    description: `custom resource kinds (comma-separated ${HOLD_FORM}) whose finalizers must run before this pod stops when its Deployment is deleted: the Deployment is held with the guard's finalizer until no object of these kinds that is being deleted carries a finalizer`,
+    description:
+      `custom resource kinds (comma-separated ${HOLD_FORM}) ` +
+      'whose finalizers must run before this pod stops when its Deployment is deleted: ' +
+      "the Deployment is held with the guard's finalizer until no object of these kinds that is being deleted carries a finalizer",
     default: [],
     format: (kinds: readonly HoldKind[]) => (kinds.length === 0 ? 'empty: no hold' : kinds.map((k) => `${k.plural}.${k.group}`).join(',')),
   },
@@ -275,7 +280,8 @@ const SHARED_OPTIONS = [
     parse: duration,
     commands: SUPERVISING,
     description:
-      'how long the Deployment is deleting before the hold looks for objects being finalized (kubectl delete -f, -k and Flux delete the Deployment before the custom resources listed after it)',
+      'how long the Deployment is deleting before the hold looks for objects being finalized ' +
+      '(kubectl delete -f, -k and Flux delete the Deployment before the custom resources listed after it)',
     default: 5_000,
     format: formatDuration,
   },
@@ -286,7 +292,8 @@ const SHARED_OPTIONS = [
     parse: duration,
     commands: SUPERVISING,
     description:
-      "how long the guard's holder Lease stays valid without renewal (renewed every third of it); a holder that stops renewing is stale after it",
+      "how long the guard's holder Lease stays valid without renewal (renewed every third of it); " +
+      'a holder that stops renewing is stale after it',
     default: 60_000,
     format: formatDuration,
   },
@@ -338,7 +345,11 @@ const SHARED_OPTIONS = [
     parse: metricsUrl,
     commands: SUPERVISING,
     description:
-      "for an operator that speaks no drain protocol (no client said hello): its controller-runtime metrics URL; the drain then lasts until a scrape (every 50ms) shows controller_runtime_active_workers summing to 0, or the deadline. A failed scrape (refused, no answer within 1s, not 200, unreadable) is warned at once, once per distinct error, and drain ended counts them. Best effort: intake is not stopped. https sends the pod's ServiceAccount token and accepts a self-signed certificate on loopback only",
+      'for an operator that speaks no drain protocol (no client said hello): its controller-runtime metrics URL; ' +
+      'the drain then lasts until a scrape (every 50ms) shows controller_runtime_active_workers summing to 0, ' +
+      'or the deadline. A failed scrape (refused, no answer within 1s, not 200, unreadable) is warned at once, ' +
+      'once per distinct error, and drain ended counts them. Best effort: intake is not stopped. ' +
+      "https sends the pod's ServiceAccount token and accepts a self-signed certificate on loopback only",
     defaultText: 'off: with no client the drain ends at once',
   },
   {
@@ -348,7 +359,11 @@ const SHARED_OPTIONS = [
     parse: leaderLease,
     commands: SUPERVISING,
     description:
-      "once the operator has exited, empty the leader Lease it still holds in this pod's namespace (holderIdentity `<pod name>_…`, client-go's), as client-go's ReleaseOnCancel does, so the next leader takes it at its next retry instead of after the lease duration: auto finds it among the namespace's Leases (list), NAME reads only that one (get); off leaves Leases alone. Needs DRAINGUARD_POD_NAME and _NAMESPACE, and get/list/update on leases (the operator's own leader-election rights); docs/leader.md",
+      "once the operator has exited, empty the leader Lease it still holds in this pod's namespace " +
+      "(holderIdentity `<pod name>_…`, client-go's), as client-go's ReleaseOnCancel does, " +
+      'so the next leader takes it at its next retry instead of after the lease duration: ' +
+      "auto finds it among the namespace's Leases (list), NAME reads only that one (get); off leaves Leases alone. " +
+      "Needs DRAINGUARD_POD_NAME and _NAMESPACE, and get/list/update on leases (the operator's own leader-election rights); docs/leader.md",
     default: 'auto',
     format: (v: LeaderLeaseSetting) => (typeof v === 'string' ? v : v.name),
   },
@@ -359,7 +374,8 @@ const SHARED_OPTIONS = [
     parse: (raw: string) => raw.trim(),
     commands: ['sidecar'],
     description:
-      'deprecated, warned at start: the preStop token as a value, which anyone who can read the pod spec (the view role) can read; use --prestop-token-file',
+      'deprecated, warned at start: the preStop token as a value, which anyone who can read the pod spec (the view role) can read; ' +
+      'use --prestop-token-file',
     defaultText: 'no /prestop route',
   },
   {
@@ -369,7 +385,10 @@ const SHARED_OPTIONS = [
     parse: nonEmpty,
     commands: ['sidecar'],
     description:
-      'turns on the httpGet preStop route /prestop on the HTTP listener: requests must carry the token in this file (a mounted Secret; at least 16 characters, a trailing newline ignored) in the X-Drainguard-Token header. The file is read again when it changes, as the kubelet rotates a Secret volume',
+      'turns on the httpGet preStop route /prestop on the HTTP listener: ' +
+      'requests must carry the token in this file ' +
+      '(a mounted Secret; at least 16 characters, a trailing newline ignored) ' +
+      'in the X-Drainguard-Token header. The file is read again when it changes, as the kubelet rotates a Secret volume',
     defaultText: 'no /prestop route',
   },
   {
@@ -387,7 +406,9 @@ const SHARED_OPTIONS = [
       return names;
     },
     description:
-      "the operator's container(s) in this pod: before releasing the guard, a plain sidecar also waits until the Kubernetes API reports them terminated (needed when the operator does not speak the drain protocol)",
+      "the operator's container(s) in this pod: " +
+      'before releasing the guard, a plain sidecar also waits until the Kubernetes API reports them terminated ' +
+      '(needed when the operator does not speak the drain protocol)',
     defaultText: 'go by the drain socket connections alone',
   },
   {
@@ -410,7 +431,10 @@ const SHARED_OPTIONS = [
   },
 ] as const satisfies readonly OptionSpec[];
 
-/** The options that several commands share (the lists below are single commands' own), as plain specs: the literal types stay with SHARED_OPTIONS, for OptionValues. */
+/**
+ * The options that several commands share (the lists below are single commands' own), as plain specs:
+ * the literal types stay with SHARED_OPTIONS, for OptionValues.
+ */
 export const OPTIONS: readonly OptionSpec[] = SHARED_OPTIONS;
 
 // `drainguard check`: the options only it has (the command's extra options).
@@ -438,7 +462,8 @@ const NAMESPACE_OPTION = {
     return raw;
   },
   description:
-    'namespace of namespaced resources; predelete: also of the pods --require-ready looks for; check: of the objects that name none, as helm install -n creates them (an object naming another namespace is checked there)',
+    'namespace of namespaced resources; predelete: also of the pods --require-ready looks for; ' +
+    'check: of the objects that name none, as helm install -n creates them (an object naming another namespace is checked there)',
   defaultText: (c) => (c === 'check' ? 'default' : "the kubeconfig context's namespace, in a pod its own, else default"),
 } as const satisfies OptionSpec;
 
@@ -458,7 +483,9 @@ export const CHECK_OPTIONS = [
       return [raw];
     },
     description:
-      'manifests to check, as kubectl apply -f: a file, a directory (its .yaml, .yml and .json files, recursively) or - for standard input; repeatable, and the same as naming them as arguments',
+      'manifests to check, as kubectl apply -f: ' +
+      'a file, a directory (its .yaml, .yml and .json files, recursively) or - for standard input; ' +
+      'repeatable, and the same as naming them as arguments',
     defaultText: 'the paths named as arguments',
   },
   {
@@ -535,7 +562,8 @@ export const PREDELETE_OPTIONS = [
       return raw.trim();
     },
     description:
-      'refuse to delete anything unless a ready pod matches this label selector in the namespace (the operator that removes the finalizers)',
+      'refuse to delete anything unless a ready pod matches this label selector in the namespace ' +
+      '(the operator that removes the finalizers)',
     defaultText: 'no check',
   },
 ] as const satisfies readonly OptionSpec[];
@@ -546,7 +574,8 @@ const ALL_OBJECTS = {
   parse: boolean,
   commands: ['release', 'status'],
   description:
-    'every ClusterRole, ClusterRoleBinding, Role, RoleBinding and ServiceAccount that carries a drainguard.dev/holder- finalizer, besides the --guard list',
+    'every ClusterRole, ClusterRoleBinding, Role, RoleBinding and ServiceAccount that carries a drainguard.dev/holder- finalizer, ' +
+    'besides the --guard list',
   default: false,
   format: onOff,
 } as const satisfies OptionSpec;
@@ -581,7 +610,8 @@ export const RELEASE_OPTIONS = [
     parse: duration,
     commands: ['release'],
     description:
-      'keep going until no holder finalizer is left on the objects, removing each as its holder goes stale, for at most DURATION (a post-delete hook runs while the operator pods still drain); exit 1 if live holders remain then',
+      'keep going until no holder finalizer is left on the objects, removing each as its holder goes stale, ' +
+      'for at most DURATION (a post-delete hook runs while the operator pods still drain); exit 1 if live holders remain then',
     defaultText: 'one pass',
   },
   {
@@ -591,7 +621,10 @@ export const RELEASE_OPTIONS = [
     parse: nonEmpty,
     commands: ['release'],
     flagOnly: true,
-    description: `then delete these objects (the forms of --guard, and ${POLICY_FORMS}), once no live holder is left on any of them or on the --guard list: drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives`,
+    description:
+      `then delete these objects (the forms of --guard, and ${POLICY_FORMS}), ` +
+      'once no live holder is left on any of them or on the --guard list: ' +
+      "drainguard's own RBAC, kept through the uninstall so that every release is authorised; nothing is deleted while a holder lives",
     defaultText: 'delete nothing',
   },
   {
@@ -603,7 +636,9 @@ export const RELEASE_OPTIONS = [
     commands: ['release'],
     flagOnly: true,
     description:
-      "take the guard list, its pods' namespace and the objects to --delete from the manifests that were applied (a file, a directory, or - for standard input: kubectl kustomize DIR | drainguard release -f -): every DRAINGUARD_GUARD in them, and drainguard's own RBAC (label app.kubernetes.io/name=drainguard)",
+      "take the guard list, its pods' namespace and the objects to --delete from the manifests that were applied " +
+      '(a file, a directory, or - for standard input: kubectl kustomize DIR | drainguard release -f -): ' +
+      "every DRAINGUARD_GUARD in them, and drainguard's own RBAC (label app.kubernetes.io/name=drainguard)",
     defaultText: 'none',
   },
 ] as const satisfies readonly OptionSpec[];

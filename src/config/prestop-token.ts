@@ -15,7 +15,10 @@ export interface PrestopToken {
   readonly deprecation?: string;
 }
 
-/** The token from DRAINGUARD_PRESTOP_TOKEN_FILE (or, deprecated, DRAINGUARD_PRESTOP_TOKEN); undefined when neither is set. Throws ConfigError naming the variable. */
+/**
+ * The token from DRAINGUARD_PRESTOP_TOKEN_FILE (or, deprecated, DRAINGUARD_PRESTOP_TOKEN); undefined when
+ * neither is set. Throws ConfigError naming the variable.
+ */
 export function resolvePrestopToken(
   values: { prestopToken?: string; prestopTokenFile?: string },
   sources: { prestopToken?: string; prestopTokenFile?: string },
@@ -31,7 +34,8 @@ export function resolvePrestopToken(
   return {
     current: () => ({ token }),
     deprecation:
-      `${tokenSource} is deprecated: a value in the pod spec can be read by anyone with the view role, and the process's environment by its container; ` +
+      `${tokenSource} is deprecated: a value in the pod spec can be read by anyone with the view role, ` +
+      "and the process's environment by its container; " +
       `mount the token from a Secret and name the file in DRAINGUARD_PRESTOP_TOKEN_FILE`,
   };
 }
@@ -60,7 +64,9 @@ function fileToken(file: string, fileSource: string): PrestopToken {
       } catch (err) {
         return {
           token: last.token,
-          problem: `${fileSource}: cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code}; the token read before stays in force`,
+          problem:
+            `${fileSource}: cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code}; ` +
+            'the token read before stays in force',
         };
       }
       if (stamp === last.stamp) return { token: last.token };
@@ -84,7 +90,8 @@ function checked(token: string, source: string): string {
   if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) {
     throw new ConfigError(
       'DG_CONFIG_PRESTOP_TOKEN',
-      `${source}: expected a token of at least ${MIN_TOKEN_LENGTH} characters without spaces (a random string), got one of ${token.length} characters`,
+      `${source}: expected a token of at least ${MIN_TOKEN_LENGTH} characters without spaces (a random string), ` +
+        `got one of ${token.length} characters`,
     );
   }
   return token;

@@ -77,7 +77,8 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
     if (missing.length > 0) {
       throw new ConfigError(
         'DG_CONFIG_POD_MISSING',
-        `${needsPod} is set, so drainguard needs to know its pod: set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
+        `${needsPod} is set, so drainguard needs to know its pod: ` +
+          `set ${missing.join(', ')} from the downward API (metadata.name, metadata.namespace, metadata.uid)`,
       );
     }
   }

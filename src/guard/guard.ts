@@ -156,7 +156,9 @@ export class Guard {
     const accounts = this.#objects.filter((o) => o.target.kind === 'serviceaccount').map((o) => guardTargetKey(o.target));
     if (accounts.length > 0) {
       this.#log.warn(
-        "a guarded ServiceAccount keeps its object, not its tokens: the API server rejects them 60 s after the ServiceAccount's deletion, finalizer or not; clean up within that minute, or keep the ServiceAccount out of the uninstall",
+        'a guarded ServiceAccount keeps its object, not its tokens: ' +
+          "the API server rejects them 60 s after the ServiceAccount's deletion, finalizer or not; " +
+          'clean up within that minute, or keep the ServiceAccount out of the uninstall',
         { serviceAccounts: accounts },
       );
     }

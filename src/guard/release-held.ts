@@ -40,7 +40,9 @@ const WARM_UP_MS = 1000;
 const CREDENTIAL_RESERVE_MS = 1000;
 
 const RACING =
-  "released together: each is being deleted and is what lets drainguard release another of them, so whichever goes first may take the permission from the others' removals; keep drainguard's own RBAC out of the uninstall (docs/guard.md)";
+  'released together: each is being deleted and is what lets drainguard release another of them, ' +
+  "so whichever goes first may take the permission from the others' removals; " +
+  "keep drainguard's own RBAC out of the uninstall (docs/guard.md)";
 
 /** The command that frees what a failed release left (once the holder is stale); holders count only in their own namespace. */
 const releaseCommand = (objects: readonly string[], namespace: string): string =>
@@ -62,7 +64,8 @@ export async function releaseHeld(r: HeldRelease, deadline: number): Promise<voi
     const outcome = await Promise.race([releaseWithin(r, deadline, cutoff.signal, started), expired]);
     if (outcome === 'deadline') {
       r.logger.warn(
-        'guard release cut short by the deadline: what is left is stale once this pod is gone, and swept by any drainguard or `drainguard release`',
+        'guard release cut short by the deadline: ' +
+          'what is left is stale once this pod is gone, and swept by any drainguard or `drainguard release`',
         {
           deadline: new Date(deadline).toISOString(),
           afterMs: r.clock.now() - started,
@@ -198,7 +201,8 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
     const fix = releaseCommand(objects, identity.namespace);
     // Loud: after an uninstall no other drainguard may be left to sweep it.
     r.logger.error(
-      `guard released in part: ${objects.join(', ')} keep this pod's finalizer; once this pod is gone, \`${fix}\` (or the post-delete hook) removes it`,
+      `guard released in part: ${objects.join(', ')} keep this pod's finalizer; ` +
+        `once this pod is gone, \`${fix}\` (or the post-delete hook) removes it`,
       {
         ...fields,
         failed: failed.map((f) => `${f.name}: ${f.error}`),

@@ -71,7 +71,8 @@ export async function releaseStale(client: KubeClient, r: StaleRelease, write: (
       let deleted = 0;
       if (r.remove.length > 0 && !done)
         say(
-          `not deleted: ${r.remove.map(guardTargetKey).join(', ')} (${kept > 0 ? 'live holders remain' : 'finalizers could not be removed'})`,
+          `not deleted: ${r.remove.map(guardTargetKey).join(', ')} ` +
+            `(${kept > 0 ? 'live holders remain' : 'finalizers could not be removed'})`,
         );
       if (r.remove.length > 0 && done) {
         await Promise.all(

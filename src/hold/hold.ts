@@ -72,7 +72,8 @@ export interface HoldReport {
 }
 
 const FOREGROUND_FIX =
-  'delete with background propagation: kubectl delete --cascade=background (its default), Helm uninstall as it is; for Argo CD, the sync option PrunePropagationPolicy=background';
+  'delete with background propagation: kubectl delete --cascade=background (its default), Helm uninstall as it is; ' +
+  'for Argo CD, the sync option PrunePropagationPolicy=background';
 
 export class Hold {
   readonly #o: HoldOptions;
@@ -256,7 +257,10 @@ export class Hold {
     const after = `${(since / 1000).toFixed(1)}s after the Deployment's deletion was seen`;
     switch (reason) {
       case 'finalized':
-        return `hold released (finalized): no ${this.#o.kinds.map(holdKindName).join(', ')} being deleted carries a finalizer any more, ${after}`;
+        return (
+          `hold released (finalized): no ${this.#o.kinds.map(holdKindName).join(', ')} being deleted ` +
+          `carries a finalizer any more, ${after}`
+        );
       case 'timeout': {
         const left =
           this.#finalizing === undefined
@@ -265,7 +269,10 @@ export class Hold {
         return `hold released (timeout): DRAINGUARD_HOLD_TIMEOUT passed, ${after}; still finalizing: ${left}`;
       }
       case 'foreground':
-        return `hold released (foreground): the Deployment is deleted in the foreground (foregroundDeletion), so the garbage collector deletes its pods first and the operator cannot be held; ${FOREGROUND_FIX}`;
+        return (
+          'hold released (foreground): the Deployment is deleted in the foreground (foregroundDeletion), ' +
+          `so the garbage collector deletes its pods first and the operator cannot be held; ${FOREGROUND_FIX}`
+        );
       case 'orphan':
         return 'hold released (orphan): the Deployment is deleted with --cascade=orphan; its pods stay';
     }

@@ -61,7 +61,9 @@ export function untilIdle(url: URL, logger: Logger, { clock = systemClock, token
           url: url.href,
           error,
           scrape,
-          fix: "point DRAINGUARD_IDLE_METRICS at the operator's metrics bind address (controller-runtime's --metrics-bind-address), reachable from drainguard",
+          fix:
+            "point DRAINGUARD_IDLE_METRICS at the operator's metrics bind address (controller-runtime's --metrics-bind-address), " +
+            'reachable from drainguard',
         });
       };
       const r = await waitForIdle({

@@ -54,7 +54,8 @@ async function checkStarts(launcher: string): Promise<void> {
   if (run.exitCode !== 0 || !run.stdout.startsWith('drainguard ')) {
     const why = run.code === 'EACCES' ? ' (permission denied: is DIR on a noexec mount?)' : '';
     throw new InstalledCopyError(
-      `the installed copy does not start: ${launcher} --version: ${String(run.stderr).trim() || run.originalMessage || run.shortMessage}${why}`,
+      `the installed copy does not start: ${launcher} --version: ` +
+        `${String(run.stderr).trim() || run.originalMessage || run.shortMessage}${why}`,
     );
   }
 }

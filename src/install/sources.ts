@@ -110,7 +110,8 @@ async function requireArgv0Option(loader: string): Promise<void> {
   const help = await execa(loader, ['--help'], { reject: false, timeout: 30_000 });
   if (!help.stdout.includes('--argv0')) {
     throw new InstallSourceError(
-      `the dynamic loader ${loader} does not take --argv0 (glibc 2.33 or later needed); install from a newer system or from the drainguard image`,
+      `the dynamic loader ${loader} does not take --argv0 (glibc 2.33 or later needed); ` +
+        'install from a newer system or from the drainguard image',
     );
   }
 }

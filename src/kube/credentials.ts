@@ -160,7 +160,8 @@ class ExecCredentials {
               ? `not found${p.installHint ? `: ${p.installHint.trim()}` : ''}`
               : e.killed
                 ? `printed no credential within ${EXEC_TIMEOUT_MS / 1000} s`
-                : `failed (${typeof e.code === 'number' ? `exit ${e.code}` : (e.code ?? e.message)})${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-3).join(' ')}` : ''}`;
+                : `failed (${typeof e.code === 'number' ? `exit ${e.code}` : (e.code ?? e.message)})` +
+                  (stderr.trim() ? `: ${stderr.trim().split('\n').slice(-3).join(' ')}` : '');
           reject(new KubeCredentialsError(`${what} ${detail}`, { cause: err }));
           return;
         }

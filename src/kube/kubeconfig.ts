@@ -151,7 +151,8 @@ function readCluster({ entry: c, dir }: Named, where: string): KubeconfigCluster
 function readUser({ entry: u, dir }: Named, where: string): KubeconfigUser {
   if (u['auth-provider']) {
     throw new KubeconfigError(
-      `${where}: the user's auth-provider "${u['auth-provider'].name ?? '?'}" was removed from Kubernetes clients; use the provider's exec plugin (users[].user.exec), as kubectl does`,
+      `${where}: the user's auth-provider "${u['auth-provider'].name ?? '?'}" was removed from Kubernetes clients; ` +
+        "use the provider's exec plugin (users[].user.exec), as kubectl does",
     );
   }
   if (u.username !== undefined || u.password !== undefined)

@@ -44,8 +44,9 @@ export function locateApiConfig(
     return { kind: 'in-cluster', dir: serviceAccountDir, host: env.KUBERNETES_SERVICE_HOST, source: 'in-cluster service account' };
   }
   throw new NoApiConfigError(
-    'no Kubernetes API configured: set KUBECONFIG, create ~/.kube/config, or run in a pod with a service account token (KUBERNETES_SERVICE_HOST and ' +
-      `${join(serviceAccountDir, 'token')})`,
+    'no Kubernetes API configured: set KUBECONFIG, create ~/.kube/config, ' +
+      'or run in a pod with a service account token ' +
+      `(KUBERNETES_SERVICE_HOST and ${join(serviceAccountDir, 'token')})`,
   );
 }
 

@@ -81,7 +81,8 @@ export async function openPodApi(
     if (needed)
       throw new ConfigError(
         'DG_CONFIG_POD_MISSING',
-        'DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)',
+        'DRAINGUARD_OPERATOR_CONTAINER is set, so drainguard needs to know its pod: ' +
+          'set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE from the downward API (metadata.name, metadata.namespace)',
       );
     return {};
   }
@@ -167,7 +168,8 @@ export function containersTerminated(
       if (unknown.length > 0) {
         throw new DrainguardError(
           'DG_KUBE_CONTAINER',
-          `DRAINGUARD_OPERATOR_CONTAINER names ${unknown.join(', ')}, which is not a container of pod ${pod.namespace}/${pod.name} (it has ${containers.join(', ')})`,
+          `DRAINGUARD_OPERATOR_CONTAINER names ${unknown.join(', ')}, ` +
+            `which is not a container of pod ${pod.namespace}/${pod.name} (it has ${containers.join(', ')})`,
         );
       }
       const statuses = current.status?.containerStatuses ?? [];

@@ -117,7 +117,9 @@ export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline
     }
     if (options.mayWrite === false) {
       log.info(
-        'leader Lease held by this pod left as it is: drainguard cannot tell that the operator has stopped (a sidecar needs DRAINGUARD_OPERATOR_CONTAINER, and the API to report that container terminated)',
+        'leader Lease held by this pod left as it is: ' +
+          'drainguard cannot tell that the operator has stopped ' +
+          '(a sidecar needs DRAINGUARD_OPERATOR_CONTAINER, and the API to report that container terminated)',
         {
           leases: held.map((l) => `${pod.namespace}/${l.metadata.name}`),
         },
@@ -151,7 +153,8 @@ export async function releaseLeaderLease(options: LeaderReleaseOptions, deadline
   } catch (err) {
     if (isStatus(err, 401, 403)) {
       log.warn(
-        'leader Lease not released: the API refused (the successor waits out its lease duration); drainguard uses the rights the operator has, get, list and update on leases in its namespace',
+        'leader Lease not released: the API refused (the successor waits out its lease duration); ' +
+          'drainguard uses the rights the operator has, get, list and update on leases in its namespace',
         {
           ...fields,
           status: (err as KubeApiError).status,

@@ -60,7 +60,8 @@ export function createLogger({ level = 'info', format, stream = process.stderr, 
 function isoTime(t: Date): string {
   const two = (n: number) => String(n).padStart(2, '0');
   const date = `${t.getUTCFullYear()}-${two(t.getUTCMonth() + 1)}-${two(t.getUTCDate())}`;
-  return `${date}T${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}.${String(t.getUTCMilliseconds()).padStart(3, '0')}Z`;
+  const time = `${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}`;
+  return `${date}T${time}.${String(t.getUTCMilliseconds()).padStart(3, '0')}Z`;
 }
 
 function serialisable(fields: LogFields): LogFields {

@@ -66,7 +66,8 @@ export async function finalizeNamespaceContent(
       if (isStatus(err, 401, 403)) {
         // Info, not a warning: only a namespace deletion needs it, and installs from before this step lack the rule.
         log.info(
-          'cannot tell whether this namespace is being deleted, so its custom resources are not finalized before the stop if it is: grant get on namespaces, resourceNames: [this namespace] (docs/namespace.md)',
+          'cannot tell whether this namespace is being deleted, so its custom resources are not finalized before the stop if it is: ' +
+            'grant get on namespaces, resourceNames: [this namespace] (docs/namespace.md)',
           { namespace, status: err.status },
         );
         return { outcome: 'failed' };

@@ -83,7 +83,8 @@ async function requireReady(options: PredeleteOptions, deadline: number): Promis
   if (ready.length === 0) {
     throw new PredeleteError(
       'DG_PREDELETE_NOT_READY',
-      `no ready pod matches ${JSON.stringify(selector)} in namespace ${namespace}: without the operator nothing would remove the finalizers, so nothing was deleted`,
+      `no ready pod matches ${JSON.stringify(selector)} in namespace ${namespace}: ` +
+        'without the operator nothing would remove the finalizers, so nothing was deleted',
     );
   }
   options.say(`operator ready: ${ready.map((p) => p.metadata.name).join(', ')}`);
@@ -150,7 +151,10 @@ async function waitGone(options: PredeleteOptions, objects: Tracked[], deadline:
       );
       throw new PredeleteError(
         'DG_PREDELETE_TIMEOUT',
-        `timed out with ${left.length} left:\n${remaining.map((r) => `  ${r.name}: ${r.finalizers.length ? `finalizers ${r.finalizers.join(', ')}` : 'no finalizers'}`).join('\n')}`,
+        `timed out with ${left.length} left:\n` +
+          remaining
+            .map((r) => `  ${r.name}: ${r.finalizers.length ? `finalizers ${r.finalizers.join(', ')}` : 'no finalizers'}`)
+            .join('\n'),
         remaining,
       );
     }

@@ -77,7 +77,8 @@ export class Discovery {
       const near = all.filter((r) => r.names.includes(arg.type)).map((r) => `${r.resource}.${r.group || 'core'}`);
       throw new ConfigError(
         'DG_PREDELETE_RESOURCE',
-        `RESOURCE: the API server at ${this.#client.server} has no resource type ${JSON.stringify(arg.type + (arg.qualifier ? `.${arg.qualifier}` : ''))}` +
+        `RESOURCE: the API server at ${this.#client.server} has no resource type ` +
+          `${JSON.stringify(arg.type + (arg.qualifier ? `.${arg.qualifier}` : ''))}` +
           (near.length > 0 ? ` (in other groups: ${near.join(', ')})` : ' (is its CustomResourceDefinition installed?)'),
       );
     }

@@ -86,7 +86,8 @@ export function askForDrain({
         waitUntil(Math.min(hardDeadline, clock.now() + ANSWER_TIMEOUT_MS), () =>
           fail(
             'DG_PRESTOP_NO_ANSWER',
-            `the drainguard at ${path} accepted the connection but did not answer within ${Math.round((Math.min(hardDeadline, clock.now()) - start) / 100) / 10}s`,
+            `the drainguard at ${path} accepted the connection but did not answer within ` +
+              `${Math.round((Math.min(hardDeadline, clock.now()) - start) / 100) / 10}s`,
           ),
         );
       });
@@ -157,7 +158,9 @@ export function askForDrain({
 
 function unreachable(path: string, err: NodeJS.ErrnoException): string {
   const why: Record<string, string> = {
-    ENOENT: `no socket at ${path}: is the drainguard sidecar running, and is its socket volume mounted in this container at ${path.replace(/\/[^/]*$/, '') || '/'}?`,
+    ENOENT:
+      `no socket at ${path}: is the drainguard sidecar running, ` +
+      `and is its socket volume mounted in this container at ${path.replace(/\/[^/]*$/, '') || '/'}?`,
     ECONNREFUSED: `nothing listens on ${path}: the drainguard sidecar is not running (or left a stale socket)`,
     EACCES: `permission denied on ${path}: the socket is private to the sidecar's user; run this container with the same runAsUser`,
     ENOTSOCK: `${path} is not a socket`,

@@ -17,7 +17,8 @@ import type { DrainOutcome, DrainSource } from './observer.ts';
 
 /** Told when a drain with clients starts with no time at all. */
 const NO_TIME_TO_DRAIN =
-  `the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain after the stop timeout and a ${formatDuration(GRACE_MARGIN_MS)} margin; ` +
+  "the drain timeout is 0: the time left before the kubelet's SIGKILL leaves none to drain " +
+  `after the stop timeout and a ${formatDuration(GRACE_MARGIN_MS)} margin; ` +
   'raise terminationGracePeriodSeconds or DRAINGUARD_GRACE_PERIOD, or delete the pod with a longer grace period';
 
 export interface DrainResult {
@@ -40,7 +41,10 @@ export interface DrainOptions {
   readonly server: DrainServer;
   /** The moment the drain ends whatever the clients do (Deadlines'): read when it starts, and again at reschedule(). */
   readonly deadline: () => number;
-  /** Where the drain timeout is counted from (the termination's start, which the read of the Pod may precede by a moment); the drain's start by default. */
+  /**
+   * Where the drain timeout is counted from (the termination's start, which the read of the Pod may precede
+   * by a moment); the drain's start by default.
+   */
   readonly countedFrom?: () => number;
   readonly logger: Logger;
   readonly clock: Clock;

@@ -15,7 +15,9 @@ import type { Logger } from '../log/logger.ts';
 export function warnIfNoReaper(log: Logger, pid = process.pid): void {
   if (pid !== 1) return;
   log.warn(
-    "drainguard is PID 1 and cannot reap orphaned processes (Node.js waits only for the processes it started): the operator's orphans will stay zombies; start drainguard through its launcher, DIR/drainguard of 'drainguard install DIR' or the drainguard image, which reaps them, or behind an init such as tini",
+    'drainguard is PID 1 and cannot reap orphaned processes (Node.js waits only for the processes it started): ' +
+      "the operator's orphans will stay zombies; start drainguard through its launcher, " +
+      "DIR/drainguard of 'drainguard install DIR' or the drainguard image, which reaps them, or behind an init such as tini",
     { pid },
   );
 }

@@ -146,7 +146,8 @@ export class Deadlines {
     }
     if (explicit) {
       this.#log.warn(
-        `${gracePeriodSource} is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: going by the Pod's`,
+        `${gracePeriodSource} is longer than the Pod's terminationGracePeriodSeconds, and the kubelet kills at the Pod's: ` +
+          "going by the Pod's",
         {
           gracePeriodMs: podMs,
           configuredMs: gracePeriodMs,
@@ -158,7 +159,8 @@ export class Deadlines {
     this.#log.info('grace period read from the Pod', { gracePeriodMs: podMs, drainTimeoutMs: this.drainTimeoutMs() });
     if (this.#settings.drainTimeoutExplicit && this.#settings.drainTimeoutMs + stopTimeoutMs > podMs) {
       this.#log.warn(
-        "the drain timeout plus the stop timeout exceed the Pod's grace period: the drain is cut to fit, or the kubelet would kill the operator before it stopped",
+        "the drain timeout plus the stop timeout exceed the Pod's grace period: " +
+          'the drain is cut to fit, or the kubelet would kill the operator before it stopped',
         {
           gracePeriodMs: podMs,
           drainTimeoutMs: this.drainTimeoutMs(),
@@ -234,7 +236,8 @@ export class Deadlines {
       this.#deletionStamp = kill;
     }
     this.#log.warn(
-      'the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: no drain, the stop is fitted to it',
+      'the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: ' +
+        'no drain, the stop is fitted to it',
       {
         leftMs: this.#deletionAt! - this.#clock.now(),
         stopTimeoutMs: this.stopTimeoutMs(),
@@ -282,7 +285,10 @@ export class Deadlines {
     return Math.max(start, this.#settings.drainTimeoutExplicit ? Math.min(start + this.#settings.drainTimeoutMs, latest) : latest);
   }
 
-  /** By when the step before the drain (a namespace being deleted) is over: the drain keeps its last DRAIN_KEPT_MS, half when less is left. */
+  /**
+   * By when the step before the drain (a namespace being deleted) is over: the drain keeps its last
+   * DRAIN_KEPT_MS, half when less is left.
+   */
   beforeDrainDeadline(): number {
     const end = this.drainDeadline();
     const left = Math.max(0, end - this.#clock.now());

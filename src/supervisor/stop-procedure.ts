@@ -403,7 +403,8 @@ export class StopProcedure {
       const e = err as NodeJS.ErrnoException;
       const fix =
         e.code === 'EACCES'
-          ? `this user may not create files in ${dirname(server.path)}; choose a writable directory (an emptyDir volume in a pod) or make it writable`
+          ? `this user may not create files in ${dirname(server.path)}; ` +
+            'choose a writable directory (an emptyDir volume in a pod) or make it writable'
           : 'choose another path';
       throw new ConfigError(
         'DG_SOCKET_LISTEN',
@@ -431,12 +432,14 @@ export class StopProcedure {
       const announce = () =>
         this.#log.info('termination requested', { signal: sig, ...clients(), gracePeriodMs: grace.ms, gracePeriodFrom: grace.from });
       this.#announce = announce;
-      // A drain under way (a preStop request's) has told its deadline: the signal joins it at once; the Pod's deletion, read meanwhile, may end it sooner.
+      // A drain under way (a preStop request's) has told its deadline: the signal joins it at once;
+      // the Pod's deletion, read meanwhile, may end it sooner.
       if (this.#drain?.started) {
         this.#requestDrain('signal', announce);
         void this.#deletion.read();
       }
-      // Otherwise #supervise drains (#signalDrain) once the operator runs, calls its start off, or (the operator exited by itself) only tells it.
+      // Otherwise #supervise drains (#signalDrain) once the operator runs, calls its start off,
+      // or (the operator exited by itself) only tells it.
     } else if (step === 'cut-short') {
       if (this.#drain?.running) this.#log.info('second termination signal: cutting the drain short', { signal: sig });
       // A second delete with a shorter grace period moves the kubelet's SIGKILL: the stop and the release go by it.
@@ -475,7 +478,8 @@ function privateSocket(): { path: string; cleanup: () => void } {
     const e = err as NodeJS.ErrnoException;
     throw new ConfigError(
       'DG_SOCKET_LISTEN',
-      `cannot make a private directory for the drain socket in ${tmpdir()}: ${e.code ?? e.message}; set TMPDIR to a writable directory, or DRAINGUARD_SOCKET to a socket path`,
+      `cannot make a private directory for the drain socket in ${tmpdir()}: ${e.code ?? e.message}; ` +
+        'set TMPDIR to a writable directory, or DRAINGUARD_SOCKET to a socket path',
       { cause: err },
     );
   }

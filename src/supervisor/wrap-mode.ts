@@ -67,7 +67,8 @@ export class WrapMode implements Mode {
     if (sig === 0 || this.#refused.has(sig)) return;
     this.#refused.add(sig);
     log.error(
-      `cannot send ${sig} to the operator: ${err.code ?? err.message}; it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it`,
+      `cannot send ${sig} to the operator: ${err.code ?? err.message}; ` +
+        'it runs as a user drainguard may not signal (a setuid program?), so drainguard cannot stop it, only wait for it',
       {
         signal: sig,
         pid: this.#child?.pid,
