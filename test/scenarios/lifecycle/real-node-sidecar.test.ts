@@ -9,8 +9,8 @@
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, useCluster } from '../../support/cluster/index.ts';
-import { DRAINGUARD_IMAGE, type RealNode, TOOLS_IMAGE, startNode, toolsMounts } from '../../support/node/index.ts';
+import type { TestCluster } from '../../support/cluster/index.ts';
+import { DRAINGUARD_IMAGE, type RealNode, TOOLS_IMAGE, nodeWithNamespace, toolsMounts } from '../../support/node/index.ts';
 import { freePort } from '../../support/free-port.ts';
 import { fixture } from '../../support/proc.ts';
 
@@ -19,9 +19,7 @@ let node: RealNode;
 let ns: string;
 
 test.before(async () => {
-  c = await useCluster();
-  node = await startNode(c);
-  ns = (await c.namespace('real-sc')).name;
+  ({ c, node, ns } = await nodeWithNamespace('real-sc'));
   await c.serviceAccount(ns, 'op');
   await c.grant(ns, 'op', 'op', [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }]);
 });

@@ -18,7 +18,7 @@ import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts'
 import { Daemon, executable } from '../daemon-process.ts';
 import { freePort } from '../free-port.ts';
 import { onFileEnd } from '../file-end.ts';
-import type { TestCluster } from '../cluster/index.ts';
+import { type TestCluster, useCluster } from '../cluster/index.ts';
 import { signed } from '../cluster/pki.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 
@@ -223,6 +223,13 @@ async function reapLeftovers(): Promise<void> {
     );
     await reap(dir, owner.cgroupRoot);
   }
+}
+
+/** What a real-node test file's before hook makes: the run's control plane, a node of the file's own, a namespace `prefix`-…. */
+export async function nodeWithNamespace(prefix: string): Promise<{ c: TestCluster; node: RealNode; ns: string }> {
+  const c = await useCluster();
+  const node = await startNode(c);
+  return { c, node, ns: (await c.namespace(prefix)).name };
 }
 
 /**
