@@ -23,7 +23,7 @@ import { signed } from '../cluster/pki.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 
 export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsMounts } from './images.ts';
-export { type WrapPod, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
+export { type WrapPod, fieldRef, installedParts, outLines, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
 
 const READY_MS = 120_000;
 
