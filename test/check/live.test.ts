@@ -9,25 +9,32 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type KubeObject, rendered } from '../deploy/support/manifests.ts';
-import { useCluster } from '../support/cluster/index.ts';
+import { type TestCluster, useCluster } from '../support/cluster/index.ts';
 import { EXE } from '../support/proc.ts';
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+
+/** The rendered example's objects, all but its Namespace, renamed (each key to its value) and created. */
+async function createExample(cluster: TestCluster, example: string, names: Record<string, string>): Promise<void> {
+  let text = JSON.stringify(rendered(example).filter((o) => o.kind !== 'Namespace'));
+  for (const [from, to] of Object.entries(names)) text = text.replaceAll(from, to);
+  for (const o of JSON.parse(text) as KubeObject[]) await cluster.create(o);
+}
+
+/** `drainguard check ARGS --deployment DEPLOYMENT` as the cluster admin. */
+const runCheck = (cluster: TestCluster, deployment: string, args = ['-o', 'json']) =>
+  spawnSync(EXE, ['check', ...args, '--deployment', deployment], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { KUBECONFIG: cluster.adminKubeconfig },
+  });
 
 test('a live Deployment: clean as created, then the finding once its RBAC lacks a guarded name', async () => {
   const cluster = await useCluster();
   const ns = (await cluster.namespace('check')).name;
   const name = `eo-${randomBytes(3).toString('hex')}`;
-  const text = JSON.stringify(rendered('wrap').filter((o) => o.kind !== 'Namespace'))
-    .replaceAll('example-system', ns)
-    .replaceAll('example-operator', name);
-  for (const o of JSON.parse(text) as KubeObject[]) await cluster.create(o);
-  const check = () =>
-    spawnSync(EXE, ['check', '-o', 'json', '--deployment', `${ns}/${name}`], {
-      encoding: 'utf8',
-      timeout: 30_000,
-      env: { KUBECONFIG: cluster.adminKubeconfig },
-    });
+  await createExample(cluster, 'wrap', { 'example-system': ns, 'example-operator': name });
+  const check = () => runCheck(cluster, `${ns}/${name}`);
 
   const clean = check();
   assert.equal(clean.status, 0, clean.stdout + clean.stderr);
@@ -64,11 +71,7 @@ test('a live Deployment: clean as created, then the finding once its RBAC lacks 
   );
   assert.match(found[0]!.fix, `add rolebinding/${other}/${name}-leader to DRAINGUARD_GUARD`);
 
-  const missing = spawnSync(EXE, ['check', '--deployment', `${ns}/nothing-here`], {
-    encoding: 'utf8',
-    timeout: 30_000,
-    env: { KUBECONFIG: cluster.adminKubeconfig },
-  });
+  const missing = runCheck(cluster, `${ns}/nothing-here`, []);
   assert.equal(missing.status, 1, 'a Deployment that is not there is a failure of the check (exit 1), with the API message');
   assert.match(missing.stderr, /404|not found/i);
 });
@@ -78,17 +81,8 @@ test("a live Deployment with the hold: the held kinds' CRDs are read from the AP
   const ns = (await cluster.namespace('check')).name;
   const id = randomBytes(3).toString('hex');
   const name = `eo-${id}`;
-  const text = JSON.stringify(rendered('hold').filter((o) => o.kind !== 'Namespace'))
-    .replaceAll('example-hold', ns)
-    .replaceAll('example-operator', name)
-    .replaceAll('operator.example.io', `op-${id}.example.io`);
-  for (const o of JSON.parse(text) as KubeObject[]) await cluster.create(o);
-  const check = () =>
-    spawnSync(EXE, ['check', '-o', 'json', '--deployment', `${ns}/${name}`], {
-      encoding: 'utf8',
-      timeout: 30_000,
-      env: { KUBECONFIG: cluster.adminKubeconfig },
-    });
+  await createExample(cluster, 'hold', { 'example-hold': ns, 'example-operator': name, 'operator.example.io': `op-${id}.example.io` });
+  const check = () => runCheck(cluster, `${ns}/${name}`);
 
   const clean = check();
   assert.equal([clean.status, JSON.parse(clean.stdout).findings], [0, []], clean.stdout + clean.stderr);

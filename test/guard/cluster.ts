@@ -200,3 +200,25 @@ export async function withCluster(
 
 /** The guard finalizer of `pod`. */
 export const finalizer = (pod: { uid: string }): string => `drainguard.dev/holder-${pod.uid}`;
+
+/** Every guarded object that exists carries the holder finalizers of `pods`, and no other. */
+export async function allHeldBy(c: Install, ...pods: { uid: string }[]): Promise<boolean> {
+  const want = JSON.stringify(pods.map(finalizer).sort());
+  return Object.values(await c.holders()).every((h) => JSON.stringify([...h].sort()) === want);
+}
+
+export async function nothingHeld(c: Install): Promise<boolean> {
+  return Object.values(await c.holders()).every((h) => h.length === 0);
+}
+
+/** Waits until allHeldBy(c, ...pods). */
+export const waitHeld = (c: Install, pods: { uid: string }[], what: string, ms = 10_000) =>
+  c.cluster.waitFor(() => allHeldBy(c, ...pods), ms, what);
+
+/** `drainguard run` as `pod` (`env` on top), once it is ready and its guard alone holds every object. */
+export async function runHeld(c: Install, pod: Pod, env?: NodeJS.ProcessEnv): Promise<Proc> {
+  const p = await c.run(pod, env);
+  await p.line('ready');
+  await waitHeld(c, [pod], `the guard of ${pod.name} set`);
+  return p;
+}

@@ -9,14 +9,8 @@ import * as assert from 'uvu/assert';
 import { resourcePath } from '../support/cluster/index.ts';
 import type { ProxiedRequest } from '../support/faultproxy/index.ts';
 import { drainguard, killHard, tempDir } from '../support/proc.ts';
-import { type Install, type Pod, RBAC_V1, finalizer, withCluster } from './cluster.ts';
+import { type Install, RBAC_V1, allHeldBy, finalizer, nothingHeld, runHeld, waitHeld, withCluster } from './cluster.ts';
 
-const allHeldBy = async (c: Install, ...pods: { uid: string }[]) => {
-  const want = JSON.stringify(pods.map(finalizer).sort());
-  return Object.values(await c.holders()).every((h) => JSON.stringify([...h].sort()) === want);
-};
-const nothingHeld = async (c: Install) => Object.values(await c.holders()).every((h) => h.length === 0);
-const waitHeld = (c: Install, pods: Pod[], what: string, ms = 10_000) => c.cluster.waitFor(() => allHeldBy(c, ...pods), ms, what);
 const guardWrite = (r: ProxiedRequest) => r.verb === 'patch' && r.resource !== 'leases';
 
 /** Removals of drainguard's finalizer (strategic merge patches by its ServiceAccount). */
@@ -36,9 +30,7 @@ test("uninstall, drainguard's own RBAC kept: every removal authorised however la
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0');
-      const p = await c.run(pod, { FIXTURE_CLEANUP_CALLS: '5' });
-      await p.line('ready');
-      await waitHeld(c, [pod], 'finalizers on all seven objects');
+      const p = await runHeld(c, pod, { FIXTURE_CLEANUP_CALLS: '5' });
       const l = await c.lease(pod);
       assert.equal(l.metadata.labels, { 'app.kubernetes.io/managed-by': 'drainguard' });
       assert.equal(l.metadata.ownerReferences, [{ apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: pod.uid }]);
@@ -102,9 +94,7 @@ test("control: the same uninstall deleting drainguard's own RBAC too: the plan s
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0');
-      const p = await c.run(pod);
-      await p.line('ready');
-      await waitHeld(c, [pod], 'guard set');
+      const p = await runHeld(c, pod);
       await c.deletePod('op-0');
       await c.uninstall({ own: true });
       stagger(c);
@@ -154,9 +144,7 @@ test("rolling update: old and new pod hold the same objects; the old one leaving
   await withCluster(async (c) => {
     const a = await c.pod('op-a');
     const b = await c.pod('op-b');
-    const pa = await c.run(a);
-    await pa.line('ready');
-    await waitHeld(c, [a], 'guard of a');
+    const pa = await runHeld(c, a);
     const pb = await c.run(b);
     await pb.line('ready');
     await waitHeld(c, [a, b], 'guard of a and b');
@@ -180,9 +168,7 @@ test("rolling update: old and new pod hold the same objects; the old one leaving
 test('a holder killed with SIGKILL: its finalizer is swept by the next drainguard once its Lease is gone', async () => {
   await withCluster(async (c) => {
     const a = await c.pod('op-a');
-    const pa = await c.run(a);
-    await pa.line('ready');
-    await waitHeld(c, [a], 'guard of a');
+    const pa = await runHeld(c, a);
     await killHard(pa);
     // The pod is gone (force delete); the real garbage collector takes its Lease.
     await c.finishPod('op-a');
@@ -225,9 +211,7 @@ test('the API down at release: the kill is not held past the deadline', async ()
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0', 4);
-      const p = await c.run(pod, { DRAINGUARD_GRACE_PERIOD: '4s', DRAINGUARD_STOP_TIMEOUT: '1s' });
-      await p.line('ready');
-      await waitHeld(c, [pod], 'guard set');
+      const p = await runHeld(c, pod, { DRAINGUARD_GRACE_PERIOD: '4s', DRAINGUARD_STOP_TIMEOUT: '1s' });
       c.proxy!.rule({ hang: true });
       const t0 = Date.now();
       p.kill('SIGTERM');
@@ -395,9 +379,7 @@ test("a release the API refuses: loud, and the post-delete hook sweeps it once t
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0');
-      const p = await c.run(pod);
-      await p.line('ready');
-      await waitHeld(c, [pod], 'guard set');
+      const p = await runHeld(c, pod);
       const user = `system:serviceaccount:${c.ns}:op`;
       await c.deletePod('op-0');
       await c.uninstall();

@@ -10,8 +10,9 @@ import { Guard } from '../../src/guard/guard.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
 import type { KubeObject, ObjectRef } from '../../src/kube/objects.ts';
-import type { LogFields, Logger } from '../../src/log/logger.ts';
+import { assertEqualJitter, gaps } from '../support/backoff.ts';
 import { FakeClock, settle } from '../support/fake-clock.ts';
+import { recorder } from '../support/log-recorder.ts';
 
 const POD = { name: 'op-1', namespace: 'op', uid: 'pod-uid' };
 
@@ -109,24 +110,16 @@ class PlayedApi {
   }
 }
 
-function recorder(): Logger & { lines: { level: string; msg: string; fields?: LogFields }[] } {
-  const lines: { level: string; msg: string; fields?: LogFields }[] = [];
-  const at = (level: string) => (msg: string, fields?: LogFields) => void lines.push({ level, msg, fields });
-  const logger: Logger & { lines: typeof lines } = {
-    lines,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    with: () => logger,
-  };
-  return logger;
-}
-
-function setup(guard: string, leaseDurationMs: number) {
+/**
+ * A guard of `guard` over the played API (the pod, its ServiceAccount op, the ClusterRole manager),
+ * started on a fake clock; `down`: the API refuses every call from the start.
+ */
+async function started(guard: string, leaseDurationMs: number, { down = false } = {}) {
   const clock = new FakeClock();
   const api = new PlayedApi(clock);
   api.put('clusterroles', 'manager', { metadata: { name: 'manager' }, rules: [] } as never);
+  api.put('serviceaccounts', 'op', { metadata: { name: 'op', namespace: 'op' } });
+  api.down = down;
   const log = recorder();
   const g = new Guard({
     client: api.client(),
@@ -136,18 +129,14 @@ function setup(guard: string, leaseDurationMs: number) {
     logger: log,
     clock,
   });
-  return { clock, api, log, guard: g, t0: clock.now() };
-}
-
-/** Moves the clock to each timer due, `times` times over: the guard's sleeps end one by one. */
-async function stepThrough(clock: FakeClock, times: number): Promise<void> {
-  for (let i = 0; i < times; i++) await clock.advance(clock.nextAt! - clock.now());
+  const t0 = clock.now();
+  g.start();
+  await settle();
+  return { clock, api, log, guard: g, t0 };
 }
 
 test('the Lease is renewed every third of its duration, on the clock', async () => {
-  const s = setup('clusterrole/manager', 15_000);
-  s.guard.start();
-  await settle();
+  const s = await started('clusterrole/manager', 15_000);
   assert.equal(s.api.timesOf('create leases', s.t0), [0], 'created at the start');
   assert.ok(s.guard.status().set, 'set at once: Lease held, finalizer added');
   await s.clock.advance(4_999);
@@ -159,19 +148,11 @@ test('the Lease is renewed every third of its duration, on the clock', async () 
 });
 
 test('while the API is down the guard retries by KEEP_TRYING (0.5 s doubling, with jitter), never further apart than the renewal', async () => {
-  const s = setup('clusterrole/manager', 60_000);
-  s.api.down = true;
-  s.guard.start();
-  await settle();
-  await stepThrough(s.clock, 7);
-  const tries = s.api.timesOf('get pods', s.t0);
-  const gaps = tries.slice(1).map((t, i) => t - tries[i]!);
-  assert.is(gaps.length, 7);
-  // Equal jitter: the wait after failure n is between half and all of min(10 s, 0.5 s × 2^(n-1)).
-  gaps.forEach((gap, i) => {
-    const ceiling = Math.min(10_000, 500 * 2 ** i);
-    assert.ok(gap >= ceiling / 2 && gap <= ceiling, `wait ${i + 1}: ${gap} ms, not within ${ceiling / 2}..${ceiling}`);
-  });
+  const s = await started('clusterrole/manager', 60_000, { down: true });
+  await s.clock.step(7);
+  const waits = gaps(s.api.timesOf('get pods', s.t0));
+  assert.is(waits.length, 7);
+  assertEqualJitter(waits, 500, 10_000, 'the retries');
   assert.equal(
     s.log.lines.filter((l) => l.msg.startsWith('guard not set')).map((l) => l.fields?.failures),
     [1],
@@ -179,11 +160,8 @@ test('while the API is down the guard retries by KEEP_TRYING (0.5 s doubling, wi
   );
   await s.guard.release(s.clock.now() + 1000);
 
-  const capped = setup('clusterrole/manager', 3_000);
-  capped.api.down = true;
-  capped.guard.start();
-  await settle();
-  await stepThrough(capped.clock, 5);
+  const capped = await started('clusterrole/manager', 3_000, { down: true });
+  await capped.clock.step(5);
   const t = capped.api.timesOf('get pods', capped.t0);
   assert.ok(
     t.slice(1).every((x, i) => x - t[i]! <= 1_000),
@@ -193,14 +171,11 @@ test('while the API is down the guard retries by KEEP_TRYING (0.5 s doubling, wi
 });
 
 test('the API back after failures: the guard is set at the next try and says so, then renews on its cadence', async () => {
-  const s = setup('clusterrole/manager', 15_000);
-  s.api.down = true;
-  s.guard.start();
-  await settle();
-  await stepThrough(s.clock, 2);
+  const s = await started('clusterrole/manager', 15_000, { down: true });
+  await s.clock.step(2);
   assert.not.ok(s.guard.status().set);
   s.api.down = false;
-  await stepThrough(s.clock, 1);
+  await s.clock.step(1);
   const back = s.clock.now();
   assert.ok(s.guard.status().set, 'set again');
   assert.equal(s.log.lines.find((l) => l.msg === 'Kubernetes API reachable again: guard set')?.fields, { afterFailures: 3 });
@@ -210,10 +185,7 @@ test('the API back after failures: the guard is set at the next try and says so,
 });
 
 test('the release never outlasts its deadline, and the last wave (its own ServiceAccount, being deleted) keeps the last second to itself', async () => {
-  const s = setup('clusterrole/manager,serviceaccount/op/op', 15_000);
-  s.api.put('serviceaccounts', 'op', { metadata: { name: 'op', namespace: 'op' } });
-  s.guard.start();
-  await settle();
+  const s = await started('clusterrole/manager,serviceaccount/op/op', 15_000);
   for (const key of ['clusterroles/manager', 'serviceaccounts/op'])
     assert.ok(s.api.objects.get(key)?.metadata.finalizers?.includes('drainguard.dev/holder-pod-uid'), `${key} held`);
   // The uninstall deletes drainguard's own ServiceAccount: its finalizer is what keeps it.
@@ -244,10 +216,7 @@ test('the release never outlasts its deadline, and the last wave (its own Servic
 });
 
 test("the release's warm-up reads wait a second at most, a quarter of what is left when less: reads that never answer delay no wave longer", async () => {
-  const s = setup('clusterrole/manager,serviceaccount/op/op', 15_000);
-  s.api.put('serviceaccounts', 'op', { metadata: { name: 'op', namespace: 'op' } });
-  s.guard.start();
-  await settle();
+  const s = await started('clusterrole/manager,serviceaccount/op/op', 15_000);
   const account = s.api.objects.get('serviceaccounts/op')!;
   s.api.objects.set('serviceaccounts/op', { ...account, metadata: { ...account.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
   await s.clock.advance(1_000);

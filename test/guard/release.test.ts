@@ -6,24 +6,16 @@ import * as assert from 'uvu/assert';
 import { privateCluster } from '../support/cluster/index.ts';
 import { drainguard, killHard } from '../support/proc.ts';
 import { microTime } from '../../src/kube/objects.ts';
-import { type Install, type Pod, finalizer, withCluster } from './cluster.ts';
+import { type Pod, allHeldBy, finalizer, nothingHeld, runHeld, withCluster } from './cluster.ts';
 
 const { cluster } = await privateCluster();
-
-const allHeldBy = async (c: Install, ...pods: { uid: string }[]) => {
-  const want = JSON.stringify(pods.map(finalizer).sort());
-  return Object.values(await c.holders()).every((h) => JSON.stringify([...h].sort()) === want);
-};
-const nothingHeld = async (c: Install) => Object.values(await c.holders()).every((h) => h.length === 0);
 
 test('drainguard release removes stale holders (expired Lease) and keeps live ones; --all needs --yes', async () => {
   await withCluster(
     async (c) => {
       const a = await c.pod('op-a');
       const b = await c.pod('op-b');
-      const pa = await c.run(a, { DRAINGUARD_LEASE_DURATION: '1s' });
-      await pa.line('ready');
-      await cluster.waitFor(() => allHeldBy(c, a), 10_000, 'a holds');
+      const pa = await runHeld(c, a, { DRAINGUARD_LEASE_DURATION: '1s' });
       // b is a live holder that renews its Lease (written here, so no sweep of b's own races the release).
       await c.cluster.create({
         apiVersion: 'coordination.k8s.io/v1',
@@ -68,9 +60,7 @@ test("--delete: nothing while a holder lives; once none is left, drainguard's ow
   await withCluster(
     async (c) => {
       const a = await c.pod('op-a');
-      const pa = await c.run(a);
-      await pa.line('ready');
-      await cluster.waitFor(() => allHeldBy(c, a), 10_000, 'a holds');
+      const pa = await runHeld(c, a);
       const early = c.postDelete('0s');
       assert.equal((await early.exit()).code, 1, early.stdout.join('\n'));
       assert.ok(early.stdout.includes(`not deleted: ${c.ownList.split(',').join(', ')} (live holders remain)`), early.stdout.join('\n'));
@@ -105,9 +95,7 @@ test("a Lease named after a holder in another namespace counts for nothing: it k
     async (c) => {
       const a = await c.pod('op-a');
       // A long Lease: a's own sweep (at start, then every 100 s) leaves the dead holder's finalizer to the release.
-      const pa = await c.run(a, { DRAINGUARD_LEASE_DURATION: '300s' });
-      await pa.line('ready');
-      await cluster.waitFor(() => allHeldBy(c, a), 10_000, 'a holds');
+      const pa = await runHeld(c, a, { DRAINGUARD_LEASE_DURATION: '300s' });
       // d: a holder whose pod is gone without releasing; its finalizer stays, its Lease went with the Pod.
       const d = await c.pod('op-d');
       await c.finishPod('op-d');

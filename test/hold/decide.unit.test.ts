@@ -4,8 +4,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decide } from '../../src/hold/decide.ts';
-import { Hold } from '../../src/hold/hold.ts';
+import { Hold, type HoldOptions } from '../../src/hold/hold.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
+import { assertEqualJitter, gaps } from '../support/backoff.ts';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -39,11 +40,18 @@ test('foreground and orphan deletion: released at once, before the settle', () =
   assert.equal(decide({ ...base, deletingFinalizers: ['orphan'], deletingSeenAt: T0 }), { release: 'orphan' });
 });
 
+interface FakeState {
+  deployment: any;
+  finalizing: any[];
+  failGets?: number;
+  failWatches?: number;
+}
+
 /**
  * A client that answers the hold's reads from `state`; the watch never ends until aborted.
  * `failGets` and `failWatches`: so many of those calls fail first (the API down).
  */
-function fakeClient(state: { deployment: any; finalizing: any[]; failGets?: number; failWatches?: number }, calls: string[]): KubeClient {
+function fakeClient(state: FakeState, calls: string[]): KubeClient {
   const client = {
     server: 'https://fake',
     async get(ref: { resource: string; name: string }) {
@@ -88,22 +96,33 @@ function fakeClient(state: { deployment: any; finalizing: any[]; failGets?: numb
   return client as unknown as KubeClient;
 }
 
-test('the Hold on a fake clock: held through the settle, released finalized once the list is empty', async () => {
+/** The moments, after `T0`, at which `calls` got `what`: the client records calls, the clock their times. */
+function timed(clock: FakeClock, calls: string[]) {
+  const at: { what: string; t: number }[] = [];
+  const push = calls.push.bind(calls);
+  calls.push = (...items: string[]) => {
+    for (const what of items) at.push({ what, t: clock.now() - T0 });
+    return push(...items);
+  };
+  return (what: string) => at.filter((c) => c.what === what).map((c) => c.t);
+}
+
+/**
+ * The hold of pod op-1 (widgets.example.com, timeout 60 s, settle 5 s, `more` on top) against
+ * `fakeClient(state)`, started on a fake clock at T0: what its client, guard and `onReleased` were told is kept.
+ */
+async function startHold(state: FakeState, more: Partial<HoldOptions> = {}) {
   const clock = new FakeClock(T0);
   const calls: string[] = [];
-  const widget = { metadata: { name: 'w', deletionTimestamp: 'x', finalizers: ['example.com/cleanup', 'drainguard.dev/holder-a'] } };
-  const state = {
-    deployment: { metadata: { name: 'op', uid: 'd-uid', deletionTimestamp: 'x', finalizers: ['drainguard.dev/holder-a'] } },
-    finalizing: [widget],
-  };
+  const times = timed(clock, calls);
   const held: string[] = [];
   const released: string[] = [];
+  const reasons: string[] = [];
   const guard = {
     finalizer: 'drainguard.dev/holder-a',
     hold: (t: { name: string }) => void held.push(t.name),
     letGo: async (t: { name: string }) => (released.push(t.name), 'removed' as const),
   };
-  const reasons: string[] = [];
   const hold = new Hold({
     client: fakeClient(state, calls),
     guard,
@@ -112,11 +131,21 @@ test('the Hold on a fake clock: held through the settle, released finalized once
     timeoutMs: 60_000,
     settleMs: 5_000,
     clock,
-    pollMs: 1000,
     onReleased: (r) => reasons.push(r),
+    ...more,
   });
   hold.start();
   await settle();
+  return { clock, calls, times, held, released, reasons, hold };
+}
+
+test('the Hold on a fake clock: held through the settle, released finalized once the list is empty', async () => {
+  const widget = { metadata: { name: 'w', deletionTimestamp: 'x', finalizers: ['example.com/cleanup', 'drainguard.dev/holder-a'] } };
+  const state = {
+    deployment: { metadata: { name: 'op', uid: 'd-uid', deletionTimestamp: 'x', finalizers: ['drainguard.dev/holder-a'] } },
+    finalizing: [widget],
+  };
+  const { clock, calls, held, released, reasons, hold } = await startHold(state, { pollMs: 1000 });
   assert.equal(held, ['op']);
   assert.is(hold.report().state, 'deleting', 'the list showed it deleting');
   assert.not.ok(calls.includes('list widgets'), 'nothing listed before the settle');
@@ -140,32 +169,11 @@ test('the Hold on a fake clock: held through the settle, released finalized once
 });
 
 test('the Hold on a fake clock: released by the timeout, counted from the deletion seen', async () => {
-  const clock = new FakeClock(T0);
-  const calls: string[] = [];
   const widget = { metadata: { name: 'w', deletionTimestamp: 'x', finalizers: ['example.com/cleanup'] } };
-  const state = {
+  const { clock, released, reasons, hold } = await startHold({
     deployment: { metadata: { name: 'op', uid: 'd-uid', deletionTimestamp: 'x', finalizers: ['drainguard.dev/holder-a'] } },
     finalizing: [widget],
-  };
-  const released: string[] = [];
-  const guard = {
-    finalizer: 'drainguard.dev/holder-a',
-    hold: () => {},
-    letGo: async (t: { name: string }) => (released.push(t.name), 'removed' as const),
-  };
-  const reasons: string[] = [];
-  const hold = new Hold({
-    client: fakeClient(state, calls),
-    guard,
-    pod: { name: 'op-1', namespace: 'ns', uid: 'a' },
-    kinds: [{ plural: 'widgets', group: 'example.com' }],
-    timeoutMs: 60_000,
-    settleMs: 5_000,
-    clock,
-    onReleased: (r) => reasons.push(r),
   });
-  hold.start();
-  await settle();
   await clock.advance(59_999);
   assert.equal(released, []);
   await clock.advance(1);
@@ -173,78 +181,32 @@ test('the Hold on a fake clock: released by the timeout, counted from the deleti
   await hold.stop();
 });
 
-/** The moments, after `t0`, at which `calls` got `what`: the client records calls, the clock their times. */
-function timed(clock: FakeClock, calls: string[]) {
-  const at: { what: string; t: number }[] = [];
-  const push = calls.push.bind(calls);
-  calls.push = (...items: string[]) => {
-    for (const what of items) at.push({ what, t: clock.now() - T0 });
-    return push(...items);
-  };
-  return (what: string) => at.filter((c) => c.what === what).map((c) => c.t);
-}
-
-/** The gaps between the moments: each must be within equal jitter of KEEP_TRYING's 0.5 s doubling. */
-function assertBackoff(moments: number[], what: string): void {
-  moments.slice(1).forEach((t, i) => {
-    const gap = t - moments[i]!;
-    const ceiling = Math.min(10_000, 500 * 2 ** i);
-    assert.ok(gap >= ceiling / 2 && gap <= ceiling, `${what}: wait ${i + 1} was ${gap} ms, not within ${ceiling / 2}..${ceiling}`);
+// Three calls of one kind fail (the API down), then the fourth goes through: the tries KEEP_TRYING's backoff apart.
+for (const { what, fail, call } of [
+  {
+    what: 'its search for the Deployment retries by KEEP_TRYING while the API is down, then holds it',
+    fail: { failGets: 3 },
+    call: 'get pods/op-1',
+  },
+  {
+    what: "a watch that fails is listed and watched again after KEEP_TRYING's backoff",
+    fail: { failWatches: 3 },
+    call: 'watch deployments',
+  },
+]) {
+  test(`the Hold on a fake clock: ${what}`, async () => {
+    const { clock, times, held, hold } = await startHold({
+      deployment: { metadata: { name: 'op', uid: 'd-uid' } },
+      finalizing: [],
+      ...fail,
+    });
+    await clock.step(3);
+    const tries = times(call);
+    assert.is(tries.length, 4, `${call}: three failures, then the one that goes through`);
+    assertEqualJitter(gaps(tries), 500, 10_000, call);
+    assert.equal(held, ['op'], 'the Deployment held');
+    await hold.stop();
   });
 }
-
-test('the Hold on a fake clock: its search for the Deployment retries by KEEP_TRYING while the API is down, then holds it', async () => {
-  const clock = new FakeClock(T0);
-  const calls: string[] = [];
-  const times = timed(clock, calls);
-  const state = { deployment: { metadata: { name: 'op', uid: 'd-uid' } }, finalizing: [], failGets: 3 };
-  const held: string[] = [];
-  const guard = {
-    finalizer: 'drainguard.dev/holder-a',
-    hold: (t: { name: string }) => void held.push(t.name),
-    letGo: async () => 'removed' as const,
-  };
-  const hold = new Hold({
-    client: fakeClient(state, calls),
-    guard,
-    pod: { name: 'op-1', namespace: 'ns', uid: 'a' },
-    kinds: [{ plural: 'widgets', group: 'example.com' }],
-    timeoutMs: 60_000,
-    settleMs: 5_000,
-    clock,
-  });
-  hold.start();
-  await settle();
-  for (let i = 0; i < 3; i++) await clock.advance(clock.nextAt! - clock.now());
-  const tries = times('get pods/op-1');
-  assert.is(tries.length, 4, 'three failures, then the read that finds it');
-  assertBackoff(tries, 'the search');
-  assert.equal(held, ['op']);
-  await hold.stop();
-});
-
-test("the Hold on a fake clock: a watch that fails is listed and watched again after KEEP_TRYING's backoff", async () => {
-  const clock = new FakeClock(T0);
-  const calls: string[] = [];
-  const times = timed(clock, calls);
-  const state = { deployment: { metadata: { name: 'op', uid: 'd-uid' } }, finalizing: [], failWatches: 3 };
-  const guard = { finalizer: 'drainguard.dev/holder-a', hold: () => {}, letGo: async () => 'removed' as const };
-  const hold = new Hold({
-    client: fakeClient(state, calls),
-    guard,
-    pod: { name: 'op-1', namespace: 'ns', uid: 'a' },
-    kinds: [{ plural: 'widgets', group: 'example.com' }],
-    timeoutMs: 60_000,
-    settleMs: 5_000,
-    clock,
-  });
-  hold.start();
-  await settle();
-  for (let i = 0; i < 3; i++) await clock.advance(clock.nextAt! - clock.now());
-  const watches = times('watch deployments');
-  assert.is(watches.length, 4, 'three failed watches, then one that holds');
-  assertBackoff(watches, 'the watch');
-  await hold.stop();
-});
 
 test.run();

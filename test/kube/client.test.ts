@@ -2,7 +2,6 @@
 // through the fault proxy (test/support/faultproxy) where a test needs a
 // fault or the record of requests: kubeconfig and in-cluster credentials,
 // token rotation, timeouts, retries with backoff, errors, Events.
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -16,6 +15,7 @@ import { RESOURCES } from '../../src/kube/objects.ts';
 import { backoff } from '../../src/kube/retry.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { resourcePath, useCluster } from '../support/cluster/index.ts';
+import { selfSigned } from '../support/cluster/pki.ts';
 import { type FaultProxy, startFaultProxy } from '../support/faultproxy/index.ts';
 import { tempDir } from '../support/proc.ts';
 
@@ -62,12 +62,10 @@ test('reads through KUBECONFIG over TLS, verifying the server with the kubeconfi
   assert.ok(cluster.url.startsWith('https://'));
   // Another CA: the server is not trusted.
   const { proxy, kubeconfig } = await setup();
+  const otherCa = readFileSync(selfSigned(tempDir(), 'other', '/CN=other').cert);
   writeFileSync(
     kubeconfig,
-    readFileSync(kubeconfig, 'utf8').replace(
-      /certificate-authority-data: .*/,
-      `certificate-authority-data: ${Buffer.from(untrustedCa()).toString('base64')}`,
-    ),
+    readFileSync(kubeconfig, 'utf8').replace(/certificate-authority-data: .*/, `certificate-authority-data: ${otherCa.toString('base64')}`),
   );
   const untrusted = new KubeClient({
     access: await loadApiAccess({ KUBECONFIG: kubeconfig }, { home: tempDir() }),
@@ -197,32 +195,5 @@ test('recordEvent writes a core v1 Event; a failure is logged, never thrown', as
   assert.ok(lines.some((l) => l.includes('could not record a Kubernetes Event')));
   await proxy.close();
 });
-
-/** A CA the cluster's serving certificate is not signed by. */
-function untrustedCa(): string {
-  const dir = tempDir();
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      join(dir, 'k'),
-      '-out',
-      join(dir, 'c'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=other',
-    ],
-    { stdio: 'ignore' },
-  );
-  return readFileSync(join(dir, 'c'), 'utf8');
-}
 
 test.run();

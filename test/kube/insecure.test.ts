@@ -2,62 +2,12 @@
 // the kubeconfig, is used as kubectl uses it, but not silently: one warning
 // naming the server (the built executable, `drainguard status`).
 
-import { execFileSync } from 'node:child_process';
-import { type Server, createServer as createHttp } from 'node:http';
-import { createServer as createHttps } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { notFoundApi } from '../support/not-found-api.ts';
 import { drainguard, tempDir } from '../support/proc.ts';
-import { within } from '../support/wait.ts';
-
-const NOT_FOUND = '{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}';
-
-/** A fake API server that answers every request 404 and counts them. */
-async function apiServer(tls: boolean): Promise<{ url: string; ca: string; requests: () => number; close: () => void }> {
-  let requests = 0;
-  const handler = (_req: unknown, res: import('node:http').ServerResponse) => {
-    requests++;
-    res.writeHead(404, { 'content-type': 'application/json' }).end(NOT_FOUND);
-  };
-  let server: Server;
-  let ca = '';
-  if (tls) {
-    const dir = tempDir();
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        'k',
-        '-out',
-        'c',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=api',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-      ],
-      { cwd: dir, stdio: 'ignore' },
-    );
-    ca = readFileSync(join(dir, 'c'), 'utf8');
-    server = createHttps({ key: readFileSync(join(dir, 'k')), cert: ca }, handler);
-  } else {
-    server = createHttp(handler);
-  }
-  await within(5000, 'listen', new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)));
-  const url = `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, ca, requests: () => requests, close: () => server.close() };
-}
 
 function kubeconfig(cluster: string): string {
   const file = join(tempDir(), 'kubeconfig');
@@ -77,7 +27,7 @@ async function status(config: string) {
 const warnings = (p: Awaited<ReturnType<typeof status>>) => p.logs().filter((l) => l.level === 'warn');
 
 test('plain http: used, with one warning naming the server', async () => {
-  const api = await apiServer(false);
+  const api = await notFoundApi(false);
   try {
     const config = kubeconfig(`server: "${api.url}"`);
     const p = await status(config);
@@ -93,7 +43,7 @@ test('plain http: used, with one warning naming the server', async () => {
 });
 
 test('run with the pod and a guard (a client each): still one warning', async () => {
-  const api = await apiServer(false);
+  const api = await notFoundApi(false);
   try {
     const p = drainguard(['run', '--', 'true'], {
       KUBECONFIG: kubeconfig(`server: "${api.url}"`),
@@ -111,7 +61,7 @@ test('run with the pod and a guard (a client each): still one warning', async ()
 });
 
 test('insecure-skip-tls-verify: used, with one warning naming the server; a CA instead: no warning', async () => {
-  const api = await apiServer(true);
+  const api = await notFoundApi(true);
   try {
     const insecure = await status(kubeconfig(`server: "${api.url}", insecure-skip-tls-verify: true`));
     assert.ok(api.requests() >= 2, insecure.stderr.join('\n'));

@@ -3,15 +3,12 @@
 // ignored by it and reaches the operator untouched, and
 // NODE_TLS_REJECT_UNAUTHORIZED=0 does not turn drainguard's certificate checks off.
 
-import { execFileSync } from 'node:child_process';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { notFoundApi } from '../support/not-found-api.ts';
 import { drainguard, tempDir } from '../support/proc.ts';
-import { within } from '../support/wait.ts';
 
 /** The operator: not Node (it would take NODE_OPTIONS itself), it prints its environment. */
 const PRINT_ENV = ['/usr/bin/env'];
@@ -48,49 +45,6 @@ test('NODE_TLS_REJECT_UNAUTHORIZED reaches the operator as given', async () => {
   assert.ok(seen.includes('NODE_TLS_REJECT_UNAUTHORIZED=0'), seen.join('\n'));
 });
 
-/** An HTTPS "API server" with a self-signed certificate for 127.0.0.1; counts the requests that got through TLS. */
-async function selfSignedServer(): Promise<{ url: string; cert: string; requests: () => number; close: () => void }> {
-  const dir = tempDir();
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      'k',
-      '-out',
-      'c',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=api',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { cwd: dir, stdio: 'ignore' },
-  );
-  const cert = readFileSync(join(dir, 'c'), 'utf8');
-  let requests = 0;
-  const server = createServer({ key: readFileSync(join(dir, 'k')), cert }, (_req, res) => {
-    requests++;
-    res
-      .writeHead(404, { 'content-type': 'application/json' })
-      .end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}');
-  });
-  await within(5000, 'listen', new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)));
-  return {
-    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    cert,
-    requests: () => requests,
-    close: () => server.close(),
-  };
-}
-
 function kubeconfig(server: string, ca?: string): string {
   const file = join(tempDir(), 'kubeconfig');
   const caLine = ca ? `, certificate-authority-data: ${Buffer.from(ca).toString('base64')}` : '';
@@ -102,11 +56,11 @@ function kubeconfig(server: string, ca?: string): string {
 }
 
 test("NODE_TLS_REJECT_UNAUTHORIZED=0 leaves drainguard's certificate checks on", async () => {
-  const api = await selfSignedServer();
+  const api = await notFoundApi(true);
   try {
     // Control: with the server's certificate as the CA, requests get through.
     const trusted = drainguard(['status', '--guard', 'clusterrole/x'], {
-      KUBECONFIG: kubeconfig(api.url, api.cert),
+      KUBECONFIG: kubeconfig(api.url, api.ca),
       NODE_TLS_REJECT_UNAUTHORIZED: '0',
     });
     await trusted.exit(30_000);

@@ -2,23 +2,9 @@
 // Pod's grace period, with no clock at all (they take the moments as numbers).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { LogFields, Logger } from '../../src/log/logger.ts';
 import { defaultDrainTimeout } from '../../src/config/grace-rule.ts';
 import { Deadlines, type DeadlineSettings, Termination } from '../../src/supervisor/shutdown.ts';
-
-function recorder(): Logger & { lines: { level: string; msg: string; fields?: LogFields }[] } {
-  const lines: { level: string; msg: string; fields?: LogFields }[] = [];
-  const at = (level: string) => (msg: string, fields?: LogFields) => void lines.push({ level, msg, fields });
-  const logger: Logger & { lines: typeof lines } = {
-    lines,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    with: () => logger,
-  };
-  return logger;
-}
+import { recorder } from '../support/log-recorder.ts';
 
 /** For the rules that read no moment: a clock that never moves. */
 const stillClock = { now: () => 1_000_000 };

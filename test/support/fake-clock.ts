@@ -45,6 +45,15 @@ export class FakeClock implements Clock {
     return this.#timers.reduce<number | undefined>((min, t) => (min === undefined || t.at < min ? t.at : min), undefined);
   }
 
+  /** Moves time on to the next timer due, `times` times over: a backoff's sleeps end one by one. */
+  async step(times: number): Promise<void> {
+    for (let i = 0; i < times; i++) {
+      const at = this.nextAt;
+      if (at === undefined) throw new Error(`step ${i + 1} of ${times}: no timer is set`);
+      await this.advance(at - this.#now);
+    }
+  }
+
   /** Moves time on by `ms`, running each timer that falls due in order, and what it set off, before the next. */
   async advance(ms: number): Promise<void> {
     const until = this.#now + ms;

@@ -6,11 +6,18 @@
 // the operator its SIGTERM, then the drainguard sidecar (the order of a native
 // sidecar's stop: test/support/node/real-node.test.ts).
 
-import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, useCluster } from '../../support/cluster/index.ts';
-import { DRAINGUARD_IMAGE, type RealNode, TOOLS_IMAGE, startNode, toolsMounts } from '../../support/node/index.ts';
+import type { TestCluster } from '../../support/cluster/index.ts';
+import {
+  DRAINGUARD_IMAGE,
+  type RealNode,
+  TOOLS_IMAGE,
+  fieldRef,
+  installedParts,
+  nodeWithNamespace,
+  outLines,
+} from '../../support/node/index.ts';
 import { freePort } from '../../support/free-port.ts';
 import { fixture } from '../../support/proc.ts';
 
@@ -19,19 +26,14 @@ let node: RealNode;
 let ns: string;
 
 test.before(async () => {
-  c = await useCluster();
-  node = await startNode(c);
-  ns = (await c.namespace('real-sc')).name;
+  ({ c, node, ns } = await nodeWithNamespace('real-sc'));
   await c.serviceAccount(ns, 'op');
   await c.grant(ns, 'op', 'op', [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }]);
 });
 
-const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
-
 test('deletion: the preStop hook drains the operator through the sidecar, then the kubelet stops the operator; both exit by themselves', async () => {
-  const tools = toolsMounts();
+  const parts = installedParts(node);
   const port = await freePort();
-  const socket = { name: 'drainguard-socket', mountPath: '/run/drainguard' };
   await c.api.create(`/api/v1/namespaces/${ns}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -41,19 +43,9 @@ test('deletion: the preStop hook drains the operator through the sidecar, then t
       hostNetwork: true,
       serviceAccountName: 'op',
       terminationGracePeriodSeconds: 30,
-      volumes: [
-        { name: 'out', hostPath: { path: node.outDir } },
-        { name: 'drainguard', emptyDir: {} },
-        { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } },
-        ...tools.volumes,
-      ],
+      volumes: parts.volumes,
       initContainers: [
-        {
-          name: 'drainguard-install',
-          image: DRAINGUARD_IMAGE,
-          command: ['/drainguard/drainguard', 'install', '/shared'],
-          volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
-        },
+        parts.install,
         {
           name: 'drainguard',
           image: DRAINGUARD_IMAGE,
@@ -70,7 +62,7 @@ test('deletion: the preStop hook drains the operator through the sidecar, then t
             { name: 'KUBERNETES_SERVICE_PORT', value: new URL(c.url).port },
           ],
           startupProbe: { httpGet: { host: '127.0.0.1', path: '/healthz', port }, periodSeconds: 1, failureThreshold: 30 },
-          volumeMounts: [socket],
+          volumeMounts: [{ name: 'drainguard-socket', mountPath: '/run/drainguard' }],
         },
       ],
       containers: [
@@ -85,23 +77,12 @@ test('deletion: the preStop hook drains the operator through the sidecar, then t
             { name: 'FIXTURE_WORK', value: '3000' },
           ],
           lifecycle: { preStop: { exec: { command: ['/drainguard/drainguard', 'prestop'] } } },
-          volumeMounts: [
-            { name: 'out', mountPath: '/out' },
-            { name: 'drainguard', mountPath: '/drainguard', readOnly: true },
-            socket,
-            ...tools.volumeMounts,
-          ],
+          volumeMounts: parts.operatorMounts,
         },
       ],
     },
   });
-  const out = () => {
-    try {
-      return readFileSync(`${node.outDir}/sidecar.out`, 'utf8').split('\n').filter(Boolean);
-    } catch {
-      return [];
-    }
-  };
+  const out = () => outLines(node, 'sidecar.out');
   await c.waitFor(
     () => out().includes('work start 0'),
     60_000,

@@ -12,8 +12,8 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, useCluster } from '../../support/cluster/index.ts';
-import { type RealNode, startNode, wrapLogs, wrapPod, wrapStderr, wrapStdout } from '../../support/node/index.ts';
+import type { TestCluster } from '../../support/cluster/index.ts';
+import { type RealNode, nodeWithNamespace, wrapLogs, wrapPod, wrapStderr, wrapStdout } from '../../support/node/index.ts';
 import { fixture } from '../../support/proc.ts';
 
 let c: TestCluster;
@@ -21,9 +21,7 @@ let node: RealNode;
 let ns: string;
 
 test.before(async () => {
-  c = await useCluster();
-  node = await startNode(c);
-  ns = (await c.namespace('real-dg')).name;
+  ({ c, node, ns } = await nodeWithNamespace('real-dg'));
   await c.serviceAccount(ns, 'op');
   await c.grant(ns, 'op', 'op', [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }]);
   await c.serviceAccount(ns, 'blind');

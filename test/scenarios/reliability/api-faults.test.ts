@@ -16,17 +16,12 @@ import { Guard } from '../../../src/guard/guard.ts';
 import { KubeClient } from '../../../src/kube/client.ts';
 import { loadApiAccess } from '../../../src/kube/config.ts';
 import { createLogger } from '../../../src/log/logger.ts';
-import { type Install, type Pod, RBAC_V1, finalizer, withCluster } from '../../guard/cluster.ts';
+import { type Install, type Pod, RBAC_V1, finalizer, nothingHeld, runHeld, waitHeld, withCluster } from '../../guard/cluster.ts';
 import { resourcePath } from '../../support/cluster/index.ts';
 import type { ProxiedRequest } from '../../support/faultproxy/index.ts';
 import { drainguard, tempDir } from '../../support/proc.ts';
 import { within } from '../../support/wait.ts';
 
-const heldBy = async (c: Install, ...pods: { uid: string }[]) => {
-  const want = JSON.stringify(pods.map(finalizer).sort());
-  return Object.values(await c.holders()).every((h) => JSON.stringify([...h].sort()) === want);
-};
-const nothingHeld = async (c: Install) => Object.values(await c.holders()).every((h) => h.length === 0);
 const guardedWrite = (r: ProxiedRequest) => r.verb === 'patch' && r.resource !== 'leases' && r.resource !== 'pods';
 const waitFor = <T>(c: Install, check: () => Promise<T | undefined | false>, ms: number, what: string) =>
   c.cluster.waitFor(check, ms, what);
@@ -56,7 +51,7 @@ test('500s on every kind of call while the guard is set: the operator is not hel
       ];
       const p = await c.run(pod, { DRAINGUARD_LEASE_DURATION: '3s' });
       await p.line('ready');
-      await waitFor(c, () => heldBy(c, pod), 20_000, 'the guard set after the 500s');
+      await waitHeld(c, [pod], 'the guard set after the 500s', 20_000);
       assert.equal(
         faults.map((f) => f.hits),
         [2, 2, 5],
@@ -79,7 +74,7 @@ test('dropped connections and slow answers while the guard is set: set in the en
       c.proxy!.rule({ match: guardedWrite, times: 5, delayMs: 1500 });
       const p = await c.run(pod, { DRAINGUARD_LEASE_DURATION: '3s' });
       await p.line('ready', 5000);
-      await waitFor(c, () => heldBy(c, pod), 20_000, 'the guard set');
+      await waitHeld(c, [pod], 'the guard set', 20_000);
       p.kill('SIGTERM');
       assert.equal((await p.exit()).code, 0);
       assert.ok(await nothingHeld(c), JSON.stringify(await c.holders()));
@@ -119,9 +114,7 @@ test('500s and hangs at release: the kill is not held past the grace period, and
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0', 5);
-      const p = await c.run(pod, { DRAINGUARD_GRACE_PERIOD: '5s', DRAINGUARD_STOP_TIMEOUT: '1s' });
-      await p.line('ready');
-      await waitFor(c, () => heldBy(c, pod), 10_000, 'the guard set');
+      const p = await runHeld(c, pod, { DRAINGUARD_GRACE_PERIOD: '5s', DRAINGUARD_STOP_TIMEOUT: '1s' });
       const errors = c.proxy!.rule({ match: (r) => r.verb === 'patch' && r.resource === 'clusterroles', status: 500 });
       const hangs = c.proxy!.rule({ match: (r) => r.verb === 'patch' && r.resource === 'roles', delayMs: 30_000 });
       c.proxy!.rule({ match: (r) => r.verb === 'delete' && r.resource === 'leases', status: 503 });
@@ -167,7 +160,7 @@ test('409 on the first attempt of every write, at setting and at release: set an
       });
       const p = await c.run(pod, { DRAINGUARD_LEASE_DURATION: '3s' });
       await p.line('ready');
-      await waitFor(c, () => heldBy(c, pod), 15_000, 'the guard set');
+      await waitHeld(c, [pod], 'the guard set', 15_000);
       const atSetting = conflicts.hits;
       seen.clear();
       p.kill('SIGTERM');
@@ -188,9 +181,7 @@ test('a guarded object deleted and re-created while held (new uid): the new one 
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0');
-      const p = await c.run(pod, { DRAINGUARD_LEASE_DURATION: '3s' });
-      await p.line('ready');
-      await waitFor(c, () => heldBy(c, pod), 10_000, 'the guard set');
+      const p = await runHeld(c, pod, { DRAINGUARD_LEASE_DURATION: '3s' });
       const path = c.objects[0]!.path;
       const api = c.cluster.api;
       const old = await api.get(path);
@@ -225,7 +216,7 @@ test("the Lease deleted, then stolen and left to expire: the holder takes it bac
       const pa = await c.run(a, { DRAINGUARD_LEASE_DURATION: '3s' });
       const pb = await c.run(b, { DRAINGUARD_LEASE_DURATION: '3s' });
       await Promise.all([pa.line('ready'), pb.line('ready')]);
-      await waitFor(c, () => heldBy(c, a, b), 10_000, 'both guards set');
+      await waitHeld(c, [a, b], 'both guards set');
 
       const leasePath = resourcePath('coordination.k8s.io/v1', 'leases', c.ns, `drainguard-${a.uid}`);
       await c.cluster.api.delete(leasePath);
@@ -250,7 +241,7 @@ test("the Lease deleted, then stolen and left to expire: the holder takes it bac
         5000,
         'the Lease taken back',
       );
-      await waitFor(c, () => heldBy(c, a, b), 10_000, 'both guards set again');
+      await waitHeld(c, [a, b], 'both guards set again');
       const swept = pb.logs().some((l) => l.msg === 'stale holder finalizers removed');
       // The API shows the finalizers back before a's log line about it has come through the pipe.
       if (swept) await pa.log('finalizer was removed by someone else: added again', 5000);
@@ -298,7 +289,7 @@ test('the service account token rotated mid-run and the old one revoked: the gua
         logger,
       });
       guard.start();
-      await waitFor(c, () => heldBy(c, pod), 10_000, 'the guard set with the first token');
+      await waitHeld(c, [pod], 'the guard set with the first token');
 
       project('..2026_02', await c.cluster.token(c.ns, 'op', { pod: t2 }));
       rmSync(join(dir, '..2026_01'), { recursive: true });

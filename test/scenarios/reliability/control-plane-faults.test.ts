@@ -4,26 +4,18 @@
 // holder pod goes (no garbage collector: its Lease stays until it is back).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type Install, finalizer, withCluster } from '../../guard/cluster.ts';
+import { allHeldBy, finalizer, nothingHeld, runHeld, withCluster } from '../../guard/cluster.ts';
 import { privateCluster } from '../../support/cluster/index.ts';
 import { drainguard, killHard } from '../../support/proc.ts';
 
 const { cluster, controlPlane } = await privateCluster();
-
-const heldBy = async (c: Install, ...pods: { uid: string }[]) => {
-  const want = JSON.stringify(pods.map(finalizer).sort());
-  return Object.values(await c.holders()).every((h) => JSON.stringify([...h].sort()) === want);
-};
-const nothingHeld = async (c: Install) => Object.values(await c.holders()).every((h) => h.length === 0);
 
 test('the API server restarted in the middle of a drain: the operator drains through it, the guard is released once it is back', async () => {
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0');
       // The operator cleans up through the API for as long as the drain lasts (a call every 100 ms).
-      const p = await c.run(pod, { FIXTURE_CLEANUP_CALLS: '100000', FIXTURE_CLEANUP_EVERY: '100' });
-      await p.line('ready');
-      await cluster.waitFor(() => heldBy(c, pod), 10_000, 'the guard set');
+      const p = await runHeld(c, pod, { FIXTURE_CLEANUP_CALLS: '100000', FIXTURE_CLEANUP_EVERY: '100' });
       await c.deletePod('op-0');
       p.kill('SIGTERM');
       await p.line('drain');
@@ -51,9 +43,7 @@ test('the controller-manager down while the holder pod goes: its Lease is not co
   await withCluster(
     async (c) => {
       const pod = await c.pod('op-0');
-      const p = await c.run(pod);
-      await p.line('ready');
-      await cluster.waitFor(() => heldBy(c, pod), 10_000, 'the guard set');
+      const p = await runHeld(c, pod);
       await controlPlane.stopControllerManager();
       // The holder dies without releasing (SIGKILL) and its Pod is removed.
       await killHard(p);
@@ -67,7 +57,7 @@ test('the controller-manager down while the holder pod goes: its Lease is not co
         assert.ok(await c.lease(pod), 'the Lease stays while the controller-manager is down');
         await new Promise((r) => setTimeout(r, 200));
       }
-      assert.ok(await heldBy(c, pod), 'the finalizers stay');
+      assert.ok(await allHeldBy(c, pod), 'the finalizers stay');
       await controlPlane.startControllerManager();
       await cluster.waitFor(
         async () => (await c.lease(pod)) === undefined,

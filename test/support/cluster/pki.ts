@@ -1,6 +1,7 @@
 // The control plane's PKI, made fresh at every start with the openssl CLI: one
 // CA that signs the API server's serving certificate and every client
-// certificate, and the RSA key pair that signs service-account tokens.
+// certificate, and the RSA key pair that signs service-account tokens. The
+// same two steps make the nodes' certificates and the tests' own servers'.
 
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -28,34 +29,32 @@ function openssl(dir: string, args: string[]): void {
   execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-/** A key and a certificate signed by the CA; ECDSA P-256, quick to make. */
-function signed(dir: string, name: string, subject: string, extensions: string): void {
-  openssl(dir, [
-    'req',
-    '-new',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    subject,
-  ]);
+/** ECDSA P-256 keys: quick to make. */
+const NEW_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+/** A self-signed certificate `name`.crt and its key `name`.key in `dir`: a CA, or with `san` a server's own. */
+export function selfSigned(dir: string, name: string, subject: string, san?: string): { cert: string; key: string } {
+  const extension = san ? ['-addext', `subjectAltName=${san}`] : [];
+  openssl(dir, ['req', '-x509', ...NEW_KEY, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2', '-subj', subject, ...extension]);
+  return { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
+}
+
+/** A key `name`.key and a certificate `name`.crt in `dir` signed by `ca` (by default the CA makePki makes in `dir`). */
+export function signed(dir: string, name: string, subject: string, extensions: string, ca = { cert: 'ca.crt', key: 'ca.key' }): void {
+  openssl(dir, ['req', '-new', ...NEW_KEY, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject]);
   writeFileSync(join(dir, `${name}.ext`), extensions);
+  // The serial file in `dir`, not beside a CA other callers share.
+  const serial = ['-CAcreateserial', '-CAserial', 'ca.srl'];
   openssl(dir, [
     'x509',
     '-req',
     '-in',
     `${name}.csr`,
     '-CA',
-    'ca.crt',
+    ca.cert,
     '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
+    ca.key,
+    ...serial,
     '-days',
     '2',
     '-out',
@@ -66,23 +65,7 @@ function signed(dir: string, name: string, subject: string, extensions: string):
 }
 
 export function makePki(dir: string): Pki {
-  openssl(dir, [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.crt',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=drainguard-test-ca',
-  ]);
+  selfSigned(dir, 'ca', '/CN=drainguard-test-ca');
   signed(dir, 'serving', '/CN=kube-apiserver', `subjectAltName=${SERVING_SANS}\nextendedKeyUsage=serverAuth\n`);
   const client = 'extendedKeyUsage=clientAuth\n';
   signed(dir, 'admin', '/O=system:masters/CN=admin', client);

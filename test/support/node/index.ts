@@ -18,11 +18,12 @@ import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts'
 import { Daemon, executable } from '../daemon-process.ts';
 import { freePort } from '../free-port.ts';
 import { onFileEnd } from '../file-end.ts';
-import type { TestCluster } from '../cluster/index.ts';
+import { type TestCluster, useCluster } from '../cluster/index.ts';
+import { signed } from '../cluster/pki.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 
 export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsMounts } from './images.ts';
-export { type WrapPod, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
+export { type WrapPod, fieldRef, installedParts, outLines, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
 
 const READY_MS = 120_000;
 
@@ -105,45 +106,6 @@ function unmountUnder(dir: string): void {
       execFileSync('umount', ['-l', m], { stdio: 'ignore' });
     } catch {}
   }
-}
-
-function sign(pki: string, caCert: string, caKey: string, subject: string): void {
-  const run = (args: string[]) => execFileSync('openssl', args, { cwd: pki, stdio: ['ignore', 'ignore', 'pipe'] });
-  run([
-    'req',
-    '-new',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'node.key',
-    '-out',
-    'node.csr',
-    '-subj',
-    subject,
-  ]);
-  writeFileSync(join(pki, 'node.ext'), 'extendedKeyUsage=clientAuth\n');
-  run([
-    'x509',
-    '-req',
-    '-in',
-    'node.csr',
-    '-CA',
-    caCert,
-    '-CAkey',
-    caKey,
-    '-CAcreateserial',
-    '-CAserial',
-    join(pki, 'ca.srl'),
-    '-days',
-    '2',
-    '-out',
-    'node.crt',
-    '-extfile',
-    'node.ext',
-  ]);
 }
 
 function containerdConfig(dir: string): string {
@@ -263,6 +225,13 @@ async function reapLeftovers(): Promise<void> {
   }
 }
 
+/** What a real-node test file's before hook makes: the run's control plane, a node of the file's own, a namespace `prefix`-…. */
+export async function nodeWithNamespace(prefix: string): Promise<{ c: TestCluster; node: RealNode; ns: string }> {
+  const c = await useCluster();
+  const node = await startNode(c);
+  return { c, node, ns: (await c.namespace(prefix)).name };
+}
+
 /**
  * Starts containerd and a kubelet registered as a Node of `cluster`, with the
  * images imported; resolves once the Node is Ready. Stopped at the end of the
@@ -340,7 +309,10 @@ export async function startNode(cluster: TestCluster): Promise<RealNode> {
   try {
     for (const c of cgroups) mkdirSync(c, { recursive: true });
     const [caCert, caKey] = [cluster.state.caFile, cluster.state.caKey];
-    sign(join(dir, 'pki'), caCert, caKey, `/O=system:nodes/CN=system:node:${name}`);
+    signed(join(dir, 'pki'), 'node', `/O=system:nodes/CN=system:node:${name}`, 'extendedKeyUsage=clientAuth\n', {
+      cert: caCert,
+      key: caKey,
+    });
     writeFileSync(join(dir, 'kubelet.kubeconfig'), kubeconfig(cluster.url, caCert, join(dir, 'pki/node.crt'), join(dir, 'pki/node.key')), {
       mode: 0o600,
     });

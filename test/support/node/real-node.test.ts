@@ -11,17 +11,15 @@
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { type TestCluster, useCluster } from '../cluster/index.ts';
-import { type RealNode, TOOLS_IMAGE, startNode } from './index.ts';
+import type { TestCluster } from '../cluster/index.ts';
+import { type RealNode, TOOLS_IMAGE, nodeWithNamespace } from './index.ts';
 
 let c: TestCluster;
 let node: RealNode;
 let ns: string;
 
 test.before(async () => {
-  c = await useCluster();
-  node = await startNode(c);
-  ns = (await c.namespace('real-node')).name;
+  ({ c, node, ns } = await nodeWithNamespace('real-node'));
 });
 
 /** Seconds since boot, as the containers stamp their lines. */

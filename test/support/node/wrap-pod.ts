@@ -3,6 +3,7 @@
 // in the operator's container, the socket on a volume), for a real node: the
 // operator is a Node.js fixture of this checkout run from TOOLS_IMAGE, and what
 // drainguard and the operator print goes to OUT/NAME.out and NAME.err on the host.
+// Its volumes, install and mounts are a native sidecar pod's too.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,10 +22,39 @@ export interface WrapPod {
   readonly terminationGracePeriodSeconds?: number;
 }
 
-const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+export const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+
+/**
+ * What a pod of drainguard's on a real node has in either mode: the volumes (the host's out
+ * directory, drainguard's emptyDir, the drain socket's, the tools), the init container of
+ * deploy/components/install that copies drainguard in, and the operator container's mounts.
+ */
+export function installedParts(node: RealNode) {
+  const tools = toolsMounts();
+  return {
+    volumes: [
+      { name: 'out', hostPath: { path: node.outDir } },
+      { name: 'drainguard', emptyDir: {} },
+      { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } },
+      ...tools.volumes,
+    ],
+    install: {
+      name: 'drainguard-install',
+      image: DRAINGUARD_IMAGE,
+      command: ['/drainguard/drainguard', 'install', '/shared'],
+      volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
+    },
+    operatorMounts: [
+      { name: 'out', mountPath: '/out' },
+      { name: 'drainguard', mountPath: '/drainguard', readOnly: true },
+      { name: 'drainguard-socket', mountPath: '/run/drainguard' },
+      ...tools.volumeMounts,
+    ],
+  };
+}
 
 export function wrapPod(node: RealNode, pod: WrapPod): object {
-  const tools = toolsMounts();
+  const parts = installedParts(node);
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -34,18 +64,10 @@ export function wrapPod(node: RealNode, pod: WrapPod): object {
       hostNetwork: true,
       serviceAccountName: pod.serviceAccountName,
       terminationGracePeriodSeconds: pod.terminationGracePeriodSeconds ?? 30,
-      volumes: [
-        { name: 'out', hostPath: { path: node.outDir } },
-        { name: 'drainguard', emptyDir: {} },
-        { name: 'drainguard-socket', emptyDir: { medium: 'Memory' } },
-        ...tools.volumes,
-      ],
+      volumes: parts.volumes,
       initContainers: [
         {
-          name: 'drainguard-install',
-          image: DRAINGUARD_IMAGE,
-          command: ['/drainguard/drainguard', 'install', '/shared'],
-          volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
+          ...parts.install,
           securityContext: {
             runAsNonRoot: true,
             runAsUser: 65532,
@@ -78,19 +100,15 @@ export function wrapPod(node: RealNode, pod: WrapPod): object {
             { name: 'OPERATOR', value: pod.operator },
             ...Object.entries(pod.env ?? {}).map(([name, value]) => ({ name, value })),
           ],
-          volumeMounts: [
-            { name: 'out', mountPath: '/out' },
-            { name: 'drainguard', mountPath: '/drainguard', readOnly: true },
-            { name: 'drainguard-socket', mountPath: '/run/drainguard' },
-            ...tools.volumeMounts,
-          ],
+          volumeMounts: parts.operatorMounts,
         },
       ],
     },
   };
 }
 
-function lines(node: RealNode, file: string): string[] {
+/** The lines of `file` in the node's out directory so far (none before it is written). */
+export function outLines(node: RealNode, file: string): string[] {
   try {
     return readFileSync(join(node.outDir, file), 'utf8').split('\n').filter(Boolean);
   } catch {
@@ -99,10 +117,10 @@ function lines(node: RealNode, file: string): string[] {
 }
 
 /** What the pod's drainguard and operator printed on stdout so far. */
-export const wrapStdout = (node: RealNode, pod: string): string[] => lines(node, `${pod}.out`);
+export const wrapStdout = (node: RealNode, pod: string): string[] => outLines(node, `${pod}.out`);
 
 /** drainguard's stderr so far, as written. */
-export const wrapStderr = (node: RealNode, pod: string): string[] => lines(node, `${pod}.err`);
+export const wrapStderr = (node: RealNode, pod: string): string[] => outLines(node, `${pod}.err`);
 
 /** drainguard's log lines so far. */
 export function wrapLogs(node: RealNode, pod: string): { msg: string; [key: string]: unknown }[] {
