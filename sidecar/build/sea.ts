@@ -122,7 +122,7 @@ function make({ target, runtime, bundle, lazy, training }: ExecutableOptions, st
  * helper (nodejs/node#54918; sidecar/main.ts exits that way). These leave
  * V8's flag hash (so every code cache) as it is.
  */
-const EXEC_ARGV = [
+export const EXEC_ARGV = [
   '--v8-pool-size=1',
   '--no-concurrent-recompilation',
   '--no-concurrent-sparkplug',

@@ -5,6 +5,9 @@
 // The bundle dist/drainguard.cjs runs on this Node.js with --cpu-prof (the
 // executable takes no Node.js flags); profiles go to a fresh directory and
 // the functions that took the most time, self and inclusive, are printed.
+// RUNS (8) and INTERVAL (50, microseconds between samples) in the environment
+// change how many runs are profiled and how finely. The runtime gets the
+// executable's own V8 flags (its young generation: no collection at start).
 // Without the executable's code cache, compiling the bundle shows up in
 // `start` where the executable mostly reads its cache instead.
 
@@ -13,11 +16,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { transformSync } from 'esbuild';
+import { EXEC_ARGV } from '../../../sidecar/build/sea.ts';
 import { Proc } from '../../support/proc.ts';
 import { NODE, ROOT, fixture } from './lib/paths.ts';
 
 const [scenario = 'drain', arg] = process.argv.slice(2);
-const RUNS = 8;
+const RUNS = Number(process.env.RUNS ?? 8);
 const dir = mkdtempSync(join(tmpdir(), 'drainguard-profile-'));
 // The preload as JavaScript: a .ts file would have Node load its TypeScript stripper, in the profile.
 const preload = join(dir, 'no-sigprof.mjs');
@@ -25,7 +29,7 @@ writeFileSync(
   preload,
   transformSync(readFileSync(join(ROOT, 'test/tooling/bench/lib/no-sigprof.ts'), 'utf8'), { loader: 'ts', format: 'esm' }).code,
 );
-const flags = ['--import', preload, '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '50'];
+const flags = [...EXEC_ARGV, '--import', preload, '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', process.env.INTERVAL ?? '50'];
 const bundle = process.env.BUNDLE ?? join(ROOT, 'dist/drainguard.cjs');
 
 for (let i = 0; i < RUNS; i++) {
