@@ -199,6 +199,13 @@ export const ERRORS = {
     meaning: 'a namespaced object was named together with --all-namespaces',
     fix: 'give -n NAMESPACE for named objects',
   },
+  DG_PREDELETE_DISCOVERY: {
+    exit: 1,
+    meaning:
+      'predelete found no RESOURCE of that type in the API groups it could read, ' +
+      'and the discovery of a group that may serve it failed (an aggregated API that is down)',
+    fix: 'see that API served (kubectl get apiservices names the unavailable ones) and run the hook again',
+  },
   DG_PREDELETE_TIMEOUT: {
     exit: 1,
     meaning: 'predelete --timeout passed before every resource was gone; the message names what is left and its finalizers',

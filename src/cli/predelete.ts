@@ -13,7 +13,9 @@ export async function run(config: PredeleteConfig, io: CliIO): Promise<number> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, stream: io.stderr });
   const client = await openClient(io.env, logger, 'drainguard predelete');
   const namespace = config.namespace ?? client.namespace ?? 'default';
-  const discovery = new Discovery(client);
+  const discovery = new Discovery(client, (groupVersion, error) =>
+    logger.warn('an API group is left out of discovery: its resources cannot be read', { groupVersion, error }),
+  );
   const resolved = await Promise.all(groups.map((g) => Promise.all(g.map((a) => discovery.resolve(a)))));
   const stages = config.order ? resolved : [resolved.flat()];
   const say = (line: string) => io.stdout.write(`${line}\n`);

@@ -1,8 +1,9 @@
 // Naming resources as kubectl does: TYPE[.VERSION][.GROUP][/NAME], where TYPE is
 // a plural, a singular, a kind or a short name, resolved through discovery.
 
-import { ConfigError } from '../errors.ts';
+import { ConfigError, DrainguardError } from '../errors.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { KubeApiError } from '../kube/errors.ts';
 import type { ResourceRef } from '../kube/objects.ts';
 
 export interface ResourceArg {
@@ -60,25 +61,53 @@ interface Discovered extends ResourceRef {
   readonly names: readonly string[];
 }
 
-/** Discovery, read once per run: every group's preferred version and its resources. */
+/** A group whose resources could not be read: an aggregated API that is down, a CRD deleted between the two reads. */
+interface Unread {
+  readonly group: string;
+  readonly version: string;
+  readonly error: string;
+}
+
+interface Discoveries {
+  readonly found: readonly Discovered[];
+  readonly unread: readonly Unread[];
+}
+
+/**
+ * Discovery, read once per run: every group's preferred version and its resources. As kubectl,
+ * a group whose resources cannot be read is left out with a warning (`onUnread`), not the end
+ * of the run: one aggregated API that is down must not stop an uninstall whose types are
+ * elsewhere.
+ */
 export class Discovery {
   readonly #client: KubeClient;
-  #all?: Promise<Discovered[]>;
+  readonly #onUnread: (groupVersion: string, error: string) => void;
+  #all?: Promise<Discoveries>;
 
-  constructor(client: KubeClient) {
+  constructor(client: KubeClient, onUnread: (groupVersion: string, error: string) => void = () => {}) {
     this.#client = client;
+    this.#onUnread = onUnread;
   }
 
   async resolve(arg: ResourceArg): Promise<Target> {
-    const all = await (this.#all ??= this.#load());
+    const { found: all, unread } = await (this.#all ??= this.#load());
     const matches = all.filter((r) => r.names.includes(arg.type) && qualifies(r, arg.qualifier));
     const groups = [...new Set(matches.map((r) => r.group))];
+    const mayHold = unread.filter((u) => qualifies(u, arg.qualifier));
+    if (matches.length === 0 && mayHold.length > 0) {
+      // Not a usage error: the type may well be there, in a group that could not be read this time.
+      throw new DrainguardError(
+        'DG_PREDELETE_DISCOVERY',
+        `RESOURCE: the API server at ${this.#client.server} has no resource type ${JSON.stringify(typeText(arg))} ` +
+          `in the groups it could read, and could not read ${mayHold.map((u) => `${u.group}/${u.version} (${u.error})`).join(', ')}`,
+      );
+    }
     if (matches.length === 0) {
       const near = all.filter((r) => r.names.includes(arg.type)).map((r) => `${r.resource}.${r.group || 'core'}`);
       throw new ConfigError(
         'DG_PREDELETE_RESOURCE',
         `RESOURCE: the API server at ${this.#client.server} has no resource type ` +
-          `${JSON.stringify(arg.type + (arg.qualifier ? `.${arg.qualifier}` : ''))}` +
+          `${JSON.stringify(typeText(arg))}` +
           (near.length > 0 ? ` (in other groups: ${near.join(', ')})` : ' (is its CustomResourceDefinition installed?)'),
       );
     }
@@ -93,7 +122,7 @@ export class Discovery {
     return { text: arg.text, resource, name: arg.name };
   }
 
-  async #load(): Promise<Discovered[]> {
+  async #load(): Promise<Discoveries> {
     const core = this.#client.request<{ resources: ApiResource[] }>('GET', '/api/v1', { what: 'discovery of the core API' });
     const groups = await this.#client.request<{
       groups: { name: string; preferredVersion?: { version: string }; versions: { version: string }[] }[];
@@ -102,13 +131,23 @@ export class Discovery {
       groups.groups.map(async (g) => {
         const version = g.preferredVersion?.version ?? g.versions[0]?.version;
         if (!version) return [];
-        const list = await this.#client.request<{ resources: ApiResource[] }>('GET', `/apis/${g.name}/${version}`, {
-          what: `discovery of ${g.name}/${version}`,
-        });
-        return toDiscovered(g.name, version, list.resources);
+        try {
+          const list = await this.#client.request<{ resources: ApiResource[] }>('GET', `/apis/${g.name}/${version}`, {
+            what: `discovery of ${g.name}/${version}`,
+          });
+          return toDiscovered(g.name, version, list.resources);
+        } catch (err) {
+          // An answer that says no (404, 503): that group is left out. No answer at all ends the run.
+          if (!(err instanceof KubeApiError)) throw err;
+          const error = `${err.status}${err.reason ? ` ${err.reason}` : ''}: ${err.serverMessage.trim()}`;
+          this.#onUnread(`${g.name}/${version}`, error);
+          return { group: g.name, version, error };
+        }
       }),
     );
-    return [...toDiscovered('', 'v1', (await core).resources), ...lists.flat()];
+    const found = lists.filter((l): l is Discovered[] => Array.isArray(l)).flat();
+    const unread = lists.filter((l): l is Unread => !Array.isArray(l));
+    return { found: [...toDiscovered('', 'v1', (await core).resources), ...found], unread };
   }
 }
 
@@ -125,8 +164,10 @@ function toDiscovered(group: string, version: string, resources: ApiResource[]):
     }));
 }
 
+const typeText = (arg: ResourceArg): string => arg.type + (arg.qualifier ? `.${arg.qualifier}` : '');
+
 /** `qualifier` is GROUP or VERSION.GROUP, and a prefix of the group is not enough (as kubectl). */
-function qualifies(r: Discovered, qualifier: string | undefined): boolean {
+function qualifies(r: { readonly group: string; readonly version: string }, qualifier: string | undefined): boolean {
   if (qualifier === undefined) return true;
   if (qualifier === r.group) return true;
   return qualifier === `${r.version}.${r.group}` || (r.group === '' && qualifier === r.version);
