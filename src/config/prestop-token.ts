@@ -17,14 +17,13 @@ export interface PrestopToken {
 
 /**
  * The token from DRAINGUARD_PRESTOP_TOKEN_FILE (or, deprecated, DRAINGUARD_PRESTOP_TOKEN); undefined when
- * neither is set. Throws ConfigError naming the variable.
+ * neither is set. Throws ConfigError naming the variable or flag each came from (`sources`, config/load.ts's sourceOf).
  */
 export function resolvePrestopToken(
   values: { prestopToken?: string; prestopTokenFile?: string },
-  sources: { prestopToken?: string; prestopTokenFile?: string },
+  sources: { readonly token: string; readonly file: string },
 ): PrestopToken | undefined {
-  const tokenSource = sources.prestopToken ?? 'DRAINGUARD_PRESTOP_TOKEN';
-  const fileSource = sources.prestopTokenFile ?? 'DRAINGUARD_PRESTOP_TOKEN_FILE';
+  const { token: tokenSource, file: fileSource } = sources;
   if (values.prestopToken !== undefined && values.prestopTokenFile !== undefined) {
     throw new ConfigError('DG_CONFIG_PRESTOP_TOKEN', `${tokenSource} and ${fileSource} are both set; give the preStop token one way only`);
   }
@@ -36,7 +35,7 @@ export function resolvePrestopToken(
     deprecation:
       `${tokenSource} is deprecated: a value in the pod spec can be read by anyone with the view role, ` +
       "and the process's environment by its container; " +
-      `mount the token from a Secret and name the file in DRAINGUARD_PRESTOP_TOKEN_FILE`,
+      `mount the token from a Secret and name the file in ${fileSource}`,
   };
 }
 

@@ -67,13 +67,7 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
   // The guard and the hold both write the pod's holder finalizer and Lease.
   const needsPod = guard.length > 0 ? src('guard') : hold.length > 0 ? src('hold') : undefined;
   if (needsPod !== undefined) {
-    const missing = [
-      ['DRAINGUARD_POD_NAME', pod.name],
-      ['DRAINGUARD_POD_NAMESPACE', pod.namespace],
-      ['DRAINGUARD_POD_UID', pod.uid],
-    ]
-      .filter(([, value]) => value === undefined)
-      .map(([name]) => name);
+    const missing = (['podName', 'podNamespace', 'podUid'] as const).filter((key) => v[key] === undefined).map(src);
     if (missing.length > 0) {
       throw new ConfigError(
         'DG_CONFIG_POD_MISSING',
@@ -92,6 +86,6 @@ export function resolveSupervisorConfig(args: ParsedArgs): SupervisorConfig {
     guard: Object.freeze(guard),
     pod,
     operatorContainers: Object.freeze([...(v.operatorContainer ?? [])]),
-    prestopToken: resolvePrestopToken(v, args.sources),
+    prestopToken: resolvePrestopToken(v, { token: src('prestopToken'), file: src('prestopTokenFile') }),
   });
 }

@@ -101,4 +101,24 @@ test("a supervisor's config: the options table's defaults, given values, what is
   assert.ok(Object.isFrozen(config));
 });
 
+test('a guard without its pod, and the preStop token given twice: the messages name the variables or flags used', () => {
+  assert.throws(
+    () => resolveSupervisorConfig(parseArgs('run', ['--', 'x'], { DRAINGUARD_GUARD: 'clusterrole/op', DRAINGUARD_POD_NAME: 'p' })),
+    /DRAINGUARD_GUARD is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAMESPACE, DRAINGUARD_POD_UID from the downward API/,
+  );
+  assert.throws(
+    () =>
+      resolveSupervisorConfig(parseArgs('sidecar', ['--pod-uid', 'u-1', '--hold', 'widgets.example.com'], { DRAINGUARD_POD_NAME: 'p' })),
+    /--hold is set, so drainguard needs to know its pod: set DRAINGUARD_POD_NAMESPACE from the downward API/,
+  );
+  const token = 'a-token-of-more-than-16-characters';
+  assert.throws(
+    () =>
+      resolveSupervisorConfig(parseArgs('sidecar', ['--prestop-token-file', '/run/secrets/token'], { DRAINGUARD_PRESTOP_TOKEN: token })),
+    /DRAINGUARD_PRESTOP_TOKEN and --prestop-token-file are both set; give the preStop token one way only/,
+  );
+  const deprecated = resolveSupervisorConfig(parseArgs('sidecar', ['--prestop-token', token], {})).prestopToken;
+  assert.match(deprecated?.deprecation ?? '', /^--prestop-token is deprecated: .*name the file in DRAINGUARD_PRESTOP_TOKEN_FILE$/);
+});
+
 test.run();
