@@ -94,6 +94,11 @@ async function watchObject(path: string): Promise<{ events: WatchEvent[]; stop: 
 }
 
 /** Starts the reconciles of the operator behind this drainguard (SIGUSR2, passed on) and waits until they run. */
+/** Waits until `o` carries the holder finalizer of `pod` (its guard set). */
+function heldBy(o: KubeObject, pod: { metadata: { uid: string } }, what: string): Promise<unknown> {
+  return c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, what);
+}
+
 async function startWork(dg: Proc): Promise<void> {
   await dg.line('ready', 20_000);
   dg.kill('SIGUSR2');
@@ -122,12 +127,7 @@ test('rolling update (kubectl rollout restart, maxSurge 1): the new pod starts, 
   try {
     const [old] = await i.pods();
     const oldDg = await i.drainguard(old.metadata.name);
-    await c.poll(
-      pathOf(i.guarded[0]!),
-      (b) => b.metadata.finalizers?.includes(`${HOLDER}${old.metadata.uid}`),
-      20_000,
-      'the old pod holding',
-    );
+    await heldBy(i.guarded[0]!, old, 'the old pod holding');
     await startWork(oldDg);
     const role = i.guarded.find((o) => o.kind === 'ClusterRole' && o.metadata.name === i.ex.name)!;
     const watch = await watchObject(pathOf(role));
@@ -174,12 +174,7 @@ test('eviction through the Eviction API: the pod drains and releases its own hol
   try {
     const [victim] = await i.pods();
     const dg = await i.drainguard(victim.metadata.name);
-    await c.poll(
-      pathOf(i.guarded[0]!),
-      (b) => b.metadata.finalizers?.includes(`${HOLDER}${victim.metadata.uid}`),
-      20_000,
-      'the pod holding',
-    );
+    await heldBy(i.guarded[0]!, victim, 'the pod holding');
     await startWork(dg);
     const r = await c.api.call('POST', `/api/v1/namespaces/${i.ex.namespace}/pods/${victim.metadata.name}/eviction`, {
       apiVersion: 'policy/v1',
@@ -219,7 +214,7 @@ test('namespace deletion: the pod drains, the namespaced objects it holds go wit
   try {
     const [pod] = await i.pods();
     const dg = await i.drainguard(pod.metadata.name);
-    await c.poll(pathOf(i.guarded[0]!), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, 'the pod holding');
+    await heldBy(i.guarded[0]!, pod, 'the pod holding');
     await startWork(dg);
     await c.api.must('DELETE', `/api/v1/namespaces/${i.ex.namespace}`);
     await i.kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted');
@@ -241,8 +236,7 @@ test("Kubebuilder's defaults (terminationGracePeriodSeconds 10, nothing set for 
   try {
     const [pod] = await i.pods();
     const dg = await i.drainguard(pod.metadata.name);
-    for (const o of i.guarded)
-      await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
+    for (const o of i.guarded) await heldBy(o, pod, `${o.kind} held`);
     await startWork(dg);
     await c.api.must('DELETE', `${i.deployment}`, { propagationPolicy: 'Background' });
     await i.kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 30_000, 'the pod stopped and deleted');
@@ -271,8 +265,7 @@ test("Kubebuilder's defaults, worst case: a drain that cannot finish still relea
   try {
     const [pod] = await i.pods();
     const dg = await i.drainguard(pod.metadata.name);
-    for (const o of i.guarded)
-      await c.poll(pathOf(o), (b) => b.metadata.finalizers?.includes(`${HOLDER}${pod.metadata.uid}`), 20_000, `${o.kind} held`);
+    for (const o of i.guarded) await heldBy(o, pod, `${o.kind} held`);
     await startWork(dg);
     await c.api.must('DELETE', `${i.deployment}`, { propagationPolicy: 'Background' });
     await i.kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 30_000, 'the pod stopped and deleted');
