@@ -11,9 +11,13 @@ export class KubeApiError extends DrainguardError {
   /** The server's own message. */
   readonly serverMessage: string;
   readonly retryAfterMs?: number;
+  /** The answer alone, without the call: status, reason, the server's message. */
+  readonly answer: string;
 
   constructor(call: string, server: string, status: number, reason: string | undefined, serverMessage: string, retryAfterMs?: number) {
-    super('DG_KUBE_API', `${call} on ${server}: ${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`);
+    const answer = `${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`;
+    super('DG_KUBE_API', `${call} on ${server}: ${answer}`);
+    this.answer = answer;
     this.status = status;
     this.reason = reason;
     this.serverMessage = serverMessage;

@@ -139,7 +139,7 @@ export class Discovery {
         } catch (err) {
           // An answer that says no (404, 503): that group is left out. No answer at all ends the run.
           if (!(err instanceof KubeApiError)) throw err;
-          const error = `${err.status}${err.reason ? ` ${err.reason}` : ''}: ${err.serverMessage.trim()}`;
+          const error = err.answer.trim();
           this.#onUnread(`${g.name}/${version}`, error);
           return { group: g.name, version, error };
         }
