@@ -20,6 +20,7 @@ import { type KubeObject, RESOURCES, describe } from '../kube/objects.ts';
 import type { PodRef } from '../kube/pod.ts';
 import { KEEP_TRYING, backoff } from '../kube/retry.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { ReleaseAnchor } from './anchor.ts';
 import { addFinalizer, removeFinalizers } from './finalizers.ts';
 import { listHolders } from './holders.ts';
 import { HolderLease } from './lease.ts';
@@ -89,6 +90,9 @@ export class Guard {
   readonly #pod: PodRef;
   readonly #finalizer: string;
   readonly #lease: HolderLease;
+  readonly #anchor: ReleaseAnchor;
+  /** The last attempt to make or update the release anchor failed (said once). */
+  #anchorFailed = false;
   readonly #leaseDurationMs: number;
   readonly #log: Logger;
   readonly #clock: Clock;
@@ -123,6 +127,7 @@ export class Guard {
       logger: this.#log,
       clock: this.#clock,
     });
+    this.#anchor = new ReleaseAnchor(this.#client, options.pod, this.#finalizer);
   }
 
   get finalizer(): string {
@@ -236,6 +241,7 @@ export class Guard {
     await this.#lease.hold(signal);
     const foreign = new Set<string>();
     await Promise.all(this.#objects.map((o) => this.#holdObject(o, signal, foreign)));
+    await this.#holdAnchor(signal);
     if (foreign.size > 0) await this.#sweep(foreign, signal);
     const failed = this.#objects.filter((o) => o.state === 'error');
     if (failed.length > 0)
@@ -311,12 +317,38 @@ export class Guard {
     }
   }
 
+  /** The release anchor owns what this pod holds now. Without it the guard still holds; what it costs is said once. */
+  async #holdAnchor(signal: AbortSignal): Promise<void> {
+    try {
+      await this.#anchor.hold(
+        this.#objects.filter((o) => !o.letGo && o.state === 'guarded'),
+        { signal },
+      );
+      if (this.#anchorFailed) this.#log.info('release anchor made', { anchor: guardTargetKey(this.#anchor.target) });
+      this.#anchorFailed = false;
+    } catch (err) {
+      if (signal.aborted) return;
+      if (!this.#anchorFailed)
+        this.#log.warn(
+          "could not make the release anchor: if drainguard's own RBAC is deleted with the rest, " +
+            'a finalizer may stay after the release (docs/guard.md, "Nothing stuck"); retrying on every renewal',
+          { anchor: guardTargetKey(this.#anchor.target), error: (err as Error).message },
+        );
+      this.#anchorFailed = true;
+    }
+  }
+
   /** Removes the finalizers of holders whose Lease is gone or expired from the guarded objects. */
   async #sweep(foreign: Set<string>, signal: AbortSignal): Promise<void> {
     const holders = await listHolders(this.#client, this.#pod.namespace, () => this.#clock.now(), { signal });
     if ([...foreign].every((uid) => holders.state(uid).live)) return;
+    // A dead holder's release anchor too: it would keep what that holder pinned (anchor.ts).
+    const anchors = holders.anchors.map((object) => ({
+      target: { kind: 'lease' as const, namespace: this.#pod.namespace, name: object.metadata.name },
+      object,
+    }));
     await Promise.all(
-      this.#objects.map(async (o) => {
+      [...this.#objects, ...anchors].map(async (o) => {
         const { remove } = toSweep(holdersOf(o.object, holders), { except: this.#finalizer });
         if (remove.length === 0) return;
         const name = guardTargetKey(o.target);
@@ -351,6 +383,7 @@ export class Guard {
         client: this.#client,
         finalizer: this.#finalizer,
         lease: this.#lease,
+        anchor: this.#anchor,
         logger: this.#log,
         clock: this.#clock,
         onReleaseFailed: this.#onReleaseFailed,

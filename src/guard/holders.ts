@@ -28,7 +28,7 @@
 
 import type { CallOptions, KubeClient } from '../kube/client.ts';
 import { RESOURCES, type KubeObject } from '../kube/objects.ts';
-import { MANAGED_BY, MANAGED_BY_LABEL, leaseNameFor } from './names.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, isAnchorName, leaseNameFor } from './names.ts';
 
 export interface LeaseObject extends KubeObject {
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string };
@@ -67,6 +67,8 @@ export interface HolderIndex {
   state(uid: string): HolderState;
   /** The holder Leases of the namespace. */
   readonly leases: readonly LeaseObject[];
+  /** The release anchors of the namespace (anchor.ts): Leases too, but no holder's word. */
+  readonly anchors: readonly LeaseObject[];
   /** The namespace Leases were looked for in: the guard's own. */
   readonly scope: string;
 }
@@ -111,7 +113,9 @@ export async function listHolders(
 ): Promise<HolderIndex> {
   const query = { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` };
   const listed = (await client.list<LeaseObject>(RESOURCES.lease, namespace, { ...options, query })).items;
-  const leases = listed.filter((l) => l.metadata.namespace === namespace);
+  const own = listed.filter((l) => l.metadata.namespace === namespace);
+  const leases = own.filter((l) => !isAnchorName(l.metadata.name));
+  const anchors = own.filter((l) => isAnchorName(l.metadata.name));
   const at = now();
-  return { leases, scope: namespace, state: (uid) => holderState(uid, leases, namespace, at) };
+  return { leases, anchors, scope: namespace, state: (uid) => holderState(uid, leases, namespace, at) };
 }

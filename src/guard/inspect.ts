@@ -57,7 +57,8 @@ export async function heldDeployments(client: KubeClient, namespace: string): Pr
 
 export async function inspect(
   client: KubeClient,
-  selection: { readonly targets?: readonly HeldTarget[]; readonly allObjects?: boolean },
+  /** anchors: the release anchors of the namespace too (anchor.ts), for a sweep. */
+  selection: { readonly targets?: readonly HeldTarget[]; readonly allObjects?: boolean; readonly anchors?: boolean },
   /** The guard's own namespace: where holder Leases count (holders.ts). */
   namespace: string,
   /** What holders' liveness is judged at; the wall clock by default. */
@@ -86,6 +87,8 @@ export async function inspect(
   named.forEach(add);
   all.forEach(add);
   const holders = await listHolders(client, namespace, () => clock.now());
+  if (selection.anchors)
+    for (const object of holders.anchors) add({ target: { kind: 'lease', namespace, name: object.metadata.name }, object });
   const objects = found.map(({ target, object }) => ({
     target,
     key: guardTargetKey(target),

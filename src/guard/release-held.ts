@@ -1,7 +1,9 @@
 // The release of a running guard (Guard.release): once its keep-alive loop
 // has stopped, this pod's finalizer comes off every object it may be on, in
 // the waves of release-order.ts, each wave warmed up first; then the holder
-// Lease goes. Never throws, never outlasts the deadline the stop gives.
+// Lease goes. Where no order is safe, the objects are pinned to the release
+// anchor first (anchor.ts), and the anchor goes last, alone. Never throws,
+// never outlasts the deadline the stop gives.
 
 import { type Clock, abortAfter, within } from '../clock.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
@@ -9,6 +11,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/objects.ts';
 import type { Logger } from '../log/logger.ts';
+import { FOREGROUND, type ReleaseAnchor } from './anchor.ts';
 import { removeFinalizers } from './finalizers.ts';
 import type { HolderLease } from './lease.ts';
 import { type HeldTarget, refOf } from './names.ts';
@@ -24,6 +27,8 @@ export interface HeldRelease {
   readonly client: KubeClient;
   readonly finalizer: string;
   readonly lease: HolderLease;
+  /** What keeps the objects a release pins until its last request (anchor.ts). */
+  readonly anchor: ReleaseAnchor;
   readonly logger: Logger;
   /** What the deadline is compared with and the waves' turns are timed by. */
   readonly clock: Clock;
@@ -41,12 +46,18 @@ const CREDENTIAL_RESERVE_MS = 1000;
 
 const RACING =
   'released together: each is being deleted and is what lets drainguard release another of them, ' +
-  "so whichever goes first may take the permission from the others' removals; " +
+  "so whichever goes first may take the permission from the others' removals, and they could not be pinned to the release anchor; " +
   "keep drainguard's own RBAC out of the uninstall (docs/guard.md)";
 
-/** The command that frees what a failed release left (once the holder is stale); holders count only in their own namespace. */
-const releaseCommand = (objects: readonly string[], namespace: string): string =>
-  `drainguard release --pod-namespace ${namespace} --guard ${objects.join(',')}`;
+/**
+ * The command that frees what a failed release left (once the holder is stale); holders count only in their
+ * own namespace, and it sweeps the anchors there of its own accord.
+ */
+const releaseCommand = (objects: readonly HeldTarget[], namespace: string): string =>
+  `drainguard release --pod-namespace ${namespace} --guard ${objects
+    .filter((t) => t.kind !== 'lease')
+    .map(guardTargetKey)
+    .join(',')}`;
 
 /** Removes this pod's finalizers and the Lease by `deadline` (epoch ms), cut short there; never throws. */
 export async function releaseHeld(r: HeldRelease, deadline: number): Promise<void> {
@@ -118,26 +129,48 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
     const name = guardTargetKey(target);
     try {
       const result = await removeFinalizers(r.client, refOf(target), [r.finalizer], options);
-      return { name, state: result.state, gone: result.state === 'removed' && result.gone };
+      return { target, name, state: result.state, gone: result.state === 'removed' && result.gone };
     } catch (err) {
-      return { name, state: 'failed' as const, error: (err as Error).message };
+      return { target, name, state: 'failed' as const, error: (err as Error).message };
     }
   };
+  const { anchor } = r;
   const copies = await warmUp(
     r,
     held.map((o) => o.target),
     signal,
     deadline,
   );
-  const plan = planRelease(
-    held.map((o) => {
-      const copy = copies.get(o.target);
-      // Not read in time: it may be being deleted.
-      if (copy === undefined) return { target: o.target, object: o.object, deleting: true, seen: false };
-      return { target: o.target, object: copy ?? undefined, deleting: Boolean(copy?.metadata.deletionTimestamp), seen: true };
-    }),
-    identity,
+  const read = held.map((o) => {
+    const copy = copies.get(o.target);
+    // Not read in time: it may be being deleted.
+    if (copy === undefined) return { target: o.target, object: o.object, deleting: true, seen: false };
+    return { target: o.target, object: copy ?? undefined, deleting: Boolean(copy?.metadata.deletionTimestamp), seen: true };
+  });
+  // Kept by the anchor: deleted in the foreground and owned by it, it stays until the anchor goes.
+  const kept = new Set(
+    read.filter((h) => anchor.owns(h.object) && h.object!.metadata.finalizers?.includes(FOREGROUND)).map((h) => h.target),
   );
+  // The anchor is released as any object, unless it keeps some: then it goes last (anchorLast).
+  const anchorItem = { target: anchor.target, object: undefined, deleting: true, seen: true };
+  const planOf = () =>
+    planRelease(
+      [...read.map((h) => ({ ...h, deleting: h.deleting && !kept.has(h.target) })), ...(kept.size > 0 ? [] : [anchorItem])],
+      identity,
+    );
+  let plan = planOf();
+  if (anchor.made && plan.racing.length > 0) {
+    // What no order makes safe, pinned: each then stays until the anchor goes.
+    const pins = plan.racing.flat().filter((h) => h.seen && anchor.owns(h.object));
+    const pinned = await Promise.all(pins.map((h) => anchor.pin(h.target, h.object!, { ...options, retry: false }).catch(() => false)));
+    pins.forEach((h, i) => pinned[i] && kept.add(h.target));
+    r.logger.info('no safe order: pinned to the release anchor, which goes last', {
+      pinned: pins.filter((_, i) => pinned[i]).map((h) => guardTargetKey(h.target)),
+      notPinned: pins.filter((_, i) => !pinned[i]).map((h) => guardTargetKey(h.target)),
+    });
+    plan = planOf();
+  }
+  const anchorLast = kept.size > 0;
   for (const group of plan.racing) {
     const objects = group.map((h) => guardTargetKey(h.target));
     // Told only when the copies say so: an object not read in time is taken for one being deleted.
@@ -167,8 +200,9 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
         ),
         turn,
       ]);
-    // A wave goes out at once, one request per object that needs no read.
-    const answered = wave.map((h) => remove(h.target));
+    // A wave goes out at once, one request per object that needs no read. The anchor, when it
+    // keeps objects, goes with the credential's wave: nothing can be sent after that one.
+    const answered = [...wave, ...(anchorLast && i === plan.last ? [anchorItem] : [])].map((h) => remove(h.target));
     sent.push(...answered);
     await Promise.race([Promise.all(answered), turn]);
     cancelTurn();
@@ -186,6 +220,8 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
   const lease = results.some((result) => result.gone && credential.has(result.name))
     ? 'left to the garbage collector'
     : await r.lease.delete({ deadline, signal });
+  // The last request: the anchor goes, and the garbage collector deletes what it kept.
+  if (anchorLast && plan.last === undefined) results.push(await remove(anchor.target));
   const failed = results.filter((result) => result.state === 'failed');
   const fields = {
     released: results.filter((result) => result.state === 'removed').map((result) => result.name),
@@ -198,7 +234,10 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
     r.logger.warn('could not delete the holder Lease: the garbage collector deletes it with the Pod', { error: lease.message });
   if (failed.length > 0) {
     const objects = failed.map((f) => f.name);
-    const fix = releaseCommand(objects, identity.namespace);
+    const fix = releaseCommand(
+      failed.map((f) => f.target),
+      identity.namespace,
+    );
     // Loud: after an uninstall no other drainguard may be left to sweep it.
     r.logger.error(
       `guard released in part: ${objects.join(', ')} keep this pod's finalizer; ` +

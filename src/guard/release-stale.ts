@@ -38,7 +38,8 @@ export async function releaseStale(client: KubeClient, r: StaleRelease, write: (
   };
   let removed = 0;
   for (;;) {
-    const { objects } = await inspect(client, { targets, allObjects: r.allObjects }, r.namespace);
+    // The anchors of the namespace's holders too: a dead holder's keeps what it pinned (anchor.ts).
+    const { objects } = await inspect(client, { targets, allObjects: r.allObjects, anchors: true }, r.namespace);
     let kept = 0;
     let failed = 0;
     await Promise.all(

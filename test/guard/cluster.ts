@@ -65,6 +65,8 @@ export interface Install {
   holders(): Promise<Record<string, string[]>>;
   /** The holder Lease of `pod`, if it exists. */
   lease(pod: Pod): Promise<any>;
+  /** The release anchor of `pod` (a Lease), if it exists. */
+  anchor(pod: Pod): Promise<any>;
   /**
    * `helm uninstall`: the operator's ClusterRole, binding and ServiceAccount deleted with background
    * propagation, drainguard's own RBAC kept (helm.sh/resource-policy: keep); `{ own: true }` deletes
@@ -172,6 +174,7 @@ async function install(cluster: TestCluster, options: { proxy?: boolean }): Prom
       return out;
     },
     lease: (pod) => api.get(resourcePath('coordination.k8s.io/v1', 'leases', ns, `drainguard-${pod.uid}`)),
+    anchor: (pod) => api.get(resourcePath('coordination.k8s.io/v1', 'leases', ns, `drainguard-${pod.uid}-anchor`)),
     async uninstall({ own: all = false } = {}) {
       for (const o of objects) if (all || !ownObjects.includes(o)) await api.delete(o.path, { propagationPolicy: 'Background' });
     },

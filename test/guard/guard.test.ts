@@ -13,6 +13,19 @@ import { type Install, RBAC_V1, allHeldBy, finalizer, nothingHeld, runHeld, wait
 
 const guardWrite = (r: ProxiedRequest) => r.verb === 'patch' && r.resource !== 'leases';
 
+/** The release anchor of `pod`, as a release names it. */
+const anchorOf = (c: Install, pod: { uid: string }) => `lease/${c.ns}/drainguard-${pod.uid}-anchor`;
+
+/** drainguard's own four and the ServiceAccount: each what lets drainguard release another, when all are deleted. */
+const ownCycle = (c: Install) =>
+  [
+    `clusterrole/${c.own}`,
+    `clusterrolebinding/${c.own}`,
+    `role/${c.ns}/${c.own}`,
+    `rolebinding/${c.ns}/${c.own}`,
+    `serviceaccount/${c.ns}/op`,
+  ].sort();
+
 /** Removals of drainguard's finalizer (strategic merge patches by its ServiceAccount). */
 const removal = (c: Install) => (r: ProxiedRequest) =>
   r.user === `system:serviceaccount:${c.ns}:op` && r.verb === 'patch' && r.contentType === 'application/strategic-merge-patch+json';
@@ -52,7 +65,7 @@ test("uninstall, drainguard's own RBAC kept: every removal authorised however la
       assert.ok(released, `released whole, nothing refused:\n${p.stderr.join('\n')}`);
       assert.equal(
         [...(released.deleted as string[])].sort(),
-        [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`].sort(),
+        [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`, anchorOf(c, pod)].sort(),
       );
       assert.equal([released.waves, released.lease], [2, 'left to the garbage collector']);
       const complaints = p
@@ -64,7 +77,7 @@ test("uninstall, drainguard's own RBAC kept: every removal authorised however la
       );
       // The ServiceAccount's removal was sent once every other one had been answered.
       const removals = c.proxy!.requests.filter(removal(c));
-      assert.is(removals.length, 7);
+      assert.is(removals.length, 8, 'the seven and the release anchor');
       const last = removals.find((r) => r.resource === 'serviceaccounts')!;
       for (const r of removals.filter((x) => x !== last))
         assert.ok(
@@ -90,9 +103,59 @@ test("uninstall, drainguard's own RBAC kept: every removal authorised however la
   );
 });
 
-test("control: the same uninstall deleting drainguard's own RBAC too: the plan says it cannot be ordered, and the late removals are refused", async () => {
+test("kubectl delete -f of everything, drainguard's own RBAC included: pinned to the release anchor, nothing left, no hook needed", async () => {
   await withCluster(
     async (c) => {
+      const pod = await c.pod('op-0');
+      const p = await runHeld(c, pod);
+      const anchor = await c.cluster.waitFor(() => c.anchor(pod), 10_000, 'the release anchor made');
+      // Being deleted from the start, kept by this pod's finalizer, owning the guarded objects of its namespace and of the cluster.
+      assert.ok(anchor.metadata.deletionTimestamp);
+      assert.equal(anchor.metadata.finalizers, [finalizer(pod)]);
+      assert.equal(anchor.metadata.ownerReferences.length, 7);
+      assert.ok(anchor.metadata.ownerReferences.every((r: any) => r.blockOwnerDeletion === true));
+      await c.deletePod('op-0');
+      await c.uninstall({ own: true });
+      stagger(c);
+      p.kill('SIGTERM');
+      assert.equal((await p.exit(40_000)).code, 0);
+      const pinned = p.logs().find((l) => l.msg.startsWith('no safe order: pinned'));
+      assert.ok(pinned, p.stderr.join('\n'));
+      assert.equal([...(pinned.pinned as string[])].sort(), ownCycle(c), JSON.stringify(pinned));
+      assert.equal(pinned.notPinned, []);
+      const complaints = p
+        .logs()
+        .filter((x) => (x.level === 'warn' || x.level === 'error') && !x.msg.startsWith('a guarded ServiceAccount keeps its object'));
+      assert.equal(
+        complaints.map((x) => x.msg),
+        [],
+      );
+      // Every removal authorised, however late it came: the anchor's last and alone, once every other was answered.
+      const removals = c.proxy!.requests.filter(removal(c));
+      assert.ok(
+        removals.every((r) => r.status === 200),
+        removals.map((r) => `${r.resource}/${r.name} ${r.status}`).join(', '),
+      );
+      const last = removals.at(-1)!;
+      assert.equal([last.resource, last.name], ['leases', `drainguard-${pod.uid}-anchor`]);
+      for (const r of removals.slice(0, -1))
+        assert.ok(r.done && r.at + r.durationMs! <= last.at, `${r.resource}/${r.name} before the anchor`);
+      // Nobody else acts: the garbage collector, which outlives the pod, deletes what the anchor kept.
+      await c.cluster.waitFor(async () => (await c.remaining()).length === 0, 20_000, 'every object gone');
+      assert.equal(await c.anchor(pod), undefined);
+    },
+    { proxy: true },
+  );
+});
+
+test("control: the same delete with drainguard's RBAC of before the anchor (no delete on its own objects): a finalizer stays, and only a person frees it", async () => {
+  await withCluster(
+    async (c) => {
+      for (const kind of ['clusterroles', 'roles']) {
+        const path = resourcePath(RBAC_V1, kind, kind === 'roles' ? c.ns : undefined, c.own);
+        const role = await c.cluster.api.get(path);
+        await c.cluster.api.patch(path, { rules: role.rules.filter((r: any) => r.verbs.join() !== 'delete') });
+      }
       const pod = await c.pod('op-0');
       const p = await runHeld(c, pod);
       await c.deletePod('op-0');
@@ -100,41 +163,31 @@ test("control: the same uninstall deleting drainguard's own RBAC too: the plan s
       stagger(c);
       p.kill('SIGTERM');
       assert.equal((await p.exit(40_000)).code, 0);
+      const pinned = p.logs().find((l) => l.msg.startsWith('no safe order: pinned'))!;
+      assert.equal([...(pinned.notPinned as string[])].sort(), ownCycle(c));
       const racing = p.logs().filter((l) => l.msg.startsWith('released together'));
       assert.equal(
         racing.map((l) => [...(l.objects as string[])].sort()),
-        // One cycle: drainguard's ClusterRole also authorises its Role, RoleBinding and the ServiceAccount.
-        [
-          [
-            `clusterrole/${c.own}`,
-            `clusterrolebinding/${c.own}`,
-            `role/${c.ns}/${c.own}`,
-            `rolebinding/${c.ns}/${c.own}`,
-            `serviceaccount/${c.ns}/op`,
-          ].sort(),
-        ],
+        [ownCycle(c)],
       );
       const partial = p.logs().find((l) => l.msg.startsWith('guard released in part'));
       assert.ok(partial, p.stderr.join('\n'));
-      // The operator's pair went first, on drainguard's RBAC still there; a second later the cycle lost its later members.
       const failed = partial.failed as string[];
       assert.ok(
         failed.every((f) => / (403 Forbidden|401 Unauthorized): /.test(f)),
         failed.join('\n'),
       );
-      assert.not.ok(
-        failed.some((f) => f.startsWith(`clusterrole/${c.name}:`) || f.startsWith(`clusterrolebinding/${c.name}:`)),
-        failed.join('\n'),
-      );
-      assert.ok(
-        failed.some((f) => f.startsWith(`clusterrole/${c.own}:`) || f.startsWith(`clusterrolebinding/${c.own}:`)),
-        failed.join('\n'),
-      );
-      // Stale once the pod is gone: the post-delete hook sweeps it.
+      // The pod goes and the garbage collector takes its Lease: what stays now stays for good.
       await c.finishPod('op-0');
+      await c.cluster.waitFor(async () => (await c.lease(pod)) === undefined, 15_000, 'the Lease collected');
+      assert.ok(
+        Object.values(await c.holders()).some((h) => h.includes(finalizer(pod))),
+        JSON.stringify(await c.holders()),
+      );
+      // A person (or a post-delete hook, which kubectl has not) sweeps it.
       const hook = c.postDelete();
       assert.equal((await hook.exit(40_000)).code, 0, hook.stdout.join('\n'));
-      assert.equal(await c.remaining(), []);
+      await c.cluster.waitFor(async () => (await c.remaining()).length === 0, 20_000, 'every object gone');
     },
     { proxy: true },
   );

@@ -97,6 +97,7 @@ function refusable(waves: readonly (readonly Obj[])[], others: readonly Obj[] = 
           rolebinding: 'rolebindings',
           serviceaccount: 'serviceaccounts',
           deployment: 'deployments',
+          lease: 'leases',
         }[r.target.kind];
         return (
           inScope &&

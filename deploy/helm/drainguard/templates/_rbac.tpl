@@ -57,6 +57,10 @@ rules:
     verbs: [get, patch]
     resourceNames: [{{ $c.serviceAccount }}]
   {{- end }}
+  {{- /* The same, deleted: a release that finds them all being deleted with the rest (`kubectl delete -f`
+  of everything) pins them to its anchor with a DELETE in the foreground, so that its last removal keeps
+  its permission (docs/guard.md, "Nothing stuck, whatever deletes it"). */}}
+  {{- include "drainguard.rbac.pin" (dict "c" $c "kinds" "clusterroles, clusterrolebindings, roles, rolebindings") }}
   {{- /* The hold: the listed kinds wherever their objects are, to see which are being deleted and their finalizers. */}}
   {{- range $c.hold }}
   {{- $kind := splitn "." 2 . }}
@@ -140,6 +144,7 @@ rules:
   - apiGroups: [""]
     resources: [pods]
     verbs: [get]
+  {{- include "drainguard.rbac.pin" (dict "c" $c "kinds" "roles, rolebindings") }}
   {{- if $c.hold }}
   # The hold: from the pod's ReplicaSet (its name changes with each rollout) to
   # the Deployment, whose finalizer it holds; list and watch by name (the hold
@@ -257,4 +262,24 @@ spec:
   policyName: {{ $name }}
   validationActions: [Deny]
 {{- end -}}
+{{- end -}}
+
+
+{{/*
+The pin's rules (docs/guard.md): delete on drainguard's own RBAC of KINDS and on the
+ServiceAccount, by name, where they are guarded. Arguments: c (drainguard.config), kinds.
+*/}}
+{{- define "drainguard.rbac.pin" -}}
+{{- if .c.guardSelf }}
+  - apiGroups: [rbac.authorization.k8s.io]
+    resources: [{{ .kinds }}]
+    verbs: [delete]
+    resourceNames: [{{ .c.self | quote }}]
+{{- end }}
+{{- if .c.guardServiceAccount }}
+  - apiGroups: [""]
+    resources: [serviceaccounts]
+    verbs: [delete]
+    resourceNames: [{{ .c.serviceAccount }}]
+{{- end }}
 {{- end -}}
