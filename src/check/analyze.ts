@@ -94,6 +94,15 @@ const TEXT = {
       'and delete those after the uninstall with drainguard release --wait 2m --delete ' +
       '(deploy/components/rbac and the library chart do both)',
   }),
+  'release-unpinnable': (account: string, unpinnable: readonly string[]) => ({
+    message:
+      `ServiceAccount ${account} may not delete ${unpinnable.join(', ')}: a delete that ignores ${KEEP_ANNOTATION} ` +
+      '(kubectl delete -f of the whole manifest) takes them with the rest, and then no order of removals is safe; ' +
+      "the release pins them to its anchor with a DELETE in the foreground, and without that right one keeps this pod's finalizer",
+    fix:
+      `grant delete on them, by resourceNames, in drainguard's own Role or ClusterRole and its binding ` +
+      '(deploy/components/rbac and the library chart do: docs/guard.md, "Nothing stuck, whatever deletes it")',
+  }),
   'serviceaccount-not-guarded': (account: string, where: string) => ({
     message:
       `the uninstall deletes ServiceAccount ${account} and the guard does not hold it: ` +
@@ -316,6 +325,20 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   const exposed = guard.filter((t) => can.allows(patch(t)) && !firm.allows(patch(t))).map(guardTargetKey);
   if (exposed.length > 0) {
     add('release-unauthorised', 'error', TEXT['release-unauthorised'](subject, exposed));
+  }
+  // What the release's pin deletes in the foreground: the guarded objects the release's permission rests on
+  // (those the uninstall keeps), and the ServiceAccount.
+  const keptIds = new Set(objects.filter(kept).map((o) => objectId(o)));
+  const unpinnable = guard
+    .filter(
+      (t) =>
+        keptIds.has(`${RESOURCES[t.kind].kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`) ||
+        (t.kind === 'serviceaccount' && t.name === sa),
+    )
+    .filter((t) => !can.allows({ ...patch(t), verb: 'delete' }))
+    .map(guardTargetKey);
+  if (exposed.length === 0 && unpinnable.length > 0) {
+    add('release-unpinnable', 'warning', TEXT['release-unpinnable'](subject, unpinnable));
   }
   if (
     guard.length > 0 &&

@@ -186,6 +186,29 @@ test('different-users: the sidecar and the operator run as different users (sock
   );
 });
 
+test("release-unpinnable: drainguard's own RBAC may not delete itself and the ServiceAccount, so a kubectl delete of everything can leave a finalizer", () => {
+  const objects = copy('wrap');
+  assert.equal(checkObjects(objects).findings, [], 'the rendered component pins');
+  for (const role of objects.filter((o) => (o.kind === 'ClusterRole' || o.kind === 'Role') && o.metadata.name.startsWith('drainguard:')))
+    role.rules = role.rules.filter((r: any) => r.verbs.join() !== 'delete');
+  onlyFinding(
+    checkObjects(objects),
+    'release-unpinnable',
+    "grant delete on them, by resourceNames, in drainguard's own Role or ClusterRole and its binding " +
+      '(deploy/components/rbac and the library chart do: docs/guard.md, "Nothing stuck, whatever deletes it")',
+    'warning',
+  );
+  const { message } = checkObjects(objects).findings[0]!;
+  for (const o of [
+    'serviceaccount/example-system/example-operator',
+    'clusterrole/drainguard:example-system:example-operator',
+    'clusterrolebinding/drainguard:example-system:example-operator',
+    'role/example-system/drainguard:example-system:example-operator',
+    'rolebinding/example-system/drainguard:example-system:example-operator',
+  ])
+    assert.ok(message.includes(o), `${o} in: ${message}`);
+});
+
 test('guard-not-covered: the RBAC lacks a guarded name, or the Lease permissions', () => {
   const name = copy('wrap');
   const role = name.find((o) => o.kind === 'ClusterRole' && o.metadata.name.startsWith('drainguard:'))!;

@@ -91,6 +91,13 @@ for (const mode of [...MODES, 'hold']) {
     for (const t of guard.filter((x) => x.namespace === namespace && (x.kind === 'serviceaccount' || x.name === self))) {
       const { group, resource } = GUARD_RESOURCES[t.kind]!;
       for (const verb of ['get', 'patch']) allowed.add(grant('', group, resource, verb, t.name));
+      // The pin of a release with no safe order (docs/guard.md): delete on the same, here and in any namespace.
+      allowed.add(grant('', group, resource, 'delete', t.name));
+      allowed.add(grant(namespace, group, resource, 'delete', t.name));
+    }
+    for (const t of guard.filter((x) => x.namespace === undefined && x.name === self)) {
+      const { group, resource } = GUARD_RESOURCES[t.kind]!;
+      allowed.add(grant('', group, resource, 'delete', t.name));
     }
     for (const verb of ['create', 'list', 'patch', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
     allowed.add(grant(namespace, '', 'events', 'create', '*'));

@@ -87,7 +87,12 @@ async function stop(c: Install, mode: Mode, podGrace: number, how: (typeof CONFI
     if (uninstall)
       assert.equal(
         released.deleted,
-        [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`],
+        [
+          `clusterrole/${c.name}`,
+          `clusterrolebinding/${c.name}`,
+          `lease/${c.ns}/drainguard-${pod.uid}-anchor`,
+          `serviceaccount/${c.ns}/op`,
+        ],
         `${name}: the uninstalled objects went with the release`,
       );
     const terminated = supervisor.logs().find((l) => l.msg === 'termination requested')!;

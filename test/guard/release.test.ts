@@ -43,9 +43,14 @@ test('drainguard release removes stale holders (expired Lease) and keeps live on
       assert.equal((await r.exit()).code, 0, r.stderr.join('\n'));
       assert.equal(
         r.stdout.filter((l) => l.includes(`removed ${finalizer(a)} (stale: Lease expired)`)).length,
-        c.objects.length,
+        c.objects.length + 1,
         r.stdout.join('\n'),
       );
+      // a's release anchor too, which nothing else would ever free (being deleted from the start, it goes with it).
+      const anchor = `lease/${c.ns}/drainguard-${a.uid}-anchor`;
+      assert.ok(r.stdout.includes(`${anchor}: removed ${finalizer(a)} (stale: Lease expired)`), r.stdout.join('\n'));
+      assert.ok(r.stdout.includes(`${anchor}: deleted (it was being deleted)`), r.stdout.join('\n'));
+      assert.equal(await c.anchor(a), undefined);
       assert.equal(r.stdout.filter((l) => l.includes(`kept ${finalizer(b)}`)).length, c.objects.length);
       assert.ok(await allHeldBy(c, b));
       const all = drainguard(['release', '--all-objects', '--all', '--yes'], { KUBECONFIG: c.adminKubeconfig });

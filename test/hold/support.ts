@@ -227,6 +227,7 @@ export async function leftOf(c: KubeletCluster, s: OperatorSet, ms: number): Pro
 /** Whatever a test left of the set: its pods killed, finalizers stripped, everything deleted (the Namespace last). */
 export async function removeSet(c: KubeletCluster, s: OperatorSet): Promise<void> {
   await s.kubelet.stop();
+  await c.freeAnchors(s.ns);
   for (const o of [...s.customResources, ...s.objects]) {
     await c.api.call('PATCH', pathOf(o), { metadata: { finalizers: null } }, 'application/merge-patch+json');
     await c.api.call('DELETE', pathOf(o));

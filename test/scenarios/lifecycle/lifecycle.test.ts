@@ -73,6 +73,7 @@ async function install(edit: (deployment: KubeObject) => void = () => {}, operat
     drainguard: (pod) => kubelet.process(pod, 'manager', 60_000),
     async close() {
       await kubelet.stop();
+      await c.freeAnchors(ex.namespace);
       for (const o of [...guarded, ...objects.filter((x) => x.kind === 'Namespace')]) {
         await c.api.call('PATCH', pathOf(o), { metadata: { finalizers: null } }, 'application/merge-patch+json');
         await c.api.call('DELETE', pathOf(o));

@@ -19,6 +19,11 @@ export interface KubeletCluster {
   poll(path: string, ok: (body: any, status: number) => boolean, ms: number, what: string): Promise<any>;
   /** `kubectl ARGS` as the admin, `input` on stdin; returns stdout. */
   kubectl(args: readonly string[], input?: string): string;
+  /**
+   * Frees the release anchors (Leases being deleted, kept by a holder's finalizer) that drainguards killed
+   * by the test left in `namespace`: no drainguard is left there to sweep them, and the namespace would wait.
+   */
+  freeAnchors(namespace: string): Promise<void>;
 }
 
 export async function kubeletCluster(): Promise<KubeletCluster> {
@@ -46,6 +51,17 @@ export async function kubeletCluster(): Promise<KubeletCluster> {
       // The object without its managedFields, which would fill the message.
       const body = last?.body?.metadata ? { ...last.body, metadata: { ...last.body.metadata, managedFields: undefined } } : last?.body;
       throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last?.status} ${JSON.stringify(body).slice(0, 4000)}`);
+    },
+    async freeAnchors(namespace) {
+      const leases = await api.call('GET', `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`);
+      for (const l of leases.body?.items ?? [])
+        if (/^drainguard-.+-anchor$/.test(l.metadata.name) && l.metadata.finalizers?.length)
+          await api.call(
+            'PATCH',
+            `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${l.metadata.name}`,
+            { metadata: { finalizers: null } },
+            'application/merge-patch+json',
+          );
     },
     kubectl: (args, input) =>
       execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, ...args], {

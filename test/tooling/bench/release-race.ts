@@ -7,9 +7,11 @@
 // a rolling update; the first leaves (its pod deleted, SIGTERM, released), then
 // the operator's objects are deleted as `helm uninstall` does (drainguard's own
 // RBAC kept; with --delete-own deleted too, as an uninstall that ignores
-// helm.sh/resource-policy: keep) and the second stops: its copies of the
-// objects are stale (the first one's finalizer went since). Every object the
-// uninstall deleted must then be gone, and no finalizer of either pod left.
+// helm.sh/resource-policy: keep, or `kubectl delete -f` of everything) and the
+// second stops: its copies of the objects are stale (the first one's finalizer
+// went since). Every object the uninstall deleted must then be gone within 15 s
+// (what the release pinned goes after it, by the garbage collector), no
+// finalizer of either pod left, and no release anchor.
 //
 //   node test/tooling/bench/release-race.ts [--releases N] [--concurrency N] [--busy N] [--delete-own] [--jitter MS]
 //
@@ -162,9 +164,19 @@ async function once(): Promise<Outcome> {
       }
       p.kill('SIGTERM');
       await p.exit(40_000);
-      const left = Object.entries(await c.holders())
+      // What the uninstall deleted must go, a pinned object by the garbage collector after the release; and the anchors with it.
+      const own = c.ownList.split(',');
+      const deleted = c.objects.filter((o) => values['delete-own'] || !own.includes(o.guard));
+      const present = async () => (await Promise.all(deleted.map(async (o) => ((await c.cluster.api.get(o.path)) ? o.guard : [])))).flat();
+      const anchors = async () =>
+        (await Promise.all([first, pod].map(async (q) => ((await c.anchor(q)) ? `anchor of ${q.name}` : [])))).flat();
+      await c.cluster
+        .waitFor(async () => (await present()).length === 0 && (await anchors()).length === 0, 15_000, 'what the uninstall deleted gone')
+        .catch(() => {});
+      const held = Object.entries(await c.holders())
         .filter(([, h]) => h.includes(finalizer(pod)) || h.includes(finalizer(first)))
         .map(([o]) => o);
+      const left = [...new Set([...held, ...(await present()), ...(await anchors())])];
       const released = p.logs().find((l) => l.msg === 'guard released' || l.msg.startsWith('guard released in part'));
       outcome = {
         left,
