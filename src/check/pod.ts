@@ -10,6 +10,8 @@ export interface Container {
   readonly command?: readonly string[];
   readonly args?: readonly string[];
   readonly env?: readonly { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  /** ConfigMaps and Secrets whose keys become variables: names check cannot see. */
+  readonly envFrom?: readonly unknown[];
   readonly volumeMounts?: readonly { name: string; mountPath: string; readOnly?: boolean }[];
   readonly ports?: readonly { name?: string; containerPort: number; protocol?: string }[];
   readonly securityContext?: { runAsUser?: number; runAsGroup?: number; readOnlyRootFilesystem?: boolean };

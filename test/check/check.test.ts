@@ -493,7 +493,7 @@ test("wrap-command-missing, wrap-entrypoint-unknown: what the manifests show of 
     // The chart ran a shell script in args on a shell entrypoint: /manager is not a shell.
     [['/drainguard/drainguard', 'run', '--', '/manager'], ['-c', 'exec /usr/local/bin/operator --leader-elect'], 'wrap-entrypoint-unknown'],
     [['/drainguard/drainguard', 'run', '--', '/manager'], ['--zap-devel', 'exec /op && true'], 'wrap-entrypoint-unknown'],
-    // The container named no command and gave the whole command line in args (ko's /ko-app/...): /manager takes flags only.
+    // The container named no command and gave the whole command line in args (ko's /ko-app/...): /manager is given another program.
     [['/drainguard/drainguard', 'run', '--', '/manager'], ['/ko-app/operator', '--leader-elect'], 'wrap-entrypoint-unknown'],
     // The right ones: the shell and its script, the program and its flags, no `--` at all.
     [['/drainguard/drainguard', 'run', '--', '/bin/sh'], ['-c', 'exec /usr/local/bin/operator --leader-elect'], undefined],
@@ -514,6 +514,61 @@ test("wrap-command-missing, wrap-entrypoint-unknown: what the manifests show of 
       'the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap',
     );
   }
+});
+
+test("wrap-entrypoint-unknown: not raised by Kubernetes' $(VAR) or by /manager SUBCOMMAND, as operators ship them; raised by a script", () => {
+  const downward = (name: string) => ({ name, valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } });
+  const wrapped = (command: string, args: string[], env: object[] = []): KubeObject[] => {
+    const objects = copy('wrap');
+    const manager = container(objects, 'manager');
+    Object.assign(manager, { command: ['/drainguard/drainguard', 'run', '--', command], args, env: [...manager.env, ...env] });
+    return objects;
+  };
+  // fluxcd's kustomize-controller: the image's ENTRYPOINT is the program; the namespace in flags from $(RUNTIME_NAMESPACE).
+  const flux = wrapped(
+    'kustomize-controller',
+    [
+      '--events-addr=http://notification-controller.$(RUNTIME_NAMESPACE).svc.cluster.local./',
+      '--watch-all-namespaces=true',
+      '--log-level=info',
+      '--log-encoding=json',
+      '--enable-leader-election',
+    ],
+    [downward('RUNTIME_NAMESPACE')],
+  );
+  // An operator-sdk operator that watches its own namespace.
+  const sdk = wrapped('/manager', ['--leader-elect', '--watch-namespace=$(POD_NAMESPACE)'], [downward('POD_NAMESPACE')]);
+  // CloudNativePG: /manager with its `controller` subcommand.
+  const cnpg = wrapped(
+    '/manager',
+    [
+      'controller',
+      '--leader-elect',
+      '--max-concurrent-reconciles=10',
+      '--config-map-name=cnpg-controller-manager-config',
+      '--webhook-port=9443',
+    ],
+    [downward('OPERATOR_NAMESPACE'), { name: 'MONITORING_QUERIES_CONFIGMAP', value: 'cnpg-default-monitoring' }],
+  );
+  for (const [name, objects] of [
+    ['flux', flux],
+    ['operator-sdk', sdk],
+    ['cnpg', cnpg],
+  ] as const) {
+    const r = checkObjects(objects);
+    assert.equal([r.status, r.findings], [0, []], `${name}: ${r.stdout}`);
+  }
+  // The broken ones beside them: a script, $(VAR) the container does not set, another program's command line.
+  const fix = 'the Helm library chart: drainguard.operator.command; the kustomize components: data.command of the drainguard ConfigMap';
+  onlyFinding(
+    checkObjects(wrapped('/manager', ['--watch-namespace=$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)'])),
+    'wrap-entrypoint-unknown',
+    fix,
+  );
+  const undeclared = checkObjects(wrapped('/manager', ['--leader-elect', '--watch-namespace=$(POD_NAMESPACE)']));
+  onlyFinding(undeclared, 'wrap-entrypoint-unknown', fix);
+  assert.match(undeclared.findings[0]!.message, /add POD_NAMESPACE to the container's env/);
+  onlyFinding(checkObjects(wrapped('/manager', ['tini', '--', '/manager', 'controller'])), 'wrap-entrypoint-unknown', fix);
 });
 
 test("token-not-mounted: automountServiceAccountToken false on the pod or its ServiceAccount, and no projected token in drainguard's container", () => {

@@ -1,13 +1,12 @@
 // The checks issue 41 added, on small objects: what the guard must hold (a
 // binding whatever it binds; a built-in role never, also when read from a
-// cluster, where it is among the objects with the bootstrap label), what the
-// manifests can tell of a wrap's COMMAND, Kubernetes quantities.
+// cluster, where it is among the objects with the bootstrap label), Kubernetes
+// quantities. What the manifests tell of a wrap's COMMAND: entrypoint.unit.test.ts.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import type { Manifest } from '../../src/check/finding.ts';
-import { checkEntrypoint } from '../../src/check/entrypoint.ts';
 import { checkGuardScope } from '../../src/check/guard-scope.ts';
 import { quantityBytes } from '../../src/check/memory.ts';
 
@@ -86,27 +85,6 @@ test("bindings in other namespaces, by ServiceAccount or user name; a group bind
   assert.equal(scope('role/ops/leader,rolebinding/kube-system/leader', [role, bySa]), ['role-not-guarded Role kube-system/leader']);
   const kept = { ...bySa, metadata: { ...bySa.metadata, annotations: { 'helm.sh/resource-policy': 'keep' } } };
   assert.equal(scope('role/kube-system/leader', [role, kept]), []);
-});
-
-test('wrap COMMAND: what the manifests can show, and what they cannot', () => {
-  const codes = (command: string[] | undefined, args?: string[]) => {
-    const c = { name: 'manager', command, args };
-    return checkEntrypoint({ mode: 'wrap', supervisor: c, operator: c }).map((f) => f.code);
-  };
-  const run = ['/drainguard/drainguard', 'run'];
-  assert.equal(codes([...run]), ['wrap-command-missing']);
-  assert.equal(codes([...run, '--'], ['--leader-elect']), ['wrap-command-missing']);
-  assert.equal(codes([...run, '--', '/manager'], ['-c', 'exec /op']), ['wrap-entrypoint-unknown']);
-  assert.equal(codes([...run, '--', '/manager'], ['--x', 'a\nb']), ['wrap-entrypoint-unknown']);
-  assert.equal(codes([...run, '--', '/manager'], ['/ko-app/op']), ['wrap-entrypoint-unknown']);
-  assert.equal(codes([...run, '--', '/bin/sh'], ['-c', 'exec /op && true']), []);
-  assert.equal(codes([...run, '--stop-timeout', '5s', '--', '/op'], ['serve']), []);
-  assert.equal(codes([...run, '--stop-timeout', '5s', '/manager'], ['--leader-elect']), []);
-  // Not knowable without the image: a plain /manager whose image runs another program.
-  assert.equal(codes([...run, '--', '/manager'], ['--leader-elect']), []);
-  // The drainguard image's entrypoint: args alone.
-  const image = { name: 'manager', image: 'ghcr.io/drainguard/drainguard:0.1.0', args: ['run', '--', '/op'] };
-  assert.equal(checkEntrypoint({ mode: 'wrap', supervisor: image, operator: image }), []);
 });
 
 test('quantities as Kubernetes writes them', () => {

@@ -12,6 +12,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { optionsFor } from '../../../src/config/load.ts';
 import { envName } from '../../../src/config/options.ts';
+import { NOBODY, copyForUser } from '../../support/other-user.ts';
 import { EXE, tempDir } from '../../support/proc.ts';
 import { within } from '../../support/wait.ts';
 
@@ -37,8 +38,8 @@ writeFileSync(aFile, '');
 const readOnly = join(dir, 'read-only');
 mkdirSync(readOnly, { mode: 0o555 });
 chmodSync(readOnly, 0o555);
-// Root writes anywhere: the not-writable case then runs as nobody.
-const asNobody = process.getuid?.() === 0 ? 65534 : undefined;
+// Root writes anywhere: the not-writable case then runs as nobody, from a copy of the executable nobody can reach.
+const asNobody = process.getuid?.() === 0 ? NOBODY : undefined;
 const liveSocket = join(dir, 'live.sock');
 
 const DURATION = /expected a duration such as 500ms, 30s, 2m or a number of seconds/;
@@ -218,7 +219,7 @@ async function attempt(args: readonly string[], env: NodeJS.ProcessEnv, uid?: nu
   const work = tempDir();
   chmodSync(work, 0o777);
   const marker = join(work, 'started');
-  const child = spawn(EXE, ['run', ...args, '--', 'touch', marker], {
+  const child = spawn(uid === undefined ? EXE : copyForUser(uid), ['run', ...args, '--', 'touch', marker], {
     env: { PATH: process.env.PATH, TMPDIR: work, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(uid !== undefined && { uid, gid: uid }),

@@ -3,7 +3,7 @@
 // the exit status, the order of events in drainguard's log and on the
 // operator's stdout, and that no reconcile that could finish in time was cut off.
 
-import { chmodSync, copyFileSync, existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { test } from 'uvu';
@@ -13,7 +13,8 @@ import { resolveSupervisorConfig } from '../../../src/config/supervisor.ts';
 import { createLogger } from '../../../src/log/logger.ts';
 import { StopProcedure } from '../../../src/supervisor/stop-procedure.ts';
 import { WrapMode } from '../../../src/supervisor/wrap-mode.ts';
-import { EXE, NODE, Proc, drainguard, fixture, tempDir } from '../../support/proc.ts';
+import { NOBODY, copyForUser } from '../../support/other-user.ts';
+import { NODE, Proc, drainguard, fixture, tempDir } from '../../support/proc.ts';
 import { until, within } from '../../support/wait.ts';
 import { alive, sessionOf } from './support/procfs.ts';
 import { prng } from '../../support/random.ts';
@@ -131,21 +132,16 @@ test('an operator without a client that ignores SIGTERM: no drain, SIGKILL after
 test('an operator drainguard may not signal (it became root through a setuid program): told, supervised, never orphaned', async () => {
   // drainguard as nobody; its command a setuid-root copy of setpriv that makes the operator root for good,
   // so that every kill(2) drainguard sends is refused with EPERM (a fault no ordinary operator shows).
-  const dir = tempDir();
-  chmodSync(dir, 0o755);
-  const becomeRoot = join(dir, 'become-root');
-  copyFileSync('/usr/bin/setpriv', becomeRoot);
+  // Both copies where nobody reaches them (the checkout may not be); the operator runs as root, from here.
+  const becomeRoot = copyForUser(NOBODY, '/usr/bin/setpriv');
   chmodSync(becomeRoot, 0o4755);
   const asRoot = [becomeRoot, '--reuid=0', '--regid=0', '--clear-groups', '--', NODE, OPERATOR];
-  const p = new Proc(
-    'setpriv',
-    ['--reuid=65534', '--regid=65534', '--clear-groups', '--', EXE, 'run', '--stop-timeout', '500ms', '--', ...asRoot],
-    {
-      DRAINGUARD_LOG_LEVEL: 'debug',
-      DRAINGUARD_DRAIN_TIMEOUT: '5s',
-      FIXTURE_WORK: '300',
-    },
-  );
+  const asNobody = [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups'];
+  const p = new Proc('setpriv', [...asNobody, '--', copyForUser(NOBODY), 'run', '--stop-timeout', '500ms', '--', ...asRoot], {
+    DRAINGUARD_LOG_LEVEL: 'debug',
+    DRAINGUARD_DRAIN_TIMEOUT: '5s',
+    FIXTURE_WORK: '300',
+  });
   await p.line('ready');
   const pid = operatorPid(p);
   assert.is(readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)?.[1], '0', 'the operator runs as root');
