@@ -22,6 +22,8 @@ import { uncoveredByPolicy } from './admission-policy.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from '../config/hold-list.ts';
 import { type Configured, type LayersRow, layersTable } from './layers.ts';
 import { GRACE_MARGIN_MS, graceNeeded } from '../config/grace-rule.ts';
+import { RUN_TO_COMPLETION, checkOperatorPresent, isHook } from './workloads.ts';
+import { checkAgainstPlain } from './plain.ts';
 
 /** Architectures drainguard's executable and image are built for. */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;
@@ -74,9 +76,15 @@ const TEXT = {
   }),
   'guarded-object-missing': (where: string, entry: string) => ({
     message:
-      `the guard names ${entry}, which these manifests do not contain: ` +
-      'nothing holds what the operator needs at uninstall, or the name is wrong',
-    fix: `fix the name in DRAINGUARD_GUARD of ${where}, or remove ${entry} from it`,
+      `the guard names ${entry}, which these manifests do not contain: most likely the render lost it ` +
+      '(its template is a file only drainguard renders, or renders nothing with these values), ' +
+      'and the uninstall would have nothing to hold; else the name is wrong',
+    fix:
+      `render ${entry} with the release: keep its template where Helm renders it (a file of templates/ with no _ in front; ` +
+      'the library chart renders every other document of drainguard.operator.template as it is, where an older one dropped them), ' +
+      'and check every file of a release together (-f, repeated); ' +
+      `only when the release does not create it, fix the name in DRAINGUARD_GUARD of ${where} or leave ${entry} out of it ` +
+      '(the library chart: drainguard.guard.serviceAccount: false)',
   }),
   'guard-not-covered': (account: string, lacking: readonly string[], entry: string, t: GuardTarget) => ({
     message: `ServiceAccount ${account} may not ${lacking.join(' or ')} ${entry}: drainguard cannot put its finalizer on it`,
@@ -183,9 +191,10 @@ function holdOf(c: Container): HoldKind[] {
 }
 
 /**
- * The pods that run no drainguard and should: with none running it, every one;
- * beside one that runs it, each long-running workload (not a Helm hook, not a
- * Job) whose ServiceAccount a binding in the manifests names, as an operator's.
+ * The pods that run no drainguard and should: with none running it, every one
+ * but a Job's or CronJob's (their pods run to completion); beside one that runs
+ * it, each long-running workload (not a Helm hook, not a Pod) whose
+ * ServiceAccount a binding in the manifests names, as an operator's.
  */
 function withoutDrainguard(
   pods: readonly { object: Manifest; pod: PodSpec }[],
@@ -193,7 +202,7 @@ function withoutDrainguard(
   objects: readonly Manifest[],
 ): Manifest[] {
   const running = new Set(workloads.map((w) => w.object));
-  const others = pods.filter(({ object }) => !running.has(object));
+  const others = pods.filter(({ object }) => !running.has(object) && !RUN_TO_COMPLETION.has(object.kind));
   if (workloads.length === 0) return others.map(({ object }) => object);
   const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
   const bound = (namespace: string, account: string): boolean =>
@@ -210,15 +219,14 @@ function withoutDrainguard(
     .map(({ object }) => object);
 }
 
-const isHook = (o: Manifest): boolean => (o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] !== undefined;
-
 const isPreDeleteHook = (o: Manifest): boolean =>
   ((o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] ?? '')
     .split(',')
     .map((h) => h.trim())
     .includes('pre-delete');
 
-export function analyze(objects: readonly Manifest[]): Finding[] {
+/** The findings in OBJECTS; with PLAIN (--plain, the chart's render before drainguard), each object of it lost too. */
+export function analyze(objects: readonly Manifest[], plain?: readonly Manifest[]): Finding[] {
   const findings: Finding[] = [];
   const pods = objects.flatMap((o) => {
     const pod = podSpecOf(o);
@@ -237,6 +245,8 @@ export function analyze(objects: readonly Manifest[]): Finding[] {
       ...(workloads.length === 0 ? TEXT['no-drainguard']() : TEXT['no-drainguard-beside'](workloads.map((w) => w.id))),
     });
   }
+  findings.push(...checkOperatorPresent(objects, pods));
+  if (plain) findings.push(...checkAgainstPlain(objects, plain));
   for (const w of workloads) findings.push(...checkWorkload(w, objects));
   return findings.sort((a, b) => a.object.localeCompare(b.object) || a.code.localeCompare(b.code));
 }

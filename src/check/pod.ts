@@ -54,12 +54,12 @@ export interface Placement {
   readonly operator: Container | undefined;
 }
 
-const WORKLOADS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet']);
-
+/** The pod a manifest runs: a Pod's own, else its pod template, of any kind that has one (built-in or custom). */
 export function podSpecOf(o: Manifest): PodSpec | undefined {
   if (o.kind === 'Pod') return o.spec as PodSpec;
-  if (WORKLOADS.has(o.kind) && o.spec?.template?.spec?.containers) return o.spec.template.spec as PodSpec;
-  return undefined;
+  // A CronJob's pods come from its Job template; every other kind keeps it at spec.template (an Argo Rollout too).
+  const template = o.kind === 'CronJob' ? o.spec?.jobTemplate?.spec?.template : o.spec?.template;
+  return Array.isArray(template?.spec?.containers) ? (template.spec as PodSpec) : undefined;
 }
 
 const argv = (c: Container): string[] => [...(c.command ?? []), ...(c.args ?? [])];

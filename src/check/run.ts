@@ -15,14 +15,10 @@ interface CheckIO {
   readonly stderr: { write(chunk: string): unknown };
 }
 
-export async function runCheck({ output, deployment, paths, namespace }: CheckConfig, io: CheckIO): Promise<number> {
-  const objects = deployment
-    ? await live(deployment, io)
-    : placeInNamespace(
-        readManifests(paths, () => readFileSync(0, 'utf8')),
-        namespace,
-      );
-  const findings = analyze(objects);
+export async function runCheck({ output, deployment, paths, plain, namespace }: CheckConfig, io: CheckIO): Promise<number> {
+  const stdin = () => readFileSync(0, 'utf8');
+  const objects = deployment ? await live(deployment, io) : placeInNamespace(readManifests(paths, stdin), namespace);
+  const findings = analyze(objects, plain.length > 0 ? placeInNamespace(readManifests(plain, stdin), namespace) : undefined);
   const layers = layersOf(objects);
   io.stdout.write(output === 'json' ? formatJson(findings, objects.length, layers) : formatText(findings, objects.length, layers));
   return findings.length === 0 ? 0 : 1;

@@ -56,6 +56,8 @@ export interface CheckConfig {
   readonly deployment?: OptionValues['checkDeployment'];
   /** Files, directories, or - for standard input: those of -f, then the arguments. */
   readonly paths: readonly string[];
+  /** --plain: the chart's render before drainguard was added, to compare with (none: no comparison). */
+  readonly plain: readonly string[];
   /** -n: where objects that name no namespace go, and the one any other must name (undefined: default, no check). */
   readonly namespace?: { readonly name: string; readonly source: string };
 }
@@ -124,10 +126,12 @@ export function resolveInstallConfig(args: ParsedArgs): InstallConfig {
 }
 
 export function resolveCheckConfig(args: ParsedArgs): CheckConfig {
-  const { checkDeployment: deployment, namespace: name, filenames = [] } = args.values;
+  const { checkDeployment: deployment, namespace: name, filenames = [], plain = [] } = args.values;
   const paths = [...filenames, ...args.positionals];
-  if (deployment && paths.length > 0)
-    throw new ConfigError('DG_CONFIG_ARGUMENTS', '--deployment reads from the API: name no manifests with it');
+  if (deployment && (paths.length > 0 || plain.length > 0))
+    throw new ConfigError('DG_CONFIG_ARGUMENTS', '--deployment reads from the API: name no manifests with it, nor --plain');
+  if (paths.includes('-') && plain.includes('-'))
+    throw new ConfigError('DG_CONFIG_ARGUMENTS', 'standard input is read once: give the manifests or --plain as a file, not both as -');
   const namespace = name === undefined ? undefined : { name, source: args.sources.namespace! };
   if (deployment && namespace && namespace.name !== deployment.namespace) {
     throw new ConfigError(
@@ -136,5 +140,11 @@ export function resolveCheckConfig(args: ParsedArgs): CheckConfig {
         `${namespace.source} names ${namespace.name}: give one namespace`,
     );
   }
-  return Object.freeze({ output: setting(args, 'output'), deployment, paths: Object.freeze(paths), ...(namespace && { namespace }) });
+  return Object.freeze({
+    output: setting(args, 'output'),
+    deployment,
+    paths: Object.freeze(paths),
+    plain: Object.freeze([...plain]),
+    ...(namespace && { namespace }),
+  });
 }

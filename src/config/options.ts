@@ -489,6 +489,22 @@ export const CHECK_OPTIONS = [
     defaultText: 'the paths named as arguments',
   },
   {
+    key: 'plain',
+    flag: 'plain',
+    value: 'PATH',
+    commands: ['check'],
+    flagOnly: true,
+    repeatable: true,
+    parse: (raw, source) => {
+      if (raw === '') throw invalid('DG_CONFIG_VALUE', source, 'a file, a directory, or - for standard input', raw);
+      return [raw];
+    },
+    description:
+      "the chart's render before drainguard was added (a file, a directory or -; repeatable): " +
+      'each object in it must be in the manifests checked, or check reports it lost (object-lost)',
+    defaultText: 'no comparison',
+  },
+  {
     key: 'checkDeployment',
     flag: 'deployment',
     value: 'NAMESPACE/NAME',

@@ -137,7 +137,13 @@ test('check: --deployment reads the API, so no manifests beside it', () => {
     'DG_CONFIG_ARGUMENTS',
     /name no manifests with it/,
   );
-  assert.equal(resolveCheckConfig(args('check', ['a.yaml'])), { output: 'text', deployment: undefined, paths: ['a.yaml'] });
+  assert.equal(resolveCheckConfig(args('check', ['a.yaml'])), { output: 'text', deployment: undefined, paths: ['a.yaml'], plain: [] });
+});
+
+test('check: --plain names the render before drainguard; standard input is read once', () => {
+  assert.equal(resolveCheckConfig(args('check', ['--plain', 'plain.yaml', '--plain', 'more/', '-'])).plain, ['plain.yaml', 'more/']);
+  throwsCode(() => resolveCheckConfig(args('check', ['--plain', '-', '-'])), 'DG_CONFIG_ARGUMENTS', /standard input is read once/);
+  throwsCode(() => resolveCheckConfig(args('check', ['--deployment', 'ns/op', '--plain', 'p.yaml'])), 'DG_CONFIG_ARGUMENTS', /nor --plain/);
 });
 
 test('every option of every command shows a default in help: a value or the words for its absence', () => {

@@ -94,7 +94,7 @@ test('values the schema refuses, and settings that are required', () => {
   assert.match(fails({ 'drainguard.terminationGracePeriodSeconds': '60' }), /terminationGracePeriodSeconds[\s\S]*want integer/);
   assert.match(
     fails({ 'drainguard.operator.deployment': '' }),
-    "drainguard.operator.template (the operator's Deployment template, such as manager/_manager.yaml) or drainguard.operator.deployment (its name) is needed",
+    "drainguard.operator.template (the template of the operator's Deployment, StatefulSet or DaemonSet, such as manager/_manager.yaml) or drainguard.operator.deployment (its name) is needed",
   );
   assert.match(
     fails({ 'drainguard.operator.container': 'operator' }),

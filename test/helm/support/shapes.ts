@@ -55,9 +55,9 @@ function runSteps(chart: string, sh: string): void {
   }
 }
 
-/** Applies the steps of a doc section (or subsection) to CHART. */
-function applySection(chart: string, text: string): void {
-  for (const sh of blocks(text, 'sh')) runSteps(chart, sh);
+/** Applies the steps of a doc section (or subsection) to CHART; without SH, its values and schema only. */
+function applySection(chart: string, text: string, sh = true): void {
+  if (sh) for (const block of blocks(text, 'sh')) runSteps(chart, block);
   for (const yaml of blocks(text, 'yaml').filter((b) => b.startsWith('drainguard:\n'))) {
     const values = parse(readFileSync(join(chart, 'values.yaml'), 'utf8')) ?? {};
     writeFileSync(join(chart, 'values.yaml'), stringify(mergeValues(values, parse(yaml))));
@@ -75,14 +75,23 @@ export const fixture = (shape: string): string => resolve('test/helm/fixtures/ch
  * The fixture chart SHAPE staged (the library in its charts/), with docs/helm.md's
  * steps for a chart from `helm create`, then those of the subsections HEADINGS.
  */
-export function adoptShape(shape: string, ...headings: string[]): string {
+export const adoptShape = (shape: string, ...headings: string[]): string => adopt(shape, headings, true);
+
+/**
+ * The same for a chart whose workload is in a file of its own name, not
+ * templates/deployment.yaml: the `git mv` of the subsections HEADINGS renames
+ * it in place of the `helm create` section's.
+ */
+export const adoptOwnFileShape = (shape: string, ...headings: string[]): string => adopt(shape, headings, false);
+
+function adopt(shape: string, headings: readonly string[], helmCreateMove: boolean): string {
   const chart = stageChart(fixture(shape));
   const dependency = blocks(doc, 'yaml').find((b) => b.startsWith('dependencies:'));
   if (!dependency) throw new Error('docs/helm.md: no block with the dependency');
   appendFileSync(join(chart, 'Chart.yaml'), dependency);
   const drainguardYaml = blocks(doc, 'yaml').find((b) => b.includes('{{ include "drainguard.all" . }}'));
   writeFileSync(join(chart, 'templates/drainguard.yaml'), drainguardYaml!);
-  applySection(chart, HELM_CREATE);
+  applySection(chart, HELM_CREATE, helmCreateMove);
   for (const heading of headings) applySection(chart, shapeSection(heading));
   return chart;
 }
@@ -111,7 +120,7 @@ function selects(selector: any, labels: Record<string, string>): boolean {
 }
 
 /**
- * The guard a Deployment of OBJECTS (a plain render into NAMESPACE) needs: its
+ * The guard a workload of OBJECTS (a plain render into NAMESPACE) needs: its
  * ServiceAccount (when the release holds it), every binding of it in any
  * namespace, the roles of the release they bind, and the ClusterRoles of the
  * release aggregated into a guarded one, transitively. As kind/[namespace/]name.
@@ -150,7 +159,7 @@ export function groundTruth(objects: KubeObject[], namespace: string, deployment
   return [...out].sort();
 }
 
-/** DRAINGUARD_GUARD of the Deployment, as kind/[namespace/]name, drainguard's own objects left out. */
+/** DRAINGUARD_GUARD of the workload, as kind/[namespace/]name, drainguard's own objects left out. */
 export function guardOf(deployment: KubeObject): string[] {
   const pod = deployment.spec.template.spec;
   const values = [...pod.containers, ...(pod.initContainers ?? [])].flatMap((c: any) =>
@@ -163,12 +172,12 @@ export function guardOf(deployment: KubeObject): string[] {
     .sort();
 }
 
-/** `helm template … | drainguard check -n NS -`: its exit status and output. */
-export function check(text: string, namespace: string): { code: number; out: string } {
+/** `helm template … | drainguard check -n NS [ARGS] -`: its exit status and output. */
+export function check(text: string, namespace: string, args: readonly string[] = []): { code: number; out: string } {
   try {
     return {
       code: 0,
-      out: execFileSync(EXE, ['check', '-n', namespace, '-'], { input: text, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }),
+      out: execFileSync(EXE, ['check', '-n', namespace, ...args, '-'], { input: text, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }),
     };
   } catch (err) {
     const e = err as { status?: number; stdout?: string; stderr?: string };

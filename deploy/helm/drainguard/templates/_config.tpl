@@ -8,32 +8,68 @@ chart. Argument: (dict "value" V "context" $).
 {{- if contains "{{" $value }}{{ tpl $value .context }}{{ else }}{{ $value }}{{ end -}}
 {{- end -}}
 
+{{/* The kinds an operator runs as, which drainguard adds itself to. */}}
+{{- define "drainguard.workloadKinds" -}}
+{{- list "Deployment" "StatefulSet" "DaemonSet" | toJson -}}
+{{- end -}}
+
 {{/*
-The operator's Deployment as the chart renders it, as JSON ({} when
-drainguard.operator.template is not set, or renders no Deployment: the chart's
-own switch turned the operator off): the template named there is rendered
-with the root context (a path under templates/, or a define's name).
+What operator.template renders, as JSON: "documents", the text of each of its
+documents in order; "workload", the operator's Deployment, StatefulSet or
+DaemonSet among them, parsed ({} when there is none: the chart's own switch
+turned the operator off), and "index", its place in "documents". Every other
+document is the chart's, for drainguard.all to render as it is (a
+ServiceAccount, a Service, a Helm hook). A document of another kind that runs
+pods (a Pod, a Job, a CronJob, a custom kind with a pod template), or a second
+workload, fails the render: drainguard would leave it unguarded, or out.
+The template, a path under templates/ (a partial) or a define's name, is
+rendered with the root context. Argument: the root context.
 */}}
-{{- define "drainguard.operatorDeployment" -}}
+{{- define "drainguard.operatorTemplate" -}}
 {{- $t := .Values.drainguard.operator.template | default "" -}}
-{{- $found := dict -}}
+{{- $documents := list -}}
+{{- $workload := dict -}}
+{{- $index := -1 -}}
 {{- if $t -}}
 {{- $file := or (contains "/" $t) (hasSuffix ".yaml" $t) (hasSuffix ".yml" $t) (hasSuffix ".tpl" $t) -}}
 {{- $name := ternary (printf "%s/%s" .Template.BasePath $t) $t $file -}}
 {{- if and $file (not (hasPrefix "_" (base $t))) -}}
-{{- fail (printf "drainguard.operator.template: %q is not a partial: Helm would render it by itself too, and the release would hold the Deployment twice. Rename the file to %s (git mv; its content stays as it is) and set that here" $t (clean (printf "%s/_%s" (dir $t) (base $t)))) -}}
+{{- fail (printf "drainguard.operator.template: %q is not a partial: Helm would render it by itself too, and the release would hold the operator twice. Rename the file to %s (git mv; its content stays as it is) and set that here" $t (clean (printf "%s/_%s" (dir $t) (base $t)))) -}}
 {{- end -}}
+{{- $kinds := include "drainguard.workloadKinds" . | fromJsonArray -}}
+{{- $workloads := list -}}
 {{- range splitList "\n---" (printf "\n%s" (include $name (merge (dict "drainguardScan" true) .))) -}}
 {{- $o := fromYaml . -}}
-{{- if and (eq ($o.kind | default "") "Deployment") (not $found) }}{{ $found = $o }}{{ end -}}
+{{- if $o -}}
+{{- $kind := toString ($o.kind | default "") -}}
+{{- $what := printf "%s %s" $kind (toString (dig "metadata" "name" "" $o)) -}}
+{{- $hook := dig "metadata" "annotations" "helm.sh/hook" "" $o -}}
+{{- $pods := or (eq $kind "Pod") (dig "spec" "template" "spec" "containers" "" $o) (dig "spec" "jobTemplate" "spec" "template" "spec" "containers" "" $o) -}}
+{{- if and (has $kind $kinds) (not $hook) -}}
+{{- $workload = $o -}}
+{{- $index = len $documents -}}
+{{- $workloads = append $workloads $what -}}
+{{- else if and $pods (not $hook) $.Values.drainguard.enabled -}}
+{{- fail (printf "drainguard.operator.template: %s renders the %s, a kind drainguard does not add itself to (a Deployment, StatefulSet or DaemonSet): rendered as it is, it would run without drainguard. If it is not the operator, move it to a template file of its own, which Helm renders as it is; if it is, add drainguard's pieces to it yourself (docs/helm.md, \"A workload of another kind\")" $t $what) -}}
+{{- end -}}
+{{- $documents = append $documents (trim .) -}}
 {{- end -}}
 {{- end -}}
-{{- $found | toJson -}}
+{{- if and (gt (len $workloads) 1) .Values.drainguard.enabled -}}
+{{- fail (printf "drainguard.operator.template: %s renders %d workloads (%s), and drainguard is added to one per template: move each into a template file of its own and list each in drainguard.operators (docs/helm.md, \"Several operators in one chart\")" $t (len $workloads) (join ", " $workloads)) -}}
+{{- end -}}
+{{- end -}}
+{{- dict "documents" $documents "workload" $workload "index" $index | toJson -}}
+{{- end -}}
+
+{{/* The operator's workload of operator.template, as JSON ({} when none). Argument: the root context. */}}
+{{- define "drainguard.operatorWorkload" -}}
+{{- (include "drainguard.operatorTemplate" . | fromJson).workload | toJson -}}
 {{- end -}}
 
 {{/*
 drainguard's settings resolved once: names, the guard list, the drain budget,
-the user. Names not given are taken from the operator's Deployment
+the user. Names not given are taken from the operator's workload
 (operator.template) and the RBAC of guard.templates (_guard.tpl). Every other
 template reads this. Argument: the chart's root context (for one operator of
 drainguard.operators, the context drainguard.operatorContexts made). Returns
@@ -41,14 +77,14 @@ JSON (include "drainguard.config" . | fromJson).
 */}}
 {{- define "drainguard.config" -}}
 {{- $v := .Values.drainguard -}}
-{{- $d := include "drainguard.operatorDeployment" . | fromJson -}}
+{{- $d := include "drainguard.operatorWorkload" . | fromJson -}}
 {{- $pod := dict -}}
 {{- with $d.spec }}{{ $pod = .template.spec }}{{ end -}}
 {{- $ns := .Release.Namespace -}}
 {{- with $d.metadata }}{{ $ns = .namespace | default $ns }}{{ end -}}
 {{- $deployment := include "drainguard.tpl" (dict "value" $v.operator.deployment "context" .) -}}
 {{- with $d.metadata }}{{ $deployment = $deployment | default .name }}{{ end -}}
-{{- $deployment = required "drainguard.operator.template (the operator's Deployment template, such as manager/_manager.yaml) or drainguard.operator.deployment (its name) is needed: drainguard's RBAC and hooks are named after it" $deployment -}}
+{{- $deployment = required "drainguard.operator.template (the template of the operator's Deployment, StatefulSet or DaemonSet, such as manager/_manager.yaml) or drainguard.operator.deployment (its name) is needed: drainguard's RBAC and hooks are named after it" $deployment -}}
 {{- $sa := include "drainguard.tpl" (dict "value" $v.operator.serviceAccount "context" .) -}}
 {{- $explicitSA := not (not $sa) -}}
 {{- if $d }}{{ $sa = $sa | default $pod.serviceAccountName | default "default" }}{{ end -}}
@@ -106,7 +142,8 @@ JSON (include "drainguard.config" . | fromJson).
 {{- if not (kindIs "invalid" $v.drainTimeoutSeconds) }}{{ $drain = int $v.drainTimeoutSeconds }}{{ end -}}
 {{- $image := printf "%s:%s" $v.image.repository $v.image.tag -}}
 {{- dict
-  "enabled" $v.enabled "mode" $v.mode "namespace" $ns "deployment" $deployment "serviceAccount" $sa "container" $container
+  "enabled" $v.enabled "mode" $v.mode "namespace" $ns "kind" ($d.kind | default "Deployment") "deployment" $deployment
+  "serviceAccount" $sa "container" $container
   "self" $self "guard" $guard "clusterRoles" $found.clusterRoles "clusterRoleBindings" $found.clusterRoleBindings
   "roles" $found.roles "roleBindings" $found.roleBindings "namespaces" $namespaces
   "guardServiceAccount" $found.serviceAccount "externalServiceAccount" $found.externalServiceAccount
@@ -142,6 +179,7 @@ fails the render with the setting to change. Argument: the root context.
 {{- end -}}
 {{- if $v.guard.templates -}}
 {{- $found := (include "drainguard.releaseObjects" . | fromJson).keys -}}
+{{- $looked := join ", " (concat (compact (list $v.operator.template)) $v.guard.templates) -}}
 {{- $want := list -}}
 {{- range $c.clusterRoles }}{{ $want = append $want (printf "ClusterRole/%s" .) }}{{ end -}}
 {{- range $c.clusterRoleBindings }}{{ $want = append $want (printf "ClusterRoleBinding/%s" .) }}{{ end -}}
@@ -149,12 +187,12 @@ fails the render with the setting to change. Argument: the root context.
 {{- range $c.roleBindings }}{{ $want = append $want (printf "RoleBinding/%s" .) }}{{ end -}}
 {{- range $want -}}
 {{- if not (hasKey $found .) -}}
-{{- fail (printf "drainguard: the guard names %s, which the release does not contain (looked in %s): fix the name in drainguard.guard (NAMESPACE/NAME for a role or binding in another namespace than %s), or add the template that creates it to drainguard.guard.templates" . (join ", " $v.guard.templates) $c.namespace) -}}
+{{- fail (printf "drainguard: the guard names %s, which the release does not contain (looked in %s): fix the name in drainguard.guard (NAMESPACE/NAME for a role or binding in another namespace than %s), or add the template that creates it to drainguard.guard.templates" . $looked $c.namespace) -}}
 {{- end -}}
 {{- end -}}
 {{- $sa := printf "ServiceAccount/%s/%s" $c.namespace $c.serviceAccount -}}
 {{- if and $c.guardServiceAccount (not (hasKey $found $sa)) -}}
-{{- fail (printf "drainguard: the guard names %s, which the release does not contain (looked in %s): fix drainguard.operator.serviceAccount, add the template that creates it to drainguard.guard.templates, or, when the release does not create it, set drainguard.guard.serviceAccount: false" $sa (join ", " $v.guard.templates)) -}}
+{{- fail (printf "drainguard: the guard names %s, which the release does not contain (looked in %s): fix drainguard.operator.serviceAccount, add the template that creates it to drainguard.guard.templates, or, when the release does not create it, set drainguard.guard.serviceAccount: false" $sa $looked) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

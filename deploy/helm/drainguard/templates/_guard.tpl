@@ -1,10 +1,11 @@
 {{/*
 The guard: which of the release's objects are held back while an operator pod
-lives, found in what the chart's guard.templates render.
+lives, found in what the chart's guard.templates and operator.template render.
 */}}
 
 {{/*
-What the chart's guard.templates render, as JSON:
+What the chart's guard.templates and operator.template render (a chart may
+keep the operator's ServiceAccount and RBAC beside its Deployment), as JSON:
   "keys"          KIND/NAME of each cluster-scoped object, KIND/NAMESPACE/NAME
                   of each namespaced one (its metadata.namespace, else the
                   release's), as JSON keys
@@ -23,11 +24,14 @@ in them render nothing (no recursion).
 {{- $automount := dict -}}
 {{- if not (hasKey . "drainguardScan") -}}
 {{- $scan := merge (dict "drainguardScan" true) . -}}
+{{- $texts := (include "drainguard.operatorTemplate" . | fromJson).documents -}}
 {{- range .Values.drainguard.guard.templates -}}
 {{- if not (or (hasSuffix ".yaml" .) (hasSuffix ".yml" .) (hasSuffix ".tpl" .) (hasSuffix ".json" .)) -}}
 {{- fail (printf "drainguard.guard.templates: %q is not a template file: Helm's templates cannot list a folder, so name each file of it (such as rbac/manager-role.yaml, rbac/manager-rolebinding.yaml), as a path under templates/" .) -}}
 {{- end -}}
-{{- $text := include (printf "%s/%s" $.Template.BasePath .) $scan -}}
+{{- $texts = append $texts (include (printf "%s/%s" $.Template.BasePath .) $scan) -}}
+{{- end -}}
+{{- range $text := $texts -}}
 {{- range splitList "\n---" (printf "\n%s" $text) -}}
 {{- $o := fromYaml . -}}
 {{- if and $o.kind $o.metadata -}}

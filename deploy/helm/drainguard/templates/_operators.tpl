@@ -65,22 +65,31 @@ list.
 {{/*
 Everything drainguard adds to a chart, for the chart's one drainguard
 template (templates/drainguard.yaml: {{ include "drainguard.all" . }}): for
-each operator, its Deployment of operator.template with drainguard added,
-drainguard's RBAC and the hooks. An operator whose template renders no
-Deployment (the chart's own switch turned it off) gets nothing. Argument: the
-root context.
+each operator, what its operator.template renders, every document as it is
+but the operator's Deployment, StatefulSet or DaemonSet, rendered with
+drainguard added; then drainguard's RBAC and hooks. An operator whose template
+renders no workload (the chart's own switch turned it off) gets nothing of
+drainguard. With drainguard.enabled false, the template as it renders alone.
+Argument: the root context.
 */}}
 {{- define "drainguard.all" -}}
 {{- $operators := dict "root" . -}}
 {{- include "drainguard.operatorContexts" $operators -}}
-{{- range $operators.contexts -}}
+{{- range $context := $operators.contexts -}}
 {{- if not .Values.drainguard.operator.template -}}
-{{- fail "drainguard.operator.template: name the template of the operator's Deployment (a partial under templates/, such as manager/_manager.yaml), so that drainguard renders it with drainguard added; with drainguard.operators, each entry's template" -}}
+{{- fail "drainguard.operator.template: name the template of the operator's Deployment, StatefulSet or DaemonSet (a partial under templates/, such as manager/_manager.yaml), so that drainguard renders it with drainguard added; with drainguard.operators, each entry's template" -}}
 {{- end -}}
-{{- $d := include "drainguard.operatorDeployment" . | fromJson -}}
-{{- if $d }}
+{{- /* Rendered once: a template that generates (a certificate, a random name) gives one set of objects. */ -}}
+{{- $t := include "drainguard.operatorTemplate" . | fromJson -}}
+{{- range $i, $document := $t.documents }}
 ---
-{{ include "drainguard.deployment" (dict "root" . "deployment" (toYaml $d)) }}
+{{- if and (eq $i (int $t.index)) $context.Values.drainguard.enabled }}
+{{ include "drainguard.deployment" (dict "root" $context "deployment" (toYaml $t.workload)) }}
+{{- else }}
+{{ $document }}
+{{- end }}
+{{- end }}
+{{- if $t.workload }}
 ---
 {{ include "drainguard.rbac" . }}
 ---
@@ -100,9 +109,9 @@ drainguard changed that the chart's own values do not show, per operator.
 {{- $operators := dict "root" . -}}
 {{- include "drainguard.operatorContexts" $operators -}}
 {{- range $operators.contexts -}}
-{{- if or (not .Values.drainguard.operator.template) (include "drainguard.operatorDeployment" . | fromJson) -}}
+{{- if or (not .Values.drainguard.operator.template) (include "drainguard.operatorWorkload" . | fromJson) -}}
 {{- $c := include "drainguard.config" . | fromJson }}
-drainguard ({{ .Values.drainguard.mode }} mode, Deployment {{ $c.deployment }}) guards {{ len $c.guard }} object(s) while the operator's pods live: {{ join ", " $c.guard }}.
+drainguard ({{ .Values.drainguard.mode }} mode, {{ $c.kind }} {{ $c.deployment }}) guards {{ len $c.guard }} object(s) while the operator's pods live: {{ join ", " $c.guard }}.
 {{- if and $c.chartGrace (lt (int $c.chartGrace) (int .Values.drainguard.terminationGracePeriodSeconds)) }}
 The Deployment's terminationGracePeriodSeconds was raised from {{ $c.chartGrace }} to {{ .Values.drainguard.terminationGracePeriodSeconds }}: drainguard's drain, stop and release fit in it.
 {{- end }}

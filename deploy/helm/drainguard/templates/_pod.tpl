@@ -247,10 +247,11 @@ preStop:
 {{- end -}}
 
 {{/*
-All of the above applied to a Deployment, as the kustomize components patch
-one. Argument: (dict "root" $ "deployment" YAML), YAML the operator's
-Deployment as rendered (include of your own named template). Renders it back
-with drainguard added, or unchanged when drainguard.enabled is false.
+All of the above applied to the operator's workload, a Deployment,
+StatefulSet or DaemonSet, as the kustomize components patch a Deployment.
+Argument: (dict "root" $ "deployment" YAML), YAML the workload as rendered
+(include of your own named template). Renders it back with drainguard added,
+or unchanged when drainguard.enabled is false.
 */}}
 {{- define "drainguard.deployment" -}}
 {{- $root := .root -}}
@@ -258,6 +259,13 @@ with drainguard added, or unchanged when drainguard.enabled is false.
 {{- if hasKey $d "Error" }}{{ fail (printf "drainguard.deployment: the deployment is not YAML: %s" $d.Error) }}{{ end -}}
 {{- $v := $root.Values.drainguard -}}
 {{- if and $v.enabled (not (include "drainguard.scanning" $root)) -}}
+{{- $kind := toString ($d.kind | default "") -}}
+{{- if not (has $kind (include "drainguard.workloadKinds" $root | fromJsonArray)) -}}
+{{- fail (printf "drainguard.deployment: %s %s is a kind drainguard does not add itself to (a Deployment, StatefulSet or DaemonSet): add drainguard's pieces to it yourself (docs/helm.md, \"A workload of another kind\")" ($kind | default "an object without kind") (toString (dig "metadata" "name" "" $d))) -}}
+{{- end -}}
+{{- with $v.hold }}{{ if and .kinds (ne $kind "Deployment") -}}
+{{- fail (printf "drainguard.hold: the hold keeps the operator's Deployment from being deleted, and the %s %s is none: remove drainguard.hold.kinds (the guard keeps its RBAC alive all the same), or run the operator as a Deployment" $kind $d.metadata.name) -}}
+{{- end }}{{ end -}}
 {{- include "drainguard.validate" $root -}}
 {{- /* Which container runs drainguard, as the kustomize components mark it. */ -}}
 {{- $_ := set $d.metadata "annotations" (merge (dict "drainguard.dev/mode" $v.mode) ($d.metadata.annotations | default dict)) -}}
@@ -276,14 +284,14 @@ with drainguard added, or unchanged when drainguard.enabled is false.
 {{- range $pod.containers -}}
 {{- if eq .name $container -}}
 {{- $found = true -}}
-{{- $where := printf "the Deployment %s's container %q" $d.metadata.name .name -}}
+{{- $where := printf "the %s %s's container %q" $kind $d.metadata.name .name -}}
 {{- if eq $v.mode "wrap" -}}
 {{- $command := .command | default $v.operator.command -}}
 {{- if not $command -}}
 {{- fail (printf "drainguard: %s sets no command (its image's ENTRYPOINT runs), and in wrap mode drainguard must start the operator itself: set drainguard.operator.command to that entrypoint (such as [/bin/my-operator]), or drainguard.mode: native-sidecar, which needs none" $where) -}}
 {{- end -}}
 {{- if not $c.token -}}
-{{- fail (printf "drainguard: the Deployment %s's pod mounts no ServiceAccount token (automountServiceAccountToken: false), and in wrap mode drainguard, which needs one for the guard, runs in the operator's container: a token there would be the operator's too. Set drainguard.mode: native-sidecar (drainguard's container alone gets a token), or mount a token yourself and set automountServiceAccountToken in the chart" $d.metadata.name) -}}
+{{- fail (printf "drainguard: the %s %s's pod mounts no ServiceAccount token (automountServiceAccountToken: false), and in wrap mode drainguard, which needs one for the guard, runs in the operator's container: a token there would be the operator's too. Set drainguard.mode: native-sidecar (drainguard's container alone gets a token), or mount a token yourself and set automountServiceAccountToken in the chart" $kind $d.metadata.name) -}}
 {{- end -}}
 {{- $_ := set . "command" (include "drainguard.operatorCommand" (dict "root" $root "command" $command) | fromJsonArray) -}}
 {{- /* drainguard runs in this container: its memory is added to the container's. */ -}}
@@ -308,7 +316,7 @@ with drainguard added, or unchanged when drainguard.enabled is false.
 {{- with $memoryNote -}}
 {{- $_ := set $d.metadata "annotations" (merge (dict "drainguard.dev/memory" .) $d.metadata.annotations) -}}
 {{- end -}}
-{{- if not $found }}{{ fail (printf "drainguard: the Deployment %s has no container %q: set drainguard.operator.container to the operator's container" $d.metadata.name $container) }}{{ end -}}
+{{- if not $found }}{{ fail (printf "drainguard: the %s %s has no container %q: set drainguard.operator.container to the operator's container" $kind $d.metadata.name $container) }}{{ end -}}
 {{- $containers = concat $containers (include "drainguard.containers" $root | fromYamlArray) -}}
 {{- $_ := set $pod "containers" $containers -}}
 {{- $_ := set $pod "initContainers" (concat ($pod.initContainers | default list) (include "drainguard.initContainers" $root | fromYamlArray)) -}}
