@@ -151,7 +151,12 @@ test('control: the same pod, drainguard without the right to read its Pod: SIGQU
 });
 
 test("the image's STOPSIGNAL alone: what the Pod reports of it; DRAINGUARD_DRAIN_SIGNALS=SIGQUIT drains on it", async () => {
-  const ended = await runAndDelete({ name: 'quit-image', serviceAccount: 'op', image: QUIT_IMAGE, env: { DRAINGUARD_DRAIN_SIGNALS: 'SIGQUIT' } });
+  const ended = await runAndDelete({
+    name: 'quit-image',
+    serviceAccount: 'op',
+    image: QUIT_IMAGE,
+    env: { DRAINGUARD_DRAIN_SIGNALS: 'SIGQUIT' },
+  });
   assert.equal(
     outcome('quit-image'),
     { operator: ['work start 0', 'work done 0', 'signal SIGTERM'], signal: 'SIGQUIT' },
