@@ -52,8 +52,10 @@ export const ERRORS = {
   },
   DG_CONFIG_SIGNAL: {
     exit: 2,
-    meaning: 'the stop signal is not a signal name or number, or one that cannot stop a process',
-    fix: 'name a signal such as SIGTERM, TERM or 15 (not SIGSTOP or SIGCHLD)',
+    meaning:
+      'the stop signal is not a signal name or number, or one that cannot stop a process; ' +
+      'or a drain signal is none, or one drainguard cannot catch',
+    fix: 'name a signal such as SIGTERM, TERM or 15 (not SIGSTOP or SIGCHLD; a drain signal not SIGKILL, SIGSEGV or SIGPIPE either)',
   },
   DG_CONFIG_CHOICE: {
     exit: 2,

@@ -13,6 +13,7 @@ import { checkPairing } from './pairing.ts';
 import { checkEntrypoint } from './entrypoint.ts';
 import { checkGuardScope } from './guard-scope.ts';
 import { checkHooks } from './lifecycle.ts';
+import { type Unreadable, checkStopSignal } from './stop-signal.ts';
 import { checkWrapMemory } from './memory.ts';
 import { checkToken } from './token.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
@@ -267,6 +268,11 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   take(checkEntrypoint(w.placement));
   if (mode === 'wrap') take(checkWrapMemory(supervisor));
 
+  const sa = w.pod.serviceAccountName ?? 'default';
+  const subject = `${w.namespace}/${sa}`;
+  const can = authorizerFor(objects, w.namespace, sa);
+  take(checkStopSignal(w.pod, w.placement, podUnreadable(supervisor, w.namespace, subject, can)));
+
   // The pod's identity and the guard.
   const raw = settingOf(supervisor, 'guard') ?? '';
   let guard: GuardTarget[] = [];
@@ -292,11 +298,8 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     add('pod-identity-missing', 'error', TEXT['pod-identity-missing'](where, guard.length > 0, fields));
   }
 
-  const sa = w.pod.serviceAccountName ?? 'default';
-  const subject = `${w.namespace}/${sa}`;
   const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa && o.metadata.namespace === w.namespace);
   take(checkToken(supervisor, w.pod, account));
-  const can = authorizerFor(objects, w.namespace, sa);
   if (hold.length > 0) {
     checkHold(
       hold,
@@ -379,6 +382,22 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     add('unsupported-architecture', 'error', TEXT['unsupported-architecture'](arch));
   }
   return out;
+}
+
+/** Why drainguard in container `c` cannot read its own Pod (its stop signal, its grace period), or undefined when it can. */
+function podUnreadable(c: Container, namespace: string, subject: string, can: ReturnType<typeof authorizerFor>): Unreadable | undefined {
+  const missing = ['name', 'namespace'].filter((f) => settingOf(c, `pod-${f}`) === undefined).map(podVariable);
+  if (missing.length > 0)
+    return {
+      why: `it is not given ${missing.join(' and ')}`,
+      remedy: `set ${missing.join(' and ')} from the downward API (metadata.name, metadata.namespace)`,
+    };
+  if (!can.allows({ verb: 'get', group: '', resource: 'pods', namespace }))
+    return {
+      why: `ServiceAccount ${subject} may not get pods in ${namespace}`,
+      remedy: `grant ServiceAccount ${subject} get on pods in ${namespace} (a Role and RoleBinding)`,
+    };
+  return undefined;
 }
 
 /** The architectures the pod may run on, when its nodeSelector or required node affinity pins them. */

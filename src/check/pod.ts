@@ -15,7 +15,7 @@ export interface Container {
   readonly volumeMounts?: readonly { name: string; mountPath: string; readOnly?: boolean }[];
   readonly ports?: readonly { name?: string; containerPort: number; protocol?: string }[];
   readonly securityContext?: { runAsUser?: number; runAsGroup?: number; readOnlyRootFilesystem?: boolean };
-  readonly lifecycle?: { preStop?: Handler; postStart?: Handler };
+  readonly lifecycle?: { preStop?: Handler; postStart?: Handler; stopSignal?: string };
   readonly resources?: { requests?: { memory?: string | number }; limits?: { memory?: string | number } };
   readonly restartPolicy?: string;
 }
@@ -38,6 +38,7 @@ export interface PodSpec {
   }[];
   readonly automountServiceAccountToken?: boolean;
   readonly terminationGracePeriodSeconds?: number;
+  readonly os?: { name?: string };
   readonly serviceAccountName?: string;
   readonly securityContext?: { runAsUser?: number; runAsGroup?: number };
   readonly nodeSelector?: Record<string, string>;

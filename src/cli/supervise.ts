@@ -1,5 +1,5 @@
 // The composition root of the supervising commands, `run` and `sidecar`: the
-// logger, the pod's API (Events, its grace period, its deletion), the guard and the HTTP
+// logger, the pod's API (Events, its grace period, its stop signal, its deletion), the guard and the HTTP
 // listener are built first and handed to the stop procedure, which asks them
 // for what it needs; observers only report.
 //
@@ -10,7 +10,7 @@
 
 import { type Clock, systemClock } from '../clock.ts';
 import { type OpenGuardOptions, type SupervisedGuard, openGuard } from '../guard/open.ts';
-import type { PodApi, PodDeletion } from '../kube/pod.ts';
+import type { ContainerStopSignal, PodApi, PodDeletion } from '../kube/pod.ts';
 import { leaderRelease } from '../leader/open.ts';
 import { namespaceFinalizer } from '../namespace/open.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
@@ -38,6 +38,8 @@ interface PodLink {
   gracePeriod(): Promise<number | undefined>;
   /** The Pod's deletion, within `timeoutMs`; undefined outside a pod. */
   readonly deletion?: (timeoutMs: number) => Promise<PodDeletion>;
+  /** drainguard's container's stop signal, as the Pod tells it; undefined where no API can be asked. */
+  stopSignal(signal: AbortSignal): Promise<ContainerStopSignal | undefined>;
 }
 
 /** `drainguard run -- COMMAND` */
@@ -71,6 +73,7 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
     events: api.recordEvent && events,
     gracePeriod: () => readGracePeriod(api, logger),
     deletion: api.readDeletion && ((ms) => readDeletion(api, ms)),
+    stopSignal: async (signal) => api.readStopSignal?.(signal),
   };
   // The leader Lease is given up only once the API reports the operator container terminated.
   const leader = leaderRelease({
@@ -101,6 +104,7 @@ async function superviseWith(
     untilIdle,
     flushEvents: async (deadline) => pod.events?.flush(deadline),
     podGracePeriod: () => pod.gracePeriod(),
+    podStopSignal: (signal) => pod.stopSignal(signal),
     podDeletion: pod.deletion,
     releaseLeader,
     beforeDrain: namespaceFinalizer({ kinds: config.hold, namespace: config.pod.namespace, env, logger, clock }),
@@ -176,6 +180,7 @@ function laterPodLink(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: 
     events,
     gracePeriod: async () => (events ? readGracePeriod(await open(), logger) : undefined),
     deletion: events && (async (ms) => readDeletion(await open(), ms)),
+    stopSignal: async (signal) => (events ? (await open()).readStopSignal?.(signal) : undefined),
   };
 }
 

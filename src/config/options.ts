@@ -7,7 +7,7 @@ import { invalid } from './errors.ts';
 import { GRACE_MARGIN_MS } from './grace-rule.ts';
 import { GUARD_FORMS, POLICY_FORMS } from './guard-kinds.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from './hold-list.ts';
-import { parseSignal } from './signals.ts';
+import { CATCHABLE, TERMINATING, canonicalSignal, parseSignal } from './signals.ts';
 
 export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check';
 
@@ -98,6 +98,30 @@ function signal(raw: string, source: string): NodeJS.Signals {
   if (sig === 'SIGSTOP' || sig === 'SIGCHLD')
     throw invalid('DG_CONFIG_SIGNAL', source, 'a signal that stops a process (not SIGSTOP or SIGCHLD)', raw);
   return sig;
+}
+
+/** DRAINGUARD_DRAIN_SIGNALS: signals drainguard catches, by their conventional names, each once. */
+function drainSignals(raw: string, source: string): NodeJS.Signals[] {
+  const out: NodeJS.Signals[] = [];
+  for (const word of raw
+    .split(',')
+    .map((w) => w.trim())
+    .filter(Boolean)) {
+    const known = parseSignal(word);
+    if (!known) throw invalid('DG_CONFIG_SIGNAL', source, 'signal names or numbers separated by commas, such as SIGQUIT,SIGHUP', raw);
+    const sig = canonicalSignal(known);
+    const why = sig === 'SIGKILL' || sig === 'SIGSTOP' ? 'cannot be caught' : 'is not one drainguard catches';
+    if (!CATCHABLE.includes(sig))
+      throw invalid(
+        'DG_CONFIG_SIGNAL',
+        source,
+        `signals drainguard can catch (${sig} ${why}): ` +
+          'a container whose stop signal is such a one cannot be drained; give it another, such as SIGTERM',
+        raw,
+      );
+    if (!out.includes(sig)) out.push(sig);
+  }
+  return out;
 }
 
 function oneOf<T extends string>(...choices: T[]) {
@@ -220,6 +244,21 @@ const SHARED_OPTIONS = [
     commands: ['run'],
     description: 'the signal passed on to the operator after the drain',
     default: 'SIGTERM',
+  },
+  {
+    key: 'drainSignals',
+    flag: 'drain-signals',
+    value: 'SIGNALS',
+    parse: drainSignals,
+    commands: SUPERVISING,
+    emptyIsUnset: true,
+    description:
+      `signals that start the drain as ${TERMINATING.join(' and ')} do, comma-separated (SIGQUIT,SIGHUP): ` +
+      "the container's stop signal where the Pod does not tell it (an image's STOPSIGNAL, no API); " +
+      'a drain signal is not passed on to the operator, which gets the stop signal after the drain',
+    default: [],
+    format: (signals: readonly NodeJS.Signals[]) =>
+      signals.length === 0 ? `${TERMINATING.join(', ')} and the stop signal the Pod gives the container` : signals.join(','),
   },
   {
     key: 'stopTimeoutMs',

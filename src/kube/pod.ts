@@ -1,5 +1,6 @@
 // This pod, as the Kubernetes API tells it, for every command: its grace
-// period, Events on it, and whether the operator container has terminated.
+// period, drainguard's container's stop signal, Events on it, and whether the
+// operator container has terminated.
 // The kube layer is loaded only when the pod is known by name.
 
 import { ConfigError } from '../errors.ts';
@@ -9,6 +10,7 @@ import type { KubeClient } from './client.ts';
 import { isNotFound } from './errors.ts';
 import type { PodEvent } from './event-recorder.ts';
 import { type KubeObject, RESOURCES } from './objects.ts';
+import { ownContainer, readOwnMounts } from './own-container.ts';
 import { sleep } from './retry.ts';
 
 /** A pod, by name and UID: this one as the downward API tells it (DRAINGUARD_POD_*), where every part may be unset outside a pod. */
@@ -27,7 +29,23 @@ export interface PodApi {
   readonly readGracePeriodMs?: () => Promise<number | undefined>;
   /** The Pod's deletion, as the API tells it within `timeoutMs`; rejects when it cannot. */
   readonly readDeletion?: (timeoutMs: number) => Promise<PodDeletion>;
+  /** drainguard's container and its stop signal, once the Pod tells them (containerStopSignal); rejects when the API cannot. */
+  readonly readStopSignal?: (signal: AbortSignal) => Promise<ContainerStopSignal>;
 }
+
+/**
+ * drainguard's own container and the signal the runtime stops it with, as the
+ * Pod says: the container's `lifecycle.stopSignal` (KEP-4960, alpha behind
+ * ContainerStopSignals in 1.33-1.37: an API server without the gate drops it),
+ * else its status's `stopSignal`, the one in effect (the kubelet reports it only
+ * with the gate on, from a runtime that says it: the image's STOPSIGNAL included).
+ */
+export type ContainerStopSignal =
+  | { readonly container: string; readonly signal: string; readonly from: 'spec' | 'status' }
+  /** The container is known and running, but the Pod does not say its stop signal. */
+  | { readonly container: string; readonly signal?: undefined }
+  /** The Pod has several containers and drainguard's mounts name none of them. */
+  | { readonly container?: undefined; readonly containers: readonly string[] };
 
 /**
  * What the Pod says of its deletion. The kubelet kills at its deletionTimestamp
@@ -117,11 +135,70 @@ export async function openPodApi(
       return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
     },
     readDeletion: (timeoutMs) => readDeletion(client, { name: pod.name!, namespace: pod.namespace! }, Date.now() + timeoutMs),
+    readStopSignal: (signal) => containerStopSignal(client, { name: pod.name!, namespace: pod.namespace! }, readOwnMounts(), signal),
     recordEvent: (event: PodEvent) => record(regarding, event.type, event.reason, event.message),
     operatorStopped: needed
       ? containersTerminated(client, { name: pod.name, namespace: pod.namespace }, operatorContainers, logger)
       : undefined,
   };
+}
+
+// ---- drainguard's container's stop signal
+
+/** How often, and how many times, the Pod is read until the kubelet has reported drainguard's container running. */
+export const STOP_SIGNAL_READ_INTERVAL_MS = 1000;
+const STOP_SIGNAL_READS = 30;
+
+interface StopSignalShape extends KubeObject {
+  spec?: {
+    containers?: { name: string; lifecycle?: { stopSignal?: unknown } }[];
+    initContainers?: { name: string; restartPolicy?: string; lifecycle?: { stopSignal?: unknown } }[];
+  };
+  status?: {
+    containerStatuses?: { name: string; stopSignal?: unknown; state?: { running?: unknown; terminated?: unknown } }[];
+    initContainerStatuses?: { name: string; stopSignal?: unknown; state?: { running?: unknown; terminated?: unknown } }[];
+  };
+}
+
+/**
+ * drainguard's container's stop signal: its spec's at the first read; else its
+ * status's, read again every second until the kubelet has reported the container
+ * started (drainguard runs before the kubelet posts that status), 30 reads at most.
+ * Rejects after three failed reads in a row.
+ */
+export async function containerStopSignal(
+  client: KubeClient,
+  pod: { readonly name: string; readonly namespace: string },
+  mountinfo: string,
+  signal: AbortSignal,
+  intervalMs = STOP_SIGNAL_READ_INTERVAL_MS,
+): Promise<ContainerStopSignal> {
+  const ref = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace };
+  let failures = 0;
+  let container: string | undefined;
+  for (let read = 1; ; read++) {
+    let current: StopSignalShape;
+    try {
+      current = await client.get<StopSignalShape>(ref, { signal, retry: false });
+      failures = 0;
+    } catch (err) {
+      if (signal.aborted || ++failures >= MAX_FAILURES) throw err;
+      await sleep(intervalMs, signal);
+      continue;
+    }
+    const spec = current.spec ?? {};
+    container ??= ownContainer(spec, current.metadata.uid ?? '', mountinfo);
+    if (container === undefined) return { containers: [...(spec.containers ?? []), ...(spec.initContainers ?? [])].map((c) => c.name) };
+    const own = [...(spec.containers ?? []), ...(spec.initContainers ?? [])].find((c) => c.name === container);
+    const fromSpec = own?.lifecycle?.stopSignal;
+    if (typeof fromSpec === 'string' && fromSpec !== '') return { container, signal: fromSpec, from: 'spec' };
+    const status = [...(current.status?.containerStatuses ?? []), ...(current.status?.initContainerStatuses ?? [])].find(
+      (s) => s.name === container,
+    );
+    if (typeof status?.stopSignal === 'string' && status.stopSignal !== '') return { container, signal: status.stopSignal, from: 'status' };
+    if (status?.state?.running || status?.state?.terminated || read >= STOP_SIGNAL_READS) return { container };
+    await sleep(intervalMs, signal);
+  }
 }
 
 // ---- the operator container's state

@@ -13,7 +13,7 @@
 // operator already gone, and the release starts at once.
 
 import type { Logger } from '../log/logger.ts';
-import { FORWARDED } from './signals.ts';
+import { FORWARDED } from '../config/signals.ts';
 import type { Mode, StartContext, StartedOperator, StopContext } from './stop-procedure.ts';
 
 export interface SidecarModeOptions {
@@ -29,6 +29,7 @@ export class SidecarMode implements Mode {
   // No child to pass them to; caught all the same, so that a stray SIGHUP or SIGUSR1 (a closed
   // terminal, a shared process namespace) cannot end the sidecar before it released the guard.
   readonly otherSignals = FORWARDED;
+  readonly passesSignalsOn = false;
   readonly takesDrainRequests = true;
   // Clients still connected at SIGTERM mean a plain sidecar; none, a native one (see above).
   readonly countsClientsAtTermination = true;

@@ -1,37 +1,7 @@
-// Which signals drainguard catches and what it does with each.
+// Which signals drainguard catches is config/signals.ts's table; this is what
+// the supervising commands do with them once a run is over.
 
-/** Start the drain (first), cut it short (second). */
-export const TERMINATING: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
-
-/** Job control from a terminal: the child is stopped with SIGSTOP, then drainguard stops itself. */
-export const JOB_CONTROL: readonly NodeJS.Signals[] = ['SIGTSTP', 'SIGTTIN', 'SIGTTOU'];
-
-/**
- * Passed to the child unchanged. Not here, besides SIGKILL, SIGSTOP, SIGCHLD
- * and the ones above: SIGSEGV, SIGBUS, SIGFPE and SIGILL (a handler would turn
- * a real fault of drainguard into an endless loop) and SIGPIPE (the kernel
- * raises it in drainguard itself when a protocol client vanishes mid-write).
- */
-export const FORWARDED: readonly NodeJS.Signals[] = [
-  'SIGHUP',
-  'SIGQUIT',
-  'SIGTRAP',
-  'SIGABRT',
-  'SIGUSR1',
-  'SIGUSR2',
-  'SIGALRM',
-  'SIGSTKFLT',
-  'SIGCONT',
-  'SIGURG',
-  'SIGXCPU',
-  'SIGXFSZ',
-  'SIGVTALRM',
-  'SIGPROF',
-  'SIGWINCH',
-  'SIGIO',
-  'SIGPWR',
-  'SIGSYS',
-];
+import { CATCHABLE } from '../config/signals.ts';
 
 /**
  * Once the run has removed its handlers, no signal it caught changes anything:
@@ -43,5 +13,5 @@ export const FORWARDED: readonly NodeJS.Signals[] = [
  * default action would act.
  */
 export function holdCaughtSignals(): void {
-  for (const sig of [...TERMINATING, ...JOB_CONTROL, ...FORWARDED]) process.on(sig, () => {});
+  for (const sig of CATCHABLE) process.on(sig, () => {});
 }

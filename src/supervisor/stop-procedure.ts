@@ -6,21 +6,21 @@
 //
 //   starting   the drain socket listens; the mode starts its operator
 //   running    the operator works; the guard is held
-//   draining   the first SIGTERM or SIGINT (or a preStop request): the clients are told
+//   draining   the first drain signal (SIGTERM, SIGINT, the container's stop signal) or a preStop request: the clients are told
 //   stopping   the drain is over and the signal came: the mode stops the operator and waits until it is gone
 //   releasing  Events, then the guard, by the release deadline
 //   exited     the socket closed and removed
 //
 // Every drain request (the signal, the socket, HTTP) goes through
-// #requestDrain. A second SIGTERM or SIGINT cuts the drain (and a sidecar's
-// wait) short; later ones change nothing.
+// #requestDrain. A second drain signal cuts the drain (and a sidecar's wait)
+// short; later ones change nothing. Which signals drain is drain-signals.ts's.
 
 import { EventEmitter } from 'node:events';
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import { type Clock, systemClock, within } from '../clock.ts';
-import type { PodDeletion } from '../kube/pod.ts';
+import type { ContainerStopSignal, PodDeletion } from '../kube/pod.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type ControlChannel, answerDrainRequest } from '../protocol/control.ts';
 import { DrainServer } from '../protocol/server.ts';
@@ -31,7 +31,7 @@ import { Drain, type DrainOptions, type DrainResult, type DrainTicket } from './
 import type { DrainSource, GuardHandle, Phase, SupervisorObserver } from './observer.ts';
 import { DeletionReader } from './deletion-reading.ts';
 import { DELETION_READ_MS, Deadlines, Termination } from './shutdown.ts';
-import { TERMINATING } from './signals.ts';
+import { DrainSignals } from './drain-signals.ts';
 
 /** The operator clients on the drain socket, as a mode sees them. */
 export interface OperatorClients {
@@ -81,8 +81,10 @@ export interface StartedOperator {
  * operator with its own stop; the rest is what the mode is, as plain data.
  */
 export interface Mode {
-  /** Signals besides SIGTERM and SIGINT that the mode catches. */
+  /** Signals besides the drain signals that the mode catches. */
   readonly otherSignals: readonly NodeJS.Signals[];
+  /** Whether the other signals go to the operator (wrap mode), or are ignored: what a stop signal that is no drain signal does. */
+  readonly passesSignalsOn: boolean;
   /** Whether the socket takes drain requests (`drainguard prestop`); elsewhere they are refused. */
   readonly takesDrainRequests: boolean;
   /**
@@ -109,6 +111,8 @@ export interface StopProcedureOptions {
   readonly flushEvents?: (deadline: number) => Promise<void>;
   /** Asked once the operator runs: the Pod's terminationGracePeriodSeconds, in ms, when the API tells it. */
   readonly podGracePeriod?: () => Promise<number | undefined>;
+  /** Asked once the operator runs: drainguard's container's stop signal as the Pod tells it (undefined: no API); aborted with the run. */
+  readonly podStopSignal?: (signal: AbortSignal) => Promise<ContainerStopSignal | undefined>;
   /** Asked at the termination (signal, drain request, second signal): the Pod's deletion, within `timeoutMs`. */
   readonly podDeletion?: (timeoutMs: number) => Promise<PodDeletion>;
   /** DRAINGUARD_IDLE_METRICS: the drain's wait when no client said hello. */
@@ -147,6 +151,11 @@ export class StopProcedure {
   readonly #clock: Clock;
   readonly #deadlines: Deadlines;
   readonly #termination = new Termination();
+  readonly #drainSignals: DrainSignals;
+  /** Ends the read of the container's stop signal with the run. */
+  readonly #runEnded = new AbortController();
+  /** Adds a signal to those the run catches (the container's stop signal, read late); set by run(). */
+  #catch = (_sig: NodeJS.Signals): void => {};
   readonly #deletion: DeletionReader;
   /** Fires at every event of a client on the socket (StartContext.clients.watch). */
   readonly #clientEvents = new EventEmitter().setMaxListeners(0);
@@ -168,6 +177,7 @@ export class StopProcedure {
     this.#log = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
     this.#deadlines = new Deadlines(config, this.#log, this.#clock);
+    this.#drainSignals = new DrainSignals(config.drainSignals, mode.passesSignalsOn ? 'wrap' : 'sidecar');
     this.#deletion = new DeletionReader({
       read: options.podDeletion,
       clock: this.#clock,
@@ -192,9 +202,15 @@ export class StopProcedure {
     this.#watchers = watchers;
     const mode = this.#mode;
     // Signals first: a SIGTERM between making the socket's private directory and catching it would leave the directory.
-    const onSignal = (sig: NodeJS.Signals) => (TERMINATING.includes(sig) ? this.#onTermination(sig) : mode.onOtherSignal(sig, this.#log));
-    const caught = [...TERMINATING, ...mode.otherSignals];
+    const drainSignals = this.#drainSignals;
+    const onSignal = (sig: NodeJS.Signals) => (drainSignals.has(sig) ? this.#onTermination(sig) : mode.onOtherSignal(sig, this.#log));
+    const caught = [...new Set([...drainSignals.list, ...mode.otherSignals])];
     for (const sig of caught) process.on(sig, onSignal);
+    this.#catch = (sig) => {
+      if (caught.includes(sig)) return;
+      caught.push(sig);
+      process.on(sig, onSignal);
+    };
     let ownDirectory: (() => void) | undefined;
     try {
       if (!this.#server && this.#config.socket === undefined) {
@@ -216,6 +232,7 @@ export class StopProcedure {
         await server.close();
       }
     } finally {
+      this.#runEnded.abort();
       ownDirectory?.();
       // Only now: a late SIGTERM must not end drainguard before its socket (and directory) is gone.
       for (const sig of caught) process.off(sig, onSignal);
@@ -281,6 +298,7 @@ export class StopProcedure {
       this.#setPhase('running');
       this.#options.guard?.start();
       void this.#options.podGracePeriod?.().then((ms) => ms !== undefined && this.#deadlines.adoptPodGracePeriod(ms));
+      void this.#readStopSignal();
     }
     // Until the operator exits, a termination signal comes, or a preStop request asks for the drain.
     const byItself = await Promise.race([
@@ -446,6 +464,24 @@ export class StopProcedure {
       void this.#deletion.read();
     } else {
       this.#log.debug('termination signal ignored, the stop is under way', { signal: sig });
+    }
+  }
+
+  /** The container's stop signal from the Pod, made a drain signal (and caught) when it is not one yet. */
+  async #readStopSignal(): Promise<void> {
+    const read = this.#options.podStopSignal;
+    if (!read) return;
+    try {
+      const reading = await read(this.#runEnded.signal);
+      const added = reading && this.#drainSignals.adopt(reading, this.#log);
+      if (added) this.#catch(added);
+    } catch (err) {
+      if (this.#runEnded.signal.aborted) return;
+      this.#log.warn(
+        "could not read the container's stop signal from the Pod: " +
+          `draining on ${this.#drainSignals.list.join(', ')} (DRAINGUARD_DRAIN_SIGNALS names more)`,
+        { error: err },
+      );
     }
   }
 

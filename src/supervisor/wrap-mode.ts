@@ -8,11 +8,12 @@ import type { Logger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../config/supervisor.ts';
 import { type Child, SpawnError, startChild } from './child.ts';
 import { warnIfNoReaper } from './reaper.ts';
-import { FORWARDED, JOB_CONTROL } from './signals.ts';
+import { FORWARDED, JOB_CONTROL } from '../config/signals.ts';
 import type { Mode, StartContext, StartedOperator, StopContext } from './stop-procedure.ts';
 
 export class WrapMode implements Mode {
   readonly otherSignals = [...JOB_CONTROL, ...FORWARDED];
+  readonly passesSignalsOn = true;
   readonly takesDrainRequests = false;
   /** A SIGTERM before the start: the operator is not started, and drainguard exits as SIGTERM would have ended it. */
   readonly statusIfCalledOff = 128 + 15;

@@ -624,6 +624,90 @@ test("hook-invalid: a preStop with drainguard's exec and the chart's own sleep, 
   }
 });
 
+test('stop-signal-needs-os: a lifecycle.stopSignal without spec.os.name, which the API server refuses (with the gate on) or drops', () => {
+  const objects = copy('wrap');
+  container(objects, 'manager').lifecycle = { stopSignal: 'SIGQUIT' };
+  onlyFinding(checkObjects(objects), 'stop-signal-needs-os', 'set spec.template.spec.os.name: linux');
+  assert.match(checkObjects(objects).findings[0]!.message, /may not be set for containers with empty `spec.os.name`/);
+  // With it, SIGQUIT is fine: this drainguard reads its Pod (name, namespace, get on pods), so it drains on it.
+  podOf(objects).os = { name: 'linux' };
+  assert.equal(checkObjects(objects).findings, []);
+});
+
+test('stop-signal-not-drained: a stop signal drainguard cannot catch, in every mode', () => {
+  for (const [mode, name] of [
+    ['wrap', 'manager'],
+    ['native-sidecar', 'drainguard'],
+  ]) {
+    const objects = copy(mode!);
+    podOf(objects).os = { name: 'linux' };
+    container(objects, name!).lifecycle = { ...container(objects, name!).lifecycle, stopSignal: 'SIGKILL' };
+    onlyFinding(checkObjects(objects), 'stop-signal-not-drained', `set lifecycle.stopSignal of container ${name} to SIGTERM, or remove it`);
+    assert.match(checkObjects(objects).findings[0]!.message, /SIGKILL: it cannot be caught: the kernel kills drainguard/);
+    container(objects, name!).lifecycle.stopSignal = 'SIGRTMIN+1';
+    onlyFinding(checkObjects(objects), 'stop-signal-not-drained', `set lifecycle.stopSignal of container ${name} to SIGTERM`);
+    assert.match(checkObjects(objects).findings[0]!.message, /drainguard does not catch it: its default action ends drainguard at once/);
+  }
+});
+
+test('stop-signal-not-drained: SIGQUIT where drainguard cannot read its Pod; DRAINGUARD_DRAIN_SIGNALS names it instead', () => {
+  // Wrap mode with no guard: nothing made the pod's identity necessary.
+  const wrapped = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'op', namespace: 'ops' },
+    spec: {
+      selector: { matchLabels: { app: 'op' } },
+      template: {
+        metadata: { labels: { app: 'op' } },
+        spec: {
+          os: { name: 'linux' },
+          containers: [
+            {
+              name: 'manager',
+              image: 'example.com/op:1',
+              command: ['/drainguard/drainguard', 'run', '--', '/manager'],
+              lifecycle: { stopSignal: 'SIGQUIT' },
+            },
+          ],
+        },
+      },
+    },
+  } as KubeObject;
+  onlyFinding(
+    checkObjects([wrapped]),
+    'stop-signal-not-drained',
+    'add SIGQUIT to DRAINGUARD_DRAIN_SIGNALS in container manager, which needs no API; or set DRAINGUARD_POD_NAME and DRAINGUARD_POD_NAMESPACE',
+    'error',
+    'Deployment/ops/op',
+  );
+  assert.match(checkObjects([wrapped]).findings[0]!.message, /drainguard only passes it on: the operator gets it with no drain first/);
+  wrapped.spec.template.spec.containers[0].env = [{ name: 'DRAINGUARD_DRAIN_SIGNALS', value: 'QUIT' }];
+  assert.equal(checkObjects([wrapped]).findings, []);
+  // The pod's identity, but no get on pods in these manifests.
+  wrapped.spec.template.spec.containers[0].env = [
+    { name: 'DRAINGUARD_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'DRAINGUARD_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+  ];
+  onlyFinding(
+    checkObjects([wrapped]),
+    'stop-signal-not-drained',
+    'or grant ServiceAccount ops/default get on pods in ops',
+    'error',
+    'Deployment/ops/op',
+  );
+});
+
+test('drain-signals-invalid: a DRAINGUARD_DRAIN_SIGNALS drainguard refuses at start', () => {
+  const objects = copy('wrap');
+  container(objects, 'manager').env.push({ name: 'DRAINGUARD_DRAIN_SIGNALS', value: 'SIGQUIT,SIGKILL' });
+  onlyFinding(checkObjects(objects), 'drain-signals-invalid', 'write DRAINGUARD_DRAIN_SIGNALS as signal names separated by commas');
+  assert.match(
+    checkObjects(objects).findings[0]!.message,
+    /DRAINGUARD_DRAIN_SIGNALS in container manager: expected signals drainguard can catch \(SIGKILL cannot be caught\)/,
+  );
+});
+
 test("wrap-memory-too-low: the operator container's memory limit not raised for drainguard in wrap mode; the sidecars have their own", () => {
   const objects = copy('wrap');
   container(objects, 'manager').resources.limits.memory = '128Mi';

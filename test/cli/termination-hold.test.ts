@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { main } from '../../src/cli/main.ts';
-import { FORWARDED, JOB_CONTROL, TERMINATING } from '../../src/supervisor/signals.ts';
+import { FORWARDED, JOB_CONTROL, TERMINATING } from '../../src/config/signals.ts';
 
 test('`run`: a listener for every signal it catches, at every moment from the run to the exit status', async () => {
   const caught = new Set<string | symbol>([...TERMINATING, ...JOB_CONTROL, ...FORWARDED]);

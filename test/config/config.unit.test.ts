@@ -26,6 +26,20 @@ test('signals by name, short name and number', () => {
   assert.is(parseSignal('99'), undefined);
 });
 
+test('drain signals: names, short names and numbers, each once by its conventional name; uncatchable ones refused with the reason', () => {
+  const drainSignals = (value: string) => parseArgs('run', ['--', 'x'], { DRAINGUARD_DRAIN_SIGNALS: value }).values.drainSignals;
+  assert.equal(drainSignals('QUIT, 1,SIGIOT,sigquit, SIGPOLL'), ['SIGQUIT', 'SIGHUP', 'SIGABRT', 'SIGIO']);
+  assert.equal(drainSignals('SIGTSTP,SIGTERM'), ['SIGTSTP', 'SIGTERM']);
+  assert.is(drainSignals(''), undefined, 'an empty variable leaves it unset, as a manifest unsets it');
+  assert.equal(resolveSupervisorConfig(parseArgs('run', ['--', 'x'], {})).drainSignals, [], 'none besides SIGTERM and SIGINT by default');
+  assert.throws(() => drainSignals('SIGNOPE'), /DRAINGUARD_DRAIN_SIGNALS: expected signal names or numbers separated by commas/);
+  assert.throws(() => drainSignals('SIGQUIT,SIGKILL'), /expected signals drainguard can catch \(SIGKILL cannot be caught\)/);
+  assert.throws(() => drainSignals('STOP'), /SIGSTOP cannot be caught/);
+  for (const sig of ['SIGSEGV', 'SIGPIPE', 'SIGCHLD', 'SIGBUS'])
+    assert.throws(() => drainSignals(sig), new RegExp(`\\(${sig} is not one drainguard catches\\)`), sig);
+  assert.throws(() => parseArgs('run', ['--drain-signals=9', '--', 'x'], {}), /--drain-signals: expected signals drainguard can catch/);
+});
+
 test('guard entries', () => {
   assert.equal(parseGuardList('clusterrole/system:op, clusterrolebinding/op,role/ns/r,serviceaccount/ns/sa,role/ns/r', 'G'), [
     { kind: 'clusterrole', name: 'system:op' },
@@ -63,6 +77,7 @@ test("a supervisor's config: the options table's defaults, given values, what is
     drainTimeoutMs: 23_000,
     drainTimeoutExplicit: false,
     stopSignal: 'SIGTERM',
+    drainSignals: [],
     stopTimeoutMs: 5_000,
     signalTarget: 'group',
     guard: [],

@@ -10,9 +10,10 @@ import { createLogger } from '../../src/log/logger.ts';
 import { DrainClient } from '../../src/protocol/client.ts';
 import type { ChildExit } from '../../src/supervisor/child.ts';
 import type { DrainResult, DrainTicket } from '../../src/supervisor/drain.ts';
-import type { PodDeletion } from '../../src/kube/pod.ts';
+import type { ContainerStopSignal, PodDeletion } from '../../src/kube/pod.ts';
 import { SidecarMode } from '../../src/supervisor/sidecar-mode.ts';
 import type { Mode, StartContext, StartedOperator } from '../../src/supervisor/stop-procedure.ts';
+import { recorder } from '../support/log-recorder.ts';
 import { tempDir } from '../support/proc.ts';
 import { within } from '../support/wait.ts';
 import { settle } from '../support/fake-clock.ts';
@@ -21,6 +22,7 @@ import { procedure, sigterm, until } from './procedure.ts';
 /** A mode whose operator is the test's: it records what the procedure asked of it. */
 class PlayedMode implements Mode {
   readonly otherSignals: NodeJS.Signals[] = [];
+  readonly passesSignalsOn = true;
   readonly takesDrainRequests = false;
   readonly statusIfCalledOff = 143;
   readonly countsClientsAtTermination = false;
@@ -388,6 +390,78 @@ test('the step before the drain (a namespace being deleted): the operator runs a
     }
     client.close();
     await within(5000, 'exit', s.running);
+  }
+});
+
+test('DRAINGUARD_DRAIN_SIGNALS=SIGUSR2: a SIGUSR2 starts the drain as SIGTERM does, and a second one cuts it short', async () => {
+  const mode = new PlayedMode();
+  const log = recorder();
+  const s = procedure(mode, ['--drain-signals=USR2'], { logger: log });
+  await s.listens;
+  await until(() => s.phases.includes('running'), 'running');
+  const client = new DrainClient({ socketPath: s.server().path, autoDrained: false });
+  await within(5000, 'client', client.ready());
+  process.kill(process.pid, 'SIGUSR2');
+  await until(() => s.phases.includes('draining'), 'draining at SIGUSR2');
+  assert.equal(log.lines.find((l) => l.msg === 'termination requested')?.fields?.signal, 'SIGUSR2');
+  process.kill(process.pid, 'SIGUSR2');
+  await within(5000, 'exit', s.running);
+  assert.equal(mode.calls, ['start', 'stop cut-short']);
+  client.close();
+});
+
+test("the container's stop signal from the Pod (SIGHUP): asked once the operator runs, then caught and draining; its handler goes with the run", async () => {
+  const mode = new PlayedMode();
+  const log = recorder();
+  const before = process.listenerCount('SIGHUP');
+  let tell!: (reading: ContainerStopSignal) => void;
+  const s = procedure(mode, [], { logger: log, podStopSignal: () => new Promise((r) => (tell = r)) });
+  await s.listens;
+  await until(() => s.phases.includes('running') && tell !== undefined, 'asked once running');
+  assert.is(process.listenerCount('SIGHUP'), before, 'not caught before the Pod said so (the played mode catches nothing else)');
+  tell({ container: 'manager', signal: 'SIGHUP', from: 'status' });
+  await until(() => process.listenerCount('SIGHUP') === before + 1, 'SIGHUP caught');
+  const said = log.lines.find((l) => l.msg.startsWith("the container's stop signal read from the Pod"));
+  assert.equal(said?.msg, "the container's stop signal read from the Pod: it starts the drain, no longer passed on to the operator");
+  assert.equal(said?.fields, { container: 'manager', stopSignal: 'SIGHUP', from: 'status', drainSignals: ['SIGTERM', 'SIGINT', 'SIGHUP'] });
+  process.kill(process.pid, 'SIGHUP');
+  await within(5000, 'exit', s.running);
+  assert.equal(mode.calls, ['start', 'stop no-client']);
+  assert.is(process.listenerCount('SIGHUP'), before, "the run's handler removed at its end");
+});
+
+test('what the Pod says of a stop signal drainguard cannot drain on, or of none, is said once; the drain signals stay', async () => {
+  for (const [reading, level, said] of [
+    [
+      { container: 'manager', signal: 'SIGKILL', from: 'spec' },
+      'warn',
+      /is SIGKILL: it cannot be caught.*set the container's lifecycle.stopSignal to SIGTERM/,
+    ],
+    [
+      { container: 'manager', signal: 'SIGRTMIN+1', from: 'spec' },
+      'warn',
+      /is SIGRTMIN\+1: drainguard does not catch it: its default action ends drainguard/,
+    ],
+    [{ container: 'manager', signal: 'SIGTERM', from: 'status' }, 'info', /read from the Pod: it starts the drain$/],
+    [{ container: 'manager' }, 'debug', /the Pod does not say the container's stop signal/],
+    [
+      { containers: ['manager', 'proxy'] },
+      'info',
+      /cannot tell which of the Pod's containers is drainguard's.*needs DRAINGUARD_DRAIN_SIGNALS/,
+    ],
+  ] as [ContainerStopSignal, string, RegExp][]) {
+    const mode = new PlayedMode();
+    const log = recorder();
+    const s = procedure(mode, [], { logger: log, podStopSignal: async () => reading });
+    await s.listens;
+    await until(() => log.lines.some((l) => said.test(l.msg)), `said: ${said}`);
+    assert.equal(
+      log.lines.filter((l) => said.test(l.msg)).map((l) => l.level),
+      [level],
+    );
+    sigterm();
+    await within(5000, 'exit', s.running);
+    assert.equal(mode.calls, ['start', 'stop no-client']);
   }
 });
 

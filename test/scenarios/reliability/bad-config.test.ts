@@ -104,6 +104,16 @@ function cases(httpInUse: number): Case[] {
       value,
       fix: SIGNAL,
     })),
+    ...['SIGNOPE', 'QUIT;HUP', '99', 'SIGQUIT,,NOPE'].map((value) => ({
+      option: 'drain-signals',
+      value,
+      fix: /expected signal names or numbers separated by commas, such as SIGQUIT,SIGHUP/,
+    })),
+    ...['SIGKILL', 'SIGQUIT,SIGSTOP', 'SIGSEGV', 'SIGPIPE', 'CHLD'].map((value) => ({
+      option: 'drain-signals',
+      value,
+      fix: /expected signals drainguard can catch \(SIG[A-Z]+ (cannot be caught|is not one drainguard catches)\)/,
+    })),
     ...['', 'Bad Name!', 'UPPER', '-lease', `${'a'.repeat(254)}`].map((value) => ({
       option: 'leader-lease',
       value,

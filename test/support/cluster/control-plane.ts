@@ -98,7 +98,19 @@ async function untilOk(
   }
 }
 
-export async function startControlPlane(): Promise<ControlPlane> {
+export interface ControlPlaneOptions {
+  /** Feature gates for the API server and the controller-manager (an alpha field the API server drops without its gate). */
+  readonly featureGates?: Readonly<Record<string, boolean>>;
+}
+
+/** --feature-gates=A=true,B=false of `gates`. */
+export const featureGatesFlag = (gates: Readonly<Record<string, boolean>>): string =>
+  `--feature-gates=${Object.entries(gates)
+    .map(([gate, on]) => `${gate}=${on}`)
+    .join(',')}`;
+
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const gates = options.featureGates ?? {};
   const t0 = Date.now();
   const bin = findBinaries();
   const dir = mkdtempSync(join(tmpdir(), 'drainguard-cluster-'));
@@ -156,6 +168,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
       '--advertise-address=127.0.0.1',
       '--endpoint-reconciler-type=none',
       `--cert-dir=${join(dir, 'apiserver-certs')}`,
+      ...(Object.keys(gates).length > 0 ? [featureGatesFlag(gates)] : []),
     ],
     join(dir, 'kube-apiserver.log'),
   );
@@ -182,7 +195,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
       '--controllers=*',
       '--node-monitor-grace-period=8760h',
       '--node-startup-grace-period=8760h',
-      '--feature-gates=WatchListClient=false',
+      featureGatesFlag({ WatchListClient: false, ...gates }),
     ],
     join(dir, 'kube-controller-manager.log'),
     restartLater,

@@ -15,12 +15,12 @@ import { join } from 'node:path';
 import { onFileEnd } from '../file-end.ts';
 import { within } from '../wait.ts';
 import { Api } from './api.ts';
-import type { ControlPlane, ControlPlaneState } from './control-plane.ts';
+import type { ControlPlane, ControlPlaneOptions, ControlPlaneState } from './control-plane.ts';
 import { startControlPlane } from './control-plane.ts';
 
 export { Api, ApiCallError } from './api.ts';
 export type { ApiResponse, WatchEvent } from './api.ts';
-export type { ControlPlane, ControlPlaneState } from './control-plane.ts';
+export type { ControlPlane, ControlPlaneOptions, ControlPlaneState } from './control-plane.ts';
 
 /** The variable the runner sets for the files that use the cluster: the path of the control plane's JSON state. */
 export const STATE_VARIABLE = 'TEST_CLUSTER_STATE';
@@ -311,10 +311,11 @@ export function useCluster(): Promise<TestCluster> {
 
 /**
  * A control plane of this file's own, for the fault tests that restart the API
- * server or stop the controller-manager; stopped at the end of the file.
+ * server or stop the controller-manager, and for feature gates the run's has
+ * off (`options.featureGates`); stopped at the end of the file.
  */
-export async function privateCluster(): Promise<{ cluster: TestCluster; controlPlane: ControlPlane }> {
-  const controlPlane = await startControlPlane();
+export async function privateCluster(options: ControlPlaneOptions = {}): Promise<{ cluster: TestCluster; controlPlane: ControlPlane }> {
+  const controlPlane = await startControlPlane(options);
   onFileEnd(() => controlPlane.stop());
   return { cluster: new TestCluster(controlPlane, { cleanUp: false }), controlPlane };
 }

@@ -7,7 +7,9 @@
 //   `install`, as deploy/components/install does it): a pod that
 //   mounts the host's /usr read-only (toolsMounts) runs the host's Node.js and
 //   the operator fixtures of this checkout, mounted at the same path;
-// - DRAINGUARD_IMAGE: the release image, as scripts/build-image.ts builds it.
+// - DRAINGUARD_IMAGE: the release image, as scripts/build-image.ts builds it;
+// - toolsImageStoppedBy(SIGNAL), when asked for: TOOLS_IMAGE with `STOPSIGNAL
+//   SIGNAL`, an operator image whose runtime stops it with that signal.
 // podman builds them (FROM scratch: nothing is pulled) and saves each as a
 // docker archive for `ctr images import`.
 
@@ -42,8 +44,11 @@ function build(dir: string, tag: string, containerfile: string): void {
   });
 }
 
-/** Builds the three images and saves them in `dir`; resolves with the archives' paths. */
-export async function buildNodeImages(dir: string): Promise<string[]> {
+/** TOOLS_IMAGE with the image config's STOPSIGNAL set to `signal` (buildNodeImages builds it when asked). */
+export const toolsImageStoppedBy = (signal: string): string => `drainguard.test/tools-${signal.toLowerCase()}:1`;
+
+/** Builds the three images, and TOOLS_IMAGE with each of `stopSignals`, and saves them in `dir`; resolves with the archives' paths. */
+export async function buildNodeImages(dir: string, stopSignals: readonly string[] = []): Promise<string[]> {
   const pause = join(dir, 'pause');
   mkdirSync(pause);
   copyFileSync(BUSYBOX, join(pause, 'busybox'));
@@ -56,9 +61,16 @@ export async function buildNodeImages(dir: string): Promise<string[]> {
   symlinkSync('usr/lib64', join(tools, 'root', 'lib64'));
   build(tools, TOOLS_IMAGE, 'FROM scratch\nCOPY root/ /\nENTRYPOINT ["/busybox"]\n');
 
+  const stopped = stopSignals.map((signal) => {
+    const context = join(dir, `tools-${signal.toLowerCase()}`);
+    mkdirSync(context);
+    build(context, toolsImageStoppedBy(signal), `FROM ${TOOLS_IMAGE}\nSTOPSIGNAL ${signal}\n`);
+    return toolsImageStoppedBy(signal);
+  });
+
   await buildImage({ tag: DRAINGUARD_IMAGE, executable: EXE, timestamp: 0 });
 
-  return [PAUSE_IMAGE, TOOLS_IMAGE, DRAINGUARD_IMAGE].map((tag, i) => {
+  return [PAUSE_IMAGE, TOOLS_IMAGE, DRAINGUARD_IMAGE, ...stopped].map((tag, i) => {
     const archive = join(dir, `image-${i}.tar`);
     execFileSync('podman', ['save', '--quiet', '--format', 'docker-archive', '-o', archive, tag], { stdio: ['ignore', 'ignore', 'pipe'] });
     return archive;

@@ -22,7 +22,7 @@ import { type TestCluster, useCluster } from '../cluster/index.ts';
 import { signed } from '../cluster/pki.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 
-export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsMounts } from './images.ts';
+export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsImageStoppedBy, toolsMounts } from './images.ts';
 export { type WrapPod, fieldRef, installedParts, outLines, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
 
 const READY_MS = 120_000;
@@ -135,9 +135,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 /** Whether the host's cgroups are v1 (the kubelet refuses them since 1.35 unless failCgroupV1 is false). */
 const cgroupV1 = () => !existsSync('/sys/fs/cgroup/cgroup.controllers');
 
-function kubeletConfig(dir: string, caCert: string, cgroupRoot: string, port: number, containerdSocket: string): string {
+function kubeletConfig(
+  dir: string,
+  caCert: string,
+  cgroupRoot: string,
+  port: number,
+  containerdSocket: string,
+  featureGates: Readonly<Record<string, boolean>>,
+): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
+featureGates: ${JSON.stringify(featureGates)}
 failCgroupV1: ${cgroupV1() ? 'false' : 'true'}
 cgroupDriver: cgroupfs
 cgroupRoot: ${cgroupRoot}
@@ -232,12 +240,19 @@ export async function nodeWithNamespace(prefix: string): Promise<{ c: TestCluste
   return { c, node, ns: (await c.namespace(prefix)).name };
 }
 
+export interface NodeOptions {
+  /** The kubelet's feature gates (the control plane's are privateCluster's). */
+  readonly featureGates?: Readonly<Record<string, boolean>>;
+  /** Also build TOOLS_IMAGE with each of these as its STOPSIGNAL (toolsImageStoppedBy). */
+  readonly stopSignalImages?: readonly string[];
+}
+
 /**
  * Starts containerd and a kubelet registered as a Node of `cluster`, with the
  * images imported; resolves once the Node is Ready. Stopped at the end of the
  * file: every container killed, mounts, cgroup and directory removed, Node deleted.
  */
-export async function startNode(cluster: TestCluster): Promise<RealNode> {
+export async function startNode(cluster: TestCluster, options: NodeOptions = {}): Promise<RealNode> {
   const found = locateNode();
   if ('missing' in found) throw new Error(`no real node: ${found.missing} (see test/support/node/README.md)`);
   const name = `node-${randomBytes(3).toString('hex')}`;
@@ -317,9 +332,9 @@ export async function startNode(cluster: TestCluster): Promise<RealNode> {
       mode: 0o600,
     });
     writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir));
-    writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig(dir, caCert, cgroupRoot, await freePort(), socket));
+    writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig(dir, caCert, cgroupRoot, await freePort(), socket, options.featureGates ?? {}));
     containerd.start();
-    const archives = await buildNodeImages(join(dir, 'images'));
+    const archives = await buildNodeImages(join(dir, 'images'), options.stopSignalImages);
     await until(() => existsSync(socket) || !containerd.running, 30_000, 'containerd serving');
     if (!containerd.running) throw new Error(`containerd exited:\n${containerd.tail()}`);
     for (const a of archives) ctr('images', 'import', a);

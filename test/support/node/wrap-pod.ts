@@ -20,6 +20,10 @@ export interface WrapPod {
   readonly apiUrl: string;
   readonly env?: Record<string, string>;
   readonly terminationGracePeriodSeconds?: number;
+  /** The operator container's image: TOOLS_IMAGE, or one built from it (toolsImageStoppedBy). */
+  readonly image?: string;
+  /** The operator container's lifecycle.stopSignal (spec.os.name linux with it, as the API server requires). */
+  readonly stopSignal?: string;
 }
 
 export const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
@@ -64,6 +68,7 @@ export function wrapPod(node: RealNode, pod: WrapPod): object {
       hostNetwork: true,
       serviceAccountName: pod.serviceAccountName,
       terminationGracePeriodSeconds: pod.terminationGracePeriodSeconds ?? 30,
+      ...(pod.stopSignal && { os: { name: 'linux' } }),
       volumes: parts.volumes,
       initContainers: [
         {
@@ -80,7 +85,8 @@ export function wrapPod(node: RealNode, pod: WrapPod): object {
       containers: [
         {
           name: 'manager',
-          image: TOOLS_IMAGE,
+          image: pod.image ?? TOOLS_IMAGE,
+          ...(pod.stopSignal && { lifecycle: { stopSignal: pod.stopSignal } }),
           // The shell only sends the output to the host: exec, so the kubelet's signals reach drainguard.
           command: [
             '/busybox',
