@@ -2,6 +2,7 @@
 // describe` and `kubectl get events`; a failure to record one is logged and
 // never gets in the way.
 
+import { isStatus } from './errors.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { KubeClient } from './client.ts';
@@ -71,7 +72,10 @@ export function createEventRecorder({
     try {
       await client.create(RESOURCES.event, namespace, event, { deadline: at + timeoutMs, retry: { maxAttempts: 2 } });
     } catch (err) {
-      logger.warn('could not record a Kubernetes Event', {
+      // The namespace is being deleted (kubectl delete -f of a manifest with it): no Event can be written there, and
+      // nobody is left to read one; nothing is wrong with drainguard's setup.
+      const terminating = isStatus(err, 403) && /because it is being terminated/.test((err as Error).message);
+      logger[terminating ? 'debug' : 'warn']('could not record a Kubernetes Event', {
         reason,
         regarding: `${regarding.kind}/${regarding.name}`,
         error: (err as Error).message,
