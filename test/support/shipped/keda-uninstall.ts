@@ -53,6 +53,11 @@ export const ORIGINAL_REPLICAS = 2;
 /** What the test scales the target to once KEDA recorded the original, as an HPA acting on a metric would. */
 export const SCALED_REPLICAS = 5;
 const HELM_MS = 180_000;
+/**
+ * helm uninstall's --timeout (its default is 5 m): what --wait waits at most for the release's objects to go.
+ * With drainguard they are gone in 15 s; without, they never are, and helm fails at it.
+ */
+export const UNINSTALL_TIMEOUT_S = 45;
 const SETTLE_MS = 180_000;
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const KEDA = '/apis/keda.sh/v1alpha1';
@@ -158,9 +163,10 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     const command =
       way === 'kubectl delete -f'
         ? kubectl(c, ['delete', '-n', ns, '-f', '-', '--wait=false'], render)
-        : helmRun(['uninstall', 'keda', '--namespace', ns, ...way.split(' ').slice(1), '--timeout', '150s', ...kube], HELM_MS).then(
-            (r) => ({ code: r.code, output: `${r.stdout}${r.stderr}` }),
-          );
+        : helmRun(
+            ['uninstall', 'keda', '--namespace', ns, ...way.split(' ').slice(1), '--timeout', `${UNINSTALL_TIMEOUT_S}s`, ...kube],
+            HELM_MS,
+          ).then((r) => ({ code: r.code, output: `${r.stdout}${r.stderr}` }));
     const done = await command;
     // Settled: clean, or no pod of the operator's namespace left to change anything (the operator, its drainguard, the hooks).
     let cleanMs: number | undefined;
