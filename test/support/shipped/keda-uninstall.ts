@@ -35,6 +35,8 @@ export interface Uninstalled {
   readonly output: string;
   /** From the uninstall's start until nothing was left, or undefined when something was. */
   readonly cleanMs: number | undefined;
+  /** From the start until no custom resource and no CRD of the operator's was left, or undefined. */
+  readonly finalizedMs: number | undefined;
   /** From the start until the state below was reached (clean, or nothing left that could change it). */
   readonly settledMs: number;
   /** What is left: KIND/[NS/]NAME, with its finalizers and whether it is being deleted. */
@@ -170,9 +172,11 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     const done = await command;
     // Settled: clean, or no pod of the operator's namespace left to change anything (the operator, its drainguard, the hooks).
     let cleanMs: number | undefined;
+    let finalizedMs: number | undefined;
     await c.waitFor(
       async () => {
         const left = await leftovers(c, ns, apps);
+        if (!left.some((l) => /^(scaledobject|customresourcedefinition)\//.test(l))) finalizedMs ??= Date.now() - t0;
         if (left.length === 0) return (cleanMs = Date.now() - t0);
         return left.every((l) => !l.startsWith('pod/')) && (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0;
       },
@@ -191,6 +195,7 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
       output: done.output,
       cleanMs: left.length === 0 ? (cleanMs ?? settledMs) : undefined,
       settledMs,
+      finalizedMs,
       left,
       finalizedByOperator: log.some((l) => l.includes('Successfully finalized ScaledObject') && l.includes(apps)),
       targetReplicas: target.spec.replicas,
