@@ -119,6 +119,11 @@ export const builtNote = (name: string): string => readFileSync(join(shippedDir(
 
 if (import.meta.main) {
   const names = process.argv.length > 2 ? process.argv.slice(2) : Object.keys(OPERATORS);
+  const unknown = names.filter((n) => !OPERATORS[n]);
+  if (unknown.length > 0) {
+    process.stderr.write(`build.ts: no shipped operator ${unknown.join(', ')} (there are: ${Object.keys(OPERATORS).join(', ')})\n`);
+    process.exit(2);
+  }
   for (const name of names) {
     const before = builtOperator(name);
     const t0 = Date.now();
