@@ -170,7 +170,8 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
             HELM_MS,
           ).then((r) => ({ code: r.code, output: `${r.stdout}${r.stderr}` }));
     const done = await command;
-    // Settled: clean, or no pod of the operator's namespace left to change anything (the operator, its drainguard, the hooks).
+    // Settled: clean, or no pod of the operator's namespace left to change anything (the operator, its drainguard, the hooks)
+    // and nothing left for the garbage collector.
     let cleanMs: number | undefined;
     let finalizedMs: number | undefined;
     await c.waitFor(
@@ -178,7 +179,9 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
         const left = await leftovers(c, ns, apps);
         if (!left.some((l) => /^(scaledobject|customresourcedefinition)\//.test(l))) finalizedMs ??= Date.now() - t0;
         if (left.length === 0) return (cleanMs = Date.now() - t0);
-        return left.every((l) => !l.startsWith('pod/')) && (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0;
+        // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet.
+        const collecting = left.some((l) => l.startsWith('horizontalpodautoscaler/')) && !left.some((l) => l.startsWith('scaledobject/'));
+        return !collecting && left.every((l) => !l.startsWith('pod/')) && (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0;
       },
       SETTLE_MS,
       `the uninstall (${way}) settled`,
