@@ -31,6 +31,10 @@ export interface RealNode {
   readonly name: string;
   /** A host directory for pods to mount (hostPath) and write what the test reads back. */
   readonly outDir: string;
+  /** Where the kubelet writes the containers' logs (NAMESPACE_POD_UID/CONTAINER/N.log), removed with the pod. */
+  readonly podLogsDir: string;
+  /** `ctr images import` of a docker archive into the node's containerd (an image the test built). */
+  importImage(archive: string): void;
   /** The kubelet's and containerd's last lines, for a failure's message. */
   tail(): string;
   stop(): Promise<void>;
@@ -354,7 +358,7 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
     await stop();
     throw err;
   }
-  return { name, outDir, tail, stop };
+  return { name, outDir, podLogsDir: join(dir, 'logs'), importImage: (archive) => void ctr('images', 'import', archive), tail, stop };
 }
 
 async function deleteTask(ctr: (...args: string[]) => string, task: string): Promise<void> {

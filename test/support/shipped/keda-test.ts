@@ -1,0 +1,49 @@
+// What the KEDA test files share: the node (with KEDA's image), and what an
+// uninstall is held to, with drainguard and without (the control).
+
+import * as assert from 'uvu/assert';
+import { useCluster } from '../cluster/index.ts';
+import { startNode } from '../node/index.ts';
+import { builtOperator, shippedDir } from './build.ts';
+import { SCALEDOBJECT_FINALIZER, importKedaImage } from './keda.ts';
+import { type KedaRun, ORIGINAL_REPLICAS, SCALED_REPLICAS, type Uninstalled } from './keda-uninstall.ts';
+
+/** The run's control plane and a real node of this file's, KEDA's image imported. Fails when KEDA was not built. */
+export async function kedaNode(): Promise<KedaRun> {
+  if (!builtOperator('keda'))
+    throw new Error(`KEDA is not built in ${shippedDir('keda')}: node test/support/shipped/build.ts builds it (.ci/run does)`);
+  const c = await useCluster();
+  const node = await startNode(c);
+  importKedaImage(node);
+  return { c, node };
+}
+
+const story = (r: Uninstalled) =>
+  `${r.guarded ? 'with' : 'without'} drainguard, ${r.way}: exit ${r.code}, settled after ${r.settledMs} ms\n` +
+  `left:\n  ${r.left.join('\n  ') || '(nothing)'}\n${r.output}\noperator log (last 30):\n${r.log.slice(-30).join('\n')}`;
+
+/** TEST_VERBOSE=1: what each uninstall did and left. */
+const tell = (r: Uninstalled) => process.env.TEST_VERBOSE && process.stderr.write(`${story(r)}\n\n`);
+
+/** Every custom resource finalized by the operator itself, nothing left, no 401/403 in its log. */
+export function assertClean(r: Uninstalled): void {
+  tell(r);
+  assert.equal(r.left, [], story(r));
+  assert.ok(r.finalizedByOperator, `the operator finalized the ScaledObject itself\n${story(r)}`);
+  assert.is(r.targetReplicas, ORIGINAL_REPLICAS, `its finalizer restored the target's replicas\n${story(r)}`);
+  assert.equal(r.refused, [], `no 401/403 in the operator's log\n${story(r)}`);
+  assert.is(r.code, 0, story(r));
+}
+
+/** The control's loss: the ScaledObject stuck with KEDA's finalizer, its CRD Terminating, the target never restored. */
+export function assertLoss(r: Uninstalled): void {
+  tell(r);
+  const stuck = r.left.find((l) => l.startsWith('scaledobject/') && l.includes('(being deleted)') && l.includes(SCALEDOBJECT_FINALIZER));
+  assert.ok(stuck, `the ScaledObject left being deleted with ${SCALEDOBJECT_FINALIZER}\n${story(r)}`);
+  assert.ok(
+    r.left.some((l) => l.startsWith('customresourcedefinition/scaledobjects.keda.sh') && l.includes('(being deleted)')),
+    `its CRD left Terminating\n${story(r)}`,
+  );
+  assert.not.ok(r.finalizedByOperator, story(r));
+  assert.is(r.targetReplicas, SCALED_REPLICAS, `nobody restored the target\n${story(r)}`);
+}

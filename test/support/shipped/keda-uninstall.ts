@@ -1,0 +1,277 @@
+// One uninstall of KEDA on a real node, with or without drainguard: the
+// release installed with Helm (or its render applied with kubectl), a
+// ScaledObject in an application namespace reconciled by the operator (its
+// finalizer on it, the HPA made, the target's original replica count
+// recorded, the target then scaled as an HPA would), then the uninstall, and
+// what it left once nothing can change any more (the command exited and no
+// pod of the operator's namespace is left: nobody remains who could remove a
+// finalizer). Used by test/shipped/keda.test.ts and test/tooling/bench/shipped.ts.
+
+import { execFile } from 'node:child_process';
+import type { TestCluster } from '../cluster/index.ts';
+import { freePort } from '../free-port.ts';
+import { helm, helmRun } from '../helm.ts';
+import type { RealNode } from '../node/index.ts';
+import { LIBRARY } from '../../helm/support/charts.ts';
+import { OPERATOR, SCALEDOBJECT_FINALIZER, addDrainguard, kedaCertificates, writeKedaChart } from './keda.ts';
+import { bindPods, hostNetworkPolicy } from './node-network.ts';
+import { type PodLogs, followPodLogs } from './pod-logs.ts';
+
+export type Way =
+  /** `helm uninstall` (drainguard's post-delete hook runs). */
+  | 'helm'
+  /** `helm uninstall --wait`. */
+  | 'helm --wait'
+  /** `helm uninstall --no-hooks --wait`. */
+  | 'helm --no-hooks --wait'
+  /** `kubectl delete -f` of the whole render it was applied from, drainguard's own RBAC included. */
+  | 'kubectl delete -f';
+
+export interface Uninstalled {
+  readonly guarded: boolean;
+  readonly way: Way;
+  /** The uninstall command's exit code and output. */
+  readonly code: number;
+  readonly output: string;
+  /** From the uninstall's start until nothing was left, or undefined when something was. */
+  readonly cleanMs: number | undefined;
+  /** From the start until no custom resource and no CRD of the operator's was left, or undefined. */
+  readonly finalizedMs: number | undefined;
+  /** From the start until the state below was reached (clean, or nothing left that could change it). */
+  readonly settledMs: number;
+  /** What is left: KIND/[NS/]NAME, with its finalizers and whether it is being deleted. */
+  readonly left: string[];
+  /** The operator's log said it finalized the ScaledObject. */
+  readonly finalizedByOperator: boolean;
+  /** The target's replicas after the uninstall (the operator restores the original, 2, at finalization). */
+  readonly targetReplicas: number;
+  /** The operator's log lines that say 401 or 403. */
+  readonly refused: string[];
+  /** The operator's log, for a failure's message. */
+  readonly log: string[];
+}
+
+export const ORIGINAL_REPLICAS = 2;
+/** What the test scales the target to once KEDA recorded the original, as an HPA acting on a metric would. */
+export const SCALED_REPLICAS = 5;
+const HELM_MS = 180_000;
+/**
+ * helm uninstall's --timeout (its default is 5 m): what --wait waits at most for the release's objects to go.
+ * With drainguard they are gone in 15 s; without, they never are, and helm fails at it.
+ */
+export const UNINSTALL_TIMEOUT_S = 45;
+const SETTLE_MS = 180_000;
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+const KEDA = '/apis/keda.sh/v1alpha1';
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
+
+function kubectl(c: TestCluster, args: readonly string[], input?: string): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      'kubectl',
+      ['--kubeconfig', c.adminKubeconfig, ...args],
+      { encoding: 'utf8', timeout: HELM_MS, killSignal: 'SIGKILL' },
+      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
+    );
+    child.stdin!.end(input);
+  });
+}
+
+const describe = (kind: string, o: any): string =>
+  `${kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}` +
+  `${o.metadata.deletionTimestamp ? ' (being deleted)' : ''}${o.metadata.finalizers?.length ? ` finalizers ${o.metadata.finalizers.join(',')}` : ''}`;
+
+/** What the release and its custom resources left: every object of theirs still there. */
+export async function leftovers(c: TestCluster, ns: string, apps: string): Promise<string[]> {
+  const out: string[] = [];
+  const add = async (kind: string, path: string, keep: (o: any) => boolean = () => true) => {
+    for (const o of await c.api.list(path).catch(() => [])) if (keep(o)) out.push(describe(kind, o));
+  };
+  const ours = (o: any) => o.metadata.name === OPERATOR || o.metadata.name.includes(`:${ns}:`);
+  await add('scaledobject', `${KEDA}/namespaces/${apps}/scaledobjects`);
+  await add('customresourcedefinition', CRDS, (o) => o.spec.group.endsWith('keda.sh'));
+  await add('clusterrole', `${RBAC}/clusterroles`, ours);
+  await add('clusterrolebinding', `${RBAC}/clusterrolebindings`, ours);
+  await add('validatingadmissionpolicy', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', (o) =>
+    o.metadata.name.includes(ns),
+  );
+  await add('validatingadmissionpolicybinding', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', (o) =>
+    o.metadata.name.includes(ns),
+  );
+  await add('role', `${RBAC}/namespaces/${ns}/roles`);
+  await add('rolebinding', `${RBAC}/namespaces/${ns}/rolebindings`);
+  await add('serviceaccount', `/api/v1/namespaces/${ns}/serviceaccounts`, (o) => o.metadata.name !== 'default');
+  await add('deployment', `/apis/apps/v1/namespaces/${ns}/deployments`);
+  await add('job', `/apis/batch/v1/namespaces/${ns}/jobs`);
+  await add('pod', `/api/v1/namespaces/${ns}/pods`);
+  // The HPA KEDA made is owned by the ScaledObject: the garbage collector takes it once that is gone.
+  await add('horizontalpodautoscaler', `/apis/autoscaling/v2/namespaces/${apps}/horizontalpodautoscalers`);
+  return out;
+}
+
+export interface KedaRun {
+  readonly c: TestCluster;
+  readonly node: RealNode;
+}
+
+/** Installs KEDA (drainguard added when GUARDED), reconciles a ScaledObject, uninstalls it WAY, and says what was left. */
+export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): Promise<Uninstalled> {
+  const { c, node } = run;
+  const ns = (await c.namespace(guarded ? 'keda-dg' : 'keda')).name;
+  const apps = (await c.namespace('keda-apps')).name;
+  await hostNetworkPolicy(c, ns);
+  const stopBinding = bindPods(c, ns, node);
+  const logs = followPodLogs(node, ns);
+  try {
+    await c.api.create(`/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'kedaorg-certs' },
+      data: kedaCertificates(ns),
+    });
+    const chart = writeKedaChart();
+    if (guarded) addDrainguard(chart, LIBRARY);
+    const set = {
+      'prometheus.operator.port': await freePort(),
+      'operator.healthPort': await freePort(),
+      'service.portGrpc': await freePort(),
+    };
+    const setArgs = Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
+    const kube = ['--kubeconfig', c.adminKubeconfig];
+    let render = '';
+    if (way === 'kubectl delete -f') {
+      // A manifest from the chart, as a kubectl user makes one: no hooks (kubectl would run them as plain Jobs at once).
+      render = helm(['template', 'keda', chart, '--namespace', ns, '--no-hooks', ...setArgs]);
+      const applied = await kubectl(c, ['apply', '--server-side', '-n', ns, '-f', '-'], render);
+      if (applied.code !== 0) throw new Error(`kubectl apply: ${applied.output}`);
+    } else {
+      const installed = await helmRun(
+        ['install', 'keda', chart, '--namespace', ns, '--wait', '--timeout', '150s', ...setArgs, ...kube],
+        HELM_MS,
+      );
+      if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}${installed.stdout}\n${node.tail()}`);
+    }
+    await c.waitFor(
+      async () => (await c.api.list(`/api/v1/namespaces/${ns}/pods?labelSelector=app%3D${OPERATOR}`)).some(ready),
+      120_000,
+      'the operator pod Ready',
+      () => `${logs.lines(OPERATOR, OPERATOR).slice(-20).join('\n')}\n${node.tail()}`,
+    );
+    await reconciled(c, apps, logs);
+
+    const t0 = Date.now();
+    const command =
+      way === 'kubectl delete -f'
+        ? kubectl(c, ['delete', '-n', ns, '-f', '-', '--wait=false'], render)
+        : helmRun(
+            ['uninstall', 'keda', '--namespace', ns, ...way.split(' ').slice(1), '--timeout', `${UNINSTALL_TIMEOUT_S}s`, ...kube],
+            HELM_MS,
+          ).then((r) => ({ code: r.code, output: `${r.stdout}${r.stderr}` }));
+    const done = await command;
+    // Settled: clean, or no pod of the operator's namespace left to change anything (the operator, its drainguard, the hooks)
+    // and nothing left for the garbage collector.
+    let cleanMs: number | undefined;
+    let finalizedMs: number | undefined;
+    await c.waitFor(
+      async () => {
+        const left = await leftovers(c, ns, apps);
+        if (!left.some((l) => /^(scaledobject|customresourcedefinition)\//.test(l))) finalizedMs ??= Date.now() - t0;
+        if (left.length === 0) return (cleanMs = Date.now() - t0);
+        // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet.
+        const collecting = left.some((l) => l.startsWith('horizontalpodautoscaler/')) && !left.some((l) => l.startsWith('scaledobject/'));
+        return !collecting && left.every((l) => !l.startsWith('pod/')) && (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0;
+      },
+      SETTLE_MS,
+      `the uninstall (${way}) settled`,
+      () => node.tail(),
+    );
+    const settledMs = Date.now() - t0;
+    const left = await leftovers(c, ns, apps);
+    const log = logs.lines(OPERATOR, OPERATOR);
+    const target = await c.api.get(`/apis/apps/v1/namespaces/${apps}/deployments/app`);
+    return {
+      guarded,
+      way,
+      code: done.code,
+      output: done.output,
+      cleanMs: left.length === 0 ? (cleanMs ?? settledMs) : undefined,
+      settledMs,
+      finalizedMs,
+      left,
+      finalizedByOperator: log.some((l) => l.includes('Successfully finalized ScaledObject') && l.includes(apps)),
+      targetReplicas: target.spec.replicas,
+      refused: log.filter((l) => REFUSED.test(l)),
+      log,
+    };
+  } finally {
+    stopBinding();
+    logs.stop();
+    await unstick(c, ns, apps);
+  }
+}
+
+const ready = (p: any) => p.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True');
+
+/** The target Deployment and its ScaledObject, reconciled by the operator: its finalizer, the HPA, the original count; then scaled. */
+async function reconciled(c: TestCluster, apps: string, logs: PodLogs): Promise<void> {
+  await c.api.create(`/apis/apps/v1/namespaces/${apps}/deployments`, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'app' },
+    spec: {
+      // Its pods are never bound to a node (no scheduler): KEDA only reads and writes its scale subresource.
+      replicas: ORIGINAL_REPLICAS,
+      selector: { matchLabels: { app: 'app' } },
+      template: { metadata: { labels: { app: 'app' } }, spec: { containers: [{ name: 'app', image: 'app' }] } },
+    },
+  });
+  await c.api.create(`${KEDA}/namespaces/${apps}/scaledobjects`, {
+    apiVersion: 'keda.sh/v1alpha1',
+    kind: 'ScaledObject',
+    metadata: { name: 'app' },
+    spec: {
+      scaleTargetRef: { name: 'app' },
+      minReplicaCount: 1,
+      maxReplicaCount: 10,
+      advanced: { restoreToOriginalReplicaCount: true },
+      // UTC needs no zoneinfo (the image has none, as KEDA's distroless one has little).
+      triggers: [{ type: 'cron', metadata: { timezone: 'UTC', start: '0 0 * * *', end: '1 0 * * *', desiredReplicas: '3' } }],
+    },
+  });
+  await c.waitFor(
+    async () => {
+      const so = await c.api.get(`${KEDA}/namespaces/${apps}/scaledobjects/app`);
+      const hpa = await c.api.get(`/apis/autoscaling/v2/namespaces/${apps}/horizontalpodautoscalers/keda-hpa-app`);
+      return so?.metadata.finalizers?.includes(SCALEDOBJECT_FINALIZER) && so.status?.originalReplicaCount === ORIGINAL_REPLICAS && hpa;
+    },
+    60_000,
+    'the operator reconciled the ScaledObject (its finalizer, the original replica count, the HPA)',
+    () => logs.lines(OPERATOR, OPERATOR).slice(-20).join('\n'),
+  );
+  await c.api.patch(`/apis/apps/v1/namespaces/${apps}/deployments/app/scale`, { spec: { replicas: SCALED_REPLICAS } });
+}
+
+/** After a run: what it left removed by force (finalizers stripped), so that the next run starts clean. */
+async function unstick(c: TestCluster, ns: string, apps: string): Promise<void> {
+  const strip = async (path: string) => {
+    const o = await c.api.get(path).catch(() => undefined);
+    if (o?.metadata.finalizers?.length) await c.api.patch(path, { metadata: { finalizers: null } }).catch(() => {});
+  };
+  for (const so of await c.api.list(`${KEDA}/namespaces/${apps}/scaledobjects`).catch(() => []))
+    await strip(`${KEDA}/namespaces/${apps}/scaledobjects/${so.metadata.name}`);
+  for (const kind of ['clusterroles', 'clusterrolebindings'])
+    for (const o of await c.api.list(`${RBAC}/${kind}`))
+      if (o.metadata.name === OPERATOR || o.metadata.name.includes(`:${ns}:`)) {
+        await strip(`${RBAC}/${kind}/${o.metadata.name}`);
+        await c.api.delete(`${RBAC}/${kind}/${o.metadata.name}`);
+      }
+  for (const crd of (await c.api.list(CRDS)).filter((o: any) => o.spec.group.endsWith('keda.sh'))) {
+    await c.api.delete(`${CRDS}/${crd.metadata.name}`);
+  }
+  await c.waitFor(async () => (await c.api.list(CRDS)).every((o: any) => !o.spec.group.endsWith('keda.sh')), 60_000, "KEDA's CRDs gone");
+  for (const path of ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'])
+    for (const o of await c.api.list(`/apis/admissionregistration.k8s.io/v1/${path}`))
+      if (o.metadata.name.includes(ns)) await c.api.delete(`/apis/admissionregistration.k8s.io/v1/${path}/${o.metadata.name}`);
+}
