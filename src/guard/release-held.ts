@@ -41,6 +41,9 @@ export interface HeldRelease {
 /** How long the release may spend opening connections before its burst of removals, at most. */
 const WARM_UP_MS = 1000;
 
+/** How long a pin may spend reading again what the warm-up did not read in time, at most. */
+const PIN_READ_MS = 2000;
+
 /** What the last wave of a release keeps for itself, at most, while it waits for the others' answers. */
 const CREDENTIAL_RESERVE_MS = 1000;
 
@@ -160,9 +163,24 @@ async function releaseWithin(r: HeldRelease, deadline: number, signal: AbortSign
     );
   let plan = planOf();
   if (anchor.made && plan.racing.length > 0) {
-    // What no order makes safe, pinned: each then stays until the anchor goes.
-    const pins = plan.racing.flat().filter((h) => h.seen && anchor.owns(h.object));
-    const pinned = await Promise.all(pins.map((h) => anchor.pin(h.target, h.object!, { ...options, retry: false }).catch(() => false)));
+    // What no order makes safe, pinned: each then stays until the anchor goes. Only what is being deleted
+    // already: a pin of anything else would delete it. One not read in time is read once more first.
+    // A guard stopped right after it started may not have told the anchor of every object yet.
+    if (plan.racing.flat().some((h) => h.seen && h.object !== undefined && !anchor.owns(h.object)))
+      await anchor.hold(read, { ...options, retry: false }).catch(() => {});
+    const pins = plan.racing.flat().filter((h) => anchor.owns(h.object));
+    const reread = abortAfter(r.clock, Math.floor(Math.min(PIN_READ_MS, Math.max(0, deadline - r.clock.now()) / 4)));
+    const pinOne = async (h: (typeof pins)[number]): Promise<boolean> => {
+      try {
+        const object = h.seen ? h.object : await r.client.get(refOf(h.target), { signal: reread.signal, retry: false });
+        if (!object?.metadata.deletionTimestamp || !anchor.owns(object)) return false;
+        return await anchor.pin(h.target, object, { ...options, retry: { maxAttempts: 2 } });
+      } catch {
+        return false;
+      }
+    };
+    const pinned = await Promise.all(pins.map(pinOne));
+    reread.cancel();
     pins.forEach((h, i) => pinned[i] && kept.add(h.target));
     r.logger.info('no safe order: pinned to the release anchor, which goes last', {
       pinned: pins.filter((_, i) => pinned[i]).map((h) => guardTargetKey(h.target)),

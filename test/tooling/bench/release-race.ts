@@ -178,10 +178,13 @@ async function once(): Promise<Outcome> {
         .map(([o]) => o);
       const left = [...new Set([...held, ...(await present()), ...(await anchors())])];
       const released = p.logs().find((l) => l.msg === 'guard released' || l.msg.startsWith('guard released in part'));
+      const pinned = p.logs().find((l) => l.msg.startsWith('no safe order'));
       outcome = {
         left,
         releaseMs: released?.durationMs as number | undefined,
-        ...(left.length > 0 && { failed: String(released?.failed ?? released?.msg) }),
+        ...(left.length > 0 && {
+          failed: `${String(released?.failed ?? released?.msg)}${pinned ? `; not pinned: ${String(pinned.notPinned)}` : '; no pin'}`,
+        }),
       };
       await c.finishPod(pod.name);
       // What a failed release left: removed as the post-delete hook would, so the namespace can go.
