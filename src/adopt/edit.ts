@@ -31,7 +31,8 @@ export function readChart(dir: string): { name: string; dependsOnLibrary: boolea
   if (chart.apiVersion !== 'v2')
     throw refuse(
       `Chart.yaml says apiVersion: ${chart.apiVersion ?? '(none)'}, and only a chart of apiVersion v2 can have dependencies: ` +
-        'make it apiVersion: v2 (and move a requirements.yaml into Chart.yaml) first (docs/helm.md, "Adding drainguard to a chart from `helm create`")',
+        'make it apiVersion: v2 (and move a requirements.yaml into Chart.yaml) first ' +
+        '(docs/helm.md, "Adding drainguard to a chart from `helm create`")',
     );
   if (chart.type === 'library') throw refuse('Chart.yaml says type: library: a library chart runs no operator');
   return { name: chart.name, dependsOnLibrary: (chart.dependencies ?? []).some((d) => d.name === LIBRARY.name) };
@@ -63,7 +64,9 @@ export function makePartials(dir: string, operators: readonly Operator[]): Chang
     return {
       mark: '>',
       path: `templates/${o.file} -> templates/${to}`,
-      what: `the ${o.kind} ${o.name}: a partial, which drainguard.all renders with drainguard added (mode ${o.mode}${o.why ? `: ${o.why}` : ''})`,
+      what:
+        `the ${o.kind} ${o.name}: a partial, which drainguard.all renders with drainguard added ` +
+        `(mode ${o.mode}${o.why ? `: ${o.why}` : ''})`,
     };
   });
 }

@@ -32,7 +32,8 @@ function runHelm(helm: string, args: readonly string[]): { status: number; stdou
     throw new ConfigError(
       'DG_ADOPT_INPUT',
       code === 'ENOENT'
-        ? `helm not found (${JSON.stringify(helm)}): adopt renders the chart with the real helm; install Helm 3.8 or later, or give it with --helm PATH`
+        ? `helm not found (${JSON.stringify(helm)}): adopt renders the chart with the real helm; ` +
+            'install Helm 3.8 or later, or give it with --helm PATH'
         : `cannot run helm (${JSON.stringify(helm)}): ${r.error.message}`,
     );
   }

@@ -105,6 +105,15 @@ export function planAdoption(rendered: readonly Rendered[], r: PlanRequest): Pla
         `(${SECTION('A workload of another kind')})`,
     );
   }
+  const completing = workloads.find((w) => !operators.includes(w));
+  if (operators.length === 0 && completing) {
+    const { kind } = completing.r.object;
+    throw refuse(
+      `templates/${completing.r.file} renders the ${kind} ${completing.r.object.metadata.name}, and no Deployment, StatefulSet or ` +
+        `DaemonSet runs beside it: a ${kind}'s pods run to completion, and drainguard adds itself to those three kinds only; ` +
+        `run the operator as one of them (${SECTION('A workload of another kind')})`,
+    );
+  }
   if (operators.length === 0) {
     throw refuse(
       'the render has no Deployment, StatefulSet or DaemonSet whose ServiceAccount the chart binds to a role: ' +
@@ -162,7 +171,8 @@ function operatorOf(doc: Rendered, pod: PodSpec, account: Manifest | undefined, 
   if (mode !== 'wrap' && container.lifecycle?.preStop !== undefined) {
     throw refuse(
       `${where}: its container ${container.name} has a preStop hook of its own, and in mode ${mode} drainguard's is the one ` +
-        `that drains: remove the chart's hook or set drainguard.operator.replacePreStop: true (${SECTION('A container with a `preStop` hook of its own')})` +
+        "that drains: remove the chart's hook or set drainguard.operator.replacePreStop: true " +
+        `(${SECTION('A container with a `preStop` hook of its own')})` +
         (why ? ` (${mode}, because ${why})` : ''),
     );
   }
