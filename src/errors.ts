@@ -145,6 +145,26 @@ export const ERRORS = {
       'pass rendered manifests (helm template, kubectl kustomize) or - for standard input; ' +
       'run the render alone to see why it printed nothing',
   },
+  DG_ADOPT_INPUT: {
+    exit: 2,
+    meaning: 'drainguard adopt was given no chart directory (no Chart.yaml in it), or a helm it cannot run',
+    fix: 'name the directory of the chart (the one holding Chart.yaml); install Helm 3.8 or later, or give it with --helm PATH',
+  },
+  DG_ADOPT_RENDER: {
+    exit: 1,
+    meaning: 'helm could not render the chart with the values given, before or after drainguard was added (its message follows)',
+    fix: "give adopt the values the chart installs with (-f, --set); for a render-time message of drainguard's, see docs/helm.md",
+  },
+  DG_ADOPT_REFUSED: {
+    exit: 1,
+    meaning: 'the chart has a shape drainguard adopt cannot decide for (the message names it): the chart is left as it was',
+    fix: 'do the step of docs/helm.md the message names by hand, or give adopt what it lacks (--command, --mode)',
+  },
+  DG_ADOPT_CHECK: {
+    exit: 1,
+    meaning: 'drainguard check found mistakes in the render with drainguard added: the chart is left as it was',
+    fix: 'fix what each finding names (or tell adopt so: --command, --mode), then run adopt again',
+  },
   DG_INSTALL_DIR: {
     exit: 2,
     meaning: 'the DIR of drainguard install exists and is not a directory',

@@ -3,7 +3,7 @@
 // in the main script, which every start compiles; the others are not
 // (sidecar/build/lazy.ts makes every dynamic import a lazily loaded asset).
 
-import { CHECK_OPTIONS, PREDELETE_OPTIONS, RELEASE_OPTIONS, STATUS_OPTIONS } from '../config/options.ts';
+import { ADOPT_OPTIONS, CHECK_OPTIONS, PREDELETE_OPTIONS, RELEASE_OPTIONS, STATUS_OPTIONS } from '../config/options.ts';
 import type { CommandDef } from './command.ts';
 import * as run from './run.ts';
 import * as sidecar from './sidecar.ts';
@@ -129,5 +129,24 @@ in-cluster, as kubectl) instead. Exit 0 when there is nothing to report, 1 with 
 for input it cannot read or that holds no object (a render that failed in the pipe).`,
     extra: CHECK_OPTIONS,
     load: () => import('./check.ts'),
+  },
+  {
+    name: 'adopt',
+    summary: "add drainguard to an operator's Helm chart in place: the dependency, the include, the values, then check",
+    usage: 'drainguard adopt [-n NAMESPACE] [-f FILE]... [--set KEY=VALUE]... [--mode MODE] [--command PATH] [--dry-run] CHART',
+    description: `Does docs/helm.md's steps to CHART (a directory with Chart.yaml): renders it with the real helm
+template (-f, --set as the chart installs), finds each operator (a Deployment, StatefulSet or DaemonSet
+whose ServiceAccount the chart binds to a role), and writes the library chart's dependency into
+Chart.yaml, renames each operator's template to a partial, adds templates/drainguard.yaml, the
+drainguard settings in values.yaml (mode, template, the RBAC templates to guard, a command
+given with --command), the schema property and the notes. The edits are made in a copy,
+rendered again and checked as drainguard check --plain does; only then are they written into
+CHART, and printed as a summary of what changed and what did not. A shape it cannot decide for
+(a container without command in wrap mode, a workload of another kind, two in one file) is
+refused naming the step of docs/helm.md to do by hand, and CHART is left as it was. Run twice,
+the second run changes nothing. Exit 0 when CHART has drainguard and check finds nothing, 1
+when refused or check found something, 2 for a usage error (no chart, no helm).`,
+    extra: ADOPT_OPTIONS,
+    load: () => import('./adopt.ts'),
   },
 ];

@@ -9,7 +9,7 @@ import { GUARD_FORMS, POLICY_FORMS } from './guard-kinds.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from './hold-list.ts';
 import { CATCHABLE, TERMINATING, canonicalSignal, parseSignal } from './signals.ts';
 
-export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check';
+export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check' | 'adopt';
 
 /**
  * What each option's parser returns, by key: the table below is the one source
@@ -495,15 +495,16 @@ const NAMESPACE_OPTION = {
   flag: 'namespace',
   short: 'n',
   value: 'NAMESPACE',
-  commands: ['predelete', 'check'],
+  commands: ['predelete', 'check', 'adopt'],
   parse: (raw, source) => {
     if (!NAMESPACE.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'a namespace name (a DNS label)', raw);
     return raw;
   },
   description:
     'namespace of namespaced resources; predelete: also of the pods --require-ready looks for; ' +
-    'check: of the objects that name none, as helm install -n creates them (an object naming another namespace is checked there)',
-  defaultText: (c) => (c === 'check' ? 'default' : "the kubeconfig context's namespace, in a pod its own, else default"),
+    'check: of the objects that name none, as helm install -n creates them (an object naming another namespace is checked there); ' +
+    'adopt: the namespace the chart is rendered into (helm template -n)',
+  defaultText: (c) => (c === 'check' || c === 'adopt' ? 'default' : "the kubeconfig context's namespace, in a pod its own, else default"),
 } as const satisfies OptionSpec;
 
 export const CHECK_OPTIONS = [
@@ -702,7 +703,116 @@ export const RELEASE_OPTIONS = [
 export const STATUS_OPTIONS = [{ ...ALL_OBJECTS, commands: ['status'] }, OUTPUT] as const satisfies readonly OptionSpec[];
 
 /** The shared options and those of single commands: the default of every key. */
-export const EVERY_OPTION = [...SHARED_OPTIONS, ...CHECK_OPTIONS, ...PREDELETE_OPTIONS, ...RELEASE_OPTIONS, ...STATUS_OPTIONS] as const;
+
+/** A path-like value of adopt's: any text but the empty one. */
+function pathValue(raw: string, source: string): string[] {
+  if (raw === '') throw invalid('DG_CONFIG_VALUE', source, 'a path', raw);
+  return [raw];
+}
+
+// `drainguard adopt`: the options only it has (all flags: it is run by a person, once, on a chart).
+export const ADOPT_OPTIONS = [
+  NAMESPACE_OPTION,
+  {
+    key: 'values',
+    flag: 'values',
+    short: 'f',
+    value: 'FILE',
+    commands: ['adopt'],
+    flagOnly: true,
+    repeatable: true,
+    parse: pathValue,
+    description: "a values file to render the chart with, as helm template -f (repeatable): the values the chart's users install with",
+    defaultText: "the chart's values.yaml",
+  },
+  {
+    key: 'set',
+    flag: 'set',
+    value: 'KEY=VALUE',
+    commands: ['adopt'],
+    flagOnly: true,
+    repeatable: true,
+    parse: (raw, source) => {
+      if (!/^[^=]+=/.test(raw)) throw invalid('DG_CONFIG_VALUE', source, 'KEY=VALUE, as helm template --set', raw);
+      return [raw];
+    },
+    description: 'a value to render the chart with, as helm template --set (repeatable)',
+    defaultText: 'none',
+  },
+  {
+    key: 'dryRun',
+    flag: 'dry-run',
+    parse: boolean,
+    commands: ['adopt'],
+    flagOnly: true,
+    description: 'print the changes and what check says of them, and write nothing',
+    default: false,
+    format: onOff,
+  },
+  {
+    key: 'helm',
+    flag: 'helm',
+    value: 'PATH',
+    commands: ['adopt'],
+    flagOnly: true,
+    parse: nonEmpty,
+    description: 'the helm executable (Helm 3.8 or later) that renders the chart',
+    defaultText: 'helm on PATH',
+  },
+  {
+    key: 'release',
+    flag: 'release',
+    value: 'NAME',
+    commands: ['adopt'],
+    flagOnly: true,
+    parse: nonEmpty,
+    description: 'the release name the chart is rendered as (what adopt writes follows any release name)',
+    defaultText: "the chart's name",
+  },
+  {
+    key: 'adoptMode',
+    flag: 'mode',
+    value: 'MODE',
+    commands: ['adopt'],
+    flagOnly: true,
+    parse: oneOf('wrap', 'native-sidecar', 'sidecar'),
+    description: 'drainguard.mode to write: wrap, native-sidecar or sidecar',
+    defaultText: 'wrap; native-sidecar for a pod that mounts no ServiceAccount token',
+  },
+  {
+    key: 'entrypoint',
+    flag: 'command',
+    value: 'PATH',
+    commands: ['adopt'],
+    flagOnly: true,
+    parse: pathValue,
+    description:
+      "wrap mode: the image's ENTRYPOINT, for an operator container that sets no command (drainguard.operator.command); " +
+      'adopt reads no image',
+    defaultText: 'none: a container without command is refused in wrap mode',
+  },
+  {
+    key: 'library',
+    flag: 'library',
+    value: 'PATH',
+    commands: ['adopt'],
+    flagOnly: true,
+    parse: nonEmpty,
+    description:
+      "drainguard's library chart (a directory or a .tgz) to put in the chart's charts/, " +
+      'instead of helm dependency update fetching it from the repository Chart.yaml names',
+    defaultText: 'fetched by helm dependency update',
+  },
+] as const satisfies readonly OptionSpec[];
+
+export const EVERY_OPTION = [
+  ...SHARED_OPTIONS,
+  ...CHECK_OPTIONS,
+  ...ADOPT_OPTIONS,
+  ...PREDELETE_OPTIONS,
+  ...RELEASE_OPTIONS,
+  ...STATUS_OPTIONS,
+] as const;
 
 /** The keys of the options any of `C` takes, as the table says. */
 export type KeyOf<C extends Command> = keyof {
