@@ -70,7 +70,12 @@ export type PodDeletion =
    * A SIGTERM with no deletion: the kubelet stopping the pod itself (a node shutdown or pressure,
    * said by `disruption`; a liveness probe's kill, which says nothing), or someone else.
    */
-  | { readonly state: 'not-deleting'; readonly disruption?: Disruption }
+  | {
+      readonly state: 'not-deleting';
+      readonly disruption?: Disruption;
+      /** The Node's Ready condition says "node is shutting down" (read only when the Pod says nothing, and with `get` on nodes). */
+      readonly nodeShuttingDown?: true;
+    }
   /** Force-deleted (grace 0): the kubelet still stops the containers with the spec's grace period. */
   | { readonly state: 'gone' };
 
@@ -89,7 +94,11 @@ export async function readDeletion(
   deadline: number,
 ): Promise<PodDeletion> {
   const ref = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace };
-  let current: KubeObject & { metadata: { deletionGracePeriodSeconds?: unknown }; status?: { conditions?: unknown } };
+  let current: KubeObject & {
+    metadata: { deletionGracePeriodSeconds?: unknown };
+    spec?: { nodeName?: unknown };
+    status?: { conditions?: unknown };
+  };
   try {
     // Half the time for the first try, so that a lost request leaves room for a second.
     const first = Date.now() + Math.max(0, deadline - Date.now()) / 2;
@@ -103,7 +112,14 @@ export async function readDeletion(
   }
   const at = Date.parse(current.metadata.deletionTimestamp ?? '');
   const disruption = disruptionOf(current);
-  if (Number.isNaN(at)) return { state: 'not-deleting', ...(disruption && { disruption }) };
+  if (Number.isNaN(at)) {
+    if (disruption) return { state: 'not-deleting', disruption };
+    // The kubelet posts DisruptionTarget only once every container has terminated (mergePodStatus),
+    // too late for a node shutdown; the Node says it at once. Optional: `get` on nodes.
+    const node = typeof current.spec?.nodeName === 'string' ? current.spec.nodeName : undefined;
+    const shutting = node !== undefined && (await nodeShuttingDown(client, node, deadline));
+    return { state: 'not-deleting', ...(shutting && { nodeShuttingDown: true }) };
+  }
   const seconds = current.metadata.deletionGracePeriodSeconds;
   return {
     state: 'deleting',
@@ -111,6 +127,21 @@ export async function readDeletion(
     graceMs: typeof seconds === 'number' && seconds >= 0 ? seconds * 1000 : undefined,
     ...(disruption && { disruption }),
   };
+}
+
+/** Whether the Node's Ready condition says the kubelet is running a graceful shutdown; false when it cannot be read. */
+async function nodeShuttingDown(client: KubeClient, name: string, deadline: number): Promise<boolean> {
+  try {
+    const node = await client.get<KubeObject & { status?: { conditions?: unknown } }>(
+      { ...RESOURCES.node, name },
+      { retry: false, deadline },
+    );
+    const conditions = Array.isArray(node.status?.conditions) ? (node.status.conditions as Record<string, unknown>[]) : [];
+    const ready = conditions.find((c) => c?.type === 'Ready');
+    return ready?.status !== 'True' && typeof ready?.message === 'string' && /node is shutting down/.test(ready.message);
+  } catch {
+    return false;
+  }
 }
 
 /** How long reading the Pod's grace period may take in all. */

@@ -51,6 +51,7 @@ export function stopCauseOf(reading: PodDeletion | { readonly state: 'unknown' }
     case 'EvictionByEvictionAPI':
       return 'eviction-api';
   }
+  if (reading.state === 'not-deleting' && reading.nodeShuttingDown) return 'node-shutdown';
   return reading.state === 'deleting' ? 'deletion' : 'no-deletion';
 }
 
@@ -68,7 +69,11 @@ export const STOP_CAUSE_TEXT: Record<StopCauseKind, string> = {
 
 /** The StopCause Event's message. */
 export function stopCauseMessage(c: StopCause): string {
-  const condition = c.disruption ? ` (DisruptionTarget ${c.disruption.reason})` : '';
+  const condition = c.disruption
+    ? ` (DisruptionTarget ${c.disruption.reason})`
+    : c.cause === 'node-shutdown'
+      ? ' (the Node: node is shutting down)'
+      : '';
   return (
     `stopping for ${STOP_CAUSE_TEXT[c.cause]}${condition}: drainguard goes by the kubelet's SIGKILL ` +
     `${(c.graceMs / 1000).toFixed(1)}s after the termination, ${new Date(c.killAt).toISOString()}, from ${c.from}` +

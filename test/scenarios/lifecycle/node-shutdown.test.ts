@@ -4,7 +4,8 @@
 // 30 s gets 8 s, which the cluster publishes nowhere. Two wrap-mode pods on the
 // node, each with a 20 s reconcile in flight, stopped by the one shutdown:
 // - DRAINGUARD_NODE_SHUTDOWN_GRACE=8s: drainguard reads the Pod's DisruptionTarget
-//   (TerminationByKubelet, "imminent node shutdown"), goes by 8 s, says so in a
+//   the Node's Ready condition ("node is shutting down": the Pod's DisruptionTarget comes
+//   only once its containers have terminated), goes by 8 s, says so in a
 //   line and a StopCause Event, stops the operator and exits before the SIGKILL;
 // - the control, without it (drainguard as before: the spec's 30 s): the drain
 //   still runs when the kubelet SIGKILLs it at 8 s (exit 137), nothing released.
@@ -33,6 +34,17 @@ test.before(async () => {
     { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ]);
+  // The Node tells a shutdown at once (the Pod's DisruptionTarget comes only after the kill): `get` on nodes.
+  const name = `${ns}-nodes`;
+  await c.api.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+    metadata: { name },
+    rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get'] }],
+  });
+  await c.api.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: ns }],
+  });
 });
 
 const logs = (pod: string) => wrapLogs(node, pod);
@@ -96,7 +108,7 @@ test("a graceful node shutdown: with DRAINGUARD_NODE_SHUTDOWN_GRACE drainguard g
   assert.ok(marginMs > 0, `drainguard's last line before the kubelet's SIGKILL: ${marginMs} ms`);
   const events = await c.api.get(`/api/v1/namespaces/${ns}/events?fieldSelector=involvedObject.name%3Dfitted`);
   const stopCause = events.items.find((e: { reason: string }) => e.reason === 'StopCause');
-  assert.match(stopCause?.message ?? '', /graceful node shutdown \(DisruptionTarget TerminationByKubelet\).*8\.0s after the termination/);
+  assert.match(stopCause?.message ?? '', /graceful node shutdown \(the Node: node is shutting down\).*8\.0s after the termination/);
 
   // The control: it knew the node was going down but not by when; the kubelet killed it mid-drain.
   const k = logs('control');
