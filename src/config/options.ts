@@ -227,6 +227,19 @@ const SHARED_OPTIONS = [
     format: formatDuration,
   },
   {
+    key: 'nodeShutdownGraceMs',
+    flag: 'node-shutdown-grace',
+    value: 'DURATION',
+    parse: duration,
+    commands: SUPERVISING,
+    description:
+      'what the kubelet gives this pod in a graceful node shutdown (shutdownGracePeriod less shutdownGracePeriodCriticalPods, ' +
+      "or the pod's shutdownGracePeriodByPodPriority bucket), which the cluster publishes nowhere; " +
+      "capped by the Pod's grace period, used when the Pod's DisruptionTarget condition says the node is shutting down",
+    defaultText: "unset: the Pod's grace period, the best bound drainguard can prove",
+    format: formatDuration,
+  },
+  {
     key: 'drainTimeoutMs',
     flag: 'drain-timeout',
     value: 'DURATION',

@@ -57,6 +57,7 @@ export const RESOURCES = {
   rolebinding: rbac('rolebindings', 'RoleBinding', true),
   serviceaccount: { group: '', version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true },
   pod: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true },
+  node: { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false },
   replicaset: { group: 'apps', version: 'v1', resource: 'replicasets', kind: 'ReplicaSet', namespaced: true },
   deployment: { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true },
   lease: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },

@@ -48,17 +48,44 @@ export type ContainerStopSignal =
   | { readonly container?: undefined; readonly containers: readonly string[] };
 
 /**
+ * The Pod's DisruptionTarget condition (GA since 1.31): why Kubernetes stops it. Its reason is
+ * TerminationByKubelet (a graceful node shutdown or node-pressure eviction: the kubelet stops
+ * the pod itself, with no deletion), PreemptionByScheduler, DeletionByTaintManager or
+ * EvictionByEvictionAPI (each with a deletion); its message tells node shutdown from pressure.
+ */
+export interface Disruption {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/**
  * What the Pod says of its deletion. The kubelet kills at its deletionTimestamp
  * (the delete's time plus its grace period, in whole seconds), whatever the
  * spec's grace period: `kubectl delete --grace-period`, an eviction's
  * DeleteOptions, node-pressure eviction and node shutdown all shorten it.
  */
 export type PodDeletion =
-  | { readonly state: 'deleting'; readonly at: number; readonly graceMs?: number }
-  /** A SIGTERM with no deletion: the kubelet killing a container (a liveness probe), or someone else; the spec's grace period applies. */
-  | { readonly state: 'not-deleting' }
+  | { readonly state: 'deleting'; readonly at: number; readonly graceMs?: number; readonly disruption?: Disruption }
+  /**
+   * A SIGTERM with no deletion: the kubelet stopping the pod itself (a node shutdown or pressure,
+   * said by `disruption`; a liveness probe's kill, which says nothing), or someone else.
+   */
+  | {
+      readonly state: 'not-deleting';
+      readonly disruption?: Disruption;
+      /** The Node's Ready condition says "node is shutting down" (read only when the Pod says nothing, and with `get` on nodes). */
+      readonly nodeShuttingDown?: true;
+    }
   /** Force-deleted (grace 0): the kubelet still stops the containers with the spec's grace period. */
   | { readonly state: 'gone' };
+
+/** The Pod's DisruptionTarget condition when it is true. */
+export function disruptionOf(pod: { status?: { conditions?: unknown } }): Disruption | undefined {
+  const conditions = Array.isArray(pod.status?.conditions) ? (pod.status.conditions as Record<string, unknown>[]) : [];
+  const c = conditions.find((x) => x?.type === 'DisruptionTarget' && x.status === 'True');
+  if (!c) return undefined;
+  return { reason: typeof c.reason === 'string' ? c.reason : '', message: typeof c.message === 'string' ? c.message : '' };
+}
 
 /** Reads the Pod's deletion: one try, and one more while `deadline` leaves time. */
 export async function readDeletion(
@@ -67,7 +94,11 @@ export async function readDeletion(
   deadline: number,
 ): Promise<PodDeletion> {
   const ref = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace };
-  let current: KubeObject & { metadata: { deletionGracePeriodSeconds?: unknown } };
+  let current: KubeObject & {
+    metadata: { deletionGracePeriodSeconds?: unknown };
+    spec?: { nodeName?: unknown };
+    status?: { conditions?: unknown };
+  };
   try {
     // Half the time for the first try, so that a lost request leaves room for a second.
     const first = Date.now() + Math.max(0, deadline - Date.now()) / 2;
@@ -80,9 +111,37 @@ export async function readDeletion(
     throw err;
   }
   const at = Date.parse(current.metadata.deletionTimestamp ?? '');
-  if (Number.isNaN(at)) return { state: 'not-deleting' };
+  const disruption = disruptionOf(current);
+  if (Number.isNaN(at)) {
+    if (disruption) return { state: 'not-deleting', disruption };
+    // The kubelet posts DisruptionTarget only once every container has terminated (mergePodStatus),
+    // too late for a node shutdown; the Node says it at once. Optional: `get` on nodes.
+    const node = typeof current.spec?.nodeName === 'string' ? current.spec.nodeName : undefined;
+    const shutting = node !== undefined && (await nodeShuttingDown(client, node, deadline));
+    return { state: 'not-deleting', ...(shutting && { nodeShuttingDown: true }) };
+  }
   const seconds = current.metadata.deletionGracePeriodSeconds;
-  return { state: 'deleting', at, graceMs: typeof seconds === 'number' && seconds >= 0 ? seconds * 1000 : undefined };
+  return {
+    state: 'deleting',
+    at,
+    graceMs: typeof seconds === 'number' && seconds >= 0 ? seconds * 1000 : undefined,
+    ...(disruption && { disruption }),
+  };
+}
+
+/** Whether the Node's Ready condition says the kubelet is running a graceful shutdown; false when it cannot be read. */
+async function nodeShuttingDown(client: KubeClient, name: string, deadline: number): Promise<boolean> {
+  try {
+    const node = await client.get<KubeObject & { status?: { conditions?: unknown } }>(
+      { ...RESOURCES.node, name },
+      { retry: false, deadline },
+    );
+    const conditions = Array.isArray(node.status?.conditions) ? (node.status.conditions as Record<string, unknown>[]) : [];
+    const ready = conditions.find((c) => c?.type === 'Ready');
+    return ready?.status !== 'True' && typeof ready?.message === 'string' && /node is shutting down/.test(ready.message);
+  } catch {
+    return false;
+  }
 }
 
 /** How long reading the Pod's grace period may take in all. */

@@ -1,6 +1,8 @@
 // What the supervisors report as they go (for readiness, metrics and Events),
 // and what they drive of the guard.
 
+import type { StopCause } from './stop-cause.ts';
+
 export type Phase = 'starting' | 'running' | 'draining' | 'stopping' | 'releasing' | 'exited';
 
 /**
@@ -24,6 +26,8 @@ export interface SupervisorObserver {
   phase?(phase: Phase): void;
   drainRequested?(source: DrainSource): void;
   drainEnded?(outcome: DrainOutcome, durationMs: number): void;
+  /** Why the pod stops and the deadline drainguard goes by, once read from the Pod (again when a later read finds another cause). */
+  stopCause?(cause: StopCause): void;
 }
 
 /**
@@ -53,5 +57,6 @@ export function combineObservers(...observers: readonly (SupervisorObserver | un
     phase: (phase) => each((o) => o.phase?.(phase)),
     drainRequested: (source) => each((o) => o.drainRequested?.(source)),
     drainEnded: (outcome, durationMs) => each((o) => o.drainEnded?.(outcome, durationMs)),
+    stopCause: (cause) => each((o) => o.stopCause?.(cause)),
   };
 }

@@ -11,6 +11,7 @@ import type { Clock } from '../clock.ts';
 import { GRACE_MARGIN_MS, defaultDrainTimeout } from '../config/grace-rule.ts';
 import type { PodDeletion } from '../kube/pod.ts';
 import type { Logger } from '../log/logger.ts';
+import { type StopCause, type StopCauseKind, stopCauseOf } from './stop-cause.ts';
 
 /**
  * Kept between the end of the release and the kubelet's SIGKILL: enough to exit. The kubelet
@@ -78,6 +79,8 @@ export interface DeadlineSettings {
   /** False when the drain timeout is derived from the grace period in force (the Pod's, once read). */
   readonly drainTimeoutExplicit: boolean;
   readonly stopTimeoutMs: number;
+  /** DRAINGUARD_NODE_SHUTDOWN_GRACE: what the kubelet gives the pod in a graceful node shutdown; unset, the grace period. */
+  readonly nodeShutdownGraceMs?: number;
 }
 
 /** What a read of the Pod's deletion gave: the Pod's answer, or none in time. */
@@ -117,6 +120,9 @@ export class Deadlines {
   #toldUnknown = false;
   /** The Pod was read gone (force-deleted): the kubelet's kill is a second after the termination. */
   #forceDeleted = false;
+  /** The stop's cause as last found, and whether it was taken for its Event. */
+  #cause?: StopCause;
+  #causeTaken?: StopCauseKind;
 
   constructor(settings: DeadlineSettings, logger: Logger, clock: Pick<Clock, 'now'>) {
     this.#settings = settings;
@@ -180,11 +186,15 @@ export class Deadlines {
    */
   adoptDeletion(reading: DeletionReading): boolean {
     const known = this.#deletionAt;
+    const cause = stopCauseOf(reading);
     if (reading.state === 'gone') return this.#adoptForceDeletion();
+    if ((cause === 'node-shutdown' || cause === 'node-pressure') && reading.state !== 'unknown')
+      return this.#adoptKubeletStop(cause, reading);
     if (reading.state !== 'deleting') {
       if (known || this.#toldUnknown) return false;
       this.#toldUnknown = true;
-      const fields = { gracePeriodMs: this.#grace.ms, gracePeriodFrom: this.#grace.from };
+      const fields = { cause, gracePeriodMs: this.#grace.ms, gracePeriodFrom: this.#grace.from };
+      this.#found(cause, reading, 'the grace period in force', true);
       if (reading.state === 'unknown')
         this.#log.warn("could not read the Pod's deletion in time: going by the grace period from the termination", {
           ...fields,
@@ -205,9 +215,12 @@ export class Deadlines {
         : Math.min(known ?? reading.at, reading.at);
     this.#deletionStamp = reading.at;
     this.#deletionAt = kill;
+    this.#found(cause, reading, "the Pod's deletionTimestamp", true);
     this.#log[known === undefined ? 'info' : 'warn'](
       known === undefined ? 'deletion read from the Pod' : "the Pod's deletion moved earlier: the stop is fitted to it",
       {
+        cause,
+        ...(reading.disruption && { disruption: reading.disruption.reason }),
         deletionTimestamp: new Date(reading.at).toISOString(),
         deletionGracePeriodMs: reading.graceMs,
         leftMs: kill - this.#clock.now(),
@@ -218,6 +231,72 @@ export class Deadlines {
       },
     );
     return true;
+  }
+
+  /**
+   * The kubelet stops the pod itself, with no deletion: a graceful node shutdown (with the
+   * grace its shutdownGracePeriod leaves, capped by the spec's; published nowhere, so
+   * DRAINGUARD_NODE_SHUTDOWN_GRACE says it) or a node-pressure eviction (soft: its
+   * evictionMaxPodGracePeriod, capped likewise, published nowhere either). The kubelet
+   * counts it from when it starts the stop, as drainguard counts from its signal.
+   */
+  #adoptKubeletStop(cause: 'node-shutdown' | 'node-pressure', reading: PodDeletion & { state: 'deleting' | 'not-deleting' }): boolean {
+    if (this.#cause?.cause === cause) return false;
+    const budget = cause === 'node-shutdown' ? this.#settings.nodeShutdownGraceMs : undefined;
+    const graceMs = budget === undefined ? this.#grace.ms : Math.min(budget, this.#grace.ms);
+    const kill = this.terminatedAt() + graceMs;
+    const moved = this.#deletionAt === undefined || kill < this.#deletionAt;
+    if (moved) {
+      this.#deletionAt = kill;
+      this.#deletionStamp = kill;
+    }
+    const from =
+      budget === undefined
+        ? `the grace period in force (${this.#grace.from})`
+        : budget <= this.#grace.ms
+          ? 'DRAINGUARD_NODE_SHUTDOWN_GRACE'
+          : "the Pod's grace period (DRAINGUARD_NODE_SHUTDOWN_GRACE is longer)";
+    // Unproven: the kubelet's own budget may be shorter than the spec's, and nothing tells it.
+    const proven = budget !== undefined;
+    this.#found(cause, reading, from, proven);
+    const what =
+      cause === 'node-shutdown'
+        ? proven
+          ? `the node is shutting down: going by ${from}`
+          : "the node is shutting down: going by the Pod's grace period, which the kubelet's shutdownGracePeriod may cut; " +
+            'set DRAINGUARD_NODE_SHUTDOWN_GRACE to what it leaves'
+        : "the kubelet evicts the pod for node pressure: going by the Pod's grace period, which evictionMaxPodGracePeriod may cut";
+    this.#log[proven ? 'info' : 'warn'](what, {
+      cause,
+      disruption: reading.disruption?.reason,
+      disruptionMessage: reading.disruption?.message,
+      graceMs,
+      leftMs: this.#deletionAt! - this.#clock.now(),
+      drainDeadline: new Date(this.drainDeadline()).toISOString(),
+      stopTimeoutMs: this.stopTimeoutMs(),
+      releaseDeadline: new Date(this.releaseDeadline()).toISOString(),
+    });
+    return moved;
+  }
+
+  /** Notes the cause found and the SIGKILL it gives (the kill as planned now). */
+  #found(cause: StopCauseKind, reading: DeletionReading, from: string, proven: boolean): void {
+    const { start, kill } = this.#plan();
+    this.#cause = {
+      cause,
+      ...(reading.state !== 'gone' && reading.state !== 'unknown' && reading.disruption && { disruption: reading.disruption }),
+      killAt: kill,
+      graceMs: kill - start,
+      from,
+      proven,
+    };
+  }
+
+  /** The stop's cause, once for each cause found (the StopCause Event); undefined when nothing new was found. */
+  takeStopCause(): StopCause | undefined {
+    if (!this.#cause || this.#cause.cause === this.#causeTaken) return undefined;
+    this.#causeTaken = this.#cause.cause;
+    return this.#cause;
   }
 
   /**
@@ -235,6 +314,7 @@ export class Deadlines {
       this.#deletionAt = kill;
       this.#deletionStamp = kill;
     }
+    this.#found('force-deletion', { state: 'gone' }, 'a force deletion (the kubelet kills a second after the termination)', true);
     this.#log.warn(
       'the Pod is gone (force-deleted): the kubelet kills its containers a second after the termination: ' +
         'no drain, the stop is fitted to it',

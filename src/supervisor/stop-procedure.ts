@@ -181,7 +181,12 @@ export class StopProcedure {
     this.#deletion = new DeletionReader({
       read: options.podDeletion,
       clock: this.#clock,
-      adopt: (reading) => this.#deadlines.adoptDeletion(reading),
+      adopt: (reading) => {
+        const moved = this.#deadlines.adoptDeletion(reading);
+        const cause = this.#deadlines.takeStopCause();
+        if (cause) this.#watchers.observer?.stopCause?.(cause);
+        return moved;
+      },
       onMoved: () => this.#drain?.reschedule(),
     });
   }

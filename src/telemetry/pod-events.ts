@@ -5,6 +5,7 @@ import { type Clock, within } from '../clock.ts';
 import type { PodEvent } from '../kube/event-recorder.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { DrainOutcome, DrainSource, Phase, SupervisorObserver } from '../supervisor/observer.ts';
+import { stopCauseMessage } from '../supervisor/stop-cause.ts';
 
 /** Writes one Event on this pod (kube/pod.ts provides it). */
 export type RecordPodEvent = (event: PodEvent) => Promise<unknown> | void;
@@ -70,6 +71,11 @@ function drainEventObserver(record: RecordPodEvent, clock: Clock, logger: Logger
         reason: 'HoldReleased',
         message: `${message} (reason ${reason})`,
       });
+    },
+    stopCause: (cause) => {
+      // Warning when the deadline is only a bound, or the Pod could not be read.
+      const sure = cause.proven && cause.cause !== 'unknown';
+      emit({ type: sure ? 'Normal' : 'Warning', reason: 'StopCause', message: stopCauseMessage(cause) });
     },
     drainEnded: (outcome, durationMs) => {
       const e = ENDED[outcome];

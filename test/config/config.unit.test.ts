@@ -74,6 +74,7 @@ test("a supervisor's config: the options table's defaults, given values, what is
   const defaults = {
     gracePeriodMs: 30_000,
     gracePeriodSource: 'default',
+    nodeShutdownGraceMs: undefined,
     drainTimeoutMs: 23_000,
     drainTimeoutExplicit: false,
     stopSignal: 'SIGTERM',

@@ -75,3 +75,29 @@ test('a first try that fails otherwise gets one more with the rest of the time; 
 });
 
 test.run();
+
+test('the DisruptionTarget condition, when true, comes with the reading: with a deletion and without', async () => {
+  const condition = {
+    type: 'DisruptionTarget',
+    status: 'True',
+    reason: 'TerminationByKubelet',
+    message: 'Pod was terminated in response to imminent node shutdown.',
+  };
+  const without = played({ metadata: { name: 'op-0' }, status: { conditions: [{ type: 'Ready', status: 'True' }, condition] } });
+  assert.equal(await readDeletion(without.client, POD, Date.now() + 1000), {
+    state: 'not-deleting',
+    disruption: { reason: 'TerminationByKubelet', message: condition.message },
+  });
+  const evicted = played({
+    metadata: { name: 'op-0', deletionTimestamp: '2026-01-01T00:00:04Z', deletionGracePeriodSeconds: 4 },
+    status: { conditions: [{ ...condition, reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' }] },
+  });
+  assert.equal((await readDeletion(evicted.client, POD, Date.now() + 1000)) as unknown, {
+    state: 'deleting',
+    at: Date.parse('2026-01-01T00:00:04Z'),
+    graceMs: 4000,
+    disruption: { reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' },
+  });
+  const stale = played({ metadata: { name: 'op-0' }, status: { conditions: [{ ...condition, status: 'False' }] } });
+  assert.equal(await readDeletion(stale.client, POD, Date.now() + 1000), { state: 'not-deleting' }, 'a false condition says nothing');
+});

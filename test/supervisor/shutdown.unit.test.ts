@@ -297,3 +297,77 @@ test('Termination: the first signal drains, the second cuts short, later ones ar
 });
 
 test.run();
+
+const NODE_SHUTDOWN = {
+  reason: 'TerminationByKubelet',
+  message: 'Pod was terminated in response to imminent node shutdown.',
+} as const;
+
+test("a graceful node shutdown (no deletion, DisruptionTarget TerminationByKubelet): DRAINGUARD_NODE_SHUTDOWN_GRACE, capped by the Pod's", () => {
+  for (const [budget, grace, from] of [
+    [8000, 8000, 'DRAINGUARD_NODE_SHUTDOWN_GRACE'],
+    [45_000, 30_000, "the Pod's grace period (DRAINGUARD_NODE_SHUTDOWN_GRACE is longer)"],
+  ] as const) {
+    const { d, clock, log } = at({ ...spec30, nodeShutdownGraceMs: budget });
+    d.adoptPodGracePeriod(30_000);
+    d.signalled(clock.now);
+    assert.ok(d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN }) || grace === 30_000);
+    assert.is(d.releaseDeadline(), clock.now + grace - 500);
+    assert.is(d.drainDeadline(), clock.now + grace - 5000 - 2000);
+    const line = log.lines.at(-1)!;
+    assert.equal(
+      [line.level, line.msg, line.fields!.cause, line.fields!.graceMs],
+      ['info', `the node is shutting down: going by ${from}`, 'node-shutdown', grace],
+    );
+    const cause = d.takeStopCause();
+    assert.equal([cause?.cause, cause?.graceMs, cause?.from, cause?.proven], ['node-shutdown', grace, from, true]);
+    assert.is(d.takeStopCause(), undefined, 'told once');
+    // Read again while the drain runs: nothing moves, nothing more is said.
+    assert.not.ok(d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN }));
+    assert.is(d.takeStopCause(), undefined);
+  }
+});
+
+test('a node shutdown without DRAINGUARD_NODE_SHUTDOWN_GRACE: the grace period, said as a bound (warn); pressure likewise', () => {
+  for (const [disruption, cause] of [
+    [NODE_SHUTDOWN, 'node-shutdown'],
+    [{ reason: 'TerminationByKubelet', message: 'The node was low on resource: memory.' }, 'node-pressure'],
+  ] as const) {
+    const { d, clock, log } = at(spec30);
+    d.adoptPodGracePeriod(30_000);
+    d.signalled(clock.now);
+    d.adoptDeletion({ state: 'not-deleting', disruption });
+    assert.is(d.releaseDeadline(), clock.now + 29_500);
+    assert.equal([log.lines.at(-1)!.level, log.lines.at(-1)!.fields!.cause], ['warn', cause]);
+    assert.equal(d.takeStopCause()?.proven, false);
+  }
+});
+
+test('the condition read late (the kubelet posts it after its signal): the next read moves the SIGKILL earlier and tells the new cause', () => {
+  const { d, clock } = at({ ...spec30, nodeShutdownGraceMs: 8000 });
+  d.adoptPodGracePeriod(30_000);
+  d.signalled(clock.now);
+  assert.not.ok(d.adoptDeletion({ state: 'not-deleting' }));
+  assert.is(d.takeStopCause()?.cause, 'no-deletion');
+  assert.is(d.releaseDeadline(), clock.now + 29_500);
+  clock.now += 2000;
+  assert.ok(d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN }), 'moved');
+  assert.is(d.releaseDeadline(), clock.now - 2000 + 7500, 'counted from the signal, not from the read');
+  assert.is(d.takeStopCause()?.cause, 'node-shutdown');
+});
+
+test('an eviction, a preemption, a taint: the deletionTimestamp, and the cause named', () => {
+  for (const [reason, cause] of [
+    ['EvictionByEvictionAPI', 'eviction-api'],
+    ['PreemptionByScheduler', 'preemption'],
+    ['DeletionByTaintManager', 'taint-eviction'],
+  ] as const) {
+    const { d, clock, log } = at(spec30);
+    d.adoptPodGracePeriod(30_000);
+    d.signalled(clock.now);
+    d.adoptDeletion({ state: 'deleting', at: clock.now + 12_000, graceMs: 12_000, disruption: { reason, message: '' } });
+    assert.is(d.releaseDeadline(), clock.now + 11_500);
+    assert.equal([log.lines.at(-1)!.msg, log.lines.at(-1)!.fields!.cause], ['deletion read from the Pod', cause]);
+    assert.equal([d.takeStopCause()?.cause, d.takeStopCause()], [cause, undefined]);
+  }
+});

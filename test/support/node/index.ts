@@ -21,6 +21,7 @@ import { onFileEnd } from '../file-end.ts';
 import { type TestCluster, useCluster } from '../cluster/index.ts';
 import { signed } from '../cluster/pki.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
+import { type Logind, startLogind } from '../logind/index.ts';
 
 export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsImageStoppedBy, toolsMounts } from './images.ts';
 export { type WrapPod, fieldRef, installedParts, outLines, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
@@ -37,6 +38,8 @@ export interface RealNode {
   importImage(archive: string): void;
   /** The kubelet's and containerd's last lines, for a failure's message. */
   tail(): string;
+  /** With NodeOptions.shutdown: logind's PrepareForShutdown(true), the kubelet's real graceful shutdown; resolves once emitted. */
+  shutdown(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -146,6 +149,7 @@ function kubeletConfig(
   port: number,
   containerdSocket: string,
   featureGates: Readonly<Record<string, boolean>>,
+  shutdown?: NodeShutdown,
 ): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -169,7 +173,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: { memory.available: "0%", nodefs.available: "0%", imagefs.available: "0%" }
 localStorageCapacityIsolation: false
-`;
+${shutdown ? `shutdownGracePeriod: ${shutdown.gracePeriod}\nshutdownGracePeriodCriticalPods: ${shutdown.criticalPods}\n` : ''}`;
 }
 
 const NODE_DIR_PREFIX = 'drainguard-node-';
@@ -249,6 +253,14 @@ export interface NodeOptions {
   readonly featureGates?: Readonly<Record<string, boolean>>;
   /** Also build TOOLS_IMAGE with each of these as its STOPSIGNAL (toolsImageStoppedBy). */
   readonly stopSignalImages?: readonly string[];
+  /** The kubelet's graceful node shutdown, on a private system bus with our logind (test/support/logind). */
+  readonly shutdown?: NodeShutdown;
+}
+
+/** The kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods, as its config writes them (12s, 4s). */
+export interface NodeShutdown {
+  readonly gracePeriod: string;
+  readonly criticalPods: string;
 }
 
 /**
@@ -277,10 +289,13 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
   writeFileSync(join(dir, OWNER_FILE), JSON.stringify({ pid: process.pid, cgroupRoot }));
 
   const containerd = new Daemon('containerd', found.containerd, ['--config', join(dir, 'containerd.toml')], join(dir, 'containerd.log'));
+  // With a shutdown: the kubelet on the private bus, through env (the Daemon passes on the test's environment).
+  const logind: Logind | undefined = options.shutdown ? await startLogind(join(dir, 'logind')) : undefined;
   const kubelet = new Daemon(
     'kubelet',
-    found.kubelet,
+    logind ? '/usr/bin/env' : found.kubelet,
     [
+      ...(logind ? [`DBUS_SYSTEM_BUS_ADDRESS=${logind.address}`, found.kubelet] : []),
       `--config=${join(dir, 'kubelet.yaml')}`,
       `--kubeconfig=${join(dir, 'kubelet.kubeconfig')}`,
       `--root-dir=${join(dir, 'kubelet')}`,
@@ -317,6 +332,7 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
         }
       }
       await containerd.stop();
+      await logind?.stop();
       // TEST_NODE_LOGS=DIR keeps the kubelet's and containerd's logs of each node there.
       const keep = process.env.TEST_NODE_LOGS;
       if (keep) for (const d of daemons) copyFileSync(join(dir, `${d.name}.log`), join(keep, `${name}-${d.name}.log`));
@@ -336,7 +352,10 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
       mode: 0o600,
     });
     writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir));
-    writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig(dir, caCert, cgroupRoot, await freePort(), socket, options.featureGates ?? {}));
+    writeFileSync(
+      join(dir, 'kubelet.yaml'),
+      kubeletConfig(dir, caCert, cgroupRoot, await freePort(), socket, options.featureGates ?? {}, options.shutdown),
+    );
     containerd.start();
     const archives = await buildNodeImages(join(dir, 'images'), options.stopSignalImages);
     await until(() => existsSync(socket) || !containerd.running, 30_000, 'containerd serving');
@@ -358,7 +377,26 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
     await stop();
     throw err;
   }
-  return { name, outDir, podLogsDir: join(dir, 'logs'), importImage: (archive) => void ctr('images', 'import', archive), tail, stop };
+  const shutdown = async () => {
+    if (!logind) throw new Error('startNode without the shutdown option: no logind to shut the node down with');
+    // The kubelet takes its inhibitor lock once its shutdown manager runs, after the Node is Ready at the latest.
+    await until(
+      () => logind.lines().some((l) => l.startsWith('inhibit kubelet shutdown delay')),
+      30_000,
+      "the kubelet's inhibitor lock",
+      tail,
+    );
+    await logind.shutdown();
+  };
+  return {
+    name,
+    outDir,
+    podLogsDir: join(dir, 'logs'),
+    importImage: (archive) => void ctr('images', 'import', archive),
+    tail,
+    shutdown,
+    stop,
+  };
 }
 
 async function deleteTask(ctr: (...args: string[]) => string, task: string): Promise<void> {
