@@ -8,10 +8,17 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { resourcePath } from '../support/cluster/index.ts';
 import type { ProxiedRequest } from '../support/faultproxy/index.ts';
-import { drainguard, killHard, tempDir } from '../support/proc.ts';
+import { type Proc, drainguard, killHard, tempDir } from '../support/proc.ts';
 import { type Install, RBAC_V1, allHeldBy, finalizer, nothingHeld, runHeld, waitHeld, withCluster } from './cluster.ts';
 
 const guardWrite = (r: ProxiedRequest) => r.verb === 'patch' && r.resource !== 'leases';
+
+/** What drainguard warned of or logged as an error, but the start-up advice on a guarded ServiceAccount's tokens. */
+const complaints = (p: Proc): string[] =>
+  p
+    .logs()
+    .filter((x) => (x.level === 'warn' || x.level === 'error') && !x.msg.startsWith('a guarded ServiceAccount keeps its object'))
+    .map((x) => x.msg);
 
 /** The release anchor of `pod`, as a release names it. */
 const anchorOf = (c: Install, pod: { uid: string }) => `lease/${c.ns}/drainguard-${pod.uid}-anchor`;
@@ -68,13 +75,7 @@ test("uninstall, drainguard's own RBAC kept: every removal authorised however la
         [`clusterrole/${c.name}`, `clusterrolebinding/${c.name}`, `serviceaccount/${c.ns}/op`, anchorOf(c, pod)].sort(),
       );
       assert.equal([released.waves, released.lease], [2, 'left to the garbage collector']);
-      const complaints = p
-        .logs()
-        .filter((x) => (x.level === 'warn' || x.level === 'error') && !x.msg.startsWith('a guarded ServiceAccount keeps its object'));
-      assert.equal(
-        complaints.map((x) => x.msg),
-        [],
-      );
+      assert.equal(complaints(p), []);
       // The ServiceAccount's removal was sent once every other one had been answered.
       const removals = c.proxy!.requests.filter(removal(c));
       assert.is(removals.length, 8, 'the seven and the release anchor');
@@ -123,13 +124,7 @@ test("kubectl delete -f of everything, drainguard's own RBAC included: pinned to
       assert.ok(pinned, p.stderr.join('\n'));
       assert.equal([...(pinned.pinned as string[])].sort(), ownCycle(c), JSON.stringify(pinned));
       assert.equal(pinned.notPinned, []);
-      const complaints = p
-        .logs()
-        .filter((x) => (x.level === 'warn' || x.level === 'error') && !x.msg.startsWith('a guarded ServiceAccount keeps its object'));
-      assert.equal(
-        complaints.map((x) => x.msg),
-        [],
-      );
+      assert.equal(complaints(p), []);
       // Every removal authorised, however late it came: the anchor's last and alone, once every other was answered.
       const removals = c.proxy!.requests.filter(removal(c));
       assert.ok(
