@@ -190,6 +190,10 @@ export class Deadlines {
     if (reading.state === 'gone') return this.#adoptForceDeletion();
     if ((cause === 'node-shutdown' || cause === 'node-pressure') && reading.state !== 'unknown')
       return this.#adoptKubeletStop(cause, reading);
+    // No deletion and nothing that says why (the Node unreadable without `get nodes`; the condition comes
+    // after the containers stopped): with a node-shutdown budget, that budget is the bound to go by.
+    if (cause === 'no-deletion' && reading.state === 'not-deleting' && this.#settings.nodeShutdownGraceMs !== undefined)
+      return this.#adoptKubeletStop(cause, reading);
     if (reading.state !== 'deleting') {
       if (known || this.#toldUnknown) return false;
       this.#toldUnknown = true;
@@ -240,9 +244,12 @@ export class Deadlines {
    * evictionMaxPodGracePeriod, capped likewise, published nowhere either). The kubelet
    * counts it from when it starts the stop, as drainguard counts from its signal.
    */
-  #adoptKubeletStop(cause: 'node-shutdown' | 'node-pressure', reading: PodDeletion & { state: 'deleting' | 'not-deleting' }): boolean {
+  #adoptKubeletStop(
+    cause: 'node-shutdown' | 'node-pressure' | 'no-deletion',
+    reading: PodDeletion & { state: 'deleting' | 'not-deleting' },
+  ): boolean {
     if (this.#cause?.cause === cause) return false;
-    const budget = cause === 'node-shutdown' ? this.#settings.nodeShutdownGraceMs : undefined;
+    const budget = cause !== 'node-pressure' ? this.#settings.nodeShutdownGraceMs : undefined;
     const graceMs = budget === undefined ? this.#grace.ms : Math.min(budget, this.#grace.ms);
     const kill = this.terminatedAt() + graceMs;
     const moved = this.#deletionAt === undefined || kill < this.#deletionAt;
@@ -260,12 +267,14 @@ export class Deadlines {
     const proven = budget !== undefined;
     this.#found(cause, reading, from, proven);
     const what =
-      cause === 'node-shutdown'
-        ? proven
-          ? `the node is shutting down: going by ${from}`
-          : "the node is shutting down: going by the Pod's grace period, which the kubelet's shutdownGracePeriod may cut; " +
-            'set DRAINGUARD_NODE_SHUTDOWN_GRACE to what it leaves'
-        : "the kubelet evicts the pod for node pressure: going by the Pod's grace period, which evictionMaxPodGracePeriod may cut";
+      cause === 'no-deletion'
+        ? `the Pod is not being deleted and nothing says why; it may be a node shutdown: going by ${from}`
+        : cause === 'node-shutdown'
+          ? proven
+            ? `the node is shutting down: going by ${from}`
+            : "the node is shutting down: going by the Pod's grace period, which the kubelet's shutdownGracePeriod may cut; " +
+              'set DRAINGUARD_NODE_SHUTDOWN_GRACE to what it leaves'
+          : "the kubelet evicts the pod for node pressure: going by the Pod's grace period, which evictionMaxPodGracePeriod may cut";
     this.#log[proven ? 'info' : 'warn'](what, {
       cause,
       disruption: reading.disruption?.reason,

@@ -344,16 +344,32 @@ test('a node shutdown without DRAINGUARD_NODE_SHUTDOWN_GRACE: the grace period, 
 });
 
 test('the condition read late (the kubelet posts it after its signal): the next read moves the SIGKILL earlier and tells the new cause', () => {
-  const { d, clock } = at({ ...spec30, nodeShutdownGraceMs: 8000 });
+  const { d, clock } = at(spec30);
   d.adoptPodGracePeriod(30_000);
   d.signalled(clock.now);
   assert.not.ok(d.adoptDeletion({ state: 'not-deleting' }));
   assert.is(d.takeStopCause()?.cause, 'no-deletion');
   assert.is(d.releaseDeadline(), clock.now + 29_500);
+});
+
+test('no deletion and nothing that says why, with a node-shutdown budget: the budget at once, the cause named when it comes', () => {
+  const { d, clock, log } = at({ ...spec30, nodeShutdownGraceMs: 8000 });
+  d.adoptPodGracePeriod(30_000);
+  d.signalled(clock.now);
+  assert.ok(d.adoptDeletion({ state: 'not-deleting' }), 'moved to the budget');
+  assert.is(d.releaseDeadline(), clock.now + 7500);
+  assert.match(log.lines.at(-1)!.msg, /it may be a node shutdown: going by DRAINGUARD_NODE_SHUTDOWN_GRACE/);
+  assert.is(d.takeStopCause()?.cause, 'no-deletion');
   clock.now += 2000;
-  assert.ok(d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN }), 'moved');
+  assert.not.ok(d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN }), 'the same SIGKILL');
   assert.is(d.releaseDeadline(), clock.now - 2000 + 7500, 'counted from the signal, not from the read');
   assert.is(d.takeStopCause()?.cause, 'node-shutdown');
+  // Without the budget, the grace period in force.
+  const other = at(spec30);
+  other.d.adoptPodGracePeriod(30_000);
+  other.d.signalled(other.clock.now);
+  assert.not.ok(other.d.adoptDeletion({ state: 'not-deleting' }));
+  assert.is(other.d.releaseDeadline(), other.clock.now + 29_500);
 });
 
 test('an eviction, a preemption, a taint: the deletionTimestamp, and the cause named', () => {
