@@ -67,7 +67,9 @@ export async function superviseSidecar(config: SupervisorConfig, io: CliIO): Pro
   const events = laterPodEvents(logger, clock);
   const guard = await guardOf(config, { env: io.env, logger, clock, late: false, events: () => events });
   const { openPodApi } = await import('../kube/pod.ts');
-  const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger);
+  const api = await openPodApi(config.pod, config.operatorContainers, io.env, logger, {
+    readNode: config.nodeShutdownGraceMs !== undefined,
+  });
   events.connect(api.recordEvent);
   const pod: PodLink = {
     events: api.recordEvent && events,
@@ -166,12 +168,14 @@ function laterPodLink(config: SupervisorConfig, env: NodeJS.ProcessEnv, logger: 
   let opened: Promise<PodApi> | undefined;
   const open = () =>
     (opened ??= import('../kube/pod.ts').then(async ({ openPodApi }) => {
-      const api = await openPodApi(config.pod, [], env, logger).catch((err: unknown): PodApi => {
-        logger.warn('cannot reach the Kubernetes API about this pod: no Events on it, and the grace period stays as configured', {
-          error: err,
-        });
-        return {};
-      });
+      const api = await openPodApi(config.pod, [], env, logger, { readNode: config.nodeShutdownGraceMs !== undefined }).catch(
+        (err: unknown): PodApi => {
+          logger.warn('cannot reach the Kubernetes API about this pod: no Events on it, and the grace period stays as configured', {
+            error: err,
+          });
+          return {};
+        },
+      );
       events?.connect(api.recordEvent);
       return api;
     }));

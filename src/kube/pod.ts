@@ -92,6 +92,8 @@ export async function readDeletion(
   client: KubeClient,
   pod: { readonly name: string; readonly namespace: string },
   deadline: number,
+  /** node: read the Node too when the Pod says nothing (only asked for with a node-shutdown budget: it needs `get` on nodes). */
+  { node: readNode = false }: { readonly node?: boolean } = {},
 ): Promise<PodDeletion> {
   const ref = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace };
   let current: KubeObject & {
@@ -117,7 +119,7 @@ export async function readDeletion(
     // The kubelet posts DisruptionTarget only once every container has terminated (mergePodStatus),
     // too late for a node shutdown; the Node says it at once. Optional: `get` on nodes.
     const node = typeof current.spec?.nodeName === 'string' ? current.spec.nodeName : undefined;
-    const shutting = node !== undefined && (await nodeShuttingDown(client, node, deadline));
+    const shutting = readNode && node !== undefined && (await nodeShuttingDown(client, node, deadline));
     return { state: 'not-deleting', ...(shutting && { nodeShuttingDown: true }) };
   }
   const seconds = current.metadata.deletionGracePeriodSeconds;
@@ -152,6 +154,8 @@ export async function openPodApi(
   operatorContainers: readonly string[],
   env: NodeJS.ProcessEnv,
   logger: Logger,
+  /** readNode: a stop without a deletion also reads the Node (DRAINGUARD_NODE_SHUTDOWN_GRACE set: the user may grant `get` on nodes). */
+  { readNode = false }: { readonly readNode?: boolean } = {},
 ): Promise<PodApi> {
   const needed = operatorContainers.length > 0;
   if (pod.name === undefined || pod.namespace === undefined) {
@@ -193,7 +197,8 @@ export async function openPodApi(
       const seconds = current.spec?.terminationGracePeriodSeconds;
       return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
     },
-    readDeletion: (timeoutMs) => readDeletion(client, { name: pod.name!, namespace: pod.namespace! }, Date.now() + timeoutMs),
+    readDeletion: (timeoutMs) =>
+      readDeletion(client, { name: pod.name!, namespace: pod.namespace! }, Date.now() + timeoutMs, { node: readNode }),
     readStopSignal: (signal) => containerStopSignal(client, { name: pod.name!, namespace: pod.namespace! }, readOwnMounts(), signal),
     recordEvent: (event: PodEvent) => record(regarding, event.type, event.reason, event.message),
     operatorStopped: needed
