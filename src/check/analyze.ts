@@ -350,7 +350,11 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
     )
     .filter((t) => !can.allows({ ...patch(t), verb: 'delete' }))
     .map(guardTargetKey);
-  if (exposed.length === 0 && unpinnable.length > 0) {
+  // Only where drainguard's own RBAC is guarded: without that, nothing keeps it through such a delete, pin or not.
+  const ownGuarded = guard.some(
+    (t) => t.kind !== 'serviceaccount' && keptIds.has(`${RESOURCES[t.kind].kind}/${t.namespace ? `${t.namespace}/` : ''}${t.name}`),
+  );
+  if (exposed.length === 0 && ownGuarded && unpinnable.length > 0) {
     add('release-unpinnable', 'warning', TEXT['release-unpinnable'](subject, unpinnable));
   }
   if (

@@ -114,6 +114,13 @@ for (const mode of MODES) {
         `|rbac.authorization.k8s.io|rolebindings|${v}|drainguard:${NS}:example-operator`,
         `||serviceaccounts|${v}|example-operator`,
       ]),
+      // The pin of a release with no safe order (docs/guard.md): delete on drainguard's own and the ServiceAccount, by name.
+      ...['clusterroles', 'clusterrolebindings', 'roles', 'rolebindings'].map(
+        (r) => `|rbac.authorization.k8s.io|${r}|delete|drainguard:${NS}:example-operator`,
+      ),
+      ...['roles', 'rolebindings'].map((r) => `${NS}|rbac.authorization.k8s.io|${r}|delete|drainguard:${NS}:example-operator`),
+      `||serviceaccounts|delete|example-operator`,
+      `${NS}||serviceaccounts|delete|example-operator`,
     ].sort();
     assert.equal(grants(ours.filter((o) => o.kind.endsWith('Role'))), want);
     // The guard holds the operator's RBAC and ServiceAccount, and drainguard's own.

@@ -134,7 +134,10 @@ for (const mode of MODES) {
       const binding = ofKind(r.objects, 'RoleBinding').find((o) => o.metadata.name === own && o.metadata.namespace === ns);
       assert.equal(binding?.subjects, [{ kind: 'ServiceAccount', name: `${RELEASE}-op`, namespace: NS }]);
       for (const kind of ['roles', 'rolebindings']) {
-        const names = role!.rules.filter((rule: any) => rule.resources.includes(kind)).flatMap((rule: any) => rule.resourceNames);
+        // The guard's rules (get, patch), not the pin's (delete on drainguard's own, docs/guard.md).
+        const names = role!.rules
+          .filter((rule: any) => rule.resources.includes(kind) && rule.verbs.includes('patch'))
+          .flatMap((rule: any) => rule.resourceNames);
         const guarded = guard.filter((g) => g.startsWith(`${kind.slice(0, -1)}/${ns}/`)).map((g) => g.split('/')[2]);
         assert.equal(names.sort(), [...guarded, own].sort(), `${kind} in ${ns}`);
       }
