@@ -42,7 +42,8 @@ test("the Pod's terminationGracePeriodSeconds sets the drain timeout; DrainStart
   const reasons = (await cluster.api.list(resourcePath('v1', 'events', ns))).map(
     (e: any) => `${e.involvedObject.name} ${e.involvedObject.uid} ${e.type} ${e.reason}`,
   );
-  assert.equal(reasons.sort(), [`op-0 ${uid} Normal DrainStarted`, `op-0 ${uid} Normal Drained`]);
+  // StopCause: why the pod stops and the SIGKILL drainguard goes by (here: no deletion, the grace period).
+  assert.equal(reasons.sort(), [`op-0 ${uid} Normal DrainStarted`, `op-0 ${uid} Normal Drained`, `op-0 ${uid} Normal StopCause`]);
 });
 
 test("an explicit DRAINGUARD_GRACE_PERIOD shorter than the Pod's is kept; a longer one gives way to the Pod's, with a warning", async () => {

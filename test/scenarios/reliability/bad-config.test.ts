@@ -131,6 +131,13 @@ function cases(httpInUse: number): Case[] {
       fix: /must be shorter than the grace period \(30s\); lower it or raise DRAINGUARD_GRACE_PERIOD/,
     },
     { option: 'stop-timeout', value: '1h', fix: /must be shorter than the grace period/ },
+    { option: 'node-shutdown-grace', value: 'abc', fix: /expected a duration such as 500ms, 30s, 2m or a number of seconds, got "abc"/ },
+    { option: 'drain-signals', value: 'SIGKILL', fix: /expected signals drainguard can catch \(SIGKILL cannot be caught\)/ },
+    {
+      option: 'drain-signals',
+      value: 'NOPE',
+      fix: /expected signal names or numbers separated by commas, such as SIGQUIT,SIGHUP, got "NOPE"/,
+    },
     ...['', 'pgroup', 'both', 'session'].map((value) => ({ option: 'signal-target', value, fix: /expected one of group, child/ })),
     { option: 'guard', value: 'clusterrole', fix: /expected clusterrole\/NAME, got "clusterrole"/, with: POD },
     { option: 'guard', value: 'clusterrole/a/b', fix: /expected clusterrole\/NAME, got "clusterrole\/a\/b"/, with: POD },

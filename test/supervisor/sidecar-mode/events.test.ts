@@ -72,11 +72,11 @@ test('drain started and drained: Events on the pod, with the duration', async ()
       assert.equal(e.involvedObject, { apiVersion: 'v1', kind: 'Pod', name: POD, namespace: ns, uid });
       assert.equal(e.reportingComponent, 'drainguard');
     }
-    // Both Events were written by the pod's ServiceAccount, each accepted at the first try.
+    // The Events (those two and StopCause, why the pod stops) were written by the pod's ServiceAccount, each accepted at the first try.
     const eventWrites = () => proxy!.requests.filter((r) => r.resource === 'events' && r.verb === 'create');
-    await cluster.waitFor(() => eventWrites().filter((r) => r.done).length >= 2, 10_000, 'both Event writes answered');
+    await cluster.waitFor(() => eventWrites().filter((r) => r.done).length >= 3, 10_000, 'the three Event writes answered');
     const writes = eventWrites();
-    assert.equal(writes.length, 2, JSON.stringify(writes.map((r) => [r.user, r.status])));
+    assert.equal(writes.length, 3, JSON.stringify(writes.map((r) => [r.user, r.status])));
     assert.ok(
       writes.every((r) => r.user === `system:serviceaccount:${ns}:op` && r.status === 201),
       JSON.stringify(writes.map((r) => [r.user, r.status])),
