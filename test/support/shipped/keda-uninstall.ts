@@ -8,12 +8,14 @@
 // finalizer). Used by test/shipped/keda.test.ts and test/tooling/bench/shipped.ts.
 
 import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { TestCluster } from '../cluster/index.ts';
 import { freePort } from '../free-port.ts';
 import { helm, helmRun } from '../helm.ts';
 import type { RealNode } from '../node/index.ts';
 import { LIBRARY } from '../../helm/support/charts.ts';
-import { OPERATOR, SCALEDOBJECT_FINALIZER, addDrainguard, kedaCertificates, writeKedaChart } from './keda.ts';
+import { OPERATOR, SCALEDOBJECT_FINALIZER, addDrainguard, addNamespaceDeletionRights, kedaCertificates, writeKedaChart } from './keda.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { type PodLogs, followPodLogs } from './pod-logs.ts';
 
@@ -25,7 +27,14 @@ export type Way =
   /** `helm uninstall --no-hooks --wait`. */
   | 'helm --no-hooks --wait'
   /** `kubectl delete -f` of the whole render it was applied from, drainguard's own RBAC included. */
-  | 'kubectl delete -f';
+  | 'kubectl delete -f'
+  /** `kubectl delete -k` of a kustomize directory holding the render: kustomize's order (CRDs and RBAC before the Deployment). */
+  | 'kubectl delete -k'
+  /**
+   * `kubectl delete namespace` of the operator's namespace, the render applied with kubectl and the ScaledObject in that
+   * namespace: what is cluster-scoped stays by design, so only what is stuck counts as left.
+   */
+  | 'kubectl delete namespace';
 
 export interface Uninstalled {
   readonly guarded: boolean;
@@ -43,7 +52,10 @@ export interface Uninstalled {
   readonly left: string[];
   /** The operator's log said it finalized the ScaledObject. */
   readonly finalizedByOperator: boolean;
-  /** The target's replicas after the uninstall (the operator restores the original, 2, at finalization). */
+  /**
+   * The target's replicas after the uninstall (the operator restores the original, 2, at finalization); when the
+   * uninstall deleted the target (a namespace deletion), the last seen before it went.
+   */
   readonly targetReplicas: number;
   /** The operator's log lines that say 401 or 403. */
   readonly refused: string[];
@@ -79,6 +91,9 @@ function kubectl(c: TestCluster, args: readonly string[], input?: string): Promi
   });
 }
 
+/** A leftover that nothing will remove by itself: being deleted, or held by a finalizer. */
+const stuck = (l: string) => l.includes(' (being deleted)') || l.includes(' finalizers ');
+
 const describe = (kind: string, o: any): string =>
   `${kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}` +
   `${o.metadata.deletionTimestamp ? ' (being deleted)' : ''}${o.metadata.finalizers?.length ? ` finalizers ${o.metadata.finalizers.join(',')}` : ''}`;
@@ -111,6 +126,28 @@ export async function leftovers(c: TestCluster, ns: string, apps: string): Promi
   return out;
 }
 
+/**
+ * What a deletion of the namespace NS left stuck: the namespace itself while it is there, and every object of the
+ * release's (its cluster-scoped ones stay: the deletion was not theirs) being deleted or with a finalizer.
+ */
+async function namespaceLeftovers(c: TestCluster, ns: string): Promise<string[]> {
+  const namespace = await c.api.get(`/api/v1/namespaces/${ns}`);
+  const left = (await leftovers(c, ns, ns)).filter(stuck);
+  return namespace ? [`${describe('namespace', namespace)} phase ${namespace.status?.phase}`, ...left] : left;
+}
+
+/** A kustomize directory beside CHART holding RENDER, as a kustomize user keeps a rendered chart; returns it. */
+function kustomization(chart: string, render: string): string {
+  const dir = join(chart, '..', 'kustomize');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'keda.yaml'), render);
+  writeFileSync(
+    join(dir, 'kustomization.yaml'),
+    'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - keda.yaml\n',
+  );
+  return dir;
+}
+
 export interface KedaRun {
   readonly c: TestCluster;
   readonly node: RealNode;
@@ -120,9 +157,12 @@ export interface KedaRun {
 export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): Promise<Uninstalled> {
   const { c, node } = run;
   const ns = (await c.namespace(guarded ? 'keda-dg' : 'keda')).name;
-  const apps = (await c.namespace('keda-apps')).name;
+  // A namespace deletion finalizes what is in the namespace: there the ScaledObject lives beside the operator.
+  const namespaced = way === 'kubectl delete namespace';
+  const apps = namespaced ? ns : (await c.namespace('keda-apps')).name;
   await hostNetworkPolicy(c, ns);
-  const stopBinding = bindPods(c, ns, node);
+  // Only the operator's pods (and the hooks'): the target's are never run, KEDA only scales it.
+  const stopBinding = bindPods(c, ns, node, namespaced ? `app=${OPERATOR}` : undefined);
   const logs = followPodLogs(node, ns);
   try {
     await c.api.create(`/api/v1/namespaces/${ns}/secrets`, {
@@ -133,6 +173,7 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     });
     const chart = writeKedaChart();
     if (guarded) addDrainguard(chart, LIBRARY);
+    if (guarded && namespaced) addNamespaceDeletionRights(chart);
     const set = {
       'prometheus.operator.port': await freePort(),
       'operator.healthPort': await freePort(),
@@ -141,10 +182,15 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     const setArgs = Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
     const kube = ['--kubeconfig', c.adminKubeconfig];
     let render = '';
-    if (way === 'kubectl delete -f') {
+    let manifests: string[] = [];
+    let stdin: string | undefined;
+    if (way.startsWith('kubectl')) {
       // A manifest from the chart, as a kubectl user makes one: no hooks (kubectl would run them as plain Jobs at once).
       render = helm(['template', 'keda', chart, '--namespace', ns, '--no-hooks', ...setArgs]);
-      const applied = await kubectl(c, ['apply', '--server-side', '-n', ns, '-f', '-'], render);
+      manifests = way === 'kubectl delete -k' ? ['-k', kustomization(chart, render)] : ['-f', '-'];
+      // kubectl reads no stdin with -k (and closes it: writing there would fail, EPIPE).
+      stdin = manifests[0] === '-f' ? render : undefined;
+      const applied = await kubectl(c, ['apply', '--server-side', '-n', ns, ...manifests], stdin);
       if (applied.code !== 0) throw new Error(`kubectl apply: ${applied.output}`);
     } else {
       const installed = await helmRun(
@@ -162,9 +208,10 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     await reconciled(c, apps, logs);
 
     const t0 = Date.now();
-    const command =
-      way === 'kubectl delete -f'
-        ? kubectl(c, ['delete', '-n', ns, '-f', '-', '--wait=false'], render)
+    const command = namespaced
+      ? kubectl(c, ['delete', 'namespace', ns, '--wait=false'])
+      : way.startsWith('kubectl')
+        ? kubectl(c, ['delete', '-n', ns, ...manifests, '--wait=false'], stdin)
         : helmRun(
             ['uninstall', 'keda', '--namespace', ns, ...way.split(' ').slice(1), '--timeout', `${UNINSTALL_TIMEOUT_S}s`, ...kube],
             HELM_MS,
@@ -174,11 +221,20 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     // and nothing left for the garbage collector.
     let cleanMs: number | undefined;
     let finalizedMs: number | undefined;
+    const targetPath = `/apis/apps/v1/namespaces/${apps}/deployments/app`;
+    let targetReplicas: number | undefined;
+    const what = async () => {
+      const target = await c.api.get(targetPath);
+      if (target) targetReplicas = target.spec.replicas;
+      return namespaced ? namespaceLeftovers(c, ns) : leftovers(c, ns, apps);
+    };
     await c.waitFor(
       async () => {
-        const left = await leftovers(c, ns, apps);
+        const left = await what();
         if (!left.some((l) => /^(scaledobject|customresourcedefinition)\//.test(l))) finalizedMs ??= Date.now() - t0;
         if (left.length === 0) return (cleanMs = Date.now() - t0);
+        // A namespace deletion deletes the ScaledObject only once the namespace's pods are gone: not settled before that.
+        if (namespaced && left.some((l) => l.startsWith('scaledobject/') && !l.includes(' (being deleted)'))) return false;
         // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet.
         const collecting = left.some((l) => l.startsWith('horizontalpodautoscaler/')) && !left.some((l) => l.startsWith('scaledobject/'));
         return !collecting && left.every((l) => !l.startsWith('pod/')) && (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0;
@@ -188,9 +244,9 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
       () => node.tail(),
     );
     const settledMs = Date.now() - t0;
-    const left = await leftovers(c, ns, apps);
+    const left = await what();
     const log = logs.lines(OPERATOR, OPERATOR);
-    const target = await c.api.get(`/apis/apps/v1/namespaces/${apps}/deployments/app`);
+    if (targetReplicas === undefined) throw new Error(`the target ${apps}/app was never seen after the uninstall started`);
     return {
       guarded,
       way,
@@ -201,7 +257,7 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
       finalizedMs,
       left,
       finalizedByOperator: log.some((l) => l.includes('Successfully finalized ScaledObject') && l.includes(apps)),
-      targetReplicas: target.spec.replicas,
+      targetReplicas,
       refused: log.filter((l) => REFUSED.test(l)),
       log,
     };
