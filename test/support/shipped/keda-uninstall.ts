@@ -57,7 +57,7 @@ export interface Uninstalled {
    * uninstall deleted the target (a namespace deletion), the last seen before it went.
    */
   readonly targetReplicas: number;
-  /** The operator's log lines that say 401 or 403. */
+  /** The operator's log lines that say 401 or 403 (not the NamespaceLifecycle admission's, see TERMINATING). */
   readonly refused: string[];
   /** The operator's log, for a failure's message. */
   readonly log: string[];
@@ -78,6 +78,11 @@ const KEDA = '/apis/keda.sh/v1alpha1';
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
+/**
+ * The NamespaceLifecycle admission's 403 on anything created in a namespace being deleted (KEDA's Events of the
+ * finalization, in a namespace deletion): no right lost, the same for every client; not a refusal to count.
+ */
+const TERMINATING = /unable to create new content in namespace \S+ because it is being terminated/;
 
 function kubectl(c: TestCluster, args: readonly string[], input?: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
@@ -134,6 +139,16 @@ async function namespaceLeftovers(c: TestCluster, ns: string): Promise<string[]>
   const namespace = await c.api.get(`/api/v1/namespaces/${ns}`);
   const left = (await leftovers(c, ns, ns)).filter(stuck);
   return namespace ? [`${describe('namespace', namespace)} phase ${namespace.status?.phase}`, ...left] : left;
+}
+
+/**
+ * The namespace's NamespaceFinalizersRemaining condition names a finalizer other than the garbage collector's
+ * ("Some content in the namespace has finalizers remaining: finalizer.keda.sh in 1 resource instances").
+ */
+function waitsOnFinalizer(namespace: any): boolean {
+  const remaining = namespace?.status?.conditions?.find((x: any) => x.type === 'NamespaceFinalizersRemaining' && x.status === 'True');
+  const named = [...String(remaining?.message ?? '').matchAll(/(\S+) in \d+ resource instances/g)].map((m) => m[1]);
+  return named.some((f) => f !== 'foregroundDeletion' && f !== 'orphan');
 }
 
 /** A kustomize directory beside CHART holding RENDER, as a kustomize user keeps a rendered chart; returns it. */
@@ -233,8 +248,13 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
         const left = await what();
         if (!left.some((l) => /^(scaledobject|customresourcedefinition)\//.test(l))) finalizedMs ??= Date.now() - t0;
         if (left.length === 0) return (cleanMs = Date.now() - t0);
-        // A namespace deletion deletes the ScaledObject only once the namespace's pods are gone: not settled before that.
-        if (namespaced && left.some((l) => l.startsWith('scaledobject/') && !l.includes(' (being deleted)'))) return false;
+        // A namespace deletion is settled when it is gone, or once its pods are gone and the namespace controller says
+        // it waits on a finalizer that nobody left can remove (not the garbage collector's).
+        if (namespaced)
+          return (
+            (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0 &&
+            waitsOnFinalizer(await c.api.get(`/api/v1/namespaces/${ns}`))
+          );
         // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet.
         const collecting = left.some((l) => l.startsWith('horizontalpodautoscaler/')) && !left.some((l) => l.startsWith('scaledobject/'));
         return !collecting && left.every((l) => !l.startsWith('pod/')) && (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0;
@@ -258,7 +278,7 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
       left,
       finalizedByOperator: log.some((l) => l.includes('Successfully finalized ScaledObject') && l.includes(apps)),
       targetReplicas,
-      refused: log.filter((l) => REFUSED.test(l)),
+      refused: log.filter((l) => REFUSED.test(l) && !TERMINATING.test(l)),
       log,
     };
   } finally {
