@@ -238,10 +238,16 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     let finalizedMs: number | undefined;
     const targetPath = `/apis/apps/v1/namespaces/${apps}/deployments/app`;
     let targetReplicas: number | undefined;
+    // What the last look saw: for the message when the uninstall never settles.
+    let seen: string[] = [];
     const what = async () => {
       const target = await c.api.get(targetPath);
       if (target) targetReplicas = target.spec.replicas;
-      return namespaced ? namespaceLeftovers(c, ns) : leftovers(c, ns, apps);
+      const left = await (namespaced ? namespaceLeftovers(c, ns) : leftovers(c, ns, apps));
+      // leftovers() lists the pods; namespaceLeftovers() only those stuck.
+      const pods = namespaced ? (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).map((p) => describe('pod', p)) : [];
+      seen = [...left, ...pods];
+      return left;
     };
     await c.waitFor(
       async () => {
@@ -261,7 +267,8 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
       },
       SETTLE_MS,
       `the uninstall (${way}) settled`,
-      () => node.tail(),
+      () =>
+        `left:\n  ${seen.join('\n  ')}\noperator log (last 30):\n${logs.lines(OPERATOR, OPERATOR).slice(-30).join('\n')}\n` + node.tail(),
     );
     const settledMs = Date.now() - t0;
     const left = await what();
