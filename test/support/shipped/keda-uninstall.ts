@@ -73,6 +73,8 @@ const HELM_MS = 180_000;
  */
 export const UNINSTALL_TIMEOUT_S = 45;
 const SETTLE_MS = 180_000;
+/** How long an HPA whose owner's CRD is gone is given before it counts as kept for good by the garbage collector. */
+const ORPHAN_MS = 10_000;
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const KEDA = '/apis/keda.sh/v1alpha1';
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
@@ -240,6 +242,7 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     let targetReplicas: number | undefined;
     // What the last look saw: for the message when the uninstall never settles.
     let seen: string[] = [];
+    let crdGoneAt: number | undefined;
     const what = async () => {
       const target = await c.api.get(targetPath);
       if (target) targetReplicas = target.spec.replicas;
@@ -261,8 +264,14 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
             (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0 &&
             waitsOnFinalizer(await c.api.get(`/api/v1/namespaces/${ns}`))
           );
-        // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet.
-        const collecting = left.some((l) => l.startsWith('horizontalpodautoscaler/')) && !left.some((l) => l.startsWith('scaledobject/'));
+        // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet. Unless
+        // the ScaledObject's CRD went first: the collector can then no longer tell its owner is gone and keeps it for good
+        // (kubernetes/kubernetes#102641), a leftover. No event says the collector gave up: one already deleting it has
+        // done so within ORPHAN_MS of the CRD's going.
+        const orphan = left.some((l) => l.startsWith('horizontalpodautoscaler/')) && !left.some((l) => l.startsWith('scaledobject/'));
+        const crd = left.some((l) => l.startsWith('customresourcedefinition/scaledobjects.keda.sh'));
+        if (orphan && !crd) crdGoneAt ??= Date.now();
+        const collecting = orphan && (crd || Date.now() - crdGoneAt! < ORPHAN_MS);
         return !collecting && left.every((l) => !l.startsWith('pod/')) && (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0;
       },
       SETTLE_MS,
