@@ -35,14 +35,18 @@ export function assertClean(r: Uninstalled): void {
   assert.is(r.code, 0, story(r));
 }
 
-/** The control's loss: the ScaledObject stuck with KEDA's finalizer, its CRD Terminating, the target never restored. */
+/**
+ * The control's loss: the ScaledObject stuck with KEDA's finalizer, what deleted it left Terminating (its CRD, or
+ * with a namespace deletion the namespace), the target never restored.
+ */
 export function assertLoss(r: Uninstalled): void {
   tell(r);
   const stuck = r.left.find((l) => l.startsWith('scaledobject/') && l.includes('(being deleted)') && l.includes(SCALEDOBJECT_FINALIZER));
   assert.ok(stuck, `the ScaledObject left being deleted with ${SCALEDOBJECT_FINALIZER}\n${story(r)}`);
+  const holder = r.way === 'kubectl delete namespace' ? 'namespace/' : 'customresourcedefinition/scaledobjects.keda.sh';
   assert.ok(
-    r.left.some((l) => l.startsWith('customresourcedefinition/scaledobjects.keda.sh') && l.includes('(being deleted)')),
-    `its CRD left Terminating\n${story(r)}`,
+    r.left.some((l) => l.startsWith(holder) && l.includes('(being deleted)')),
+    `${r.way === 'kubectl delete namespace' ? 'its namespace' : 'its CRD'} left Terminating\n${story(r)}`,
   );
   assert.not.ok(r.finalizedByOperator, story(r));
   assert.is(r.targetReplicas, SCALED_REPLICAS, `nobody restored the target\n${story(r)}`);

@@ -8,12 +8,14 @@
 // finalizer). Used by test/shipped/keda.test.ts and test/tooling/bench/shipped.ts.
 
 import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { TestCluster } from '../cluster/index.ts';
 import { freePort } from '../free-port.ts';
 import { helm, helmRun } from '../helm.ts';
 import type { RealNode } from '../node/index.ts';
 import { LIBRARY } from '../../helm/support/charts.ts';
-import { OPERATOR, SCALEDOBJECT_FINALIZER, addDrainguard, kedaCertificates, writeKedaChart } from './keda.ts';
+import { OPERATOR, SCALEDOBJECT_FINALIZER, addDrainguard, addNamespaceDeletionRights, kedaCertificates, writeKedaChart } from './keda.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { type PodLogs, followPodLogs } from './pod-logs.ts';
 
@@ -25,7 +27,14 @@ export type Way =
   /** `helm uninstall --no-hooks --wait`. */
   | 'helm --no-hooks --wait'
   /** `kubectl delete -f` of the whole render it was applied from, drainguard's own RBAC included. */
-  | 'kubectl delete -f';
+  | 'kubectl delete -f'
+  /** `kubectl delete -k` of a kustomize directory holding the render: kustomize's order (CRDs and RBAC before the Deployment). */
+  | 'kubectl delete -k'
+  /**
+   * `kubectl delete namespace` of the operator's namespace, the render applied with kubectl and the ScaledObject in that
+   * namespace: what is cluster-scoped stays by design, so only what is stuck counts as left.
+   */
+  | 'kubectl delete namespace';
 
 export interface Uninstalled {
   readonly guarded: boolean;
@@ -43,9 +52,12 @@ export interface Uninstalled {
   readonly left: string[];
   /** The operator's log said it finalized the ScaledObject. */
   readonly finalizedByOperator: boolean;
-  /** The target's replicas after the uninstall (the operator restores the original, 2, at finalization). */
+  /**
+   * The target's replicas after the uninstall (the operator restores the original, 2, at finalization); when the
+   * uninstall deleted the target (a namespace deletion), the last seen before it went.
+   */
   readonly targetReplicas: number;
-  /** The operator's log lines that say 401 or 403. */
+  /** The operator's log lines that say 401 or 403 (not the NamespaceLifecycle admission's, see TERMINATING). */
   readonly refused: string[];
   /** The operator's log, for a failure's message. */
   readonly log: string[];
@@ -61,11 +73,18 @@ const HELM_MS = 180_000;
  */
 export const UNINSTALL_TIMEOUT_S = 45;
 const SETTLE_MS = 180_000;
+/** How long an HPA whose owner's CRD is gone is given before it counts as kept for good by the garbage collector. */
+const ORPHAN_MS = 10_000;
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const KEDA = '/apis/keda.sh/v1alpha1';
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
+/**
+ * The NamespaceLifecycle admission's 403 on anything created in a namespace being deleted (KEDA's Events of the
+ * finalization, in a namespace deletion): no right lost, the same for every client; not a refusal to count.
+ */
+const TERMINATING = /unable to create new content in namespace \S+ because it is being terminated/;
 
 function kubectl(c: TestCluster, args: readonly string[], input?: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
@@ -78,6 +97,9 @@ function kubectl(c: TestCluster, args: readonly string[], input?: string): Promi
     child.stdin!.end(input);
   });
 }
+
+/** A leftover that nothing will remove by itself: being deleted, or held by a finalizer. */
+const stuck = (l: string) => l.includes(' (being deleted)') || l.includes(' finalizers ');
 
 const describe = (kind: string, o: any): string =>
   `${kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}` +
@@ -111,6 +133,38 @@ export async function leftovers(c: TestCluster, ns: string, apps: string): Promi
   return out;
 }
 
+/**
+ * What a deletion of the namespace NS left stuck: the namespace itself while it is there, and every object of the
+ * release's (its cluster-scoped ones stay: the deletion was not theirs) being deleted or with a finalizer.
+ */
+async function namespaceLeftovers(c: TestCluster, ns: string): Promise<string[]> {
+  const namespace = await c.api.get(`/api/v1/namespaces/${ns}`);
+  const left = (await leftovers(c, ns, ns)).filter(stuck);
+  return namespace ? [`${describe('namespace', namespace)} phase ${namespace.status?.phase}`, ...left] : left;
+}
+
+/**
+ * The namespace's NamespaceFinalizersRemaining condition names a finalizer other than the garbage collector's
+ * ("Some content in the namespace has finalizers remaining: finalizer.keda.sh in 1 resource instances").
+ */
+function waitsOnFinalizer(namespace: any): boolean {
+  const remaining = namespace?.status?.conditions?.find((x: any) => x.type === 'NamespaceFinalizersRemaining' && x.status === 'True');
+  const named = [...String(remaining?.message ?? '').matchAll(/(\S+) in \d+ resource instances/g)].map((m) => m[1]);
+  return named.some((f) => f !== 'foregroundDeletion' && f !== 'orphan');
+}
+
+/** A kustomize directory beside CHART holding RENDER, as a kustomize user keeps a rendered chart; returns it. */
+function kustomization(chart: string, render: string): string {
+  const dir = join(chart, '..', 'kustomize');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'keda.yaml'), render);
+  writeFileSync(
+    join(dir, 'kustomization.yaml'),
+    'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - keda.yaml\n',
+  );
+  return dir;
+}
+
 export interface KedaRun {
   readonly c: TestCluster;
   readonly node: RealNode;
@@ -120,9 +174,12 @@ export interface KedaRun {
 export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): Promise<Uninstalled> {
   const { c, node } = run;
   const ns = (await c.namespace(guarded ? 'keda-dg' : 'keda')).name;
-  const apps = (await c.namespace('keda-apps')).name;
+  // A namespace deletion finalizes what is in the namespace: there the ScaledObject lives beside the operator.
+  const namespaced = way === 'kubectl delete namespace';
+  const apps = namespaced ? ns : (await c.namespace('keda-apps')).name;
   await hostNetworkPolicy(c, ns);
-  const stopBinding = bindPods(c, ns, node);
+  // Only the operator's pods (and the hooks'): the target's are never run, KEDA only scales it.
+  const stopBinding = bindPods(c, ns, node, namespaced ? `app=${OPERATOR}` : undefined);
   const logs = followPodLogs(node, ns);
   try {
     await c.api.create(`/api/v1/namespaces/${ns}/secrets`, {
@@ -133,6 +190,7 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     });
     const chart = writeKedaChart();
     if (guarded) addDrainguard(chart, LIBRARY);
+    if (guarded && namespaced) addNamespaceDeletionRights(chart);
     const set = {
       'prometheus.operator.port': await freePort(),
       'operator.healthPort': await freePort(),
@@ -141,10 +199,15 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     const setArgs = Object.entries(set).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
     const kube = ['--kubeconfig', c.adminKubeconfig];
     let render = '';
-    if (way === 'kubectl delete -f') {
+    let manifests: string[] = [];
+    let stdin: string | undefined;
+    if (way.startsWith('kubectl')) {
       // A manifest from the chart, as a kubectl user makes one: no hooks (kubectl would run them as plain Jobs at once).
       render = helm(['template', 'keda', chart, '--namespace', ns, '--no-hooks', ...setArgs]);
-      const applied = await kubectl(c, ['apply', '--server-side', '-n', ns, '-f', '-'], render);
+      manifests = way === 'kubectl delete -k' ? ['-k', kustomization(chart, render)] : ['-f', '-'];
+      // kubectl reads no stdin with -k (and closes it: writing there would fail, EPIPE).
+      stdin = manifests[0] === '-f' ? render : undefined;
+      const applied = await kubectl(c, ['apply', '--server-side', '-n', ns, ...manifests], stdin);
       if (applied.code !== 0) throw new Error(`kubectl apply: ${applied.output}`);
     } else {
       const installed = await helmRun(
@@ -162,9 +225,10 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     await reconciled(c, apps, logs);
 
     const t0 = Date.now();
-    const command =
-      way === 'kubectl delete -f'
-        ? kubectl(c, ['delete', '-n', ns, '-f', '-', '--wait=false'], render)
+    const command = namespaced
+      ? kubectl(c, ['delete', 'namespace', ns, '--wait=false'])
+      : way.startsWith('kubectl')
+        ? kubectl(c, ['delete', '-n', ns, ...manifests, '--wait=false'], stdin)
         : helmRun(
             ['uninstall', 'keda', '--namespace', ns, ...way.split(' ').slice(1), '--timeout', `${UNINSTALL_TIMEOUT_S}s`, ...kube],
             HELM_MS,
@@ -174,23 +238,51 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
     // and nothing left for the garbage collector.
     let cleanMs: number | undefined;
     let finalizedMs: number | undefined;
+    const targetPath = `/apis/apps/v1/namespaces/${apps}/deployments/app`;
+    let targetReplicas: number | undefined;
+    // What the last look saw: for the message when the uninstall never settles.
+    let seen: string[] = [];
+    let crdGoneAt: number | undefined;
+    const what = async () => {
+      const target = await c.api.get(targetPath);
+      if (target) targetReplicas = target.spec.replicas;
+      const left = await (namespaced ? namespaceLeftovers(c, ns) : leftovers(c, ns, apps));
+      // leftovers() lists the pods; namespaceLeftovers() only those stuck.
+      const pods = namespaced ? (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).map((p) => describe('pod', p)) : [];
+      seen = [...left, ...pods];
+      return left;
+    };
     await c.waitFor(
       async () => {
-        const left = await leftovers(c, ns, apps);
+        const left = await what();
         if (!left.some((l) => /^(scaledobject|customresourcedefinition)\//.test(l))) finalizedMs ??= Date.now() - t0;
         if (left.length === 0) return (cleanMs = Date.now() - t0);
-        // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet.
-        const collecting = left.some((l) => l.startsWith('horizontalpodautoscaler/')) && !left.some((l) => l.startsWith('scaledobject/'));
+        // A namespace deletion is settled when it is gone, or once its pods are gone and the namespace controller says
+        // it waits on a finalizer that nobody left can remove (not the garbage collector's).
+        if (namespaced)
+          return (
+            (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0 &&
+            waitsOnFinalizer(await c.api.get(`/api/v1/namespaces/${ns}`))
+          );
+        // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet. Unless
+        // the ScaledObject's CRD went first: the collector can then no longer tell its owner is gone and keeps it for good
+        // (kubernetes/kubernetes#102641), a leftover. No event says the collector gave up: one already deleting it has
+        // done so within ORPHAN_MS of the CRD's going.
+        const orphan = left.some((l) => l.startsWith('horizontalpodautoscaler/')) && !left.some((l) => l.startsWith('scaledobject/'));
+        const crd = left.some((l) => l.startsWith('customresourcedefinition/scaledobjects.keda.sh'));
+        if (orphan && !crd) crdGoneAt ??= Date.now();
+        const collecting = orphan && (crd || Date.now() - crdGoneAt! < ORPHAN_MS);
         return !collecting && left.every((l) => !l.startsWith('pod/')) && (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0;
       },
       SETTLE_MS,
       `the uninstall (${way}) settled`,
-      () => node.tail(),
+      () =>
+        `left:\n  ${seen.join('\n  ')}\noperator log (last 30):\n${logs.lines(OPERATOR, OPERATOR).slice(-30).join('\n')}\n` + node.tail(),
     );
     const settledMs = Date.now() - t0;
-    const left = await leftovers(c, ns, apps);
+    const left = await what();
     const log = logs.lines(OPERATOR, OPERATOR);
-    const target = await c.api.get(`/apis/apps/v1/namespaces/${apps}/deployments/app`);
+    if (targetReplicas === undefined) throw new Error(`the target ${apps}/app was never seen after the uninstall started`);
     return {
       guarded,
       way,
@@ -201,8 +293,8 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
       finalizedMs,
       left,
       finalizedByOperator: log.some((l) => l.includes('Successfully finalized ScaledObject') && l.includes(apps)),
-      targetReplicas: target.spec.replicas,
-      refused: log.filter((l) => REFUSED.test(l)),
+      targetReplicas,
+      refused: log.filter((l) => REFUSED.test(l) && !TERMINATING.test(l)),
       log,
     };
   } finally {

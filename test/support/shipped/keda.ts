@@ -310,6 +310,43 @@ export function addDrainguard(chart: string, library: string): void {
   writeFileSync(join(chart, 'values.yaml'), stringify(values));
 }
 
+/**
+ * docs/namespace.md's Rights for a namespace's deletion, on CHART with drainguard added: drainguard deletes the
+ * held kinds' objects of its namespace while the operator runs, and KEDA's own ClusterRole grants no `delete` on
+ * them (get, list, patch, update, watch), so a Role of the namespace grants `list` and `delete`, bound to the
+ * operator's ServiceAccount (which drainguard runs as in wrap mode).
+ */
+export function addNamespaceDeletionRights(chart: string): void {
+  const resources = KINDS.map((k) => k.split('.')[0]);
+  writeFileSync(
+    join(chart, 'templates/drainguard-namespace-deletion.yaml'),
+    `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ .Values.operator.name }}-namespace-deletion
+  namespace: {{ .Release.Namespace }}
+rules:
+  - apiGroups: [keda.sh]
+    resources: [${resources.join(', ')}]
+    verbs: [list, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ .Values.operator.name }}-namespace-deletion
+  namespace: {{ .Release.Namespace }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ .Values.operator.name }}-namespace-deletion
+subjects:
+  - kind: ServiceAccount
+    name: {{ .Values.serviceAccount.operator.name }}
+    namespace: {{ .Release.Namespace }}
+`,
+  );
+}
+
 /** Removes the charts written (test.after). */
 export function removeKedaCharts(): void {
   for (const chart of staged.splice(0)) rmSync(join(chart, '..'), { recursive: true, force: true });

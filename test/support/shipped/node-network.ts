@@ -76,8 +76,8 @@ export async function hostNetworkPolicy(c: TestCluster, namespace: string): Prom
   );
 }
 
-/** Binds every pod of NAMESPACE created without a node to NODE until the returned stop is called. */
-export function bindPods(c: TestCluster, namespace: string, node: RealNode): () => void {
+/** Binds every pod of NAMESPACE (those matching LABEL_SELECTOR) created without a node to NODE until the returned stop is called. */
+export function bindPods(c: TestCluster, namespace: string, node: RealNode, labelSelector?: string): () => void {
   let stopped = false;
   let stopWatch = () => {};
   const bound = new Set<string>();
@@ -97,7 +97,7 @@ export function bindPods(c: TestCluster, namespace: string, node: RealNode): () 
     if (stopped) return;
     // A watch from no resourceVersion begins with every pod there is (ADDED): none is missed across a restart.
     stopWatch = c.api.watch(
-      `/api/v1/namespaces/${namespace}/pods?fieldSelector=spec.nodeName%3D`,
+      `/api/v1/namespaces/${namespace}/pods?fieldSelector=spec.nodeName%3D${labelSelector ? `&labelSelector=${encodeURIComponent(labelSelector)}` : ''}`,
       (e) => {
         if (e.type === 'ADDED' || e.type === 'MODIFIED') void bind(e.object);
       },

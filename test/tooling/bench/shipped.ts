@@ -6,7 +6,10 @@
 // KEDA ships no pre-delete hook of its own (its docs say to delete the
 // ScaledObjects before the uninstall): the line says so.
 //
-//   node test/tooling/bench/shipped.ts [--runs N] [--ways helm,helm --wait,helm --no-hooks --wait,kubectl delete -f]
+//   node test/tooling/bench/shipped.ts [--runs N] [--ways helm,helm --wait,helm --no-hooks --wait,kubectl delete -f,...]
+//
+// kubectl delete namespace deletes what is the namespace's: its "clean" is the namespace gone, and what it left is
+// what is stuck (the cluster-scoped objects stay by design).
 //
 // After npm run build and node test/support/shipped/build.ts; root (the real
 // node); a private control plane is started and stopped for the run.
@@ -20,7 +23,14 @@ import { importKedaImage, removeKedaCharts } from '../../support/shipped/keda.ts
 import { type Uninstalled, type Way, uninstallKeda } from '../../support/shipped/keda-uninstall.ts';
 import { percentile } from '../../support/stats.ts';
 
-const WAYS: readonly Way[] = ['helm', 'helm --wait', 'helm --no-hooks --wait', 'kubectl delete -f'];
+const WAYS: readonly Way[] = [
+  'helm',
+  'helm --wait',
+  'helm --no-hooks --wait',
+  'kubectl delete -f',
+  'kubectl delete -k',
+  'kubectl delete namespace',
+];
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '1' }, ways: { type: 'string' } } });
 const runs = Number(values.runs);
