@@ -132,6 +132,12 @@ function oneOf<T extends string>(...choices: T[]) {
   };
 }
 
+/** A manifest path as kubectl apply -f takes it (repeatable: each one a list of one). */
+function manifestPath(raw: string, source: string): string[] {
+  if (raw === '') throw invalid('DG_CONFIG_VALUE', source, 'a file, a directory, or - for standard input', raw);
+  return [raw];
+}
+
 function nonEmpty(raw: string, source: string): string {
   const value = raw.trim();
   if (value === '') throw invalid('DG_CONFIG_VALUE', source, 'a non-empty value', raw);
@@ -531,10 +537,7 @@ export const CHECK_OPTIONS = [
     commands: ['check'],
     flagOnly: true,
     repeatable: true,
-    parse: (raw, source) => {
-      if (raw === '') throw invalid('DG_CONFIG_VALUE', source, 'a file, a directory, or - for standard input', raw);
-      return [raw];
-    },
+    parse: manifestPath,
     description:
       'manifests to check, as kubectl apply -f: ' +
       'a file, a directory (its .yaml, .yml and .json files, recursively) or - for standard input; ' +
@@ -548,10 +551,7 @@ export const CHECK_OPTIONS = [
     commands: ['check'],
     flagOnly: true,
     repeatable: true,
-    parse: (raw, source) => {
-      if (raw === '') throw invalid('DG_CONFIG_VALUE', source, 'a file, a directory, or - for standard input', raw);
-      return [raw];
-    },
+    parse: manifestPath,
     description:
       "the chart's render before drainguard was added (a file, a directory or -; repeatable): " +
       'each object in it must be in the manifests checked, or check reports it lost (object-lost)',
