@@ -77,8 +77,7 @@ test('the timeout: the hold lets go after DRAINGUARD_HOLD_TIMEOUT, naming what i
     const text = await drainguard(['status', '--hold', HOLD, '--pod-namespace', s.ns]);
     assert.match(text.stdout, `a held Deployment being deleted waits for\n  installations.${GROUP}/default  ${GROUP}/cleanup`);
     await manager.line('drained', 30_000);
-    const line = sidecar.logs().find((l) => String(l.msg).startsWith('hold released'));
-    assert.ok(line, sidecar.stderr.join('\n'));
+    const line = await sidecar.log(/^hold released/);
     assert.is(line.reason, 'timeout');
     assert.ok(Date.parse(String(line.time)) - Date.parse(String(seen.time)) >= 8000, 'not before the timeout');
     assert.match(

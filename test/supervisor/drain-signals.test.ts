@@ -57,7 +57,8 @@ test('SIGINT as the stop signal drains as SIGTERM does, with nothing configured;
     await p.line('work start 0');
     p.kill('SIGINT');
     await p.line(/^drain remainingMs=/);
-    assert.equal(p.logs().find((l) => l.msg === 'termination requested')?.signal, 'SIGINT');
+    // stdout and stderr are separate pipes: wait for the log line, do not look it up.
+    assert.equal((await p.log('termination requested')).signal, 'SIGINT');
     p.kill('SIGINT');
     const exit = await p.exit();
     assert.is(exit.code, 0);

@@ -152,9 +152,10 @@ export class Proc {
     return this.#until(() => this.stderr.find(test), ms, `stderr line ${match}`);
   }
 
-  /** Waits for a drainguard log line with this message. */
-  log(msg: string, ms = 10_000): Promise<LogLine> {
-    return this.#until(() => this.logs().find((l) => l.msg === msg), ms, `log "${msg}"`);
+  /** Waits for a drainguard log line with this message (exact or matching). */
+  log(msg: string | RegExp, ms = 10_000): Promise<LogLine> {
+    const test = (m: unknown) => (typeof msg === 'string' ? m === msg : msg.test(String(m)));
+    return this.#until(() => this.logs().find((l) => test(l.msg)), ms, `log ${typeof msg === 'string' ? `"${msg}"` : msg}`);
   }
 
   async exit(ms = 15_000): Promise<Exit> {

@@ -70,7 +70,7 @@ test('httpGet preStop: no token 401, wrong token 403, neither starts anything; t
   assert.equal(JSON.parse(right.body).outcome, 'drained');
   assert.ok(operator.stdout.some((l) => l.startsWith('drain remainingMs=')));
   await operator.line('work done 0');
-  assert.equal(pod.sidecar.logs().find((l) => l.msg === 'drain started')!.source, 'http');
+  assert.equal((await pod.sidecar.log('drain started')).source, 'http');
   operator.kill('SIGTERM');
   pod.sidecar.kill('SIGTERM');
   assert.equal((await pod.sidecar.exit()).code, 0);

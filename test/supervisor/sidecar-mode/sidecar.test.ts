@@ -65,7 +65,7 @@ test('prestop returns at the drain deadline when the operator never says drained
   assert.ok(waited >= 790 && waited < 6000, `prestop took ${waited} ms`);
   assert.equal(hook.logs().find((l) => l.msg === 'drain ended')!.outcome, 'deadline');
   await operator.line('deadline');
-  const ended = pod.sidecar.logs().find((l) => l.msg === 'drain ended')!;
+  const ended = await pod.sidecar.log('drain ended');
   assert.equal(ended.outcome, 'deadline');
   assert.equal(ended.waitingFor, ['fixture']);
   operator.kill('SIGTERM');
