@@ -18,6 +18,11 @@
 // the pod's end the cgroups are read every 20 ms: the guard release is the
 // last read before drainguard's `guard released` line.
 //
+// After the idle samples, one reclaim pass through the pod's cgroup (what a
+// node whose memory is full of page cache does to every pod, sooner or later:
+// the inactive file pages go, the referenced executable ones turn active),
+// a sample, and one 30 s later (--no-reclaim leaves it out).
+//
 // Page cache `cold` (the default): before each pod, the images' files are
 // dropped from the page cache, so that every page the pod touches is charged
 // to it, as on a node where they were reclaimed since the pull (Linux charges
@@ -25,7 +30,7 @@
 // `warm`: left as the pull (the import) left them, charged outside the pod.
 //
 //   node test/tooling/bench/pod-memory.ts [--modes LIST] [--idle 30,150,300] [--clients 1000] [--page-cache cold|warm]
-//     [--logs DIR] [--out FILE]
+//     [--no-reclaim] [--logs DIR] [--out FILE]
 //   npm run bench -- --only pod [...]
 
 import { execFileSync } from 'node:child_process';
@@ -41,9 +46,15 @@ import { freePort } from '../../support/free-port.ts';
 import { type RealNode, startNode } from '../../support/node/index.ts';
 import { Proc } from '../../support/proc.ts';
 import { MiB, percentile } from '../../support/stats.ts';
-import { type CgroupMemory, type CgroupVersion, cgroupVersion, memoryHierarchy, readCgroupMemory } from './lib/cgroup-memory.ts';
+import {
+  type CgroupMemory,
+  type CgroupVersion,
+  cgroupVersion,
+  memoryHierarchy,
+  readCgroupMemory,
+  reclaimPass,
+} from './lib/cgroup-memory.ts';
 import { killReported, reportedPid } from './lib/fixture-output.ts';
-import { dropFromPageCache } from './lib/mem.ts';
 import { NODE, fixture } from './lib/paths.ts';
 import {
   DRAINGUARD_CONTAINER,
@@ -63,6 +74,8 @@ export interface PodMemoryOptions {
   /** Samples while the clients hold the drain open, one a second. */
   readonly drainSamples: number;
   readonly pageCache: 'cold' | 'warm';
+  /** After the idle samples, one reclaim pass through the pod's cgroup (lib/cgroup-memory.ts reclaimPass), and samples after it. */
+  readonly reclaim: boolean;
   /** A directory to write drainguard's log of each pod to (MODE.log). */
   readonly logs?: string;
 }
@@ -107,6 +120,8 @@ export interface PodMemoryResult {
 }
 
 const FAST_MS = 20;
+/** The idle after the reclaim pass, before the clients connect. */
+const RECLAIMED_IDLE_MS = 30_000;
 /** drainguard's log lines of the stop, given with their times in the notes. */
 const STOP_STEPS = [
   'termination requested',
@@ -214,7 +229,13 @@ function dropImageFiles(node: RealNode): number {
     }
     for (const e of entries) {
       if (e.isDirectory()) walk(join(dir, e.name));
-      else if (e.isFile() && dropFromPageCache(join(dir, e.name))) dropped++;
+      else if (e.isFile()) {
+        // GNU dd with count=0 and iflag=nocache: posix_fadvise DONTNEED on the whole file (the layers' files are clean).
+        try {
+          execFileSync('dd', [`if=${join(dir, e.name)}`, 'iflag=nocache', 'count=0', 'status=none'], { stdio: 'ignore' });
+          dropped++;
+        } catch {}
+      }
     }
   };
   walk(join(node.containerdRoot, 'io.containerd.snapshotter.v1.overlayfs/snapshots'));
@@ -259,7 +280,7 @@ async function measure(run: Run, mode: Mode, o: PodMemoryOptions, progress: (lin
   const name = `pm-${mode}`;
   const path = `/api/v1/namespaces/${ns}/pods/${name}`;
   const notes: string[] = [];
-  if (o.pageCache === 'cold') dropImageFiles(node);
+  if (o.pageCache === 'cold') notes.push(`the page cache of ${dropImageFiles(node)} files of the images' layers dropped before the pod`);
   const created = Date.now();
   await c.api.create(
     `/api/v1/namespaces/${ns}/pods`,
@@ -316,6 +337,13 @@ async function measure(run: Run, mode: Mode, o: PodMemoryOptions, progress: (lin
     for (const s of o.idleS) {
       await sleep(Math.max(0, s * 1000 - (performance.now() - t0)));
       await sample(`idle ${s} s`);
+    }
+    if (o.reclaim) {
+      const freed = reclaimPass(version, cgroups.pod);
+      await sample('after a reclaim pass');
+      notes.push(`the reclaim pass at ${at().toFixed(0)} s freed ${mib(freed)} MiB`);
+      await sleep(RECLAIMED_IDLE_MS);
+      await sample(`${RECLAIMED_IDLE_MS / 1000} s after it`);
     }
     const holders: number[] = [];
     let seen = 0;
@@ -506,7 +534,9 @@ export function printPodMemory(result: PodMemoryResult): string {
   out.push(
     `drainguard in a pod, on the real kubelet ${result.kubelet} (${result.containerd}, cgroup ${result.cgroup}, Linux ${result.kernel}), ` +
       `in front of the Go example operator; page cache ${o.pageCache}`,
-    `samples: idle at ${o.idleS.join(', ')} s after every container ran; ${o.clients} clients connected; ` +
+    `samples: idle at ${o.idleS.join(', ')} s after every container ran; ` +
+      (o.reclaim ? `one reclaim pass through the pod's cgroup, a sample, one ${RECLAIMED_IDLE_MS / 1000} s later; ` : '') +
+      `${o.clients} clients connected; ` +
       `${o.drainSamples} during the drain (1 s apart); every ${FAST_MS} ms from the delete to the pod's end (its peak, and the guard release)`,
     'working set = usage - inactive file (cAdvisor: what kubectl top and the eviction see); MiB',
     '',
@@ -561,10 +591,17 @@ export const POD_MEMORY_DEFAULTS: PodMemoryOptions = {
   clients: 1000,
   drainSamples: 5,
   pageCache: 'cold',
+  reclaim: true,
 };
 
 /** The options from the command line (the bench's own, or run.ts's --pod-* ones). */
-export function podMemoryOptions(v: { modes?: string; idle?: string; clients?: string; pageCache?: string }): PodMemoryOptions | string {
+export function podMemoryOptions(v: {
+  modes?: string;
+  idle?: string;
+  clients?: string;
+  pageCache?: string;
+  reclaim?: boolean;
+}): PodMemoryOptions | string {
   const modes = v.modes ? v.modes.split(',') : [...MODES];
   const unknown = modes.filter((m) => !(MODES as readonly string[]).includes(m));
   if (unknown.length > 0) return `--modes: unknown ${unknown.join(', ')}; of: ${MODES.join(', ')}`;
@@ -577,7 +614,7 @@ export function podMemoryOptions(v: { modes?: string; idle?: string; clients?: s
   if (pageCache !== 'cold' && pageCache !== 'warm') return `--page-cache: expected cold or warm, got ${JSON.stringify(v.pageCache)}`;
   // The operator alone first: every other pod is compared with it.
   const ordered = [...new Set(['alone', ...modes])].filter((m) => modes.includes(m) || m === 'alone') as Mode[];
-  return { modes: ordered, idleS, clients, drainSamples: POD_MEMORY_DEFAULTS.drainSamples, pageCache };
+  return { modes: ordered, idleS, clients, drainSamples: POD_MEMORY_DEFAULTS.drainSamples, pageCache, reclaim: v.reclaim ?? true };
 }
 
 if (import.meta.main) {
@@ -587,6 +624,7 @@ if (import.meta.main) {
       idle: { type: 'string' },
       clients: { type: 'string' },
       'page-cache': { type: 'string' },
+      'no-reclaim': { type: 'boolean', default: false },
       logs: { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -594,12 +632,12 @@ if (import.meta.main) {
   });
   if (values.help) {
     process.stdout.write(
-      `node test/tooling/bench/pod-memory.ts [--modes ${MODES.join(',')}] [--idle 30,150,300] [--clients 1000] [--page-cache cold|warm] [--logs DIR] [--out FILE]\n` +
+      `node test/tooling/bench/pod-memory.ts [--modes ${MODES.join(',')}] [--idle 30,150,300] [--clients 1000] [--page-cache cold|warm] [--no-reclaim] [--logs DIR] [--out FILE]\n` +
         '(as root, after npm run build; KUBEBUILDER_ASSETS or the built release for the kubelet; the operator alone is always measured)\n',
     );
     process.exit(0);
   }
-  const parsed = podMemoryOptions({ ...values, pageCache: values['page-cache'] });
+  const parsed = podMemoryOptions({ ...values, pageCache: values['page-cache'], reclaim: !values['no-reclaim'] });
   const o = typeof parsed === 'string' ? parsed : { ...parsed, ...(values.logs && { logs: values.logs }) };
   if (typeof o === 'string') {
     process.stderr.write(`pod-memory: ${o}\n`);

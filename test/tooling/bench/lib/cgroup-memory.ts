@@ -8,7 +8,7 @@
 // total_* lines of v1 are hierarchical (a pod's cgroup holds its containers'),
 // v2's memory.stat always is.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export type CgroupVersion = 'v1' | 'v2';
@@ -87,4 +87,37 @@ export function readCgroupMemory(version: CgroupVersion, dir: string): CgroupMem
     if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENODEV') return undefined;
     throw err;
   }
+}
+
+/**
+ * One reclaim pass through the cgroup, such as a node whose memory is full of page cache makes
+ * through every pod: its inactive file pages are reclaimed, and those found referenced on the way
+ * are kept (mapped executable ones moved to the active list: from then on in the working set).
+ * v2: memory.reclaim; v1 has none: the limit is lowered to what is not inactive file, then set back.
+ * Returns the bytes it freed.
+ */
+export function reclaimPass(version: CgroupVersion, dir: string): number {
+  const before = readCgroupMemory(version, dir);
+  if (!before) throw new Error(`no cgroup ${dir}`);
+  if (version === 'v2') {
+    try {
+      writeFileSync(join(dir, 'memory.reclaim'), String(before.inactiveFile));
+    } catch (err) {
+      // EAGAIN: less could be reclaimed than asked for; what was, was.
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+    }
+  } else {
+    const limitFile = join(dir, 'memory.limit_in_bytes');
+    const limit = readFileSync(limitFile, 'utf8').trim();
+    const page = 4096;
+    try {
+      writeFileSync(limitFile, String(Math.ceil((before.usage - before.inactiveFile) / page) * page + 2 * 1024 * 1024));
+    } catch (err) {
+      // EBUSY: the kernel could not reclaim down to it; it reclaimed what it could.
+      if ((err as NodeJS.ErrnoException).code !== 'EBUSY') throw err;
+    } finally {
+      writeFileSync(limitFile, limit);
+    }
+  }
+  return before.usage - (readCgroupMemory(version, dir)?.usage ?? before.usage);
 }
