@@ -3,9 +3,10 @@
 // into it, the launcher last, so DIR/drainguard never starts a half-copied
 // installation.
 
-import { chmodSync, copyFileSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
+import { copyPastPageCache } from './copy.ts';
 import { LAUNCHER } from './layout.ts';
 import { LAUNCHER_IMAGES } from './launcher-image.ts';
 import { InstallSourceError, type SourceFile, installSources } from './sources.ts';
@@ -39,7 +40,7 @@ export async function install(dir: string, sources?: readonly SourceFile[]): Pro
   mkdirSync(dir, { recursive: true });
   const written: InstalledFile[] = [];
   for (const file of files) {
-    placeFile(join(dir, file.to), file.mode, (tmp) => copyFileSync(file.from, tmp));
+    placeFile(join(dir, file.to), file.mode, (tmp) => copyPastPageCache(file.from, tmp));
     written.push({ path: file.to, bytes: statSync(join(dir, file.to)).size });
   }
   placeFile(join(dir, LAUNCHER), 0o755, (tmp) => writeFileSync(tmp, launcher));
