@@ -29,8 +29,10 @@
 // a file page to the cgroup that brought it in, for as long as it stays);
 // `warm`: left as the pull (the import) left them, charged outside the pod.
 //
-//   node test/tooling/bench/pod-memory.ts [--modes LIST] [--idle 30,150,300] [--clients 1000] [--page-cache cold|warm]
+//   node test/tooling/bench/pod-memory.ts [--modes LIST] [--idle 30,150,300] [--alone-idle LIST] [--clients 1000]
+//     [--page-cache cold|warm]
 //     [--no-reclaim] [--logs DIR] [--out FILE]
+//   node test/tooling/bench/pod-memory.ts --print FILE     (the tables again, from an --out file)
 //   npm run bench -- --only pod [...]
 
 import { execFileSync } from 'node:child_process';
@@ -39,6 +41,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { WRAP_MEMORY_MIB, sizedMemory } from '../../../src/check/memory.ts';
 import { type TestCluster, useCluster } from '../../support/cluster/index.ts';
 import { drainguardRbac } from '../../support/drainguard-rbac.ts';
 import { runFileEndHooks } from '../../support/file-end.ts';
@@ -70,6 +73,8 @@ export interface PodMemoryOptions {
   readonly modes: readonly Mode[];
   /** Idle samples, seconds after every container of the pod runs. */
   readonly idleS: readonly number[];
+  /** The operator alone's (default: the same); a shorter one for an hour-long run of drainguard's modes. */
+  readonly aloneIdleS?: readonly number[];
   readonly clients: number;
   /** Samples while the clients hold the drain open, one a second. */
   readonly drainSamples: number;
@@ -322,7 +327,7 @@ async function measure(run: Run, mode: Mode, o: PodMemoryOptions, progress: (lin
     if (!r) throw new Error(`${name}: its cgroup is gone at ${label}`);
     const drainguard = dgContainer ? processMemory(drainguardPids(cgroups.containers[dgContainer]!)) : undefined;
     const kubelet = await kubeletView(node, ns, name).catch((err: Error) => {
-      notes.push(`kubelet summary at ${label}: ${err.message}`);
+      notes.push(`kubelet metrics at ${label}: ${err.message}`);
       return undefined;
     });
     samples.push({ label, atS, ...r, ...(kubelet && { kubelet }), ...(drainguard && { drainguard }) });
@@ -331,10 +336,10 @@ async function measure(run: Run, mode: Mode, o: PodMemoryOptions, progress: (lin
   const logDir = join(node.podLogsDir, `${ns}_${name}_${uid}`, dgContainer ?? 'manager');
   const logFile = await waitFor(`the log of ${name}`, 30_000, () => readdirSync(logDir).find((f) => f.endsWith('.log')));
   const logFd = openSync(join(logDir, logFile), 'r');
-  let clients: Proc | undefined;
+  let clients: Clients | undefined;
   const linkDir = mkdtempSync(join(tmpdir(), 'pm-'));
   try {
-    for (const s of o.idleS) {
+    for (const s of mode === 'alone' ? (o.aloneIdleS ?? o.idleS) : o.idleS) {
       await sleep(Math.max(0, s * 1000 - (performance.now() - t0)));
       await sample(`idle ${s} s`);
     }
@@ -345,33 +350,12 @@ async function measure(run: Run, mode: Mode, o: PodMemoryOptions, progress: (lin
       await sleep(RECLAIMED_IDLE_MS);
       await sample(`${RECLAIMED_IDLE_MS / 1000} s after it`);
     }
-    const holders: number[] = [];
-    let seen = 0;
-    let allSeen!: () => void;
-    const drainSeen = new Promise<void>((r) => (allSeen = r));
     if (dgContainer && o.clients > 0) {
-      // The socket's path is longer than a sockaddr_un holds: the clients connect through a short symlink to its
-      // directory (not from inside it: the kubelet could not unmount the volume, and the pod would never end).
-      symlinkSync(join(node.kubeletDir, 'pods', uid, 'volumes/kubernetes.io~empty-dir', SOCKET_VOLUME_NAME), join(linkDir, 's'));
-      clients = new Proc(
-        NODE,
-        [fixture('clients.ts')],
-        { BENCH_CLIENTS: String(o.clients), BENCH_PROCS: '4', BENCH_HOLD: '1', DRAINGUARD_SOCKET: join(linkDir, 's/drain.sock') },
-        { detached: true },
+      clients = await connectClients(
+        join(node.kubeletDir, 'pods', uid, 'volumes/kubernetes.io~empty-dir', SOCKET_VOLUME_NAME),
+        o.clients,
+        linkDir,
       );
-      let ready = 0;
-      let allReady!: () => void;
-      const readyP = new Promise<void>((r) => (allReady = r));
-      clients.onLine((line) => {
-        const [kind, ...rest] = line.split(' ');
-        if (kind === 'ready') {
-          holders.push(Number(rest[1]));
-          reportedPid(Number(rest[1]));
-          if ((ready += Number(rest[0])) === o.clients) allReady();
-        }
-        if (kind === 'd' && (seen += rest.length) === o.clients) allSeen();
-      });
-      await within(readyP, 120_000, `${o.clients} clients connected to ${name}`, clients);
       await sample(`${o.clients} clients connected`);
     }
 
@@ -384,12 +368,12 @@ async function measure(run: Run, mode: Mode, o: PodMemoryOptions, progress: (lin
     await c.api.delete(path);
     try {
       if (clients) {
-        await within(drainSeen, 60_000, `${o.clients} clients told to drain`, clients);
+        await within(clients.drainSeen, 60_000, `${o.clients} clients told to drain`, clients.proc);
         for (let i = 1; i <= o.drainSamples; i++) {
           await sleep(1000);
           await sample(`drain, ${o.clients} clients, ${i} s`);
         }
-        for (const pid of holders) process.kill(pid, 'SIGUSR2');
+        for (const pid of clients.holders) process.kill(pid, 'SIGUSR2');
       }
       let closed = false;
       await waitFor(`${name} gone`, 120_000, async () => {
@@ -398,7 +382,7 @@ async function measure(run: Run, mode: Mode, o: PodMemoryOptions, progress: (lin
         // that), seen here as its cgroup gone (runc removes it at the container's end, before the kubelet says so).
         if (clients && !closed && !existsSync(cgroups.containers.manager!)) {
           closed = true;
-          clients.killAll();
+          clients.proc.killAll();
         }
         return undefined;
       });
@@ -426,9 +410,55 @@ async function measure(run: Run, mode: Mode, o: PodMemoryOptions, progress: (lin
     return { mode, startS, samples, stopReads: fast.length, qosClass: pod.status.qosClass, notes };
   } finally {
     closeSync(logFd);
-    clients?.killAll();
+    clients?.proc.killAll();
     rmSync(linkDir, { recursive: true, force: true });
   }
+}
+
+interface Clients {
+  readonly proc: Proc;
+  /** The processes holding the connections: SIGUSR2 has them say drained. */
+  readonly holders: readonly number[];
+  /** Every client has seen `drain`. */
+  readonly drainSeen: Promise<void>;
+}
+
+/**
+ * N clients on the pod's drain socket, from the host (fixtures/clients.ts, holding the drain open):
+ * the socket's path is longer than a sockaddr_un holds, so they connect through a short symlink to
+ * its directory in `linkDir` (not from inside it: the kubelet could not unmount the volume, and
+ * the pod would never end). Resolves once every client was welcomed.
+ */
+async function connectClients(socketDir: string, n: number, linkDir: string): Promise<Clients> {
+  symlinkSync(socketDir, join(linkDir, 's'));
+  const proc = new Proc(
+    NODE,
+    [fixture('clients.ts')],
+    { BENCH_CLIENTS: String(n), BENCH_PROCS: '4', BENCH_HOLD: '1', DRAINGUARD_SOCKET: join(linkDir, 's/drain.sock') },
+    { detached: true },
+  );
+  const holders: number[] = [];
+  let [ready, seen] = [0, 0];
+  let allReady!: () => void;
+  let allSeen!: () => void;
+  const readyP = new Promise<void>((r) => (allReady = r));
+  const drainSeen = new Promise<void>((r) => (allSeen = r));
+  proc.onLine((line) => {
+    const [kind, ...rest] = line.split(' ');
+    if (kind === 'ready') {
+      holders.push(Number(rest[1]));
+      reportedPid(Number(rest[1]));
+      if ((ready += Number(rest[0])) === n) allReady();
+    }
+    if (kind === 'd' && (seen += rest.length) === n) allSeen();
+  });
+  try {
+    await within(readyP, 120_000, `${n} clients connected`, proc);
+  } catch (err) {
+    proc.killAll();
+    throw err;
+  }
+  return { proc, holders, drainSeen };
 }
 
 async function within(p: Promise<void>, ms: number, what: string, proc: Proc): Promise<void> {
@@ -497,12 +527,17 @@ export function added(result: PodMemoryResult, subject: SubjectResult, sample: S
   return same && sample.pod.workingSet - same.pod.workingSet;
 }
 
+/** Idle: the samples before any client connects (a pod's life nearly all of it), the reclaim pass's included. */
+export const isIdle = (label: string): boolean => label.startsWith('idle ') || label.includes('reclaim') || label.endsWith(' s after it');
+
 export interface ModeSummary {
   readonly mode: Mode;
-  /** The pod-level working set drainguard adds, over every sample and 20 ms read. */
+  /** The pod-level working set drainguard adds, over the idle samples. */
+  readonly addedIdleP99: number;
+  /** The same over every sample and 20 ms read (the stop's reads are most of them). */
   readonly addedP99: number;
   readonly addedMax: number;
-  /** drainguard's container's working set (wrap: the operator's container, the operator included). */
+  /** The most drainguard's container held (its working set) beyond the operator's (wrap: the operator alone's container). */
   readonly containerMax: number;
   readonly anonAddedMax: number;
   readonly reads: number;
@@ -511,16 +546,20 @@ export interface ModeSummary {
 export function summarize(result: PodMemoryResult): ModeSummary[] {
   return result.subjects.flatMap((s) => {
     if (s.mode === 'alone') return [];
-    const adds = s.samples.map((x) => added(result, s, x)).filter((x): x is number => x !== undefined);
+    const addedOf = (xs: readonly Sample[]) => xs.map((x) => added(result, s, x)).filter((x): x is number => x !== undefined);
+    const adds = addedOf(s.samples);
     const alone = result.subjects.find((x) => x.mode === 'alone');
-    const aloneAnon = alone?.samples.filter((x) => x.label.startsWith('idle ')).at(-1)?.pod.anon ?? 0;
+    const aloneIdle = alone?.samples.filter((x) => isIdle(x.label)).at(-1);
+    const aloneAnon = aloneIdle?.pod.anon ?? 0;
+    const aloneManager = aloneIdle?.containers.manager?.workingSet ?? 0;
     const dg = DRAINGUARD_CONTAINER[s.mode]!;
     return [
       {
         mode: s.mode,
+        addedIdleP99: percentile(addedOf(s.samples.filter((x) => isIdle(x.label))), 99),
         addedP99: percentile(adds, 99),
         addedMax: percentile(adds, 100),
-        containerMax: Math.max(...s.samples.map((x) => x.containers[dg]?.workingSet ?? 0)),
+        containerMax: Math.max(...s.samples.map((x) => x.containers[dg]?.workingSet ?? 0)) - (dg === 'manager' ? aloneManager : 0),
         anonAddedMax: Math.max(...s.samples.map((x) => x.pod.anon)) - aloneAnon,
         reads: adds.length,
       },
@@ -578,8 +617,22 @@ export function printPodMemory(result: PodMemoryResult): string {
   out.push(line(head), ...rows.map(line), '');
   for (const m of summarize(result)) {
     out.push(
-      `${m.mode}: the pod-level working set drainguard adds, over ${m.reads} reads: p99 ${mib(m.addedP99)}, max ${mib(m.addedMax)} MiB; ` +
-        `anonymous at most ${mib(m.anonAddedMax)} MiB more; ${DRAINGUARD_CONTAINER[m.mode]} container's working set at most ${mib(m.containerMax)} MiB`,
+      `${m.mode}: the pod-level working set drainguard adds: idle p99 ${mib(m.addedIdleP99)}; over all ${m.reads} reads ` +
+        `p99 ${mib(m.addedP99)}, max ${mib(m.addedMax)} MiB; ` +
+        `anonymous at most ${mib(m.anonAddedMax)} MiB more; ${DRAINGUARD_CONTAINER[m.mode]} container at most ${mib(m.containerMax)} MiB ` +
+        `beyond the operator's`,
+    );
+  }
+  const modes = summarize(result);
+  if (modes.length > 0) {
+    const worst = {
+      idleAddedP99: Math.max(...modes.map((m) => m.addedIdleP99)) / MiB,
+      containerMax: Math.max(...modes.map((m) => m.containerMax)) / MiB,
+    };
+    const sized = sizedMemory(worst);
+    out.push(
+      `sized as src/check/memory.ts sizes it (the worst mode: idle p99 ${worst.idleAddedP99.toFixed(1)}, container ${worst.containerMax.toFixed(1)} MiB): ` +
+        `request ${sized.request}Mi, limit ${sized.limit}Mi; shipped: ${WRAP_MEMORY_MIB.request}Mi, ${WRAP_MEMORY_MIB.limit}Mi`,
     );
   }
   return `${out.join('\n')}\n`;
@@ -622,26 +675,50 @@ if (import.meta.main) {
     options: {
       modes: { type: 'string' },
       idle: { type: 'string' },
+      'alone-idle': { type: 'string' },
       clients: { type: 'string' },
       'page-cache': { type: 'string' },
       'no-reclaim': { type: 'boolean', default: false },
       logs: { type: 'string' },
       out: { type: 'string' },
+      print: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(
-      `node test/tooling/bench/pod-memory.ts [--modes ${MODES.join(',')}] [--idle 30,150,300] [--clients 1000] [--page-cache cold|warm] [--no-reclaim] [--logs DIR] [--out FILE]\n` +
+      `node test/tooling/bench/pod-memory.ts [--modes ${MODES.join(',')}] [--idle 30,150,300] [--alone-idle LIST] [--clients 1000] [--page-cache cold|warm] [--no-reclaim] [--logs DIR] [--out FILE]\n` +
+        '       node test/tooling/bench/pod-memory.ts --print FILE   (the tables of an --out file)\n' +
         '(as root, after npm run build; KUBEBUILDER_ASSETS or the built release for the kubelet; the operator alone is always measured)\n',
     );
     process.exit(0);
   }
+  if (values.print) {
+    // The tables again from an --out file, without running anything.
+    process.stdout.write(printPodMemory(JSON.parse(readFileSync(values.print, 'utf8')) as PodMemoryResult));
+    process.exit(0);
+  }
   const parsed = podMemoryOptions({ ...values, pageCache: values['page-cache'], reclaim: !values['no-reclaim'] });
-  const o = typeof parsed === 'string' ? parsed : { ...parsed, ...(values.logs && { logs: values.logs }) };
+  const alone = values['alone-idle'] && podMemoryOptions({ idle: values['alone-idle'] });
+  if (typeof alone === 'string') {
+    process.stderr.write(`pod-memory: ${alone.replace('--idle', '--alone-idle')}\n`);
+    process.exit(2);
+  }
+  const o =
+    typeof parsed === 'string'
+      ? parsed
+      : { ...parsed, ...(values.logs && { logs: values.logs }), ...(alone && { aloneIdleS: alone.idleS }) };
   if (typeof o === 'string') {
     process.stderr.write(`pod-memory: ${o}\n`);
     process.exit(2);
+  }
+  // Interrupted: the node's containers, mounts and cgroups are removed before exiting (test/support/node stop()).
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      process.stderr.write(`pod-memory: ${sig}, stopping the node\n`);
+      killReported();
+      void runFileEndHooks().finally(() => process.exit(130));
+    });
   }
   try {
     const result = await runPodMemory(o, (l) => process.stderr.write(`  ${l}\n`));
