@@ -9,6 +9,7 @@
 // no page in and marks none.
 
 import { closeSync, constants, copyFileSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { InstallSourceError } from './sources.ts';
 
 const CHUNK = 1 << 20;
 
@@ -55,7 +56,7 @@ function copyFrom(src: number, from: string, to: string): boolean {
         if ((err as NodeJS.ErrnoException).code === 'EINVAL' && pos === 0) return false;
         throw err;
       }
-      if (n === 0) throw new Error(`${from}: ended at ${pos} of ${size} bytes`);
+      if (n === 0) throw new InstallSourceError(`${from} ended at byte ${pos} of ${size} while it was copied`);
       for (let done = 0; done < n;) done += writeSync(dst, buf, done, n - done);
       pos += n;
     }
