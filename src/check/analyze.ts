@@ -13,7 +13,7 @@ import { checkPairing } from './pairing.ts';
 import { checkEntrypoint } from './entrypoint.ts';
 import { checkGuardScope } from './guard-scope.ts';
 import { checkHooks } from './lifecycle.ts';
-import { checkWrapMemory } from './memory.ts';
+import { checkMemory } from './memory.ts';
 import { checkToken } from './token.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
@@ -246,7 +246,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   take(checkIdleMetrics(w.placement));
   take(checkHooks(w.pod));
   take(checkEntrypoint(w.placement));
-  if (mode === 'wrap') take(checkWrapMemory(supervisor));
+  take(checkMemory(supervisor, mode));
 
   // The pod's identity and the guard.
   const raw = settingOf(supervisor, 'guard') ?? '';
