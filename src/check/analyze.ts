@@ -14,7 +14,7 @@ import { checkEntrypoint } from './entrypoint.ts';
 import { checkGuardScope } from './guard-scope.ts';
 import { checkHooks } from './lifecycle.ts';
 import { type Unreadable, checkStopSignal } from './stop-signal.ts';
-import { checkWrapMemory } from './memory.ts';
+import { checkMemory } from './memory.ts';
 import { checkToken } from './token.ts';
 import { checkIdleMetrics } from './idle-metrics.ts';
 import { authorizerFor } from './rbac.ts';
@@ -266,7 +266,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   take(checkIdleMetrics(w.placement));
   take(checkHooks(w.pod));
   take(checkEntrypoint(w.placement));
-  if (mode === 'wrap') take(checkWrapMemory(supervisor));
+  take(checkMemory(supervisor, mode));
 
   const sa = w.pod.serviceAccountName ?? 'default';
   const subject = `${w.namespace}/${sa}`;

@@ -1,20 +1,51 @@
-// Wrap mode puts drainguard in the operator's container, under the operator's
-// memory limit. Both renders raise the container's request and limit by what
-// drainguard's own container gets in the sidecar modes (the chart's
-// drainguard.resources: 96Mi, 192Mi; idle RSS of `drainguard run` is 47 MiB
-// installed, about 59 MiB with the guard's API client, docs/deploy.md
-// "Resources"). A limit below what drainguard is expected to use (its
-// request) plus the least an operator scaffold is given (kubebuilder's 128Mi)
-// leaves the operator less than it was sized for: the container is
-// OOM-killed, at the worst at the drain, when both work.
+// drainguard's memory in the operator's pod, as the kubelet counts it: the
+// working set (usage minus inactive file pages: what `kubectl top` shows and
+// the eviction ranks pods by), measured on the real kubelet in every mode,
+// idle, after a reclaim pass, in a drain of 1000 clients and at the guard
+// release (test/tooling/bench/pod-memory.ts; docs/performance.md, "What
+// drainguard costs a pod"). The requests and limits the chart and the
+// components ship follow from it:
+//   request: what it adds to the pod for nearly all of the pod's life, the p99
+//            of the idle samples (a reclaim pass's included), a quarter on top, to 8Mi;
+//   limit:   the most its container held beyond the operator's at any read (the
+//            drain of 1000 clients and the stop included), plus what the drain
+//            socket's caps let clients make it hold (test/protocol/load.test.ts), to 32Mi.
+// Wrap mode puts drainguard under the operator container's limit: the chart
+// adds both to the container's (the components' patch names the sums). A
+// limit below what drainguard was measured at plus the least an operator is
+// given (kubebuilder's 128Mi) leaves the operator less than it was sized for,
+// and a sidecar's limit below what it was measured at leaves it less than it
+// used: the container is OOM-killed, at the worst during the drain, when the
+// clients are many and the operator works too.
 
 import type { Found } from './finding.ts';
-import type { Container } from './pod.ts';
+import type { Container, Mode } from './pod.ts';
 
-/** What drainguard adds to the operator container's memory request and limit in wrap mode, in MiB (its sidecar container's resources). */
-export const WRAP_MEMORY_MIB = { request: 96, limit: 192 } as const;
+/**
+ * Measured in a pod (docs/performance.md), in MiB, the worst mode and page-cache state: the idle p99 of the
+ * working set drainguard adds to its pod, and the most its container held beyond the operator's.
+ */
+export const MEASURED_MIB = { idleAddedP99: 81.5, containerMax: 65.8 } as const;
+/** What clients can make drainguard hold beyond that within the drain socket's caps (1024 connections, 128 not greeted, 64 KiB lines). */
+export const PROTOCOL_CAPS_MIB = 96;
+
+const upTo = (mib: number, step: number) => Math.ceil(mib / step) * step;
+
+/** The request and limit that measured figures give (the rule above), in MiB. */
+export function sizedMemory(measured: { idleAddedP99: number; containerMax: number }): { request: number; limit: number } {
+  const request = upTo(measured.idleAddedP99 * 1.25, 8);
+  return { request, limit: Math.max(request, upTo(measured.containerMax + PROTOCOL_CAPS_MIB, 32)) };
+}
+
+/** drainguard's container in the sidecar modes, and what wrap mode adds to the operator container's, in MiB (drainguard.resources). */
+export const WRAP_MEMORY_MIB: { readonly request: number; readonly limit: number } = sizedMemory(MEASURED_MIB);
 /** The least memory limit an operator is given on its own, in MiB: kubebuilder's scaffold's. */
 export const OPERATOR_MEMORY_FLOOR_MIB = 128;
+/** Below these limits, in MiB, check warns: wrap mode's container (drainguard beside the operator's floor), a sidecar's own. */
+export const LIMIT_FLOOR_MIB = {
+  wrap: Math.ceil(MEASURED_MIB.containerMax + OPERATOR_MEMORY_FLOOR_MIB),
+  sidecar: Math.ceil(MEASURED_MIB.containerMax),
+} as const;
 
 const MIB = 1024 * 1024;
 const SUFFIX: Record<string, number> = {
@@ -36,29 +67,44 @@ export function quantityBytes(raw: string | number): number | undefined {
   return m ? Number(m[1]) * SUFFIX[m[2] ?? '']! : undefined;
 }
 
+const MEASURED =
+  `drainguard was measured at up to ${MEASURED_MIB.containerMax} MiB in its container, ` +
+  'in a drain of 1000 clients (docs/performance.md)';
+
 const TEXT = {
-  message: (where: string, limit: string) =>
-    `${where} runs drainguard and the operator under a memory limit of ${limit}: ` +
-    `drainguard is sized at ${WRAP_MEMORY_MIB.request}Mi of it, ` +
+  wrap: (where: string, limit: string) =>
+    `${where} runs drainguard and the operator under a memory limit of ${limit}: ${MEASURED}, ` +
     `which leaves the operator less than the ${OPERATOR_MEMORY_FLOOR_MIB}Mi an operator is given on its own; ` +
     'the container is OOM-killed, at the worst during the drain',
-  fix: (where: string, limit: number) =>
+  wrapFix: (where: string, limit: number) =>
     `raise the memory request of ${where} by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi ` +
     `(to at least ${limit}Mi here): the Helm library chart does it in wrap mode; with the kustomize components, ` +
     "patch resources.limits.memory and resources.requests.memory of the operator's container (docs/deploy.md)",
+  sidecar: (where: string, limit: string) =>
+    `${where} runs drainguard under a memory limit of ${limit}, below what it uses: ${MEASURED}; ` +
+    'the container is OOM-killed, at the worst during the drain, and the operator loses its drain and its guard',
+  sidecarFix: (where: string) =>
+    `give ${where} a memory limit of at least ${WRAP_MEMORY_MIB.limit}Mi and a request of ${WRAP_MEMORY_MIB.request}Mi, ` +
+    "as the components and the chart's drainguard.resources do",
 };
 
-export function checkWrapMemory(c: Container): Found[] {
+/** The memory limit of drainguard's container against what drainguard was measured at (wrap mode: with the operator's floor beside it). */
+export function checkMemory(c: Container, mode: Mode): Found[] {
   const raw = c.resources?.limits?.memory;
   const bytes = raw === undefined ? undefined : quantityBytes(raw);
-  if (bytes === undefined || bytes >= (WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB) * MIB) return [];
+  if (bytes === undefined) return [];
   const where = `container ${c.name}`;
-  return [
-    {
-      code: 'wrap-memory-too-low',
-      severity: 'warning',
-      message: TEXT.message(where, String(raw)),
-      fix: TEXT.fix(where, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB.limit),
-    },
-  ];
+  if (mode === 'wrap') {
+    if (bytes >= LIMIT_FLOOR_MIB.wrap * MIB) return [];
+    return [
+      {
+        code: 'wrap-memory-too-low',
+        severity: 'warning',
+        message: TEXT.wrap(where, String(raw)),
+        fix: TEXT.wrapFix(where, Math.ceil(bytes / MIB) + WRAP_MEMORY_MIB.limit),
+      },
+    ];
+  }
+  if (bytes >= LIMIT_FLOOR_MIB.sidecar * MIB) return [];
+  return [{ code: 'sidecar-memory-too-low', severity: 'warning', message: TEXT.sidecar(where, String(raw)), fix: TEXT.sidecarFix(where) }];
 }

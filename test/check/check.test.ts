@@ -11,7 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { stringify } from 'yaml';
 import { type KubeObject, parseObjects, render, rendered, theDeployment } from '../deploy/support/manifests.ts';
-import { OPERATOR_MEMORY_FLOOR_MIB, WRAP_MEMORY_MIB, quantityBytes } from '../../src/check/memory.ts';
+import { LIMIT_FLOOR_MIB, MEASURED_MIB, OPERATOR_MEMORY_FLOOR_MIB, WRAP_MEMORY_MIB, quantityBytes } from '../../src/check/memory.ts';
 import { EXAMPLE, MODES, cleanupCharts, stageChart, templateText } from '../helm/support/charts.ts';
 import { EXE, tempDir } from '../support/proc.ts';
 
@@ -83,9 +83,7 @@ test('the helm renders of the example operator are clean in every mode, hooks an
         '0',
     );
     const expected =
-      mode === 'wrap' && limit !== undefined && limit > 0 && limit < (WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB) * 2 ** 20
-        ? ['wrap-memory-too-low']
-        : [];
+      mode === 'wrap' && limit !== undefined && limit > 0 && limit < LIMIT_FLOOR_MIB.wrap * 2 ** 20 ? ['wrap-memory-too-low'] : [];
     const r = check(['-o', 'json', '-'], text);
     assert.equal([r.status, r.findings.map((f) => f.code)], [expected.length === 0 ? 0 : 1, expected], r.stdout);
   }
@@ -714,16 +712,44 @@ test("wrap-memory-too-low: the operator container's memory limit not raised for 
   onlyFinding(
     checkObjects(objects),
     'wrap-memory-too-low',
-    `raise the memory request of container manager by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi (to at least 320Mi here)`,
+    `raise the memory request of container manager by ${WRAP_MEMORY_MIB.request}Mi and its limit by ${WRAP_MEMORY_MIB.limit}Mi ` +
+      `(to at least ${128 + WRAP_MEMORY_MIB.limit}Mi here)`,
     'warning',
   );
-  container(objects, 'manager').resources.limits.memory = `${WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB}Mi`;
+  assert.match(checkObjects(objects).findings[0]!.message, `drainguard was measured at up to ${MEASURED_MIB.containerMax} MiB`);
+  // What drainguard was measured at beside the operator's floor is enough; a MiB less is not.
+  const enough = LIMIT_FLOOR_MIB.wrap;
+  assert.is(enough, Math.ceil(MEASURED_MIB.containerMax + OPERATOR_MEMORY_FLOOR_MIB));
+  container(objects, 'manager').resources.limits.memory = `${enough}Mi`;
   assert.equal(checkObjects(objects).findings, []);
+  container(objects, 'manager').resources.limits.memory = `${enough - 1}Mi`;
+  assert.equal(
+    checkObjects(objects).findings.map((f) => f.code),
+    ['wrap-memory-too-low'],
+  );
   container(objects, 'manager').resources.limits.memory = '1Gi';
   assert.equal(checkObjects(objects).findings, []);
   const sidecar = copy('native-sidecar');
   container(sidecar, 'manager').resources.limits.memory = '128Mi';
   assert.equal(checkObjects(sidecar).findings, []);
+});
+
+test("sidecar-memory-too-low: drainguard's own container limited below what it was measured at, in both sidecar modes", () => {
+  for (const mode of ['native-sidecar', 'sidecar']) {
+    const objects = copy(mode);
+    assert.equal(
+      container(objects, 'drainguard').resources.limits.memory,
+      `${WRAP_MEMORY_MIB.limit}Mi`,
+      'the component ships the sized limit',
+    );
+    container(objects, 'drainguard').resources.limits.memory = `${LIMIT_FLOOR_MIB.sidecar - 1}Mi`;
+    onlyFinding(checkObjects(objects), 'sidecar-memory-too-low', `a memory limit of at least ${WRAP_MEMORY_MIB.limit}Mi`, 'warning');
+    container(objects, 'drainguard').resources.limits.memory = `${LIMIT_FLOOR_MIB.sidecar}Mi`;
+    assert.equal(checkObjects(objects).findings, [], mode);
+    // No limit at all: nothing to be below.
+    delete container(objects, 'drainguard').resources.limits.memory;
+    assert.equal(checkObjects(objects).findings, [], mode);
+  }
 });
 
 interface LayersRow {

@@ -12,7 +12,7 @@ import { parse, stringify } from 'yaml';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { tempDir } from '../support/proc.ts';
 import { DEPLOY, docBlocks, problems, render, theDeployment } from './support/manifests.ts';
-import { OPERATOR_MEMORY_FLOOR_MIB, WRAP_MEMORY_MIB } from '../../src/check/memory.ts';
+import { LIMIT_FLOOR_MIB, MEASURED_MIB, OPERATOR_MEMORY_FLOOR_MIB, PROTOCOL_CAPS_MIB, WRAP_MEMORY_MIB, sizedMemory } from '../../src/check/memory.ts';
 
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 const yamlBlocks = docBlocks('Adding drainguard to any other operator');
@@ -68,10 +68,26 @@ test("wrap mode: the doc's memory figures are check's (WRAP_MEMORY_MIB) and the 
   assert.match(doc, `in wrap mode add ${WRAP_MEMORY_MIB.request}Mi to the\noperator container's request and ${WRAP_MEMORY_MIB.limit}Mi to its limit`);
   const memory = yamlBlocks.find((b) => b.startsWith('patches:') && b.includes('memory'))!;
   assert.match(memory, `memory: ${WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB}Mi`);
-  assert.match(doc, `reports a limit under ${WRAP_MEMORY_MIB.request + OPERATOR_MEMORY_FLOOR_MIB}Mi`);
+  assert.match(doc, `reports a limit under ${LIMIT_FLOOR_MIB.wrap}Mi, what drainguard's container was measured at (${MEASURED_MIB.containerMax} MiB)`);
   // The chart adds its drainguard.resources in wrap mode: the same figures.
   const chart = parse(readFileSync('deploy/helm/drainguard/values.yaml', 'utf8')) as { resources: { requests: { memory: string }; limits: { memory: string } } };
   assert.equal([chart.resources.requests.memory, chart.resources.limits.memory], [`${WRAP_MEMORY_MIB.request}Mi`, `${WRAP_MEMORY_MIB.limit}Mi`]);
+});
+
+test("the components' drainguard containers get the sized memory, and the doc's Resources say how it follows from what was measured", () => {
+  for (const component of ['install', 'native-sidecar', 'sidecar']) {
+    const d = parse(readFileSync(`deploy/components/${component}/deployment.yaml`, 'utf8')) as any;
+    const spec = d.spec.template.spec;
+    const drainguards = [...(spec.initContainers ?? []), ...(spec.containers ?? [])].filter((x: any) => x.image?.startsWith('ghcr.io/drainguard/'));
+    assert.ok(drainguards.length > 0, `${component}: a container of the drainguard image`);
+    for (const c of drainguards) {
+      assert.equal([c.resources.requests.memory, c.resources.limits.memory], [`${WRAP_MEMORY_MIB.request}Mi`, `${WRAP_MEMORY_MIB.limit}Mi`], `${component}: ${c.name}`);
+    }
+  }
+  const doc = readFileSync('docs/deploy.md', 'utf8');
+  assert.match(doc, `(${MEASURED_MIB.idleAddedP99} × 1.25, to 8Mi)`);
+  assert.match(doc, `held, ${MEASURED_MIB.containerMax} MiB, plus the ${PROTOCOL_CAPS_MIB} MiB`);
+  assert.equal(sizedMemory(MEASURED_MIB), { ...WRAP_MEMORY_MIB });
 });
 
 test.run();

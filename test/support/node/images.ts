@@ -37,7 +37,8 @@ export function toolsMounts(): { volumes: object[]; volumeMounts: object[] } {
   };
 }
 
-function build(dir: string, tag: string, containerfile: string): void {
+/** Builds image TAG from `containerfile` with `dir` as the context (FROM scratch, or --from an image podman has built). */
+export function buildContainerImage(dir: string, tag: string, containerfile: string): void {
   writeFileSync(join(dir, 'Containerfile'), containerfile);
   execFileSync('podman', ['build', '--quiet', '--layers=false', '--timestamp', '0', '-f', join(dir, 'Containerfile'), '-t', tag, dir], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -52,27 +53,29 @@ export async function buildNodeImages(dir: string, stopSignals: readonly string[
   const pause = join(dir, 'pause');
   mkdirSync(pause);
   copyFileSync(BUSYBOX, join(pause, 'busybox'));
-  build(pause, PAUSE_IMAGE, 'FROM scratch\nCOPY busybox /busybox\nENTRYPOINT ["/busybox", "sleep", "2147483647"]\n');
+  buildContainerImage(pause, PAUSE_IMAGE, 'FROM scratch\nCOPY busybox /busybox\nENTRYPOINT ["/busybox", "sleep", "2147483647"]\n');
 
   const tools = join(dir, 'tools');
   mkdirSync(join(tools, 'root'), { recursive: true });
   copyFileSync(BUSYBOX, join(tools, 'root', 'busybox'));
   symlinkSync('usr/lib', join(tools, 'root', 'lib'));
   symlinkSync('usr/lib64', join(tools, 'root', 'lib64'));
-  build(tools, TOOLS_IMAGE, 'FROM scratch\nCOPY root/ /\nENTRYPOINT ["/busybox"]\n');
+  buildContainerImage(tools, TOOLS_IMAGE, 'FROM scratch\nCOPY root/ /\nENTRYPOINT ["/busybox"]\n');
 
   const stopped = stopSignals.map((signal) => {
     const context = join(dir, `tools-${signal.toLowerCase()}`);
     mkdirSync(context);
-    build(context, toolsImageStoppedBy(signal), `FROM ${TOOLS_IMAGE}\nSTOPSIGNAL ${signal}\n`);
+    buildContainerImage(context, toolsImageStoppedBy(signal), `FROM ${TOOLS_IMAGE}\nSTOPSIGNAL ${signal}\n`);
     return toolsImageStoppedBy(signal);
   });
 
   await buildImage({ tag: DRAINGUARD_IMAGE, executable: EXE, timestamp: 0 });
 
-  return [PAUSE_IMAGE, TOOLS_IMAGE, DRAINGUARD_IMAGE, ...stopped].map((tag, i) => {
-    const archive = join(dir, `image-${i}.tar`);
-    execFileSync('podman', ['save', '--quiet', '--format', 'docker-archive', '-o', archive, tag], { stdio: ['ignore', 'ignore', 'pipe'] });
-    return archive;
-  });
+  return [PAUSE_IMAGE, TOOLS_IMAGE, DRAINGUARD_IMAGE, ...stopped].map((tag, i) => saveImage(tag, join(dir, `image-${i}.tar`)));
+}
+
+/** Saves image TAG as a docker archive at `archive` (for RealNode.importImages); returns the archive's path. */
+export function saveImage(tag: string, archive: string): string {
+  execFileSync('podman', ['save', '--quiet', '--format', 'docker-archive', '-o', archive, tag], { stdio: ['ignore', 'ignore', 'pipe'] });
+  return archive;
 }

@@ -12,6 +12,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:https';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts';
@@ -23,7 +24,7 @@ import { signed } from '../cluster/pki.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 import { type Logind, startLogind } from '../logind/index.ts';
 
-export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsImageStoppedBy, toolsMounts } from './images.ts';
+export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, buildContainerImage, saveImage, toolsImageStoppedBy, toolsMounts } from './images.ts';
 export { type WrapPod, fieldRef, installedParts, outLines, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
 
 const READY_MS = 120_000;
@@ -32,10 +33,18 @@ export interface RealNode {
   readonly name: string;
   /** A host directory for pods to mount (hostPath) and write what the test reads back. */
   readonly outDir: string;
-  /** Where the kubelet writes the containers' logs (NAMESPACE_POD_UID/CONTAINER/N.log), removed with the pod. */
+  /** The kubelet's root directory: a pod's volumes are under `pods/UID/volumes/PLUGIN/NAME` (kubernetes.io~empty-dir). */
+  readonly kubeletDir: string;
+  /** Where the kubelet has the containers' logs written: `NAMESPACE_POD_UID/CONTAINER/RESTARTS.log`, CRI's format. */
   readonly podLogsDir: string;
-  /** `ctr images import` of a docker archive into the node's containerd (an image the test built). */
-  importImage(archive: string): void;
+  /** The kubelet's cgroupRoot (`/drainguard-NAME`), in every hierarchy: its pods' cgroups are under `ROOT/kubepods`. */
+  readonly cgroupRoot: string;
+  /** containerd's root: the images' layers unpacked under `io.containerd.snapshotter.v1.overlayfs/snapshots`. */
+  readonly containerdRoot: string;
+  /** Imports docker archives (`podman save --format docker-archive`) into the node's containerd, as the tools images are. */
+  importImages(archives: readonly string[]): void;
+  /** GET `path` of the kubelet's own API (`/metrics/resource`), as the node's client certificate; the body. */
+  kubeletGet(path: string): Promise<string>;
   /** The kubelet's and containerd's last lines, for a failure's message. */
   tail(): string;
   /** With NodeOptions.shutdown: logind's PrepareForShutdown(true), the kubelet's real graceful shutdown; resolves once emitted. */
@@ -305,6 +314,7 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
     ],
     join(dir, 'kubelet.log'),
   );
+  const kubeletPort = await freePort();
   const daemons = [containerd, kubelet];
   const onExit = () => daemons.forEach((d) => d.killNow());
   process.once('exit', onExit);
@@ -354,7 +364,7 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
     writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir));
     writeFileSync(
       join(dir, 'kubelet.yaml'),
-      kubeletConfig(dir, caCert, cgroupRoot, await freePort(), socket, options.featureGates ?? {}, options.shutdown),
+      kubeletConfig(dir, caCert, cgroupRoot, kubeletPort, socket, options.featureGates ?? {}, options.shutdown),
     );
     containerd.start();
     const archives = await buildNodeImages(join(dir, 'images'), options.stopSignalImages);
@@ -391,12 +401,47 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
   return {
     name,
     outDir,
+    kubeletDir: join(dir, 'kubelet'),
     podLogsDir: join(dir, 'logs'),
-    importImage: (archive) => void ctr('images', 'import', archive),
+    cgroupRoot,
+    containerdRoot: join(dir, 'containerd'),
+    importImages: (archives) => archives.forEach((a) => ctr('images', 'import', a)),
+    kubeletGet: (path) => kubeletGet(kubeletPort, dir, path),
     tail,
     shutdown,
     stop,
   };
+}
+
+/**
+ * A GET on the kubelet's API, authenticated by the node's own client certificate (the kubelet
+ * trusts the control plane's CA). The kubelet serves a self-signed certificate of its own
+ * (in its --cert-dir): that certificate is the only one trusted, so its names need no check.
+ */
+function kubeletGet(port: number, dir: string, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        ca: readFileSync(join(dir, 'kubelet-pki/kubelet.crt')),
+        cert: readFileSync(join(dir, 'pki/node.crt')),
+        key: readFileSync(join(dir, 'pki/node.key')),
+        checkServerIdentity: () => undefined,
+        timeout: 10_000,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`kubelet ${path}: ${res.statusCode} ${body}`))));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`kubelet ${path}: no answer in 10 s`)));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 async function deleteTask(ctr: (...args: string[]) => string, task: string): Promise<void> {

@@ -44,7 +44,7 @@ export function importKedaImage(node: RealNode): void {
     const podman = (...args: string[]) => execFileSync('podman', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     podman('build', '--quiet', '--layers=false', '--timestamp', '0', '-f', join(dir, 'Containerfile'), '-t', KEDA_IMAGE, dir);
     podman('save', '--quiet', '--format', 'docker-archive', '-o', join(dir, 'image.tar'), KEDA_IMAGE);
-    node.importImage(join(dir, 'image.tar'));
+    node.importImages([join(dir, 'image.tar')]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -9,10 +9,12 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { runFileEndHooks } from '../../support/file-end.ts';
 import { round } from '../../support/stats.ts';
 import { killReported } from './lib/fixture-output.ts';
 import { EXE, NODE, ROOT } from './lib/paths.ts';
 import { runFanout } from './fanout.ts';
+import { type PodMemoryResult, podMemoryOptions, runPodMemory, summarize } from './pod-memory.ts';
 import { runLatency } from './latency.ts';
 import { describe, runReproducible } from './reproducible.ts';
 import { type Results, evaluateGoals, failedHeldGoals, printReport } from './report.ts';
@@ -20,13 +22,16 @@ import { runShutdown } from './shutdown.ts';
 import { runSize } from './size.ts';
 import { privateCopies, runMemory, runStart } from './startup.ts';
 
-const SECTIONS = ['reproducible', 'size', 'start', 'memory', 'latency', 'fanout', 'shutdown'] as const;
+const SECTIONS = ['reproducible', 'size', 'start', 'memory', 'latency', 'fanout', 'shutdown', 'pod'] as const;
 type Section = (typeof SECTIONS)[number];
+/** pod needs root, containerd and the control plane's release, and takes half an hour: only when named. */
+const DEFAULT_SECTIONS = SECTIONS.filter((s) => s !== 'pod');
 
 const HELP = `npm run bench [-- OPTIONS]    (or: node test/tooling/bench/run.ts OPTIONS after npm run build)
 
-  --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all;
-                       reproducible: a second build, which must be the same bytes as dist/)
+  --only LIST          sections to run, of: ${SECTIONS.join(',')} (default: all but pod;
+                       reproducible: a second build, which must be the same bytes as dist/;
+                       pod: what drainguard costs a pod on a real node, test/tooling/bench/pod-memory.ts)
   --full               larger samples: 200 shutdown iterations, 1000 latency runs,
                        100 start runs (about 25 minutes on 2 cores)
   --seed N             seed of the workload and stop moments (default 1)
@@ -44,6 +49,11 @@ const HELP = `npm run bench [-- OPTIONS]    (or: node test/tooling/bench/run.ts 
   --memory-reps N      idle RSS samples per subject and page-cache state (default 3)
   --fanout LIST        client counts of the fan-out benchmark (default 1,10,100,1000)
   --fanout-procs N     client processes the clients are spread over (default 4)
+  --pod-modes LIST     the pod section's modes (default: all; the operator alone is always measured)
+  --pod-idle LIST      its idle samples, seconds after the pod runs (default 30,150,300)
+  --pod-clients N      clients held in its drain (default 1000)
+  --pod-page-cache S   cold (the images' pages dropped before each pod, the default) or warm
+  --pod-no-reclaim     no reclaim pass through the pods' cgroups after their idle samples
   --out FILE           where the JSON goes (default bench-results.json)
 `;
 
@@ -64,6 +74,11 @@ const { values: v } = parseArgs({
     'memory-reps': { type: 'string' },
     fanout: { type: 'string', default: '1,10,100,1000' },
     'fanout-procs': { type: 'string', default: '4' },
+    'pod-modes': { type: 'string' },
+    'pod-idle': { type: 'string' },
+    'pod-clients': { type: 'string' },
+    'pod-page-cache': { type: 'string' },
+    'pod-no-reclaim': { type: 'boolean', default: false },
     out: { type: 'string', default: join(ROOT, 'bench-results.json') },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -89,7 +104,7 @@ function usage(message: string): never {
   process.exit(2);
 }
 
-const only = v.only ? v.only.split(',') : [...SECTIONS];
+const only = v.only ? v.only.split(',') : [...DEFAULT_SECTIONS];
 for (const s of only) if (!SECTIONS.includes(s as Section)) usage(`--only: unknown section ${JSON.stringify(s)}`);
 const wants = (s: Section) => only.includes(s);
 const reconcileMs = range('reconcile', v.reconcile);
@@ -108,6 +123,14 @@ const options = {
   fanoutProcs: Math.max(1, int('fanout-procs', v['fanout-procs'], 4)),
   compare: v.compare,
 };
+const pod = podMemoryOptions({
+  modes: v['pod-modes'],
+  idle: v['pod-idle'],
+  clients: v['pod-clients'],
+  pageCache: v['pod-page-cache'],
+  reclaim: !v['pod-no-reclaim'],
+});
+if (typeof pod === 'string') usage(pod.replace(/^--/, '--pod-'));
 
 if (!existsSync(EXE)) usage(`${EXE} is missing: run 'npm run build' first (npm run bench does)`);
 if (options.compare !== undefined && !existsSync(options.compare)) usage(`--compare: ${options.compare} does not exist`);
@@ -195,6 +218,9 @@ try {
       log(`  TypeScript client: ${l}`),
     ),
   }));
+  const podMemory: PodMemoryResult | undefined = await section('pod', 'what drainguard costs a pod, on a real node', () =>
+    runPodMemory(pod as Exclude<typeof pod, string>, (l) => log(`  ${l}`)),
+  );
   const shutdown = await section('shutdown', `shutdown scenario, ${options.iterations} runs per strategy, all strategies at once`, () =>
     runShutdown(options, ticker('shutdown')),
   );
@@ -245,6 +271,7 @@ try {
         idleMemory: { read: memory.read, written: memory.written },
       }),
     ...(fanout && { fanout: fanout.raw, fanoutTsClient: fanout.ts }),
+    ...(podMemory && { podMemory, podMemoryAdded: summarize(podMemory) }),
     ...(size && size),
     ...(reproducible && { reproducibleFiles: reproducible.files }),
   });
@@ -275,6 +302,8 @@ try {
   }
 } finally {
   killReported();
+  // The pod section's node and control plane.
+  await runFileEndHooks();
 }
 
 function roundAll<T>(value: T): T {
