@@ -223,8 +223,10 @@ test("a force delete (grace 0): the Pod is gone from the API at once, and the ku
   assert.ok(term < 2, `SIGTERM ${term} s after the force delete`);
   // calculateEffectiveGracePeriod (pkg/kubelet/pod_workers.go): from 1.31 a DeletionGracePeriodSeconds of 0
   // wins over the spec's, and 1 s is the floor; 1.30 reads the 0 as "none given" and takes the spec's 6 s.
-  const [low, high] = Number(/^v1\.(\d+)\./.exec(c.release)?.[1]) >= 31 ? [0.9, 2.5] : [5.9, 7.5];
-  assert.ok(killed >= low && killed < high, `main killed ${killed} s after the force delete (kubelet ${c.release})`);
+  // Counted from the kubelet's SIGTERM: how soon the kubelet sees the delete is the machine's load, not the grace.
+  const [low, high] = Number(/^v1\.(\d+)\./.exec(c.release)?.[1]) >= 31 ? [0.9, 2.0] : [5.9, 7.0];
+  const grace = killed - term;
+  assert.ok(grace >= low && grace < high, `main killed ${grace} s after its SIGTERM (kubelet ${c.release})`);
 });
 
 test.run();
