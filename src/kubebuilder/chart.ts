@@ -73,7 +73,17 @@ export function editChart(universe: Readonly<Record<string, string>>, chart: str
       const text = readFileSync(join(work, path), 'utf8');
       if (universe[`${prefix}${path}`] !== text) files[`${prefix}${path}`] = text;
     }
-    return { files, changes: changes.map((c) => ({ ...c, path: `${prefix}${c.path}` })), untouched };
+    return {
+      files,
+      changes: changes.map((c) => ({
+        ...c,
+        path: c.path
+          .split(' -> ')
+          .map((p) => `${prefix}${p}`)
+          .join(' -> '),
+      })),
+      untouched,
+    };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
