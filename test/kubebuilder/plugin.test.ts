@@ -119,6 +119,8 @@ for (const { layout, flags, mode } of INITS) {
     ];
     const report = kubebuilder(project, [...args, ...(mode ? ['--mode', mode] : [])]);
     assert.match(report, /\+ config\/drainguard/);
+    const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+    assert.match(readFileSync(join(project, 'config/drainguard/kustomization.yaml'), 'utf8'), `/components/guard-more?ref=v${VERSION}\n`);
 
     const config = parse(readFileSync(join(project, 'PROJECT'), 'utf8'));
     assert.equal(config.layout, ['go.kubebuilder.io/v4', KEY], 'the plugin is in the layout alpha generate replays');
@@ -189,6 +191,13 @@ test(`edit --plugins=helm/v2-alpha,${KEY}: helm/v2-alpha writes manager.yaml ane
   assert.match(readFileSync(join(alone, 'dist/chart/templates/manager/manager.yaml'), 'utf8'), /^kind: Deployment$/m);
   const twice = template(stageChart(join(alone, 'dist/chart')), { namespace: 'guestbook-system', release: 'guestbook' });
   assert.is(ofKind(twice, 'Deployment').length, 2, 'helm/v2-alpha alone: the manager twice');
+  const flagged = spawnSync(EXE, ['check', '-n', 'guestbook-system', '-'], {
+    input: JSON.stringify({ kind: 'List', apiVersion: 'v1', items: twice }),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.is(flagged.status, 1, flagged.stdout + flagged.stderr);
+  assert.match(flagged.stdout, /warning no-drainguard: Deployment\/guestbook-system\/\S*controller-manager\n/, 'and check says so');
 
   kubebuilder(project, ['edit', `--plugins=helm/v2-alpha,${KEY}`, '--manifests=dist/install-copy.yaml']);
   assert.is(readFileSync(manager, 'utf8'), stub);
