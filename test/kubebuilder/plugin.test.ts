@@ -32,10 +32,10 @@ test.before(() => {
 test.after(cleanupCharts);
 
 /** kubebuilder ARGS in DIR with the plugin installed; its stderr (where the plugin reports). Throws with its output on failure. */
-function kubebuilder(dir: string, args: string[]): string {
+function kubebuilder(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): string {
   const r = spawnSync(kubebuilderCli(), args, {
     cwd: dir,
-    env: { ...goEnv(), EXTERNAL_PLUGINS_PATH: PLUGINS },
+    env: { ...goEnv(), EXTERNAL_PLUGINS_PATH: PLUGINS, ...env },
     encoding: 'utf8',
     timeout: 300_000,
   });
@@ -205,6 +205,32 @@ test(`edit --plugins=helm/v2-alpha,${KEY}: helm/v2-alpha writes manager.yaml ane
   assert.is(ofKind(rendered, 'Deployment').length, 1);
   assert.ok(hasDrainguard(rendered));
   assert.match(check(rendered, 'guestbook-system'), /no findings/);
+});
+
+test(`alpha generate of a project made with init --plugins=go/v4,${KEY}: the new project has config/drainguard again`, () => {
+  const project = join(tempDir(), 'guestbook');
+  mkdirSync(project);
+  kubebuilder(project, [
+    'init',
+    `--plugins=go/v4,${KEY}`,
+    '--domain',
+    'my.domain',
+    '--repo',
+    'example.com/guestbook',
+    '--fetch-deps=false',
+  ]);
+  // A stand-in for make: alpha generate ends with make fmt, vet and lint-fix, best effort (a failure is a
+  // warning), which take over 20 minutes here (go vet of the project, go install of golangci-lint).
+  const bin = tempDir();
+  writeFileSync(join(bin, 'make'), '#!/bin/sh\necho "make $*: not run (the test\'s stand-in)" >&2\nexit 2\n', { mode: 0o755 });
+  const out = join(tempDir(), 'guestbook');
+  const log = kubebuilder(project, ['alpha', 'generate', '--output-dir', out], { PATH: `${bin}:${process.env.PATH}` });
+  assert.match(log, /make lint-fix: not run/, 'the stand-in ran where make would');
+  assert.match(log, /\+ config\/drainguard/, 'kubebuilder replayed the plugin');
+  assert.equal(parse(readFileSync(join(out, 'PROJECT'), 'utf8')).layout, ['go.kubebuilder.io/v4', KEY]);
+  for (const file of ['kustomization.yaml', 'drainguard.yaml'])
+    assert.is(readFileSync(join(out, 'config/drainguard', file), 'utf8'), readFileSync(join(project, 'config/drainguard', file), 'utf8'));
+  assert.match(check(kustomize(out)), /no findings/);
 });
 
 test('a project without config/default: the plugin refuses, names the step, and writes nothing', () => {
