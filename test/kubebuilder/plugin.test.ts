@@ -249,4 +249,19 @@ test('a project without config/default: the plugin refuses, names the step, and 
   assert.not.ok(existsSync(join(project, 'config/drainguard')));
 });
 
+test('a bad --mode through kubebuilder, and standard input that is no request: the message names it, nothing written', () => {
+  const project = join(tempDir(), 'guestbook');
+  cpSync(scaffold().dir, project, { recursive: true });
+  const before = snapshot(project);
+  assert.throws(
+    () => kubebuilder(project, ['edit', `--plugins=${KEY}`, '--mode', 'inline']),
+    /--mode "inline": expected one of wrap, native-sidecar, sidecar/,
+  );
+  assert.equal(changed(before, snapshot(project)), []);
+  const direct = spawnSync(EXE, ['kubebuilder-plugin'], { input: 'init', encoding: 'utf8', timeout: 30_000 });
+  assert.is(direct.status, 2, direct.stderr);
+  assert.match(direct.stderr, /DG_KUBEBUILDER_REQUEST: standard input is no JSON/);
+  assert.is(direct.stdout, '');
+});
+
 test.run();
