@@ -9,7 +9,11 @@
 // released components' URLs replaced by this checkout's components) and the
 // chart by the real helm, each checked by `drainguard check` with no finding;
 // config/default and the scaffold's chart, as kubebuilder left them, have no
-// drainguard (the control). Run again, the plugin changes no file.
+// drainguard (the control). Run again, the plugin changes no file. The chart
+// renders object for object what docs/helm.md's steps render (which
+// test/helm/kubebuilder.test.ts installs and uninstalls on the real control
+// plane), as config/drainguard is docs/deploy.md's overlay to the letter
+// (overlay.unit.test.ts; test/deploy/apply.test.ts applies that one).
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +22,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'yaml';
 import { DEPLOY, type KubeObject, REMOTE_COMPONENT, ofKind, parseObjects, theDeployment } from '../deploy/support/manifests.ts';
+import { adoptKubebuilderChart } from '../helm/support/adopt.ts';
 import { cleanupCharts, stageChart, template } from '../helm/support/charts.ts';
 import { goEnv } from '../support/go.ts';
 import { type Layout, kubebuilderCli, scaffold } from '../support/kubebuilder.ts';
@@ -168,6 +173,8 @@ for (const layout of ['cluster', 'namespaced'] as Layout[]) {
     assert.ok(hasDrainguard(rendered));
     assert.match(check(rendered, namespace), /no findings/);
     assert.match(readFileSync(join(chart, 'Chart.yaml'), 'utf8'), /name: drainguard\n\s+version: \d/);
+    // Object for object what docs/helm.md's steps render, which test/helm/kubebuilder.test.ts installs on the control plane.
+    assert.equal(rendered, template(adoptKubebuilderChart(undefined, layout), { namespace, release: 'shop' }));
 
     const before = snapshot(project);
     assert.match(kubebuilder(project, ['edit', `--plugins=${KEY}`]), /nothing to change/);
