@@ -4,6 +4,7 @@
 //
 // dist/release/vVERSION/ (VERSION from package.json, the one source):
 //   drainguard-VERSION-linux-amd64, drainguard-VERSION-linux-arm64   the executables
+//                                                 (each is kubebuilder's plugin too: drainguard kubebuilder-plugin install)
 //   drainguard-VERSION-linux-ARCH.cdx.json        their SBOMs (CycloneDX): Node.js and the bundled npm packages
 //   drainguard-VERSION-image.oci.tar              the image, linux/amd64 + linux/arm64 and their index, an OCI archive
 //   drainguard-VERSION.tgz                        the library chart (helm package), version and appVersion VERSION

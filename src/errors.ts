@@ -165,6 +165,23 @@ export const ERRORS = {
     meaning: 'drainguard check found mistakes in the render with drainguard added: the chart is left as it was',
     fix: 'fix what each finding names (or tell adopt so: --command, --mode), then run adopt again',
   },
+  DG_KUBEBUILDER_REQUEST: {
+    exit: 2,
+    meaning:
+      'drainguard kubebuilder-plugin read no kubebuilder PluginRequest on its standard input (not JSON, or no command), ' +
+      'or was given a flag of its own it does not have (--mode)',
+    fix: 'let kubebuilder run it (kubebuilder edit --plugins=drainguard.dev/v1-alpha, after drainguard kubebuilder-plugin install)',
+  },
+  DG_KUBEBUILDER_REFUSED: {
+    exit: 1,
+    meaning: 'the kubebuilder plugin found the project in a shape it cannot add drainguard to (the message names it): nothing was written',
+    fix: 'do the step of docs/deploy.md or docs/helm.md the message names by hand, then run the plugin again',
+  },
+  DG_KUBEBUILDER_INSTALL: {
+    exit: 2,
+    meaning: 'drainguard kubebuilder-plugin install could not write the plugin under the plugins path (the message names the path)',
+    fix: 'give a directory you may write (drainguard kubebuilder-plugin install DIR, then EXTERNAL_PLUGINS_PATH=DIR for kubebuilder)',
+  },
   DG_INSTALL_DIR: {
     exit: 2,
     meaning: 'the DIR of drainguard install exists and is not a directory',

@@ -149,4 +149,21 @@ when refused or check found something, 2 for a usage error (no chart, no helm).`
     extra: ADOPT_OPTIONS,
     load: () => import('./adopt.ts'),
   },
+  {
+    name: 'kubebuilder-plugin',
+    summary: "kubebuilder's external plugin drainguard.dev/v1-alpha: adds drainguard to a kubebuilder project",
+    usage: 'drainguard kubebuilder-plugin [install [DIR]]',
+    description: `With no argument, answers the one request kubebuilder v4 writes on standard input (the external
+plugin protocol, v1alpha1): for init and edit, config/drainguard (an overlay of config/default with
+drainguard's components for the project's layout, docs/deploy.md) and, when the project has the chart
+of helm/v2-alpha, drainguard's library chart in it (docs/helm.md); create api and create webhook change
+nothing. kubebuilder passes --mode (wrap, native-sidecar or sidecar; default wrap). A project it cannot
+add drainguard to is refused with the step to do by hand, and nothing is written; run again, it
+changes nothing. With install, writes the plugin where kubebuilder finds it: DIR, else
+$EXTERNAL_PLUGINS_PATH, else $XDG_CONFIG_HOME/kubebuilder/plugins, else ~/.config/kubebuilder/plugins,
+as drainguard.dev/v1-alpha/drainguard.dev, a script that runs this drainguard. Then:
+kubebuilder init --plugins=go/v4,drainguard.dev/v1-alpha, or kubebuilder edit --plugins=drainguard.dev/v1-alpha.
+Exit 0 once it answered (a refusal is an answer kubebuilder shows), 2 when standard input holds no request.`,
+    load: () => import('./kubebuilder-plugin.ts'),
+  },
 ];

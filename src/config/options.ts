@@ -9,7 +9,8 @@ import { GUARD_FORMS, POLICY_FORMS } from './guard-kinds.ts';
 import { HOLD_FORM, type HoldKind, parseHoldList } from './hold-list.ts';
 import { CATCHABLE, TERMINATING, canonicalSignal, parseSignal } from './signals.ts';
 
-export type Command = 'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check' | 'adopt';
+export type Command =
+  'run' | 'sidecar' | 'prestop' | 'release' | 'predelete' | 'status' | 'install' | 'check' | 'adopt' | 'kubebuilder-plugin';
 
 /**
  * What each option's parser returns, by key: the table below is the one source

@@ -86,6 +86,20 @@ test('one folder: every artifact named with the version, SHA256SUMS checks', () 
   assert.is(elfMachine(join(built.out, names.executable('arm64'))), AARCH64);
 });
 
+test("the executable is kubebuilder's plugin: kubebuilder-plugin install, then the plugin answers kubebuilder's request", () => {
+  const exe = join(built.out, names.executable('x64'));
+  const plugins = tempDir();
+  execFileSync(exe, ['kubebuilder-plugin', 'install', plugins], { encoding: 'utf8', timeout: 30_000 });
+  const plugin = join(plugins, 'drainguard.dev/v1-alpha/drainguard.dev');
+  assert.ok(readFileSync(plugin, 'utf8').includes(`'${exe}' kubebuilder-plugin`), 'it runs the released executable');
+  const request = { apiVersion: 'v1alpha1', command: 'flags', args: ['--edit'], universe: {} };
+  const answer = JSON.parse(execFileSync(plugin, [], { input: JSON.stringify(request), encoding: 'utf8', timeout: 30_000 }));
+  assert.equal(
+    answer.flags.map((f: { Name: string }) => f.Name),
+    ['mode'],
+  );
+});
+
 test('the SBOM: CycloneDX, the Node.js runtime and every runtime dependency bundled, with versions and hashes', () => {
   const lock = JSON.parse(readFileSync('package-lock.json', 'utf8')) as { packages: Record<string, { version: string }> };
   const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
