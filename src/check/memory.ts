@@ -25,7 +25,7 @@ import type { Container, Mode } from './pod.ts';
  * Measured in a pod (docs/performance.md), in MiB, the worst mode and page-cache state: the idle p99 of the
  * working set drainguard adds to its pod, and the most its container held beyond the operator's.
  */
-export const MEASURED_MIB = { idleAddedP99: 81.5, containerMax: 65.8 } as const;
+export const MEASURED_MIB = { idleAddedP99: 47.5, containerMax: 53.6 } as const;
 /** What clients can make drainguard hold beyond that within the drain socket's caps (1024 connections, 128 not greeted, 64 KiB lines). */
 export const PROTOCOL_CAPS_MIB = 96;
 
