@@ -25,7 +25,12 @@ import type { Container, Mode } from './pod.ts';
  * Measured in a pod (docs/performance.md), in MiB, the worst mode and page-cache state: the idle p99 of the
  * working set drainguard adds to its pod, and the most its container held beyond the operator's.
  */
-export const MEASURED_MIB = { idleAddedP99: 81.5, containerMax: 65.8 } as const;
+export const MEASURED_MIB = { idleAddedP99: 47.5, containerMax: 53.6 } as const;
+/**
+ * The most the `install` init container's cgroup held, in MiB, with no limit (`memory.max_usage_in_bytes`): the page
+ * cache of its own start, its copy and the check that runs the copy, on a disk that reads ahead 8 MiB.
+ */
+export const INSTALL_PEAK_MIB = 215;
 /** What clients can make drainguard hold beyond that within the drain socket's caps (1024 connections, 128 not greeted, 64 KiB lines). */
 export const PROTOCOL_CAPS_MIB = 96;
 
@@ -39,6 +44,12 @@ export function sizedMemory(measured: { idleAddedP99: number; containerMax: numb
 
 /** drainguard's container in the sidecar modes, and what wrap mode adds to the operator container's, in MiB (drainguard.resources). */
 export const WRAP_MEMORY_MIB: { readonly request: number; readonly limit: number } = sizedMemory(MEASURED_MIB);
+/**
+ * The install init container's: drainguard's request, and a limit above its page cache's peak with a tenth on top, to 32Mi.
+ * Under the peak, the init container's own reclaim takes the pages it runs for pages in use, and the pod keeps them
+ * active when it ends (16.5 MiB at 192Mi, 25.9 at 160Mi, 0.7 at 256Mi: docs/performance.md, "A pod's pages").
+ */
+export const INSTALL_MEMORY_MIB = { request: WRAP_MEMORY_MIB.request, limit: upTo(INSTALL_PEAK_MIB * 1.1, 32) } as const;
 /** The least memory limit an operator is given on its own, in MiB: kubebuilder's scaffold's. */
 export const OPERATOR_MEMORY_FLOOR_MIB = 128;
 /** Below these limits, in MiB, check warns: wrap mode's container (drainguard beside the operator's floor), a sidecar's own. */

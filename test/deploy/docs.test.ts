@@ -12,7 +12,7 @@ import { parse, stringify } from 'yaml';
 import { parseGuardList } from '../../src/config/guard-list.ts';
 import { tempDir } from '../support/proc.ts';
 import { DEPLOY, docBlocks, problems, render, theDeployment } from './support/manifests.ts';
-import { LIMIT_FLOOR_MIB, MEASURED_MIB, OPERATOR_MEMORY_FLOOR_MIB, PROTOCOL_CAPS_MIB, WRAP_MEMORY_MIB, sizedMemory } from '../../src/check/memory.ts';
+import { INSTALL_MEMORY_MIB, LIMIT_FLOOR_MIB, MEASURED_MIB, OPERATOR_MEMORY_FLOOR_MIB, PROTOCOL_CAPS_MIB, WRAP_MEMORY_MIB, sizedMemory } from '../../src/check/memory.ts';
 
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 const yamlBlocks = docBlocks('Adding drainguard to any other operator');
@@ -70,8 +70,14 @@ test("wrap mode: the doc's memory figures are check's (WRAP_MEMORY_MIB) and the 
   assert.match(memory, `memory: ${WRAP_MEMORY_MIB.limit + OPERATOR_MEMORY_FLOOR_MIB}Mi`);
   assert.match(doc, `reports a limit under ${LIMIT_FLOOR_MIB.wrap}Mi, what drainguard's container was measured at (${MEASURED_MIB.containerMax} MiB)`);
   // The chart adds its drainguard.resources in wrap mode: the same figures.
-  const chart = parse(readFileSync('deploy/helm/drainguard/values.yaml', 'utf8')) as { resources: { requests: { memory: string }; limits: { memory: string } } };
+  type Resources = { requests: { memory: string }; limits: { memory: string } };
+  const chart = parse(readFileSync('deploy/helm/drainguard/values.yaml', 'utf8')) as { resources: Resources; installResources: Resources };
   assert.equal([chart.resources.requests.memory, chart.resources.limits.memory], [`${WRAP_MEMORY_MIB.request}Mi`, `${WRAP_MEMORY_MIB.limit}Mi`]);
+  // Its install init container: the component's figures (the test below).
+  assert.equal(
+    [chart.installResources.requests.memory, chart.installResources.limits.memory],
+    [`${INSTALL_MEMORY_MIB.request}Mi`, `${INSTALL_MEMORY_MIB.limit}Mi`],
+  );
 });
 
 test("the components' drainguard containers get the sized memory, and the doc's Resources say how it follows from what was measured", () => {
@@ -81,7 +87,8 @@ test("the components' drainguard containers get the sized memory, and the doc's 
     const drainguards = [...(spec.initContainers ?? []), ...(spec.containers ?? [])].filter((x: any) => x.image?.startsWith('ghcr.io/drainguard/'));
     assert.ok(drainguards.length > 0, `${component}: a container of the drainguard image`);
     for (const c of drainguards) {
-      assert.equal([c.resources.requests.memory, c.resources.limits.memory], [`${WRAP_MEMORY_MIB.request}Mi`, `${WRAP_MEMORY_MIB.limit}Mi`], `${component}: ${c.name}`);
+      const sized = c.name === 'drainguard-install' ? INSTALL_MEMORY_MIB : WRAP_MEMORY_MIB;
+      assert.equal([c.resources.requests.memory, c.resources.limits.memory], [`${sized.request}Mi`, `${sized.limit}Mi`], `${component}: ${c.name}`);
     }
   }
   const doc = readFileSync('docs/deploy.md', 'utf8');

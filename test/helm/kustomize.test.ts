@@ -9,6 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type KubeObject, rendered } from '../deploy/support/manifests.ts';
 import { KUSTOMIZE_EXAMPLE, MODES, cleanupCharts, stageChart, template } from './support/charts.ts';
+import { WRAP_MEMORY_MIB } from '../../src/check/memory.ts';
 
 /**
  * The Namespace's drainguard.dev/uninstall=last label serves an uninstall with kubectl
@@ -34,8 +35,8 @@ const mebibytes = (q: string): number => {
   return Number.parseInt(q, 10);
 };
 /**
- * Wrap mode: both add drainguard's memory (its resources, 96Mi request and 192Mi
- * limit) to the operator container's: the chart by itself, said in the Deployment's
+ * Wrap mode: both add drainguard's memory (its resources, WRAP_MEMORY_MIB: 64Mi request
+ * and 160Mi limit) to the operator container's: the chart by itself, said in the Deployment's
  * drainguard.dev/memory annotation; the example by a patch of the sums (a kustomize
  * patch cannot add up). The annotation is checked here, then dropped for the comparison.
  */
@@ -43,7 +44,10 @@ function withoutMemoryNote(o: KubeObject): KubeObject {
   if (o.kind !== 'Deployment' || o.metadata.annotations?.['drainguard.dev/mode'] !== 'wrap') return o;
   const copy = structuredClone(o);
   const ours = copy.spec.template.spec.containers[0].resources;
-  const before = { request: mebibytes(ours.requests.memory) - 96, limit: mebibytes(ours.limits.memory) - 192 };
+  const before = {
+    request: mebibytes(ours.requests.memory) - WRAP_MEMORY_MIB.request,
+    limit: mebibytes(ours.limits.memory) - WRAP_MEMORY_MIB.limit,
+  };
   assert.is(
     copy.metadata.annotations?.['drainguard.dev/memory'],
     `memory request ${before.request}Mi to ${ours.requests.memory}, limit ${before.limit}Mi to ${ours.limits.memory}: drainguard runs in this container (drainguard.resources added)`,

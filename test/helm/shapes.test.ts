@@ -369,14 +369,14 @@ for (const mode of MODES) {
     const d = deploymentOf(r.objects, `${RELEASE}-op`);
     const { requests, limits } = containerOf(d, 'operator').resources;
     if (mode === 'wrap') {
-      assert.equal([requests.memory, limits.memory, requests.cpu, limits.cpu], ['168Mi', '320Mi', '10m', '500m']);
+      assert.equal([requests.memory, limits.memory, requests.cpu, limits.cpu], ['128Mi', '288Mi', '10m', '500m']);
       assert.is(
         d.metadata.annotations?.['drainguard.dev/memory'],
-        'memory request 64Mi to 168Mi, limit 128Mi to 320Mi: drainguard runs in this container (drainguard.resources added)',
+        'memory request 64Mi to 128Mi, limit 128Mi to 288Mi: drainguard runs in this container (drainguard.resources added)',
       );
       assert.match(
         notes(memory, { 'drainguard.mode': mode }),
-        "The operator container's memory request 64Mi to 168Mi, limit 128Mi to 320Mi",
+        "The operator container's memory request 64Mi to 128Mi, limit 128Mi to 288Mi",
       );
     } else {
       assert.equal([requests.memory, limits.memory], ['64Mi', '128Mi']);

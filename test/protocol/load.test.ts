@@ -1,6 +1,6 @@
 // The drain socket of the built executable under load: a thousand
 // connections that never say hello, each holding 63 KiB of a line (before
-// the caps: RSS 59 -> 165 MiB, the chart's limit is 192Mi), then greeted
+// the caps: RSS 59 -> 165 MiB, the chart's limit is 160Mi), then greeted
 // clients holding half lines and idle ones past the cap on all connections.
 // drainguard holds no more than its caps (1024 connections, 128 of them yet to
 // say hello), its RSS stays bounded, and a SIGTERM still drains on time.

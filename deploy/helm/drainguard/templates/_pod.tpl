@@ -127,7 +127,7 @@ volumeMounts:
 securityContext:
   {{- include "drainguard.securityContext" . | nindent 2 }}
 resources:
-  {{- toYaml .Values.drainguard.resources | nindent 2 }}
+  {{- toYaml .Values.drainguard.installResources | nindent 2 }}
 {{- end -}}
 
 {{/* The drainguard sidecar container: native (an init container, restartPolicy Always) or plain. */}}

@@ -14,7 +14,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { OPERATOR_MEMORY_FLOOR_MIB, WRAP_MEMORY_MIB } from '../../../../src/check/memory.ts';
+import { INSTALL_MEMORY_MIB, OPERATOR_MEMORY_FLOOR_MIB, WRAP_MEMORY_MIB } from '../../../../src/check/memory.ts';
 import { GO, goEnv } from '../../../support/go.ts';
 import { DRAINGUARD_IMAGE, type RealNode, buildContainerImage, fieldRef, saveImage } from '../../../support/node/index.ts';
 
@@ -45,6 +45,11 @@ const OPERATOR_RESOURCES = { requests: { cpu: '10m', memory: '64Mi' }, limits: {
 const DRAINGUARD_RESOURCES = {
   requests: { cpu: '10m', memory: `${WRAP_MEMORY_MIB.request}Mi` },
   limits: { cpu: '500m', memory: `${WRAP_MEMORY_MIB.limit}Mi` },
+};
+/** The install init container's (the chart's drainguard.installResources). */
+const INSTALL_RESOURCES = {
+  requests: { cpu: '10m', memory: `${INSTALL_MEMORY_MIB.request}Mi` },
+  limits: { cpu: '500m', memory: `${INSTALL_MEMORY_MIB.limit}Mi` },
 };
 const WRAPPED_RESOURCES = {
   requests: { cpu: '10m', memory: `${64 + WRAP_MEMORY_MIB.request}Mi` },
@@ -104,7 +109,7 @@ const INSTALL = {
   command: ['/drainguard/drainguard', 'install', '/shared'],
   volumeMounts: [{ name: 'drainguard', mountPath: '/shared' }],
   securityContext: RESTRICTED,
-  resources: DRAINGUARD_RESOURCES,
+  resources: INSTALL_RESOURCES,
 };
 
 function drainguardEnv(ctx: SubjectContext): object[] {
