@@ -65,6 +65,12 @@ export function planOverlay(r: OverlayRequest): OverlayPlan {
       `the input has drainguard already (${drainguard.kind} ${drainguard.metadata.name}): ` +
         "give adopt the operator's own manifests, not an overlay that adds drainguard",
     );
+  const unplaced = r.raw.find((o) => o.kind === 'Deployment' && !o.metadata.namespace);
+  if (unplaced)
+    throw refuseOverlay(
+      `the Deployment ${unplaced.metadata.name} names no namespace, and the components read drainguard's own names from it: ` +
+        `set metadata.namespace in its manifest (or namespace: in its kustomization) (${ANY_OPERATOR}: "its namespace set")`,
+    );
   const untouched: string[] = [];
   const operators: Manifest[] = [];
   for (const o of objects) {
@@ -101,12 +107,6 @@ export function planOverlay(r: OverlayRequest): OverlayPlan {
   const deployment = operators[0]!;
   const where = `the Deployment ${deployment.metadata.name}`;
   const namespace = deployment.metadata.namespace ?? 'default';
-  const declared = r.raw.find((o) => o.kind === 'Deployment' && o.metadata.name === deployment.metadata.name);
-  if (!declared?.metadata.namespace)
-    throw refuseOverlay(
-      `${where} names no namespace, and the components read drainguard's own names from it: set metadata.namespace ` +
-        `in its manifest (or namespace: in its kustomization) (${ANY_OPERATOR}: "its namespace set")`,
-    );
   const pod = podSpecOf(deployment)!;
   const container = pod.containers.find((c) => c.name === 'manager');
   if (!container)
