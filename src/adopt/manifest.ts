@@ -15,11 +15,23 @@ import { parseManifests } from '../check/read.ts';
 import { formatText } from '../check/report.ts';
 import { ConfigError, DrainguardError } from '../errors.ts';
 import { VERSION } from '../version.ts';
-import type { AdoptConfig } from './adopt.ts';
 import { MARKER, overlayFiles, planOverlay, refuseOverlay } from './overlay.ts';
+import type { Mode } from './plan.ts';
 
 export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
 const REMOTE = (name: string) => `https://github.com/drainguard/drainguard//deploy/components/${name}?ref=v${VERSION}`;
+
+/** What adopt's configuration says to the manifest path (adopt.ts's AdoptConfig, which imports this module). */
+export interface ManifestConfig {
+  readonly chart: string;
+  readonly namespace: { readonly name: string; readonly source: string };
+  readonly dryRun: boolean;
+  readonly mode?: Mode;
+  readonly command?: readonly string[];
+  readonly out?: string;
+  readonly components?: string;
+  readonly kubectl?: string;
+}
 
 interface AdoptIO {
   readonly stdout: { write(chunk: string): unknown };
@@ -53,7 +65,7 @@ const filesOf = (dir: string): string[] =>
         .sort()
     : [];
 
-export function adoptManifest(config: AdoptConfig, io: AdoptIO): number {
+export function adoptManifest(config: ManifestConfig, io: AdoptIO): number {
   const input = resolve(config.chart);
   const isDir = statSync(input).isDirectory();
   if (isDir && !isKustomization(input))

@@ -140,7 +140,7 @@ export function planOverlay(r: OverlayRequest): OverlayPlan {
     if (r.mode === 'wrap')
       throw refuseOverlay(
         `${where} mounts no ServiceAccount token (automountServiceAccountToken: false), and in wrap mode a token for drainguard ` +
-          `would be the operator's too: use --mode native-sidecar (${SECTION('Adding drainguard to any other operator')}: a pod with automountServiceAccountToken: false)`,
+          `would be the operator's too: use --mode native-sidecar (${ANY_OPERATOR}: a pod with automountServiceAccountToken: false)`,
       );
     if (r.mode === undefined) {
       mode = 'native-sidecar';
