@@ -13,7 +13,7 @@ import type { Manifest } from '../check/finding.ts';
 import { guardEntry, guardScope } from '../check/guard-scope.ts';
 import { WRAP_MEMORY_MIB, quantityBytes } from '../check/memory.ts';
 import { type Container, podSpecOf } from '../check/pod.ts';
-import { OPERATOR_KINDS } from '../check/workloads.ts';
+import { OPERATOR_KINDS, RUN_TO_COMPLETION } from '../check/workloads.ts';
 import { guardTargetKey } from '../config/guard-list.ts';
 import type { Mode } from './plan.ts';
 
@@ -79,6 +79,10 @@ export function planOverlay(r: OverlayRequest): OverlayPlan {
     const account = pod.serviceAccountName ?? 'default';
     if (bindsRole(objects, o.metadata.namespace ?? 'default', account).length === 0) {
       untouched.push(`${o.kind} ${o.metadata.name}: the manifests bind its ServiceAccount to no role, nothing to guard`);
+      continue;
+    }
+    if (RUN_TO_COMPLETION.has(o.kind)) {
+      untouched.push(`${o.kind} ${o.metadata.name}: runs to completion, no operator to drain`);
       continue;
     }
     operators.push(o);

@@ -126,7 +126,7 @@ test('usage errors exit 2: no chart, not a chart, no helm', () => {
   assert.is(none.code, 2, none.stderr);
   const notChart = adopt(copyChart('test/helm/fixtures/charts/aggregated/templates'));
   assert.is(notChart.code, 2);
-  assert.match(notChart.stderr, /DG_ADOPT_INPUT: .*no Chart.yaml there/);
+  assert.match(notChart.stderr, /DG_ADOPT_INPUT: .*neither a chart \(Chart.yaml\) nor a kustomize directory/);
   const chart = copyChart(fixture('aggregated'));
   const before = treeDigest(chart);
   const noHelm = adopt(chart, ['--helm', '/nonexistent/helm']);

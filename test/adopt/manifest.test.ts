@@ -42,6 +42,7 @@ function exampleFile(edit: (objects: KubeObject[]) => KubeObject[] = (o) => o): 
   return { root, input };
 }
 
+const deployment = (objects: KubeObject[]) => objects.find((o) => o.kind === 'Deployment')!;
 const theManager = (objects: KubeObject[]) => objects.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers[0];
 
 for (const mode of ['wrap', 'native-sidecar', 'sidecar']) {
@@ -171,6 +172,25 @@ test('run twice: the second run changes nothing and says so; --dry-run writes no
   assert.is(treeDigest(root), once, 'byte for byte as the first run left it');
 });
 
+test('a Job beside the operator, bound like it: left as it is, said so; the Deployment adopted', () => {
+  const { root, input } = exampleFile((objects) => {
+    const pod = structuredClone(deployment(objects).spec.template);
+    pod.spec.restartPolicy = 'Never';
+    const job = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'cleanup', namespace: 'example-system' },
+      spec: { template: pod },
+    };
+    return [...objects, job];
+  });
+  const run = adoptManifest(input);
+  assert.is(run.code, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, /= Job cleanup: runs to completion, no operator to drain/);
+  const job = parseObjects(kustomize(join(root, 'drainguard'))).find((o) => o.kind === 'Job')!;
+  assert.not.ok(JSON.stringify(job).includes('/drainguard/'), 'the Job has no drainguard');
+});
+
 test('--out: the overlay where it is asked for, with the paths from there', () => {
   const { root, input } = exampleDir();
   const run = adoptManifest(input, ['--out', join(root, 'deep/er/overlay')]);
@@ -178,7 +198,6 @@ test('--out: the overlay where it is asked for, with the paths from there', () =
   assert.equal(parseObjects(kustomize(join(root, 'deep/er/overlay'))).length, rendered('wrap').length);
 });
 
-const deployment = (objects: KubeObject[]) => objects.find((o) => o.kind === 'Deployment')!;
 const REFUSED: Record<string, { edit: (objects: KubeObject[]) => KubeObject[]; args?: string[]; message: RegExp }> = {
   'a StatefulSet as the operator': {
     edit: (objects) => {
