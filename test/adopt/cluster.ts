@@ -95,6 +95,12 @@ export async function guarded(c: KubeletCluster, kubelet: Kubelet, namespace: st
   }
 }
 
+const CLUSTER_SCOPED = new Set(['ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+
+/** The API path of a rendered object, NAMESPACE where a namespaced one names none. */
+export const objectPath = (o: KubeObject, namespace: string): string =>
+  pathOf({ ...o, metadata: { ...o.metadata, namespace: CLUSTER_SCOPED.has(o.kind) ? undefined : (o.metadata.namespace ?? namespace) } });
+
 /** The last lines each container the kubelet started wrote, for a failure's message. */
 export const logsOf = (kubelet: Kubelet): string =>
   kubelet.events
@@ -111,8 +117,7 @@ export async function nothingLeft(
 ): Promise<void> {
   for (const o of objects) {
     if (isHook(o) || o.kind === 'CustomResourceDefinition' || o.kind === 'Namespace') continue;
-    const cluster = ['ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'].includes(o.kind);
-    const path = pathOf({ ...o, metadata: { ...o.metadata, namespace: cluster ? undefined : (o.metadata.namespace ?? namespace) } });
+    const path = objectPath(o, namespace);
     await c.poll(path, (_b, s) => s === 404, 60_000, `${o.kind} ${o.metadata.name} gone (no finalizer holds it, nothing terminating)`);
   }
   for (const ns of namespaces) {
@@ -127,8 +132,7 @@ export async function nothingLeft(
 export async function strip(c: KubeletCluster, objects: readonly KubeObject[], namespace: string): Promise<void> {
   for (const o of objects) {
     if (o.kind === 'CustomResourceDefinition' || o.kind === 'Namespace') continue;
-    const cluster = ['ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'].includes(o.kind);
-    const path = pathOf({ ...o, metadata: { ...o.metadata, namespace: cluster ? undefined : (o.metadata.namespace ?? namespace) } });
+    const path = objectPath(o, namespace);
     await c.api.call('PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json');
     await c.api.call('DELETE', path);
   }
