@@ -14,7 +14,7 @@ import { helmRun } from '../support/helm.ts';
 import { cleanupCharts, template } from '../helm/support/charts.ts';
 import type { KubeObject } from '../deploy/support/manifests.ts';
 import { SHAPES, sourceOf } from './chart-shapes.ts';
-import { guarded, logsOf, nothingLeft, objectPath, startKubelet, strip } from './cluster.ts';
+import { guarded, kubeletErrors, logsOf, nothingLeft, objectPath, startKubelet, strip } from './cluster.ts';
 import { adopt, cleanupCopies, copyChart } from './support.ts';
 
 /** Values a shape needs on a shared cluster: the other namespaces it names, made for it. */
@@ -85,7 +85,7 @@ export function chartTests(part: number): void {
         const uninstall = await helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '90s']);
         assert.is(uninstall.code, 0, `${uninstall.stderr}${uninstall.stdout}\n${kubelet.timeline()}\n${logsOf(kubelet)}`);
         await nothingLeft(c, objects, ns, [ns]);
-        assert.equal(kubelet.errors, []);
+        assert.equal(kubeletErrors(kubelet), []);
         done = true;
       } finally {
         await kubelet.stop();

@@ -21,7 +21,7 @@ import { EXE } from '../support/proc.ts';
 import { within } from '../support/wait.ts';
 import { type KubeObject, ROOT, parseObjects } from '../deploy/support/manifests.ts';
 import { check } from '../helm/support/shapes.ts';
-import { guarded, logsOf, nothingLeft, startKubelet, strip } from './cluster.ts';
+import { guarded, kubeletErrors, logsOf, nothingLeft, startKubelet, strip } from './cluster.ts';
 import { adoptManifest, cleanupCopies, scratch } from './support.ts';
 
 let c: KubeletCluster;
@@ -98,7 +98,7 @@ async function scenario(input: Input, as: 'dir' | 'file', args: string[]): Promi
       90_000,
       `namespace ${input.namespace} gone, nothing left in it`,
     );
-    assert.equal(kubelet.errors, []);
+    assert.equal(kubeletErrors(kubelet), []);
     done = true;
   } finally {
     await kubelet.stop();
