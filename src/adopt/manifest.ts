@@ -40,7 +40,7 @@ interface AdoptIO {
 export const isKustomization = (dir: string): boolean => KUSTOMIZATION_FILES.some((f) => existsSync(join(dir, f)));
 
 /** `kubectl kustomize DIR`, parsed. */
-function kustomize(kubectl: string, dir: string, what: string): Manifest[] {
+function kustomize(kubectl: string, dir: string, what: string, hint = ''): Manifest[] {
   const r = spawnSync(kubectl, ['kustomize', dir], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   if (r.error) {
     const code = (r.error as NodeJS.ErrnoException).code;
@@ -52,7 +52,7 @@ function kustomize(kubectl: string, dir: string, what: string): Manifest[] {
         : `cannot run kubectl (${JSON.stringify(kubectl)}): ${r.error.message}`,
     );
   }
-  if (r.status !== 0) throw new DrainguardError('DG_ADOPT_RENDER', `kubectl kustomize ${what} failed:\n${r.stderr.trim()}`);
+  if (r.status !== 0) throw new DrainguardError('DG_ADOPT_RENDER', `kubectl kustomize ${what} failed:\n${r.stderr.trim()}${hint}`);
   return parseManifests(r.stdout, `kubectl kustomize ${what}`);
 }
 
@@ -96,7 +96,11 @@ export function adoptManifest(config: ManifestConfig, io: AdoptIO): number {
     const files: Record<string, string> = { ...overlayFiles(plan, base, component, relative(out, input)) };
     if (copy) files[copy] = readFileSync(input, 'utf8');
     for (const [name, text] of Object.entries(files)) writeFileSync(join(stage, name), text);
-    const objects = placeInNamespace(kustomize(kubectl, stage, `of the overlay (staged in ${stage})`), given);
+    const remote = config.components
+      ? ''
+      : "\n(the overlay names drainguard's components by their GitHub URL: without access to it, give a copy of " +
+        'deploy/components with --components DIR)';
+    const objects = placeInNamespace(kustomize(kubectl, stage, `of the overlay (staged in ${stage})`, remote), given);
     const findings = analyze(objects, plain);
     const changed = Object.entries(files).filter(([name, text]) => readIfExists(join(out, name)) !== text);
     const near = relative(process.cwd(), out);
