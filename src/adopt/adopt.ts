@@ -35,6 +35,7 @@ import {
   readChart,
 } from './edit.ts';
 import { type RenderRequest, renderChart, updateDependencies } from './helm.ts';
+import { adoptManifest } from './manifest.ts';
 import { type Mode, planAdoption } from './plan.ts';
 
 export interface AdoptConfig {
@@ -48,6 +49,10 @@ export interface AdoptConfig {
   readonly mode?: Mode;
   readonly command?: readonly string[];
   readonly library?: string;
+  /** A manifest or kustomize directory: where the overlay goes, where the components are, the kubectl that renders it. */
+  readonly out?: string;
+  readonly components?: string;
+  readonly kubectl?: string;
 }
 
 interface AdoptIO {
@@ -56,8 +61,12 @@ interface AdoptIO {
 
 export function adopt(config: AdoptConfig, io: AdoptIO): number {
   const chart = resolve(config.chart);
-  if (!existsSync(join(chart, 'Chart.yaml')))
-    throw new ConfigError('DG_ADOPT_INPUT', `${config.chart}: no Chart.yaml there: name the directory of the operator's chart`);
+  if (!existsSync(chart))
+    throw new ConfigError(
+      'DG_ADOPT_INPUT',
+      `${config.chart}: no such file or directory: name the operator's chart, kustomize directory or manifest`,
+    );
+  if (!existsSync(join(chart, 'Chart.yaml'))) return adoptManifest(config, io);
   const { name, dependsOnLibrary } = readChart(chart);
   const work = join(mkdtempSync(join(tmpdir(), 'drainguard-adopt-')), basename(chart));
   try {

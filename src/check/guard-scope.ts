@@ -155,3 +155,19 @@ export function checkGuardScope(guard: readonly GuardTarget[], objects: readonly
   }
   return out;
 }
+
+/**
+ * The objects among OBJECTS the guard of ServiceAccount NAMESPACE/NAME must hold, as checkGuardScope
+ * reads them: its bindings, the roles they bind that the manifests define, and those roles' aggregation
+ * sources. For adopt, which writes the guard list that check then finds complete.
+ */
+export function guardScope(objects: readonly Manifest[], namespace: string, serviceAccount: string): Manifest[] {
+  const bindings = objects.filter((o) => isBinding(o) && bindsAccount(o, namespace, serviceAccount));
+  const roles = bindings.flatMap((b) => boundRole(b, objects) ?? []);
+  const sources = roles.flatMap((r) => aggregationSources(r, objects));
+  const seen = new Set<string>();
+  return [...bindings, ...roles, ...sources].filter((o) => {
+    const key = guardTargetKey(guardEntry(o));
+    return !seen.has(key) && seen.add(key) !== undefined;
+  });
+}

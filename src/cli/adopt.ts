@@ -9,8 +9,8 @@ export function resolve(args: ParsedArgs): AdoptConfig {
     throw new ConfigError(
       'DG_CONFIG_ARGUMENTS',
       args.positionals.length === 0
-        ? "name the operator's chart: drainguard adopt ./chart"
-        : `one chart at a time, got ${args.positionals.length}`,
+        ? "name the operator's chart, kustomize directory or manifest: drainguard adopt ./chart"
+        : `one chart or manifest at a time, got ${args.positionals.length}`,
     );
   return Object.freeze({
     chart: args.positionals[0]!,
@@ -23,6 +23,9 @@ export function resolve(args: ParsedArgs): AdoptConfig {
     ...(v.adoptMode !== undefined && { mode: v.adoptMode }),
     ...(v.entrypoint !== undefined && { command: Object.freeze([...v.entrypoint]) }),
     ...(v.library !== undefined && { library: v.library }),
+    ...(v.out !== undefined && { out: v.out }),
+    ...(v.components !== undefined && { components: v.components }),
+    ...(v.kubectl !== undefined && { kubectl: v.kubectl }),
   });
 }
 

@@ -132,8 +132,10 @@ for input it cannot read or that holds no object (a render that failed in the pi
   },
   {
     name: 'adopt',
-    summary: "add drainguard to an operator's Helm chart in place: the dependency, the include, the values, then check",
-    usage: 'drainguard adopt [-n NAMESPACE] [-f FILE]... [--set KEY=VALUE]... [--mode MODE] [--command PATH] [--dry-run] CHART',
+    summary: "add drainguard to an operator's Helm chart in place, or write the kustomize overlay of its manifests; then check",
+    usage:
+      'drainguard adopt [-n NAMESPACE] [-f FILE]... [--set KEY=VALUE]... [--mode MODE] [--command PATH] [--dry-run] CHART\n' +
+      '       drainguard adopt [-n NAMESPACE] [--mode MODE] [--command PATH] [--out DIR] [--components DIR] [--dry-run] FILE|DIR',
     description: `Does docs/helm.md's steps to CHART (a directory with Chart.yaml): renders it with the real helm
 template (-f, --set as the chart installs), finds each operator (a Deployment, StatefulSet or DaemonSet
 whose ServiceAccount the chart binds to a role), and writes the library chart's dependency into
@@ -143,9 +145,16 @@ given with --command), the schema property and the notes. The edits are made in 
 rendered again and checked as drainguard check --plain does; only then are they written into
 CHART, and printed as a summary of what changed and what did not. A shape it cannot decide for
 (a container without command in wrap mode, a workload of another kind, two in one file) is
-refused naming the step of docs/helm.md to do by hand, and CHART is left as it was. Run twice,
-the second run changes nothing. Exit 0 when CHART has drainguard and check finds nothing, 1
-when refused or check found something, 2 for a usage error (no chart, no helm).`,
+refused naming the step of docs/helm.md to do by hand, and CHART is left as it was.
+On a manifest FILE (what kubectl apply -f takes) or a kustomize DIR (kustomization.yaml), it
+writes docs/deploy.md's overlay into drainguard/ beside it (--out DIR): kustomization.yaml with
+the mode's component, guard-more for the ServiceAccount's other bindings and roles, and the patch
+wrap mode's memory needs; drainguard.yaml with the names; a FILE is copied in (kustomize reads no
+file above the overlay). The overlay is rendered by the real kubectl kustomize and checked against
+the input's render before anything is written; a StatefulSet, a second Deployment, a container not
+named manager are refused with the step of docs/deploy.md. Run twice, the second run changes
+nothing. Exit 0 when the result has drainguard and check finds nothing, 1 when refused or check
+found something, 2 for a usage error (no input, no helm or kubectl).`,
     extra: ADOPT_OPTIONS,
     load: () => import('./adopt.ts'),
   },

@@ -817,6 +817,36 @@ export const ADOPT_OPTIONS = [
       'instead of helm dependency update fetching it from the repository Chart.yaml names',
     defaultText: 'fetched by helm dependency update',
   },
+  {
+    key: 'out',
+    flag: 'out',
+    value: 'DIR',
+    commands: ['adopt'],
+    flagOnly: true,
+    parse: nonEmpty,
+    description: 'a manifest or kustomize directory: the directory the overlay is written to',
+    defaultText: 'drainguard/ beside the manifest or the kustomize directory',
+  },
+  {
+    key: 'components',
+    flag: 'components',
+    value: 'DIR',
+    commands: ['adopt'],
+    flagOnly: true,
+    parse: nonEmpty,
+    description: "a manifest or kustomize directory: drainguard's kustomize components (deploy/components), named by relative path",
+    defaultText: "the components of this drainguard's release, by their GitHub URL",
+  },
+  {
+    key: 'kubectl',
+    flag: 'kubectl',
+    value: 'PATH',
+    commands: ['adopt'],
+    flagOnly: true,
+    parse: nonEmpty,
+    description: 'a manifest or kustomize directory: the kubectl (1.27 or later) whose kustomize renders it and the overlay',
+    defaultText: 'kubectl on PATH',
+  },
 ] as const satisfies readonly OptionSpec[];
 
 export const EVERY_OPTION = [

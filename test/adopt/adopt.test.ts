@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert';
 import { type KubeObject } from '../deploy/support/manifests.ts';
 import { cleanupCharts, template, templateText } from '../helm/support/charts.ts';
 import { check, fixture, groundTruth, guardOf, plainRender } from '../helm/support/shapes.ts';
+import { SHAPES, sourceOf } from './chart-shapes.ts';
 import { adopt, cleanupCopies, copyChart, treeDigest } from './support.ts';
 
 test.after(() => {
@@ -23,38 +24,6 @@ const RELEASES = [
   { release: 'alpha', namespace: 'alpha-system' },
   { release: 'beta', namespace: 'operators' },
 ];
-
-interface Shape {
-  /** adopt's arguments beside the chart. */
-  readonly args?: readonly string[];
-  /** Values of the chart for its renders (helm --set-json). */
-  readonly set?: Record<string, unknown>;
-  readonly source?: string;
-  /** The mode adopt is expected to write. */
-  readonly mode?: string;
-}
-
-const SHAPES: Record<string, Shape> = {
-  aggregated: {},
-  'builtin-role': {},
-  daemonset: {},
-  'memory-limit': {},
-  'no-command': { args: ['--command', '/my-operator'] },
-  'no-command, native-sidecar': { source: 'no-command', args: ['--mode', 'native-sidecar'], mode: 'native-sidecar' },
-  'no-token': { mode: 'native-sidecar' },
-  'one-template': {},
-  'other-namespaces': {},
-  prestop: {},
-  'run-as': {},
-  statefulset: {},
-  'strict-schema': {},
-  switches: {},
-  'two-operators': {},
-  'uninstall-shapes': {},
-  'helm create': { source: 'test/fixtures/helm-create', args: ['--command', '/my-operator'] },
-};
-
-const sourceOf = (name: string, shape: Shape): string => (shape.source?.includes('/') ? shape.source : fixture(shape.source ?? name));
 
 for (const [name, shape] of Object.entries(SHAPES)) {
   test(`${name}: adopt, then helm template and drainguard check find nothing; the guard is the plain render's`, () => {
@@ -157,7 +126,7 @@ test('usage errors exit 2: no chart, not a chart, no helm', () => {
   assert.is(none.code, 2, none.stderr);
   const notChart = adopt(copyChart('test/helm/fixtures/charts/aggregated/templates'));
   assert.is(notChart.code, 2);
-  assert.match(notChart.stderr, /DG_ADOPT_INPUT: .*no Chart.yaml there/);
+  assert.match(notChart.stderr, /DG_ADOPT_INPUT: .*neither a chart \(Chart.yaml\) nor a kustomize directory/);
   const chart = copyChart(fixture('aggregated'));
   const before = treeDigest(chart);
   const noHelm = adopt(chart, ['--helm', '/nonexistent/helm']);

@@ -53,3 +53,19 @@ export function treeDigest(dir: string): string {
   for (const file of files) hash.update(`${relative(dir, file)}\0`).update(readFileSync(file));
   return hash.digest('hex');
 }
+
+export const COMPONENTS = resolve('deploy/components');
+
+/** `drainguard adopt PATH ARGS` on a manifest or kustomize directory, with this tree's components and the kubectl on PATH. */
+export function adoptManifest(path: string, args: readonly string[] = []): Run {
+  const r = spawnSync(EXE, ['adopt', path, '--components', COMPONENTS, ...args], { encoding: 'utf8', timeout: 60_000 });
+  if (r.error) throw r.error;
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A temp directory for one test, removed with the copies. */
+export function scratch(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'drainguard-adopt-test-'));
+  copies.push(dir);
+  return dir;
+}

@@ -1,0 +1,6 @@
+// adopt's chart path on the real control plane (test/adopt/charts-cluster.ts): every third shape, from the third.
+import { test } from 'uvu';
+import { chartTests } from './charts-cluster.ts';
+
+chartTests(2);
+test.run();
