@@ -47,6 +47,8 @@ export interface RealNode {
   kubeletGet(path: string): Promise<string>;
   /** The kubelet's and containerd's last lines, for a failure's message. */
   tail(): string;
+  /** The kubelet's log so far (--v=2, klog's format). */
+  kubeletLog(): string;
   /** With NodeOptions.shutdown: logind's PrepareForShutdown(true), the kubelet's real graceful shutdown; resolves once emitted. */
   shutdown(): Promise<void>;
   stop(): Promise<void>;
@@ -408,9 +410,36 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
     importImages: (archives) => archives.forEach((a) => ctr('images', 'import', a)),
     kubeletGet: (path) => kubeletGet(kubeletPort, dir, path),
     tail,
+    kubeletLog: () => readFileSync(join(dir, 'kubelet.log'), 'utf8'),
     shutdown,
     stop,
   };
+}
+
+/** A container the kubelet began to stop: when (epoch ms, its clock) and with what grace. */
+export interface KubeletKill {
+  readonly at: number;
+  readonly gracePeriodS: number;
+}
+
+/**
+ * Each time the kubelet began to stop container `container` of pod NAMESPACE/NAME, from its
+ * log (`Killing container with a grace period`, at --v=2; klog's time has no year, and the
+ * node's clock is UTC): the moment its runtime sends the stop signal, and the grace after
+ * which it sends SIGKILL. The real SIGKILL is at or after `at + gracePeriodS`.
+ */
+export function kubeletKills(node: RealNode, namespace: string, pod: string, container: string): KubeletKill[] {
+  const year = new Date().getUTCFullYear();
+  return node
+    .kubeletLog()
+    .split('\n')
+    .filter((l) => l.includes('"Killing container with a grace period"') && l.includes(`pod="${namespace}/${pod}"`))
+    .filter((l) => l.includes(`containerName="${container}"`))
+    .map((l) => {
+      const [, mm, dd, time] = /^[IWE](\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+)/.exec(l)!;
+      const at = Date.parse(`${year}-${mm}-${dd}T${time!.slice(0, 12)}Z`);
+      return { at, gracePeriodS: Number(/gracePeriod=(\d+)/.exec(l)?.[1]) };
+    });
 }
 
 /**
