@@ -1,8 +1,9 @@
 // The graces a pod's stops can have, against what drainguard needs in them
 // (drain + stop timeout + margin, src/config/grace-rule.ts). The drain and stop
 // timeouts against the Pod's own grace are budget.ts's; these are the others:
-//   - DRAINGUARD_NODE_SHUTDOWN_GRACE longer than the Pod's grace: the kubelet
-//     never gives a pod more than its spec's, so the budget says nothing;
+//   - DRAINGUARD_NODE_SHUTDOWN_GRACE or _NODE_PRESSURE_GRACE longer than the
+//     Pod's grace: the kubelet never gives a pod more than its spec's, so the
+//     budget says nothing;
 //   - a liveness (or startup) probe of drainguard's container whose own
 //     terminationGracePeriodSeconds leaves no time to drain: the kubelet kills
 //     the container with the probe's grace, with no deletion;
@@ -22,18 +23,24 @@ interface ProbeShape {
 }
 type Probed = Container & { readonly livenessProbe?: ProbeShape; readonly startupProbe?: ProbeShape };
 
+/** What the kubelet's config calls the grace each budget stands for. */
+const KUBELET_SETTING: Record<string, string> = {
+  'a node shutdown': 'shutdownGracePeriod less shutdownGracePeriodCriticalPods',
+  'a soft node-pressure eviction': 'its evictionMaxPodGracePeriod',
+};
+
 const TEXT = {
-  'node-shutdown-grace-invalid': (where: string, problem: string) => ({
-    message: `DRAINGUARD_NODE_SHUTDOWN_GRACE in ${where} is ${JSON.stringify(problem)}, not a duration: drainguard exits at start (status 2)`,
-    fix: `write DRAINGUARD_NODE_SHUTDOWN_GRACE in ${where} as a duration (8s, 1m), what the kubelet's shutdownGracePeriod leaves the pod`,
+  'budget-invalid': (variable: string, where: string, raw: string) => ({
+    message: `${variable} in ${where} is ${JSON.stringify(raw)}, not a duration: drainguard exits at start (status 2)`,
+    fix: `write ${variable} in ${where} as a duration (8s, 1m)`,
   }),
-  'node-shutdown-grace-too-long': (where: string, ms: number, graceS: number) => ({
+  'budget-too-long': (variable: string, kubelet: string, where: string, ms: number, graceS: number) => ({
     message:
-      `DRAINGUARD_NODE_SHUTDOWN_GRACE ${formatDuration(ms)} in ${where} is longer than the pod's terminationGracePeriodSeconds ${graceS}: ` +
-      "the kubelet never gives a pod more than its own grace in a node shutdown, so drainguard goes by the Pod's and the budget says nothing",
+      `${variable} ${formatDuration(ms)} in ${where} is longer than the pod's terminationGracePeriodSeconds ${graceS}: ` +
+      `the kubelet never gives a pod more than its own grace in ${kubelet}, so drainguard goes by the Pod's and the budget says nothing`,
     fix:
-      `set DRAINGUARD_NODE_SHUTDOWN_GRACE in ${where} to what shutdownGracePeriod less shutdownGracePeriodCriticalPods leaves ` +
-      `(at most ${graceS}s), or raise terminationGracePeriodSeconds to it`,
+      `set ${variable} in ${where} to what the kubelet gives (${KUBELET_SETTING[kubelet]}), ` +
+      `at most ${graceS}s, or raise terminationGracePeriodSeconds to it`,
   }),
   'probe-grace-no-drain': (where: string, probe: string, seconds: number, needS: number) => ({
     message:
@@ -84,13 +91,17 @@ export function checkGraces(placement: Placement, budget: Budget): Found[] {
   const { graceS, stopMs } = budget;
   const needS = Math.ceil(graceNeeded(MIN_DRAIN_MS, stopMs) / 1000);
 
-  const raw = settingOf(supervisor, 'node-shutdown-grace');
-  if (raw !== undefined && raw !== '') {
+  for (const [flag, kubelet] of [
+    ['node-shutdown-grace', 'a node shutdown'],
+    ['node-pressure-grace', 'a soft node-pressure eviction'],
+  ] as const) {
+    const raw = settingOf(supervisor, flag);
+    if (raw === undefined || raw === '') continue;
+    const variable = `DRAINGUARD_${flag.toUpperCase().replaceAll('-', '_')}`;
     const ms = parseDuration(raw);
-    if (ms === undefined)
-      out.push({ code: 'node-shutdown-grace-invalid', severity: 'error', ...TEXT['node-shutdown-grace-invalid'](where, raw) });
+    if (ms === undefined) out.push({ code: `${flag}-invalid`, severity: 'error', ...TEXT['budget-invalid'](variable, where, raw) });
     else if (ms > graceS * 1000)
-      out.push({ code: 'node-shutdown-grace-too-long', severity: 'warning', ...TEXT['node-shutdown-grace-too-long'](where, ms, graceS) });
+      out.push({ code: `${flag}-too-long`, severity: 'warning', ...TEXT['budget-too-long'](variable, kubelet, where, ms, graceS) });
   }
 
   // drainguard's container, and in the sidecar modes the operator's, whose preStop drain runs inside the probe's grace.

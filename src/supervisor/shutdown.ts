@@ -81,6 +81,8 @@ export interface DeadlineSettings {
   readonly stopTimeoutMs: number;
   /** DRAINGUARD_NODE_SHUTDOWN_GRACE: what the kubelet gives the pod in a graceful node shutdown; unset, the grace period. */
   readonly nodeShutdownGraceMs?: number;
+  /** DRAINGUARD_NODE_PRESSURE_GRACE: what the kubelet gives the pod in a soft node-pressure eviction (evictionMaxPodGracePeriod). */
+  readonly nodePressureGraceMs?: number;
 }
 
 /** What a read of the Pod's deletion gave: the Pod's answer, or none in time. */
@@ -195,7 +197,9 @@ export class Deadlines {
     if (
       cause === 'no-deletion' &&
       reading.state === 'not-deleting' &&
-      (this.#settings.nodeShutdownGraceMs !== undefined || reading.probeGrace !== undefined)
+      (this.#settings.nodeShutdownGraceMs !== undefined ||
+        this.#settings.nodePressureGraceMs !== undefined ||
+        reading.probeGrace !== undefined)
     )
       return this.#adoptKubeletStop(cause, reading);
     if (reading.state !== 'deleting') {
@@ -245,11 +249,11 @@ export class Deadlines {
    * The kubelet stops the pod itself, with no deletion: a graceful node shutdown (with the
    * grace its shutdownGracePeriod leaves, capped by the spec's; published nowhere, so
    * DRAINGUARD_NODE_SHUTDOWN_GRACE says it) or a node-pressure eviction (soft: its
-   * evictionMaxPodGracePeriod, capped likewise, published nowhere either). The kubelet
+   * evictionMaxPodGracePeriod, capped likewise, published nowhere either: DRAINGUARD_NODE_PRESSURE_GRACE). The kubelet
    * counts it from when it starts the stop, as drainguard counts from its signal. A stop
    * that says nothing (`no-deletion`) goes by the shortest grace any stop without a deletion
-   * can have: the node-shutdown budget, a probe's own terminationGracePeriodSeconds (a
-   * liveness kill), the Pod's.
+   * can have: the node-shutdown and node-pressure budgets, a probe's own
+   * terminationGracePeriodSeconds (a liveness kill), the Pod's.
    */
   #adoptKubeletStop(
     cause: 'node-shutdown' | 'node-pressure' | 'no-deletion',
@@ -257,8 +261,10 @@ export class Deadlines {
   ): boolean {
     if (this.#cause?.cause === cause) return false;
     const bounds: { ms: number; from: string }[] = [];
-    const budget = cause !== 'node-pressure' ? this.#settings.nodeShutdownGraceMs : undefined;
-    if (budget !== undefined) bounds.push({ ms: budget, from: 'DRAINGUARD_NODE_SHUTDOWN_GRACE' });
+    const { nodeShutdownGraceMs: shutdownMs, nodePressureGraceMs: pressureMs } = this.#settings;
+    if (cause !== 'node-pressure' && shutdownMs !== undefined) bounds.push({ ms: shutdownMs, from: 'DRAINGUARD_NODE_SHUTDOWN_GRACE' });
+    if (cause !== 'node-shutdown' && pressureMs !== undefined) bounds.push({ ms: pressureMs, from: 'DRAINGUARD_NODE_PRESSURE_GRACE' });
+    const budget = cause === 'node-shutdown' ? shutdownMs : cause === 'node-pressure' ? pressureMs : undefined;
     const probe = cause === 'no-deletion' && reading.state === 'not-deleting' ? reading.probeGrace : undefined;
     if (probe) bounds.push({ ms: probe.ms, from: `the ${probe.probe}'s terminationGracePeriodSeconds (container ${probe.container})` });
     const shortest = bounds.reduce<{ ms: number; from: string } | undefined>((a, b) => (a && a.ms <= b.ms ? a : b), undefined);
@@ -275,20 +281,23 @@ export class Deadlines {
         : shortest.ms <= this.#grace.ms
           ? shortest.from
           : `the Pod's grace period (${bounds.map((b) => b.from).join(', ')} ${bounds.length > 1 ? 'are' : 'is'} longer)`;
-    // A node shutdown by its budget is what the kubelet does; the rest are bounds: the kubelet's own
+    // A node shutdown or a pressure eviction by its budget is what the kubelet does; without it a bound: the kubelet's own
     // budget may be shorter than the spec's, and a stop that says nothing may be any of them.
-    const proven = cause === 'node-shutdown' && budget !== undefined;
+    const proven = cause !== 'no-deletion' && budget !== undefined;
     this.#found(cause, reading, from, proven);
     const what =
       cause === 'no-deletion'
-        ? `the Pod is not being deleted and nothing says why (a liveness probe's kill, a node shutdown): going by ${from}, ` +
+        ? `the Pod is not being deleted and nothing says why (a liveness probe's kill, a node shutdown or pressure): going by ${from}, ` +
           'the shortest grace a stop without a deletion can have'
         : cause === 'node-shutdown'
           ? proven
             ? `the node is shutting down: going by ${from}`
             : "the node is shutting down: going by the Pod's grace period, which the kubelet's shutdownGracePeriod may cut; " +
               'set DRAINGUARD_NODE_SHUTDOWN_GRACE to what it leaves'
-          : "the kubelet evicts the pod for node pressure: going by the Pod's grace period, which evictionMaxPodGracePeriod may cut";
+          : proven
+            ? `the kubelet evicts the pod for node pressure: going by ${from}`
+            : "the kubelet evicts the pod for node pressure: going by the Pod's grace period, which evictionMaxPodGracePeriod may cut; " +
+              'set DRAINGUARD_NODE_PRESSURE_GRACE to it';
     this.#log[proven || cause === 'no-deletion' ? 'info' : 'warn'](what, {
       cause,
       disruption: reading.disruption?.reason,

@@ -47,19 +47,29 @@ const nodeShutdown = (value: string) => ({ env: [{ name: 'DRAINGUARD_NODE_SHUTDO
 test('a correct setup gives no finding: a budget within the grace, probes with room or without a grace, no hook of its own', () => {
   assert.equal(codes(pod('wrap')), []);
   assert.equal(codes(pod('wrap', { ...nodeShutdown('8s'), livenessProbe: probe(10), startupProbe: probe() })), []);
+  assert.equal(codes(pod('native-sidecar', nodeShutdown('30s'))), []);
   assert.equal(codes(pod('wrap', { lifecycle: { preStop: { exec: { command: ['/drainguard/drainguard', 'prestop'] } } } })), []);
   assert.equal(codes(pod('native-sidecar', { livenessProbe: probe(10) })), [], "the operator's probe, with room");
   // A probe grace at least the Pod's changes nothing: the kubelet gives the shorter of the two... only the probe's, so the Pod's bounds it.
   assert.equal(codes(pod('wrap', { livenessProbe: probe(5) }, 5)), []);
 });
 
-test("node-shutdown-grace-too-long: DRAINGUARD_NODE_SHUTDOWN_GRACE longer than the Pod's grace; -invalid when it does not parse", () => {
+test("node-shutdown-grace-too-long, node-pressure-grace-too-long: a budget longer than the Pod's grace; -invalid when it does not parse", () => {
   const [f] = findings(pod('wrap', nodeShutdown('45s')));
   assert.equal([f?.code, f?.severity], ['node-shutdown-grace-too-long', 'warning']);
   assert.match(f!.message, "longer than the pod's terminationGracePeriodSeconds 30");
   assert.match(f!.fix, 'at most 30s');
   assert.equal(codes(pod('wrap', nodeShutdown('30s'))), [], 'equal is fine');
   assert.equal(codes(pod('wrap', nodeShutdown('soon'))), ['node-shutdown-grace-invalid error']);
+  const pressure = (value: string) => ({ env: [{ name: 'DRAINGUARD_NODE_PRESSURE_GRACE', value }] });
+  const [p] = findings(pod('native-sidecar', pressure('1m')));
+  assert.equal([p?.code, p?.severity], ['node-pressure-grace-too-long', 'warning']);
+  assert.match(
+    p!.fix,
+    'set DRAINGUARD_NODE_PRESSURE_GRACE in container drainguard to what the kubelet gives (its evictionMaxPodGracePeriod)',
+  );
+  assert.equal(codes(pod('wrap', pressure('8s'))), []);
+  assert.equal(codes(pod('wrap', pressure('8 s'))), ['node-pressure-grace-invalid error']);
 });
 
 test('probe-grace-no-drain: a liveness or startup probe whose own grace leaves no time to drain, in either container', () => {

@@ -359,7 +359,7 @@ test('no deletion and nothing that says why, with a node-shutdown budget: the bu
   assert.is(d.releaseDeadline(), clock.now + 7500);
   assert.match(
     log.lines.at(-1)!.msg,
-    /nothing says why \(a liveness probe's kill, a node shutdown\): going by DRAINGUARD_NODE_SHUTDOWN_GRACE/,
+    /nothing says why \(a liveness probe's kill, a node shutdown or pressure\): going by DRAINGUARD_NODE_SHUTDOWN_GRACE/,
   );
   assert.equal([d.takeStopCause()?.cause, d.takeStopCause()], ['no-deletion', undefined]);
   clock.now += 2000;
@@ -405,6 +405,29 @@ test("no deletion, a liveness probe with its own terminationGracePeriodSeconds: 
   d.adoptDeletion({ state: 'not-deleting', probeGrace: liveness(6000) });
   assert.is(d.releaseDeadline(), clock.now + 5500);
   assert.not.ok(d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN }), 'a later read never moves it later');
+});
+
+test("a soft pressure eviction: DRAINGUARD_NODE_PRESSURE_GRACE, capped by the Pod's; the bound for a stop that says nothing", () => {
+  const PRESSURE = { reason: 'TerminationByKubelet', message: 'The node was low on resource: memory.' } as const;
+  const { d, clock, log } = at({ ...spec30, nodePressureGraceMs: 8000, nodeShutdownGraceMs: 12_000 });
+  d.adoptPodGracePeriod(30_000);
+  d.signalled(clock.now);
+  // At the signal the kubelet has said nothing yet: the shortest budget, as a bound.
+  assert.ok(d.adoptDeletion({ state: 'not-deleting' }));
+  assert.is(d.releaseDeadline(), clock.now + 7500);
+  assert.match(log.lines.at(-1)!.msg, 'going by DRAINGUARD_NODE_PRESSURE_GRACE, the shortest grace');
+  assert.equal([d.takeStopCause()?.proven], [false]);
+  // Said later: the pressure's own budget, proven.
+  assert.not.ok(d.adoptDeletion({ state: 'not-deleting', disruption: PRESSURE }));
+  const line = log.lines.at(-1)!;
+  assert.equal([line.level, line.msg], ['info', 'the kubelet evicts the pod for node pressure: going by DRAINGUARD_NODE_PRESSURE_GRACE']);
+  assert.equal([d.takeStopCause()?.cause, d.releaseDeadline()], ['node-pressure', clock.now + 7500]);
+  // A node shutdown does not go by the pressure budget, nor a pressure eviction by the shutdown's.
+  const other = at({ ...spec30, nodePressureGraceMs: 8000 });
+  other.d.adoptPodGracePeriod(30_000);
+  other.d.signalled(other.clock.now);
+  other.d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN });
+  assert.is(other.d.releaseDeadline(), other.clock.now + 29_500);
 });
 
 test('an eviction, a preemption, a taint: the deletionTimestamp, and the cause named', () => {
