@@ -193,7 +193,7 @@ export class Deadlines {
     if ((cause === 'node-shutdown' || cause === 'node-pressure') && reading.state !== 'unknown')
       return this.#adoptKubeletStop(cause, reading);
     // No deletion and nothing that says why (a liveness kill says nothing; the Node unreadable without `get nodes`;
-    // the condition comes after the containers stopped): a node-shutdown budget or a probe's grace is the bound to go by.
+    // the condition comes after the containers stopped): a node budget or a probe's grace is the bound to go by.
     if (
       cause === 'no-deletion' &&
       reading.state === 'not-deleting' &&
