@@ -12,6 +12,7 @@ import { type Budget, checkBudget, drainBudget } from './budget.ts';
 import { checkPairing } from './pairing.ts';
 import { checkEntrypoint } from './entrypoint.ts';
 import { checkGuardScope } from './guard-scope.ts';
+import { checkGraces } from './grace.ts';
 import { checkHooks } from './lifecycle.ts';
 import { type Unreadable, checkStopSignal } from './stop-signal.ts';
 import { checkMemory } from './memory.ts';
@@ -262,6 +263,7 @@ function checkWorkload(w: Workload, objects: readonly Manifest[]): Finding[] {
   // The pod: its drain budget, how drainguard and the operator find each other, what starts.
   const budget = drainBudget(w.pod, w.placement);
   take(checkBudget(w.pod, w.placement));
+  take(checkGraces(w.placement, budget));
   take(checkPairing(w.pod, w.placement));
   take(checkIdleMetrics(w.placement));
   take(checkHooks(w.pod));

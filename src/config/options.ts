@@ -247,6 +247,20 @@ const SHARED_OPTIONS = [
     format: formatDuration,
   },
   {
+    key: 'nodePressureGraceMs',
+    flag: 'node-pressure-grace',
+    value: 'DURATION',
+    parse: duration,
+    commands: SUPERVISING,
+    description:
+      'what the kubelet gives this pod in a soft node-pressure eviction (its evictionMaxPodGracePeriod), ' +
+      'which the cluster publishes nowhere; ' +
+      "capped by the Pod's grace period, used when the Pod's DisruptionTarget condition says the node was low on a resource, " +
+      'and as a bound for a stop that says nothing',
+    defaultText: "unset: the Pod's grace period, the best bound drainguard can prove",
+    format: formatDuration,
+  },
+  {
     key: 'drainTimeoutMs',
     flag: 'drain-timeout',
     value: 'DURATION',

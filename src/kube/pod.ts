@@ -75,9 +75,54 @@ export type PodDeletion =
       readonly disruption?: Disruption;
       /** The Node's Ready condition says "node is shutting down" (read only when the Pod says nothing, and with `get` on nodes). */
       readonly nodeShuttingDown?: true;
+      /** The shortest grace a probe of drainguard's container kills it with (probeGrace), when one sets its own. */
+      readonly probeGrace?: ProbeGrace;
     }
   /** Force-deleted (grace 0): the kubelet still stops the containers with the spec's grace period. */
   | { readonly state: 'gone' };
+
+/**
+ * A probe's own terminationGracePeriodSeconds (GA in 1.27): a failing liveness probe (or a startup
+ * probe, before the container has started) has the kubelet kill the container with it, not with the
+ * Pod's, and with no deletion, so nothing else in the API tells it.
+ */
+export interface ProbeGrace {
+  readonly probe: 'livenessProbe' | 'startupProbe';
+  readonly container: string;
+  readonly ms: number;
+}
+
+interface ProbeShape {
+  readonly terminationGracePeriodSeconds?: unknown;
+}
+interface ProbedPod {
+  spec?: {
+    containers?: { name: string; livenessProbe?: ProbeShape; startupProbe?: ProbeShape }[];
+    initContainers?: { name: string; restartPolicy?: string; livenessProbe?: ProbeShape; startupProbe?: ProbeShape }[];
+  };
+  status?: { containerStatuses?: { name: string; started?: unknown }[]; initContainerStatuses?: { name: string; started?: unknown }[] };
+}
+
+/**
+ * The shortest grace a probe of drainguard's container (by its mounts, else the pod's only
+ * long-running one) kills it with; a startup probe only while the container has not started (it
+ * runs no more once it has). Undefined when no probe sets its own.
+ */
+export function probeGraceOf(pod: ProbedPod & { metadata?: { uid?: string } }, mountinfo: string): ProbeGrace | undefined {
+  const spec = pod.spec ?? {};
+  const name = ownContainer(spec, pod.metadata?.uid ?? '', mountinfo);
+  const own = [...(spec.containers ?? []), ...(spec.initContainers ?? [])].find((c) => c.name === name);
+  if (!own || name === undefined) return undefined;
+  const status = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])].find((s) => s.name === name);
+  let shortest: ProbeGrace | undefined;
+  for (const probe of ['livenessProbe', 'startupProbe'] as const) {
+    if (probe === 'startupProbe' && status?.started === true) continue;
+    const seconds = own[probe]?.terminationGracePeriodSeconds;
+    if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) continue;
+    if (!shortest || seconds * 1000 < shortest.ms) shortest = { probe, container: name, ms: seconds * 1000 };
+  }
+  return shortest;
+}
 
 /** The Pod's DisruptionTarget condition when it is true. */
 export function disruptionOf(pod: { status?: { conditions?: unknown } }): Disruption | undefined {
@@ -92,15 +137,19 @@ export async function readDeletion(
   client: KubeClient,
   pod: { readonly name: string; readonly namespace: string },
   deadline: number,
-  /** node: read the Node too when the Pod says nothing (only asked for with a node-shutdown budget: it needs `get` on nodes). */
-  { node: readNode = false }: { readonly node?: boolean } = {},
+  /**
+   * node: read the Node too when the Pod says nothing (only asked for with a node-shutdown budget: it needs `get` on nodes);
+   * mountinfo: drainguard's mounts, which name its container (its probes' grace).
+   */
+  { node: readNode = false, mountinfo = '' }: { readonly node?: boolean; readonly mountinfo?: string } = {},
 ): Promise<PodDeletion> {
   const ref = { ...RESOURCES.pod, name: pod.name, namespace: pod.namespace };
-  let current: KubeObject & {
-    metadata: { deletionGracePeriodSeconds?: unknown };
-    spec?: { nodeName?: unknown };
-    status?: { conditions?: unknown };
-  };
+  let current: KubeObject &
+    ProbedPod & {
+      metadata: { deletionGracePeriodSeconds?: unknown };
+      spec?: { nodeName?: unknown };
+      status?: { conditions?: unknown };
+    };
   try {
     // Half the time for the first try, so that a lost request leaves room for a second.
     const first = Date.now() + Math.max(0, deadline - Date.now()) / 2;
@@ -120,7 +169,8 @@ export async function readDeletion(
     // too late for a node shutdown; the Node says it at once. Optional: `get` on nodes.
     const node = typeof current.spec?.nodeName === 'string' ? current.spec.nodeName : undefined;
     const shutting = readNode && node !== undefined && (await nodeShuttingDown(client, node, deadline));
-    return { state: 'not-deleting', ...(shutting && { nodeShuttingDown: true }) };
+    const probeGrace = probeGraceOf(current, mountinfo);
+    return { state: 'not-deleting', ...(shutting && { nodeShuttingDown: true }), ...(probeGrace && { probeGrace }) };
   }
   const seconds = current.metadata.deletionGracePeriodSeconds;
   return {
@@ -198,7 +248,10 @@ export async function openPodApi(
       return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
     },
     readDeletion: (timeoutMs) =>
-      readDeletion(client, { name: pod.name!, namespace: pod.namespace! }, Date.now() + timeoutMs, { node: readNode }),
+      readDeletion(client, { name: pod.name!, namespace: pod.namespace! }, Date.now() + timeoutMs, {
+        node: readNode,
+        mountinfo: readOwnMounts(),
+      }),
     readStopSignal: (signal) => containerStopSignal(client, { name: pod.name!, namespace: pod.namespace! }, readOwnMounts(), signal),
     recordEvent: (event: PodEvent) => record(regarding, event.type, event.reason, event.message),
     operatorStopped: needed

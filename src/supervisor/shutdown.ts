@@ -81,6 +81,8 @@ export interface DeadlineSettings {
   readonly stopTimeoutMs: number;
   /** DRAINGUARD_NODE_SHUTDOWN_GRACE: what the kubelet gives the pod in a graceful node shutdown; unset, the grace period. */
   readonly nodeShutdownGraceMs?: number;
+  /** DRAINGUARD_NODE_PRESSURE_GRACE: what the kubelet gives the pod in a soft node-pressure eviction (evictionMaxPodGracePeriod). */
+  readonly nodePressureGraceMs?: number;
 }
 
 /** What a read of the Pod's deletion gave: the Pod's answer, or none in time. */
@@ -190,9 +192,15 @@ export class Deadlines {
     if (reading.state === 'gone') return this.#adoptForceDeletion();
     if ((cause === 'node-shutdown' || cause === 'node-pressure') && reading.state !== 'unknown')
       return this.#adoptKubeletStop(cause, reading);
-    // No deletion and nothing that says why (the Node unreadable without `get nodes`; the condition comes
-    // after the containers stopped): with a node-shutdown budget, that budget is the bound to go by.
-    if (cause === 'no-deletion' && reading.state === 'not-deleting' && this.#settings.nodeShutdownGraceMs !== undefined)
+    // No deletion and nothing that says why (a liveness kill says nothing; the Node unreadable without `get nodes`;
+    // the condition comes after the containers stopped): a node budget or a probe's grace is the bound to go by.
+    if (
+      cause === 'no-deletion' &&
+      reading.state === 'not-deleting' &&
+      (this.#settings.nodeShutdownGraceMs !== undefined ||
+        this.#settings.nodePressureGraceMs !== undefined ||
+        reading.probeGrace !== undefined)
+    )
       return this.#adoptKubeletStop(cause, reading);
     if (reading.state !== 'deleting') {
       if (known || this.#toldUnknown) return false;
@@ -241,16 +249,26 @@ export class Deadlines {
    * The kubelet stops the pod itself, with no deletion: a graceful node shutdown (with the
    * grace its shutdownGracePeriod leaves, capped by the spec's; published nowhere, so
    * DRAINGUARD_NODE_SHUTDOWN_GRACE says it) or a node-pressure eviction (soft: its
-   * evictionMaxPodGracePeriod, capped likewise, published nowhere either). The kubelet
-   * counts it from when it starts the stop, as drainguard counts from its signal.
+   * evictionMaxPodGracePeriod, capped likewise, published nowhere either: DRAINGUARD_NODE_PRESSURE_GRACE). The kubelet
+   * counts it from when it starts the stop, as drainguard counts from its signal. A stop
+   * that says nothing (`no-deletion`) goes by the shortest grace any stop without a deletion
+   * can have: the node-shutdown and node-pressure budgets, a probe's own
+   * terminationGracePeriodSeconds (a liveness kill), the Pod's.
    */
   #adoptKubeletStop(
     cause: 'node-shutdown' | 'node-pressure' | 'no-deletion',
     reading: PodDeletion & { state: 'deleting' | 'not-deleting' },
   ): boolean {
     if (this.#cause?.cause === cause) return false;
-    const budget = cause !== 'node-pressure' ? this.#settings.nodeShutdownGraceMs : undefined;
-    const graceMs = budget === undefined ? this.#grace.ms : Math.min(budget, this.#grace.ms);
+    const bounds: { ms: number; from: string }[] = [];
+    const { nodeShutdownGraceMs: shutdownMs, nodePressureGraceMs: pressureMs } = this.#settings;
+    if (cause !== 'node-pressure' && shutdownMs !== undefined) bounds.push({ ms: shutdownMs, from: 'DRAINGUARD_NODE_SHUTDOWN_GRACE' });
+    if (cause !== 'node-shutdown' && pressureMs !== undefined) bounds.push({ ms: pressureMs, from: 'DRAINGUARD_NODE_PRESSURE_GRACE' });
+    const budget = cause === 'node-shutdown' ? shutdownMs : cause === 'node-pressure' ? pressureMs : undefined;
+    const probe = cause === 'no-deletion' && reading.state === 'not-deleting' ? reading.probeGrace : undefined;
+    if (probe) bounds.push({ ms: probe.ms, from: `the ${probe.probe}'s terminationGracePeriodSeconds (container ${probe.container})` });
+    const shortest = bounds.reduce<{ ms: number; from: string } | undefined>((a, b) => (a && a.ms <= b.ms ? a : b), undefined);
+    const graceMs = shortest === undefined ? this.#grace.ms : Math.min(shortest.ms, this.#grace.ms);
     const kill = this.terminatedAt() + graceMs;
     const moved = this.#deletionAt === undefined || kill < this.#deletionAt;
     if (moved) {
@@ -258,28 +276,34 @@ export class Deadlines {
       this.#deletionStamp = kill;
     }
     const from =
-      budget === undefined
+      shortest === undefined
         ? `the grace period in force (${this.#grace.from})`
-        : budget <= this.#grace.ms
-          ? 'DRAINGUARD_NODE_SHUTDOWN_GRACE'
-          : "the Pod's grace period (DRAINGUARD_NODE_SHUTDOWN_GRACE is longer)";
-    // Unproven: the kubelet's own budget may be shorter than the spec's, and nothing tells it.
-    const proven = budget !== undefined;
+        : shortest.ms <= this.#grace.ms
+          ? shortest.from
+          : `the Pod's grace period (${bounds.map((b) => b.from).join(', ')} ${bounds.length > 1 ? 'are' : 'is'} longer)`;
+    // A node shutdown or a pressure eviction by its budget is what the kubelet does; without it a bound: the kubelet's own
+    // budget may be shorter than the spec's, and a stop that says nothing may be any of them.
+    const proven = cause !== 'no-deletion' && budget !== undefined;
     this.#found(cause, reading, from, proven);
     const what =
       cause === 'no-deletion'
-        ? `the Pod is not being deleted and nothing says why; it may be a node shutdown: going by ${from}`
+        ? `the Pod is not being deleted and nothing says why (a liveness probe's kill, a node shutdown or pressure): going by ${from}, ` +
+          'the shortest grace a stop without a deletion can have'
         : cause === 'node-shutdown'
           ? proven
             ? `the node is shutting down: going by ${from}`
             : "the node is shutting down: going by the Pod's grace period, which the kubelet's shutdownGracePeriod may cut; " +
               'set DRAINGUARD_NODE_SHUTDOWN_GRACE to what it leaves'
-          : "the kubelet evicts the pod for node pressure: going by the Pod's grace period, which evictionMaxPodGracePeriod may cut";
-    this.#log[proven ? 'info' : 'warn'](what, {
+          : proven
+            ? `the kubelet evicts the pod for node pressure: going by ${from}`
+            : "the kubelet evicts the pod for node pressure: going by the Pod's grace period, which evictionMaxPodGracePeriod may cut; " +
+              'set DRAINGUARD_NODE_PRESSURE_GRACE to it';
+    this.#log[proven || cause === 'no-deletion' ? 'info' : 'warn'](what, {
       cause,
       disruption: reading.disruption?.reason,
       disruptionMessage: reading.disruption?.message,
       graceMs,
+      ...(probe && { probe: probe.probe, probeGraceMs: probe.ms }),
       leftMs: this.#deletionAt! - this.#clock.now(),
       drainDeadline: new Date(this.drainDeadline()).toISOString(),
       stopTimeoutMs: this.stopTimeoutMs(),

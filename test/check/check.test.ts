@@ -622,6 +622,32 @@ test("hook-invalid: a preStop with drainguard's exec and the chart's own sleep, 
   }
 });
 
+test("the graces: a liveness probe's own grace that leaves no drain, a budget longer than the Pod's, a preStop that eats the grace", () => {
+  // The rendered wrap Deployment (60 s) is clean; its manager has a liveness probe without a grace of its own.
+  const objects = copy('wrap');
+  const manager = container(objects, 'manager');
+  manager.livenessProbe.terminationGracePeriodSeconds = 20;
+  assert.equal(checkObjects(objects).findings, [], 'a probe grace with room to drain');
+  manager.livenessProbe.terminationGracePeriodSeconds = 3;
+  onlyFinding(
+    checkObjects(objects),
+    'probe-grace-no-drain',
+    "raise the livenessProbe's terminationGracePeriodSeconds of container manager to at least 8",
+    'warning',
+  );
+  delete manager.livenessProbe.terminationGracePeriodSeconds;
+  manager.env.push({ name: 'DRAINGUARD_NODE_SHUTDOWN_GRACE', value: '90s' });
+  onlyFinding(checkObjects(objects), 'node-shutdown-grace-too-long', 'at most 60s', 'warning');
+  manager.env.at(-1).value = '20s';
+  assert.equal(checkObjects(objects).findings, []);
+  manager.lifecycle = { preStop: { sleep: { seconds: 55 } } };
+  onlyFinding(checkObjects(objects), 'prestop-eats-grace', 'raise terminationGracePeriodSeconds to at least 63');
+  manager.lifecycle.preStop.sleep.seconds = 5;
+  onlyFinding(checkObjects(objects), 'prestop-eats-grace', 'set DRAINGUARD_GRACE_PERIOD in container manager', 'warning');
+  manager.env.push({ name: 'DRAINGUARD_GRACE_PERIOD', value: '55s' });
+  assert.equal(checkObjects(objects).findings, [], 'told what the hook leaves');
+});
+
 test('stop-signal-needs-os: a lifecycle.stopSignal without spec.os.name, which the API server refuses (with the gate on) or drops', () => {
   const objects = copy('wrap');
   container(objects, 'manager').lifecycle = { stopSignal: 'SIGQUIT' };

@@ -75,6 +75,7 @@ test("a supervisor's config: the options table's defaults, given values, what is
     gracePeriodMs: 30_000,
     gracePeriodSource: 'default',
     nodeShutdownGraceMs: undefined,
+    nodePressureGraceMs: undefined,
     drainTimeoutMs: 23_000,
     drainTimeoutExplicit: false,
     stopSignal: 'SIGTERM',

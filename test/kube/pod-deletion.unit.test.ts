@@ -1,13 +1,18 @@
 // readDeletion: what one GET of the Pod says of its deletion, with a client the
 // test plays (no network): the deletionTimestamp and grace, no deletion, gone,
-// and a second try only when the first failed otherwise and time is left.
+// and a second try only when the first failed otherwise and time is left; the
+// probes' own grace of drainguard's container when nothing else says why.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { KubeApiError, KubeUnreachableError } from '../../src/kube/errors.ts';
-import { readDeletion } from '../../src/kube/pod.ts';
+import { probeGraceOf, readDeletion } from '../../src/kube/pod.ts';
 
 const POD = { name: 'op-0', namespace: 'ns' };
+const UID = '6f1c2a3b-0000-4000-8000-000000000001';
+/** drainguard's mounts in container `name` of pod UID: the kubelet's termination-log mount names it. */
+const mountsOf = (name: string) =>
+  `1532 1530 254:1 /var/lib/kubelet/pods/${UID}/containers/${name}/1c2d3e4f /dev/termination-log rw,relatime - ext4 /dev/vda1 rw\n`;
 
 /** A client whose GETs answer in turn from `answers` (an Error is thrown); records each call's deadline. */
 function played(...answers: (object | Error)[]) {
@@ -74,8 +79,6 @@ test('a first try that fails otherwise gets one more with the rest of the time; 
   }
 });
 
-test.run();
-
 test('the DisruptionTarget condition, when true, comes with the reading: with a deletion and without', async () => {
   const condition = {
     type: 'DisruptionTarget',
@@ -101,3 +104,45 @@ test('the DisruptionTarget condition, when true, comes with the reading: with a 
   const stale = played({ metadata: { name: 'op-0' }, status: { conditions: [{ ...condition, status: 'False' }] } });
   assert.equal(await readDeletion(stale.client, POD, Date.now() + 1000), { state: 'not-deleting' }, 'a false condition says nothing');
 });
+
+test("no deletion: the shortest probe grace of drainguard's container, by its mounts; a startup probe only before it started", async () => {
+  const probe = (seconds?: number) => ({
+    exec: { command: ['true'] },
+    ...(seconds !== undefined && { terminationGracePeriodSeconds: seconds }),
+  });
+  const pod = (started: boolean) => ({
+    metadata: { name: 'op-0', uid: UID },
+    spec: {
+      containers: [
+        { name: 'manager', livenessProbe: probe(10), startupProbe: probe(4) },
+        { name: 'other', livenessProbe: probe(1) },
+      ],
+    },
+    status: { containerStatuses: [{ name: 'manager', started }] },
+  });
+  const read = (p: object, mounts: string) => readDeletion(played(p).client, POD, Date.now() + 1000, { mountinfo: mounts });
+  assert.equal(await read(pod(true), mountsOf('manager')), {
+    state: 'not-deleting',
+    probeGrace: { probe: 'livenessProbe', container: 'manager', ms: 10_000 },
+  });
+  assert.equal(
+    await read(pod(false), mountsOf('manager')),
+    { state: 'not-deleting', probeGrace: { probe: 'startupProbe', container: 'manager', ms: 4000 } },
+    'not started yet: the startup probe may still kill it',
+  );
+  assert.equal(
+    await read(pod(true), mountsOf('other')),
+    { state: 'not-deleting', probeGrace: { probe: 'livenessProbe', container: 'other', ms: 1000 } },
+    "the other container's when drainguard runs in it",
+  );
+  assert.equal(await read(pod(true), ''), { state: 'not-deleting' }, "two containers and no mounts: none is known to be drainguard's");
+  const plain = { metadata: { name: 'op-0', uid: UID }, spec: { containers: [{ name: 'manager', livenessProbe: probe() }] } };
+  assert.equal(await read(plain, ''), { state: 'not-deleting' }, "a probe without its own grace: the Pod's applies");
+  assert.equal(
+    probeGraceOf({ metadata: { uid: UID }, spec: { containers: [{ name: 'manager', livenessProbe: probe(0) }] } }, ''),
+    { probe: 'livenessProbe', container: 'manager', ms: 0 },
+    'the only long-running container: its probe',
+  );
+});
+
+test.run();

@@ -4,6 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { defaultDrainTimeout } from '../../src/config/grace-rule.ts';
 import { Deadlines, type DeadlineSettings, Termination } from '../../src/supervisor/shutdown.ts';
+import { stopCauseMessage } from '../../src/supervisor/stop-cause.ts';
 import { recorder } from '../support/log-recorder.ts';
 
 /** For the rules that read no moment: a clock that never moves. */
@@ -296,8 +297,6 @@ test('Termination: the first signal drains, the second cuts short, later ones ar
   await t.cutShort;
 });
 
-test.run();
-
 const NODE_SHUTDOWN = {
   reason: 'TerminationByKubelet',
   message: 'Pod was terminated in response to imminent node shutdown.',
@@ -358,8 +357,11 @@ test('no deletion and nothing that says why, with a node-shutdown budget: the bu
   d.signalled(clock.now);
   assert.ok(d.adoptDeletion({ state: 'not-deleting' }), 'moved to the budget');
   assert.is(d.releaseDeadline(), clock.now + 7500);
-  assert.match(log.lines.at(-1)!.msg, /it may be a node shutdown: going by DRAINGUARD_NODE_SHUTDOWN_GRACE/);
-  assert.is(d.takeStopCause()?.cause, 'no-deletion');
+  assert.match(
+    log.lines.at(-1)!.msg,
+    /nothing says why \(a liveness probe's kill, a node shutdown or pressure\): going by DRAINGUARD_NODE_SHUTDOWN_GRACE/,
+  );
+  assert.equal([d.takeStopCause()?.cause, d.takeStopCause()], ['no-deletion', undefined]);
   clock.now += 2000;
   assert.not.ok(d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN }), 'the same SIGKILL');
   assert.is(d.releaseDeadline(), clock.now - 2000 + 7500, 'counted from the signal, not from the read');
@@ -369,6 +371,62 @@ test('no deletion and nothing that says why, with a node-shutdown budget: the bu
   other.d.adoptPodGracePeriod(30_000);
   other.d.signalled(other.clock.now);
   assert.not.ok(other.d.adoptDeletion({ state: 'not-deleting' }));
+  assert.is(other.d.releaseDeadline(), other.clock.now + 29_500);
+});
+
+test("no deletion, a liveness probe with its own terminationGracePeriodSeconds: the shortest of it, the budget and the Pod's, said as a bound", () => {
+  const liveness = (ms: number) => ({ probe: 'livenessProbe', container: 'manager', ms }) as const;
+  for (const [budget, probeMs, grace, from] of [
+    [undefined, 10_000, 10_000, "the livenessProbe's terminationGracePeriodSeconds (container manager)"],
+    [8000, 10_000, 8000, 'DRAINGUARD_NODE_SHUTDOWN_GRACE'],
+    [12_000, 6000, 6000, "the livenessProbe's terminationGracePeriodSeconds (container manager)"],
+    [undefined, 45_000, 30_000, "the Pod's grace period (the livenessProbe's terminationGracePeriodSeconds (container manager) is longer)"],
+  ] as const) {
+    const { d, clock, log } = at({ ...spec30, ...(budget !== undefined && { nodeShutdownGraceMs: budget }) });
+    d.adoptPodGracePeriod(30_000);
+    d.signalled(clock.now);
+    assert.ok(d.adoptDeletion({ state: 'not-deleting', probeGrace: liveness(probeMs) }), 'the SIGKILL set by the bound');
+    assert.is(d.releaseDeadline(), clock.now + grace - 500);
+    assert.is(d.drainDeadline(), Math.max(clock.now, clock.now + grace - 5000 - 2000), 'the drain gives way first');
+    const line = log.lines.at(-1)!;
+    assert.equal(
+      [line.level, line.fields!.cause, line.fields!.graceMs, line.fields!.probeGraceMs],
+      ['info', 'no-deletion', grace, probeMs],
+    );
+    assert.match(line.msg, `going by ${from}, the shortest grace a stop without a deletion can have`);
+    const cause = d.takeStopCause();
+    assert.equal([cause?.cause, cause?.graceMs, cause?.from, cause?.proven], ['no-deletion', grace, from, false]);
+    assert.match(stopCauseMessage(cause!), /\(the best bound drainguard can prove\)$/);
+  }
+  // A node shutdown found later goes by its own budget, not the probe's.
+  const { d, clock } = at({ ...spec30, nodeShutdownGraceMs: 8000 });
+  d.adoptPodGracePeriod(30_000);
+  d.signalled(clock.now);
+  d.adoptDeletion({ state: 'not-deleting', probeGrace: liveness(6000) });
+  assert.is(d.releaseDeadline(), clock.now + 5500);
+  assert.not.ok(d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN }), 'a later read never moves it later');
+});
+
+test("a soft pressure eviction: DRAINGUARD_NODE_PRESSURE_GRACE, capped by the Pod's; the bound for a stop that says nothing", () => {
+  const PRESSURE = { reason: 'TerminationByKubelet', message: 'The node was low on resource: memory.' } as const;
+  const { d, clock, log } = at({ ...spec30, nodePressureGraceMs: 8000, nodeShutdownGraceMs: 12_000 });
+  d.adoptPodGracePeriod(30_000);
+  d.signalled(clock.now);
+  // At the signal the kubelet has said nothing yet: the shortest budget, as a bound.
+  assert.ok(d.adoptDeletion({ state: 'not-deleting' }));
+  assert.is(d.releaseDeadline(), clock.now + 7500);
+  assert.match(log.lines.at(-1)!.msg, 'going by DRAINGUARD_NODE_PRESSURE_GRACE, the shortest grace');
+  assert.equal([d.takeStopCause()?.proven], [false]);
+  // Said later: the pressure's own budget, proven.
+  assert.not.ok(d.adoptDeletion({ state: 'not-deleting', disruption: PRESSURE }));
+  const line = log.lines.at(-1)!;
+  assert.equal([line.level, line.msg], ['info', 'the kubelet evicts the pod for node pressure: going by DRAINGUARD_NODE_PRESSURE_GRACE']);
+  assert.equal([d.takeStopCause()?.cause, d.releaseDeadline()], ['node-pressure', clock.now + 7500]);
+  // A node shutdown does not go by the pressure budget, nor a pressure eviction by the shutdown's.
+  const other = at({ ...spec30, nodePressureGraceMs: 8000 });
+  other.d.adoptPodGracePeriod(30_000);
+  other.d.signalled(other.clock.now);
+  other.d.adoptDeletion({ state: 'not-deleting', disruption: NODE_SHUTDOWN });
   assert.is(other.d.releaseDeadline(), other.clock.now + 29_500);
 });
 
@@ -387,3 +445,5 @@ test('an eviction, a preemption, a taint: the deletionTimestamp, and the cause n
     assert.equal([d.takeStopCause()?.cause, d.takeStopCause()], [cause, undefined]);
   }
 });
+
+test.run();

@@ -47,6 +47,10 @@ export interface RealNode {
   kubeletGet(path: string): Promise<string>;
   /** The kubelet's and containerd's last lines, for a failure's message. */
   tail(): string;
+  /** The kubelet's log so far (--v=2, klog's format). */
+  kubeletLog(): string;
+  /** containerd's log so far (logrus's format). */
+  containerdLog(): string;
   /** With NodeOptions.shutdown: logind's PrepareForShutdown(true), the kubelet's real graceful shutdown; resolves once emitted. */
   shutdown(): Promise<void>;
   stop(): Promise<void>;
@@ -159,6 +163,7 @@ function kubeletConfig(
   containerdSocket: string,
   featureGates: Readonly<Record<string, boolean>>,
   shutdown?: NodeShutdown,
+  eviction?: SoftEviction,
 ): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -181,8 +186,13 @@ serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: { memory.available: "0%", nodefs.available: "0%", imagefs.available: "0%" }
-localStorageCapacityIsolation: false
-${shutdown ? `shutdownGracePeriod: ${shutdown.gracePeriod}\nshutdownGracePeriodCriticalPods: ${shutdown.criticalPods}\n` : ''}`;
+localStorageCapacityIsolation: ${eviction ? 'true' : 'false'}
+${shutdown ? `shutdownGracePeriod: ${shutdown.gracePeriod}\nshutdownGracePeriodCriticalPods: ${shutdown.criticalPods}\n` : ''}${
+    eviction
+      ? `evictionSoft: ${JSON.stringify(eviction.soft)}\nevictionSoftGracePeriod: ${JSON.stringify(eviction.softGracePeriod)}\n` +
+        `evictionMaxPodGracePeriod: ${eviction.maxPodGracePeriodSeconds}\n`
+      : ''
+  }`;
 }
 
 const NODE_DIR_PREFIX = 'drainguard-node-';
@@ -264,6 +274,21 @@ export interface NodeOptions {
   readonly stopSignalImages?: readonly string[];
   /** The kubelet's graceful node shutdown, on a private system bus with our logind (test/support/logind). */
   readonly shutdown?: NodeShutdown;
+  /** Soft node-pressure eviction (SoftEviction). */
+  readonly eviction?: SoftEviction;
+}
+
+/**
+ * With it the kubelet's localStorageCapacityIsolation is on: off, its cadvisor collects no disk usage, and the
+ * eviction manager fails every round at HasDedicatedImageFs ("cannot find filesystem info for device") before it
+ * looks at any signal, memory's included. The kubelet's soft eviction thresholds (`{ 'memory.available': '1000Gi' }`: a node always under them), how long each
+ * must hold before the kubelet evicts (`{ 'memory.available': '90s' }`, counted from its start when met at once), and
+ * evictionMaxPodGracePeriod, the grace (capped by the Pod's) it evicts with.
+ */
+export interface SoftEviction {
+  readonly soft: Readonly<Record<string, string>>;
+  readonly softGracePeriod: Readonly<Record<string, string>>;
+  readonly maxPodGracePeriodSeconds: number;
 }
 
 /** The kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods, as its config writes them (12s, 4s). */
@@ -364,7 +389,7 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
     writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir));
     writeFileSync(
       join(dir, 'kubelet.yaml'),
-      kubeletConfig(dir, caCert, cgroupRoot, kubeletPort, socket, options.featureGates ?? {}, options.shutdown),
+      kubeletConfig(dir, caCert, cgroupRoot, kubeletPort, socket, options.featureGates ?? {}, options.shutdown, options.eviction),
     );
     containerd.start();
     const archives = await buildNodeImages(join(dir, 'images'), options.stopSignalImages);
@@ -408,9 +433,47 @@ export async function startNode(cluster: TestCluster, options: NodeOptions = {})
     importImages: (archives) => archives.forEach((a) => ctr('images', 'import', a)),
     kubeletGet: (path) => kubeletGet(kubeletPort, dir, path),
     tail,
+    kubeletLog: () => readFileSync(join(dir, 'kubelet.log'), 'utf8'),
+    containerdLog: () => readFileSync(join(dir, 'containerd.log'), 'utf8'),
     shutdown,
     stop,
   };
+}
+
+/** A container the kubelet began to stop: when (epoch ms, its clock) and with what grace. */
+export interface KubeletKill {
+  readonly at: number;
+  readonly gracePeriodS: number;
+  /** The container's ID in containerd. */
+  readonly containerId: string;
+  /** When containerd's StopContainer returned (its log): the container had exited, by itself or by the SIGKILL; undefined while it runs. */
+  readonly stoppedAt?: number;
+}
+
+/**
+ * Each time the kubelet began to stop container `container` of pod NAMESPACE/NAME, from its
+ * log (`Killing container with a grace period`, at --v=2; klog's time has no year, and the
+ * node's clock is UTC): the moment its runtime sends the stop signal, and the grace after
+ * which it sends SIGKILL. The real SIGKILL is at or after `at + gracePeriodS`.
+ */
+export function kubeletKills(node: RealNode, namespace: string, pod: string, container: string): KubeletKill[] {
+  const year = new Date().getUTCFullYear();
+  return node
+    .kubeletLog()
+    .split('\n')
+    .filter((l) => l.includes('"Killing container with a grace period"') && l.includes(`pod="${namespace}/${pod}"`))
+    .filter((l) => l.includes(`containerName="${container}"`))
+    .map((l) => {
+      const [, mm, dd, time] = /^[IWE](\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+)/.exec(l)!;
+      const at = Date.parse(`${year}-${mm}-${dd}T${time!.slice(0, 12)}Z`);
+      const containerId = /containerID="containerd:\/\/([0-9a-f]+)"/.exec(l)?.[1] ?? '';
+      const returned = node
+        .containerdLog()
+        .split('\n')
+        .find((x) => x.includes(`msg="StopContainer for \\"${containerId}\\" returns successfully"`));
+      const stoppedAt = returned && Date.parse(/^time="([^"]+)"/.exec(returned)?.[1] ?? '');
+      return { at, gracePeriodS: Number(/gracePeriod=(\d+)/.exec(l)?.[1]), containerId, ...(stoppedAt && { stoppedAt }) };
+    });
 }
 
 /**

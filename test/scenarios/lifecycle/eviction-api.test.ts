@@ -1,0 +1,219 @@
+// The Eviction API with a PodDisruptionBudget on the real kubelet, as `kubectl
+// drain --grace-period=15` does it: POST pods/eviction with
+// deleteOptions.gracePeriodSeconds 15 (the Pod's spec says 30), retried while
+// the PDB refuses (429). The API server sets the Pod's DisruptionTarget
+// (EvictionByEvictionAPI) and deletes it; the kubelet SIGTERMs and SIGKILLs at
+// the deletion's 15 s. Three pods under one PDB (minAvailable 1):
+// - `fitted`: drainguard in wrap mode guarding a Role, an 8 s reconcile in
+//   flight at the eviction: the cause `eviction-api` read, the deletion's
+//   deadline, the reconcile completed, the operator stopped, the guard released
+//   before the kubelet's SIGKILL;
+// - `bare`, the control: the same operator without drainguard: its reconcile in
+//   flight is interrupted by the kubelet's SIGTERM;
+// - `spare`, which keeps the PDB satisfied so that both evictions are allowed.
+
+import { readFileSync, readdirSync } from 'node:fs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { TestCluster } from '../../support/cluster/index.ts';
+import {
+  TOOLS_IMAGE,
+  type RealNode,
+  kubeletKills,
+  nodeWithNamespace,
+  wrapLogs,
+  wrapPod,
+  wrapStderr,
+  wrapStdout,
+} from '../../support/node/index.ts';
+import { fixture } from '../../support/proc.ts';
+
+/** The eviction's deleteOptions.gracePeriodSeconds; the Pod's spec says 30. */
+const EVICTION_GRACE_S = 15;
+const LABELS = { app: 'evicted-op' };
+
+let c: TestCluster;
+let node: RealNode;
+let ns: string;
+
+test.before(async () => {
+  ({ c, node, ns } = await nodeWithNamespace('evict'));
+  await c.serviceAccount(ns, 'op');
+  // drainguard's rights as docs/guard.md lists them, for a guarded Role of the operator's.
+  await c.grant(ns, 'op', 'op', [
+    { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create', 'list', 'patch', 'delete'] },
+    { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles'], resourceNames: ['guarded'], verbs: ['get', 'patch'] },
+  ]);
+  await c.api.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+    metadata: { name: 'guarded' },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+  });
+  await c.api.create(`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`, {
+    metadata: { name: 'op' },
+    spec: { minAvailable: 1, selector: { matchLabels: LABELS } },
+  });
+});
+
+const timeline = (pod: string) => `--- ${pod}\n${wrapStdout(node, pod).join('\n')}\n${wrapStderr(node, pod).join('\n')}`;
+const podPath = (name: string) => `/api/v1/namespaces/${ns}/pods/${name}`;
+
+/** A wrap-mode pod of the operator fixture under the PDB; `bare`: the operator's own command, without drainguard. */
+function operatorPod(name: string, env: Record<string, string>, { bare = false } = {}): object {
+  const pod = wrapPod(node, {
+    name,
+    namespace: ns,
+    serviceAccountName: 'op',
+    apiUrl: c.url,
+    operator: fixture('operator.ts'),
+    terminationGracePeriodSeconds: 30,
+    // The reconcile starts when the test sends SIGUSR2, just before the eviction.
+    env: { FIXTURE_WORK: '8000', FIXTURE_WORK_AT: 'usr2', ...env },
+  }) as { metadata: Record<string, unknown>; spec: { containers: { command: string[] }[] } };
+  pod.metadata.labels = LABELS;
+  if (bare) pod.spec.containers[0]!.command = ['/busybox', 'sh', '-c', 'exec "$NODE" "$OPERATOR" >>/out/$DRAINGUARD_POD_NAME.out 2>&1'];
+  return pod;
+}
+
+/** The operator fixture's process in pod `pod` of this namespace, on the host: its environment names the pod. */
+function operatorPid(pod: string): number {
+  const mine = [`DRAINGUARD_POD_NAME=${pod}`, `DRAINGUARD_POD_NAMESPACE=${ns}`];
+  const pids = readdirSync('/proc').filter((p) => {
+    try {
+      if (!/^\d+$/.test(p)) return false;
+      // Node.js on the fixture (drainguard's own command line names the fixture too).
+      const [exe, script] = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      if (exe !== process.execPath || !script?.endsWith('fixtures/operator.ts')) return false;
+      const env = readFileSync(`/proc/${p}/environ`, 'utf8').split('\0');
+      return mine.every((v) => env.includes(v));
+    } catch {
+      return false;
+    }
+  });
+  assert.is(pids.length, 1, `one operator process of ${ns}/${pod}: ${pids.join(', ')}`);
+  return Number(pids[0]);
+}
+
+/** POST pods/NAME/eviction with the grace, again while the PDB refuses it (429), as kubectl drain does; resolves once accepted. */
+async function evict(name: string): Promise<number> {
+  const body = {
+    apiVersion: 'policy/v1',
+    kind: 'Eviction',
+    metadata: { name, namespace: ns },
+    deleteOptions: { gracePeriodSeconds: EVICTION_GRACE_S },
+  };
+  return c.waitFor(
+    async () => {
+      const r = await c.api.request('POST', `${podPath(name)}/eviction`, body);
+      if (r.status === 429) return false;
+      if (r.status >= 300) throw new Error(`eviction of ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+      return Date.now();
+    },
+    30_000,
+    `the eviction of ${name} accepted`,
+  );
+}
+
+test("evicted through the Eviction API with a PDB (grace 15 s on a 30 s spec): drainguard reads eviction-api, goes by the deletion's deadline, the reconcile completes and the guard is released before the kubelet's SIGKILL; without drainguard (the control) the reconcile is interrupted", async () => {
+  await c.api.create(
+    `/api/v1/namespaces/${ns}/pods`,
+    operatorPod('fitted', { DRAINGUARD_GUARD: `role/${ns}/guarded`, DRAINGUARD_STOP_TIMEOUT: '2s' }),
+  );
+  await c.api.create(`/api/v1/namespaces/${ns}/pods`, operatorPod('bare', { FIXTURE_CONNECT: 'never' }, { bare: true }));
+  await c.api.create(`/api/v1/namespaces/${ns}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'spare', labels: LABELS },
+    spec: {
+      nodeName: node.name,
+      hostNetwork: true,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'main', image: TOOLS_IMAGE, command: ['/busybox', 'sleep', '3600'] }],
+    },
+  });
+  // The PDB counts the three Ready: two evictions allowed.
+  await c.waitFor(
+    async () => {
+      const pdb = await c.api.get(`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets/op`);
+      return pdb?.status?.observedGeneration === pdb?.metadata?.generation && pdb?.status?.disruptionsAllowed === 2;
+    },
+    90_000,
+    'the PDB allowing two disruptions',
+    () => `${node.tail()}\n${timeline('fitted')}\n${timeline('bare')}`,
+  );
+  const guarded = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/guarded`;
+  await c.waitFor(
+    async () => ((await c.api.get(guarded))?.metadata?.finalizers ?? []).length > 0,
+    60_000,
+    "the guard's finalizer on the Role",
+    () => timeline('fitted'),
+  );
+  const ready = (p: string) => wrapStdout(node, p).includes('ready');
+  await c.waitFor(
+    () => ready('fitted') && ready('bare'),
+    60_000,
+    'both operators ready',
+    () => `${timeline('fitted')}\n${timeline('bare')}`,
+  );
+  let evictedAt = 0;
+  for (const p of ['fitted', 'bare']) {
+    process.kill(operatorPid(p), 'SIGUSR2');
+    await c.waitFor(
+      () => wrapStdout(node, p).includes('work start 0'),
+      10_000,
+      `${p}'s reconcile started`,
+      () => timeline(p),
+    );
+    const at = await evict(p);
+    evictedAt ||= at;
+  }
+  for (const p of ['fitted', 'bare'])
+    await c.waitFor(
+      async () => (await c.api.get(podPath(p))) === undefined,
+      60_000,
+      `${p} gone`,
+      () => `${node.tail()}\n${timeline(p)}`,
+    );
+
+  // fitted: the cause and the deletion's deadline read at the signal, the reconcile done, the guard released in time.
+  const f = wrapLogs(node, 'fitted');
+  const read = f.find((l) => l.msg === 'deletion read from the Pod');
+  assert.equal(
+    [read?.cause, read?.disruption, read?.deletionGracePeriodMs],
+    ['eviction-api', 'EvictionByEvictionAPI', EVICTION_GRACE_S * 1000],
+    `the eviction read from the Pod:\n${timeline('fitted')}`,
+  );
+  const drain = f.find((l) => l.msg === 'drain ended');
+  assert.is(drain?.outcome, 'drained', timeline('fitted'));
+  assert.ok(Number(drain?.durationMs) >= 1000, `the reconcile was in flight at the signal: the drain took ${drain?.durationMs} ms`);
+  const out = wrapStdout(node, 'fitted');
+  assert.ok(out.includes('work done 0') && !out.includes('work interrupted 0'), `the reconcile completed:\n${timeline('fitted')}`);
+  assert.ok(out.includes('signal SIGTERM'), 'the operator got its stop signal from drainguard');
+  const released = f.find((l) => l.msg === 'guard released');
+  assert.ok(released, `the guard released:\n${timeline('fitted')}`);
+  // The kubelet's SIGKILL: the deletion's grace from when it began the stop (its log).
+  const [kill] = kubeletKills(node, ns, 'fitted', 'manager');
+  assert.is(kill?.gracePeriodS, EVICTION_GRACE_S, "the kubelet stopped the container with the deletion's grace");
+  const killAt = kill!.at + EVICTION_GRACE_S * 1000;
+  const marginMs = killAt - Date.parse(String(released?.time));
+  assert.ok(marginMs > 0, `released ${marginMs} ms before the kubelet's SIGKILL`);
+  const finalizers = (await c.api.get(guarded))?.metadata?.finalizers ?? [];
+  assert.equal(finalizers, [], 'nothing left on the Role');
+  const lastMs = killAt - Date.parse(String(f.at(-1)?.time));
+
+  // bare: the kubelet's SIGTERM went to the operator itself, mid-reconcile.
+  const bare = wrapStdout(node, 'bare');
+  assert.ok(
+    bare.includes('signal SIGTERM') && bare.includes('work interrupted 0'),
+    `the control's reconcile interrupted:\n${bare.join('\n')}`,
+  );
+  assert.not.ok(bare.includes('work done 0'));
+  console.log(
+    `Eviction API, deleteOptions.gracePeriodSeconds ${EVICTION_GRACE_S} on a 30 s spec: the kubelet's stop ${kill!.at - evictedAt} ms after ` +
+      `the eviction was accepted, drained in ${drain?.durationMs} ms, guard released ${marginMs} ms and the last line ${lastMs} ms ` +
+      "before the kubelet's SIGKILL (its stop + grace); control without drainguard: reconcile interrupted",
+  );
+});
+
+test.run();
