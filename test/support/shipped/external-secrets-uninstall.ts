@@ -34,7 +34,7 @@ export interface EsoUninstalled {
   readonly output: string;
   /** From the uninstall's start until nothing was left, or undefined when something was. */
   readonly cleanMs: number | undefined;
-  /** From the start until no custom resource and no CRD of the operator's was left, or undefined. */
+  /** From the start until no custom resource was left, nor a CRD but those in the API server's own cleanup; or undefined. */
   readonly finalizedMs: number | undefined;
   /** From the start until the state below was reached (clean, or nothing left that could change it). */
   readonly settledMs: number;
@@ -182,7 +182,9 @@ export async function uninstallEso(run: EsoRun, guarded: boolean, way: EsoWay): 
     await c.waitFor(
       async () => {
         const left = (seen = await esoLeftovers(c, ns, apps));
-        if (!left.some((l) => /^(pushsecret|secretstore|customresourcedefinition)\//.test(l))) finalizedMs ??= Date.now() - t0;
+        const held = (l: string) =>
+          /^(pushsecret|secretstore)\//.test(l) || (l.startsWith('customresourcedefinition/') && !apiServerCleaning(left, l));
+        if (!left.some(held)) finalizedMs ??= Date.now() - t0;
         if (left.length === 0) return (cleanMs = Date.now() - t0);
         // Settled: no pod of the operator's namespace left to change anything (the operator, its drainguard, the hooks),
         // and no CRD left but those a custom resource holds, or the API server's own cleanup has had CLEANUP_MS.
