@@ -32,6 +32,8 @@ export interface ShippedOperator {
   readonly stamp: readonly string[];
   /** Files and directories of the module's tree kept beside the binary (what its chart is made from). */
   readonly keep: readonly string[];
+  /** GOTOOLCHAIN for this build's go commands alone, where the module needs a newer Go than this machine's. */
+  readonly toolchain?: string;
 }
 
 export const OPERATORS: Readonly<Record<string, ShippedOperator>> = {
@@ -43,6 +45,15 @@ export const OPERATORS: Readonly<Record<string, ShippedOperator>> = {
     imagePath: '/keda',
     stamp: ['github.com/kedacore/keda/v2/version.Version=VERSION', 'github.com/kedacore/keda/v2/version.GitCommit=VERSION'],
     keep: ['config/crd/bases', 'config/rbac/role.yaml', 'config/manager/manager.yaml'],
+  },
+  'external-secrets': {
+    module: 'github.com/external-secrets/external-secrets',
+    version: 'v0.16.2',
+    why: 'v1.3.2 is not served whole by the module proxy',
+    command: '.',
+    imagePath: '/bin/external-secrets',
+    stamp: [],
+    keep: ['config/crds/bases', 'deploy/charts/external-secrets'],
   },
 };
 
@@ -62,7 +73,12 @@ export function builtOperator(name: string): string | undefined {
   return existsSync(join(dir, DONE)) && existsSync(join(dir, binaryName(name))) ? dir : undefined;
 }
 
-const goEnv = (): NodeJS.ProcessEnv => ({ ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-buildvcs=false' });
+const goEnv = (op: ShippedOperator): NodeJS.ProcessEnv => ({
+  ...process.env,
+  CGO_ENABLED: '0',
+  GOTOOLCHAIN: op.toolchain ?? 'local',
+  GOFLAGS: '-buildvcs=false',
+});
 
 /** Builds NAME unless built; returns its directory. */
 export function buildOperator(name: string): string {
@@ -77,7 +93,7 @@ export function buildOperator(name: string): string {
   const download = JSON.parse(
     execFileSync('go', ['mod', 'download', '-json', `${op.module}@${op.version}`], {
       cwd: work,
-      env: goEnv(),
+      env: goEnv(op),
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
     }),
@@ -91,7 +107,7 @@ export function buildOperator(name: string): string {
   const ldflags = ['-s', '-w', ...op.stamp.map((s) => `-X ${s.replaceAll('VERSION', op.version)}`)].join(' ');
   const build = spawnSync('go', ['build', '-trimpath', '-ldflags', ldflags, '-o', join(work, binaryName(name)), op.command], {
     cwd: src,
-    env: goEnv(),
+    env: goEnv(op),
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   if (build.status !== 0)

@@ -1,0 +1,34 @@
+// The External Secrets Operator (github.com/external-secrets/external-secrets,
+// built by test/support/shipped/build.ts) on a real node, installed by its own
+// chart, a PushSecret with `deletionPolicy: Delete` pushed to a SecretStore of
+// the fake provider, then `helm uninstall`. Helm deletes the Deployment first
+// and the CRDs last: without drainguard the operator is gone when the CRD's
+// deletion reaches the PushSecret, which keeps the operator's finalizer for
+// good, its CRD Terminating. With drainguard (docs/helm.md, the hold of
+// docs/hold.md) the operator runs on with its RBAC until it has finalized it,
+// and nothing is left. The hold's settle is raised to HOLD_SETTLE: drainguard's
+// hold cannot see PushSecrets (external-secrets.ts, addDrainguard), and lets go
+// after the settle whatever is left.
+
+import { test } from 'uvu';
+import { assertEsoClean, assertEsoLoss, esoNode } from '../support/shipped/external-secrets-test.ts';
+import { type EsoRun, uninstallEso } from '../support/shipped/external-secrets-uninstall.ts';
+import { removeEsoCharts } from '../support/shipped/external-secrets.ts';
+
+let run: EsoRun;
+
+test.before(async () => {
+  run = await esoNode();
+});
+
+test.after(() => removeEsoCharts());
+
+test('control, helm uninstall without drainguard: the PushSecret keeps its finalizer, its CRD stays Terminating', async () => {
+  assertEsoLoss(await uninstallEso(run, false, 'helm'));
+});
+
+test('helm uninstall with drainguard: the operator finalizes the PushSecret itself, nothing is left, no 403', async () => {
+  assertEsoClean(await uninstallEso(run, true, 'helm'));
+});
+
+test.run();
