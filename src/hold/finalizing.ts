@@ -1,13 +1,14 @@
 // The listed kinds' objects that are being deleted and still carry a
 // finalizer other than drainguard's: what the hold waits for. Each kind's
-// version and scope come from discovery (readable by every authenticated
-// user); a kind whose CRD is gone or not served has nothing left to finalize.
+// version and scope come from discovery (src/kube/discovery.ts); a kind
+// whose CRD is gone or not served has nothing left to finalize.
 
 import type { HoldKind } from '../config/hold-list.ts';
 import { holdKindName } from '../config/hold-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
 import type { ResourceRef } from '../kube/objects.ts';
+import { resolveResource } from '../kube/discovery.ts';
 import type { Finalizing } from './decide.ts';
 
 const OURS = 'drainguard.dev/';
@@ -74,31 +75,13 @@ export class FinalizingObjects {
       }));
   }
 
-  /** The kind's preferred version and scope, from discovery; null when the group or the resource is not served. */
+  /** The kind's version and scope, from discovery; null when the group or the resource is not served. */
   async #resolve(kind: HoldKind, signal?: AbortSignal): Promise<Served | null> {
     const name = holdKindName(kind);
     const known = this.#served.get(name);
     if (known !== undefined) return known;
-    let served: Served | null = null;
-    try {
-      const group = await this.#client.request<{ preferredVersion?: { version?: string } }>('GET', `/apis/${kind.group}`, {
-        signal,
-        retry: false,
-        what: `discovery of ${kind.group}`,
-      });
-      const version = group.preferredVersion?.version;
-      if (version) {
-        const list = await this.#client.request<{ resources?: { name: string; kind: string; namespaced: boolean }[] }>(
-          'GET',
-          `/apis/${kind.group}/${version}`,
-          { signal, retry: false, what: `discovery of ${kind.group}/${version}` },
-        );
-        const r = (list.resources ?? []).find((x) => x.name === kind.plural);
-        if (r) served = { ref: { group: kind.group, version, resource: kind.plural, kind: r.kind, namespaced: r.namespaced } };
-      }
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const ref = await resolveResource(this.#client, kind.group, kind.plural, { signal, retry: false });
+    const served = ref ? { ref } : null;
     // Not served: asked again next time, in case the CRD is being created.
     if (served) this.#served.set(name, served);
     return served;

@@ -20,6 +20,7 @@ import { type HoldKind, holdKindName } from '../config/hold-list.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound, isStatus } from '../kube/errors.ts';
 import type { KubeObject, ResourceRef } from '../kube/objects.ts';
+import { resolveResource } from '../kube/discovery.ts';
 import type { Logger } from '../log/logger.ts';
 
 export interface NamespaceFinalizeOptions {
@@ -78,7 +79,7 @@ export async function finalizeNamespaceContent(
 
     const refs: ResourceRef[] = [];
     for (const kind of o.kinds) {
-      const ref = await resolve(client, kind, call);
+      const ref = await resolveResource(client, kind.group, kind.plural, call);
       if (ref?.namespaced) refs.push(ref);
     }
     const listAll = async () =>
@@ -133,29 +134,3 @@ export async function finalizeNamespaceContent(
 }
 
 const nameOf = (ref: ResourceRef, item: KubeObject) => `${ref.resource}.${ref.group}/${item.metadata.namespace}/${item.metadata.name}`;
-
-/** The kind's preferred version and scope, from discovery; undefined when it is not served. */
-async function resolve(
-  client: KubeClient,
-  kind: HoldKind,
-  call: { deadline: number; signal?: AbortSignal },
-): Promise<ResourceRef | undefined> {
-  try {
-    const group = await client.request<{ preferredVersion?: { version?: string } }>('GET', `/apis/${kind.group}`, {
-      ...call,
-      what: `discovery of ${kind.group}`,
-    });
-    const version = group.preferredVersion?.version;
-    if (!version) return undefined;
-    const list = await client.request<{ resources?: { name: string; kind: string; namespaced: boolean }[] }>(
-      'GET',
-      `/apis/${kind.group}/${version}`,
-      { ...call, what: `discovery of ${kind.group}/${version}` },
-    );
-    const r = (list.resources ?? []).find((x) => x.name === kind.plural);
-    return r && { group: kind.group, version, resource: kind.plural, kind: r.kind, namespaced: r.namespaced };
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}

@@ -5,6 +5,7 @@ import { ConfigError, DrainguardError } from '../errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { KubeApiError } from '../kube/errors.ts';
 import type { ResourceRef } from '../kube/objects.ts';
+import { versionsOf } from '../kube/discovery.ts';
 
 export interface ResourceArg {
   /** As the user wrote it, for messages. */
@@ -114,7 +115,8 @@ export class Discovery {
     if (groups.length > 1 && !groups.includes('')) {
       throw new ConfigError(
         'DG_PREDELETE_RESOURCE',
-        `RESOURCE: ${JSON.stringify(arg.text)} is ambiguous: ${matches.map((r) => `${r.resource}.${r.group}`).join(', ')}; name the group`,
+        `RESOURCE: ${JSON.stringify(arg.text)} is ambiguous: ${[...new Set(matches.map((r) => `${r.resource}.${r.group}`))].join(', ')}; ` +
+          'name the group',
       );
     }
     // As kubectl: a core type wins over one of the same name in another group.
@@ -127,23 +129,25 @@ export class Discovery {
     const groups = await this.#client.request<{
       groups: { name: string; preferredVersion?: { version: string }; versions: { version: string }[] }[];
     }>('GET', '/apis', { what: 'discovery of API groups' });
+    // Every version of each group, the preferred one first: a group may serve a type only in a
+    // version it does not prefer (External Secrets' PushSecret); the first version that has it wins.
     const lists = await Promise.all(
-      groups.groups.map(async (g) => {
-        const version = g.preferredVersion?.version ?? g.versions[0]?.version;
-        if (!version) return [];
-        try {
-          const list = await this.#client.request<{ resources: ApiResource[] }>('GET', `/apis/${g.name}/${version}`, {
-            what: `discovery of ${g.name}/${version}`,
-          });
-          return toDiscovered(g.name, version, list.resources);
-        } catch (err) {
-          // An answer that says no (404, 503): that group is left out. No answer at all ends the run.
-          if (!(err instanceof KubeApiError)) throw err;
-          const error = err.answer.trim();
-          this.#onUnread(`${g.name}/${version}`, error);
-          return { group: g.name, version, error };
-        }
-      }),
+      groups.groups
+        .flatMap((g) => versionsOf(g).map((version) => ({ g, version })))
+        .map(async ({ g, version }) => {
+          try {
+            const list = await this.#client.request<{ resources: ApiResource[] }>('GET', `/apis/${g.name}/${version}`, {
+              what: `discovery of ${g.name}/${version}`,
+            });
+            return toDiscovered(g.name, version, list.resources);
+          } catch (err) {
+            // An answer that says no (404, 503): that group is left out. No answer at all ends the run.
+            if (!(err instanceof KubeApiError)) throw err;
+            const error = err.answer.trim();
+            this.#onUnread(`${g.name}/${version}`, error);
+            return { group: g.name, version, error };
+          }
+        }),
     );
     const found = lists.filter((l): l is Discovered[] => Array.isArray(l)).flat();
     const unread = lists.filter((l): l is Unread => !Array.isArray(l));

@@ -18,6 +18,7 @@ import { parse, stringify } from 'yaml';
 import { type KubeObject, ROOT, moreBlocks, parseObjects, rendered } from '../deploy/support/manifests.ts';
 import { check } from '../helm/support/shapes.ts';
 import { adoptManifest, cleanupCopies, scratch, treeDigest } from './support.ts';
+import { WRAP_MEMORY_MIB } from '../../src/check/memory.ts';
 
 test.after(cleanupCopies);
 
@@ -82,7 +83,8 @@ test('a manifest file: the overlay holds a copy and renders the same as the dire
   const again = adoptManifest(input);
   assert.is(again.code, 0, again.stdout + again.stderr);
   assert.match(again.stdout, /~ \S+operator\.yaml/);
-  assert.equal(theManager(parseObjects(kustomize(overlay))).resources.limits.memory, '448Mi', '256Mi + 192Mi');
+  const limit = `${256 + WRAP_MEMORY_MIB.limit}Mi`;
+  assert.equal(theManager(parseObjects(kustomize(overlay))).resources.limits.memory, limit, "256Mi + drainguard's limit");
 });
 
 test("the shapes operator: guard-more with docs/deploy.md's guard list; a command of its image given; check finds nothing", () => {
