@@ -15,20 +15,14 @@
 // - The control: the same pod without spec.evictionResponders: the controller
 //   goes straight to the imperative evictor, and nothing drains until the SIGTERM.
 
-import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { privateCluster } from '../../support/cluster/index.ts';
-import { Kubelet } from '../../support/kubelet/index.ts';
 import { type KubeletCluster, kubeletCluster } from '../../support/kubelet/cluster.ts';
-import { DRAINGUARD_IMAGE, drainguardImage, operatorImage } from '../../support/kubelet/runners.ts';
 import { EVICTION_REQUEST_RELEASE, releaseAssets } from '../../support/kubernetes/build.ts';
-import { type Proc, fixture } from '../../support/proc.ts';
-import { example } from '../../deploy/support/manifests.ts';
+import { RESPONDER, type Running, WORK_MS, at, running } from './support.ts';
 
-const RESPONDER = 'drainguard.dev/drain';
 const REQUESTER = 'tests.drainguard.dev/requester';
-const WORK_MS = 6000;
 
 let c: KubeletCluster;
 test.before(async () => {
@@ -39,66 +33,6 @@ test.before(async () => {
   });
   c = await kubeletCluster(cluster);
 });
-
-const at = (line: Record<string, unknown> | undefined) => Date.parse(line?.time as string);
-
-interface Running {
-  readonly ns: string;
-  readonly pod: string;
-  readonly uid: string;
-  readonly kubelet: Kubelet;
-  readonly dg: Proc;
-  timeline(): string;
-  close(): Promise<void>;
-}
-
-/** deploy/examples/wrap, its pod naming drainguard's responder or not, running, its reconcile of WORK_MS under way. */
-async function running(responder: boolean): Promise<Running> {
-  const ex = example('wrap', `er-${randomBytes(3).toString('hex')}`);
-  const objects = structuredClone(ex.objects);
-  const spec = objects.find((o) => o.kind === 'Deployment')!.spec.template.spec;
-  if (responder) spec.evictionResponders = [{ name: RESPONDER, priority: 1000 }];
-  spec.containers.find((k: { name: string }) => k.name === 'manager').env.push({ name: 'DRAINGUARD_LOG_LEVEL', value: 'debug' });
-  const kubelet = await Kubelet.start({
-    cluster: c.access,
-    namespaces: [ex.namespace],
-    images: {
-      [DRAINGUARD_IMAGE]: drainguardImage(),
-      [ex.image]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: String(WORK_MS), FIXTURE_WORK_AT: 'usr2' }),
-    },
-  });
-  let dg: Proc | undefined;
-  const timeline = () => `${kubelet.timeline()}\n${dg?.stderr.join('\n')}\n${dg?.stdout.join('\n')}`;
-  const close = async () => {
-    await kubelet.stop();
-    await c.freeAnchors(ex.namespace);
-  };
-  try {
-    c.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
-    await c.poll(
-      `/apis/apps/v1/namespaces/${ex.namespace}/deployments/${ex.name}`,
-      (b) => b.status?.availableReplicas === 1,
-      90_000,
-      'the Deployment available',
-    );
-    const [pod] = (await c.api.must('GET', `/api/v1/namespaces/${ex.namespace}/pods`)).items;
-    assert.equal(
-      pod.spec.evictionResponders?.map((r: { name: string }) => r.name),
-      responder ? [RESPONDER] : undefined,
-      'the API server keeps spec.evictionResponders (the gate is on)',
-    );
-    dg = await kubelet.process(pod.metadata.name, 'manager', 60_000);
-    await dg.line('ready', 20_000);
-    // drainguard's word on the EvictionRequest API, before the request is made.
-    await dg.log(responder ? 'responding to eviction requests' : 'not responding to eviction requests', 30_000);
-    dg.kill('SIGUSR2');
-    await dg.line('work start 0', 10_000);
-    return { ns: ex.namespace, pod: pod.metadata.name, uid: pod.metadata.uid, kubelet, dg, timeline, close };
-  } catch (err) {
-    await close();
-    throw err;
-  }
-}
 
 /** Asks for the pod's eviction as a requester would; returns when it was asked (epoch ms). */
 async function requestEviction(r: Running): Promise<number> {
@@ -129,7 +63,7 @@ const sigtermAt = (r: Running) =>
   r.kubelet.events.find((e) => e.pod === r.pod && e.container === 'manager' && e.what === 'signal SIGTERM')?.at;
 
 test('an EvictionRequest for the pod: drainguard drains before any SIGTERM, heartbeats, completes; then the eviction', async () => {
-  const r = await running(true);
+  const r = await running(c, true);
   try {
     const asked = await requestEviction(r);
     const started = await r.dg.log('drain started', 30_000);
@@ -192,7 +126,7 @@ test('an EvictionRequest for the pod: drainguard drains before any SIGTERM, hear
 });
 
 test('the control: the same pod without spec.evictionResponders: nothing drains until the SIGTERM of the eviction', async () => {
-  const r = await running(false);
+  const r = await running(c, false);
   try {
     const asked = await requestEviction(r);
     const started = await r.dg.log('drain started', 60_000);
