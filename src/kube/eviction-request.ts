@@ -201,7 +201,10 @@ async function respond(use: EvictionResponderUse, eviction: Eviction, startTime:
       logger.warn('cannot report to the Eviction', { eviction: name, error: err });
     }
   };
-  await beat({ expectedCompletionTime: apiTime(ticket.deadline, startTime), message: 'draining the operator' });
+  // A drain joined after its deadline (a preStop's, over) expects nothing: the API refuses a past expectedCompletionTime.
+  const expected: Record<string, string> =
+    ticket.deadline > clock.now() ? { expectedCompletionTime: apiTime(ticket.deadline, startTime) } : {};
+  await beat({ ...expected, message: 'draining the operator' });
   const ended = ticket.ended.then((r) => r.outcome);
   for (;;) {
     const tick = clock.sleep(HEARTBEAT_MS, signal).then(
