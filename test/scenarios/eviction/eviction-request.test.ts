@@ -103,6 +103,8 @@ test('an EvictionRequest for the pod: drainguard drains before any SIGTERM, hear
       r.timeline(),
     );
     const stopSent = at(r.dg.logs().find((l) => l.msg === 'stop signal sent'));
+    const released = at(await r.dg.log('guard released', 30_000));
+    assert.ok(released < sigterm + r.graceMs, `released after the kubelet's SIGKILL:\n${r.timeline()}`);
     const final = await eviction(
       r,
       (e) => e.status?.conditions?.some((k: any) => k.type === 'TargetEvicted' && k.status === 'True'),
@@ -118,6 +120,7 @@ test('an EvictionRequest for the pod: drainguard drains before any SIGTERM, hear
         completionToSigtermMs: sigterm - at(reported),
         sigtermToStopSignalMs: stopSent - sigterm,
         requestToSigtermMs: sigterm - asked,
+        releasedBeforeKillMs: sigterm + r.graceMs - released,
       })}`,
     );
   } finally {

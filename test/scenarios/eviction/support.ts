@@ -25,6 +25,8 @@ export interface Running {
   readonly uid: string;
   readonly kubelet: Kubelet;
   readonly dg: Proc;
+  /** The Pod's terminationGracePeriodSeconds, in ms: the kubelet's SIGKILL after its SIGTERM. */
+  readonly graceMs: number;
   timeline(): string;
   close(): Promise<void>;
 }
@@ -75,7 +77,8 @@ export async function running(c: KubeletCluster, responder: boolean, keptByApi =
     await dg.log(responder && keptByApi ? 'responding to eviction requests' : 'not responding to eviction requests', 30_000);
     dg.kill('SIGUSR2');
     await dg.line('work start 0', 10_000);
-    return { ns: ex.namespace, pod: pod.metadata.name, uid: pod.metadata.uid, kubelet, dg, timeline, close };
+    const graceMs = pod.spec.terminationGracePeriodSeconds * 1000;
+    return { ns: ex.namespace, pod: pod.metadata.name, uid: pod.metadata.uid, kubelet, dg, graceMs, timeline, close };
   } catch (err) {
     await close();
     throw err;
