@@ -137,7 +137,8 @@ async function watchEvictions(use: EvictionResponderUse, uid: string): Promise<v
     if (under || state !== 'Active' || !own?.startTime || own.completionTime) return;
     const done = new AbortController();
     answered.set(key, done);
-    void respond(use, eviction, own.startTime, AbortSignal.any([signal, done.signal]));
+    // Once answered (completed, or given up), its later states (Completed) are not a withdrawal.
+    void respond(use, eviction, own.startTime, AbortSignal.any([signal, done.signal])).finally(() => done.abort());
   };
   let resourceVersion: string | undefined;
   const query = { labelSelector: EVICTION_RESPONDER };

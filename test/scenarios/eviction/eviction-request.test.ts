@@ -112,6 +112,10 @@ test('an EvictionRequest for the pod: drainguard drains before any SIGTERM, hear
       'TargetEvicted',
     );
     assert.is(stateOf(final, RESPONDER), 'Completed', JSON.stringify(final.status));
+    assert.not.ok(
+      r.dg.logs().some((l) => l.msg === 'eviction no longer waits on drainguard: heartbeats stopped'),
+      'its own completion taken for a withdrawal',
+    );
     assert.equal(r.kubelet.errors, []);
     console.log(
       `eviction request: ${JSON.stringify({
