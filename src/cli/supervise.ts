@@ -15,7 +15,8 @@ import { leaderRelease } from '../leader/open.ts';
 import { namespaceFinalizer } from '../namespace/open.ts';
 import { type Logger, createLogger } from '../log/logger.ts';
 import type { SupervisorConfig } from '../config/supervisor.ts';
-import { combineObservers } from '../supervisor/observer.ts';
+import type { DrainTicket } from '../supervisor/drain.ts';
+import { type SupervisorObserver, combineObservers } from '../supervisor/observer.ts';
 import { SidecarMode } from '../supervisor/sidecar-mode.ts';
 import { holdCaughtSignals } from '../supervisor/signals.ts';
 import { type Mode, StopProcedure, type StopProcedureOptions } from '../supervisor/stop-procedure.ts';
@@ -130,10 +131,42 @@ async function superviseWith(
   holdCaughtSignals();
   try {
     // The listener watches the run: it is started before it, on the procedure (the preStop route).
-    return await procedure.run({ observer: combineObservers(telemetry?.observer, pod.events), onServer: telemetry?.attach });
+    const evictions = evictionResponder(config, env, logger, () => procedure.startDrain('eviction'));
+    return await procedure.run({ observer: combineObservers(telemetry?.observer, pod.events, evictions), onServer: telemetry?.attach });
   } finally {
     await telemetry?.close();
   }
+}
+
+/**
+ * The EvictionRequest responder (kube/eviction-request.ts), in a pod known by name and namespace unless
+ * DRAINGUARD_EVICTION_RESPONDER=off: started once the operator runs (the Kubernetes client is loaded
+ * then), ended once it has exited.
+ */
+function evictionResponder(
+  config: SupervisorConfig,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  startDrain: () => DrainTicket,
+): SupervisorObserver | undefined {
+  const { name, namespace, uid } = config.pod;
+  if (config.evictionResponder === 'off' || name === undefined || namespace === undefined) return undefined;
+  const stop = new AbortController();
+  const respond = async () => {
+    const [{ respondToEvictions }, { openOptionalClient }] = await Promise.all([
+      import('../kube/eviction-request.ts'),
+      import('../kube/open.ts'),
+    ]);
+    const client = await openOptionalClient(env, logger);
+    if (client && !stop.signal.aborted)
+      await respondToEvictions({ client, pod: { name, namespace, uid }, logger, clock, startDrain, signal: stop.signal });
+  };
+  return {
+    phase: (phase) => {
+      if (phase === 'running') respond().catch((err: unknown) => logger.warn('cannot respond to eviction requests', { error: err }));
+      else if (phase === 'releasing' || phase === 'exited') stop.abort();
+    },
+  };
 }
 
 /**

@@ -441,6 +441,19 @@ const SHARED_OPTIONS = [
     format: (v: LeaderLeaseSetting) => (typeof v === 'string' ? v : v.name),
   },
   {
+    key: 'evictionResponder',
+    flag: 'eviction-responder',
+    value: 'auto|off',
+    parse: oneOf('auto', 'off'),
+    commands: SUPERVISING,
+    description:
+      "auto: where the API server serves lifecycle.k8s.io/v1alpha1 (KEP-4563's EvictionRequest, gate EvictionRequestAPI) and the Pod's " +
+      'spec.evictionResponders names drainguard.dev/drain, drain when an Eviction of this pod makes that responder Active, before any ' +
+      'SIGTERM, heartbeat its status.responders[] entry while the drain runs and set completionTime once drained. ' +
+      'Needs DRAINGUARD_POD_NAME, _NAMESPACE and _UID, and list/watch on evictions and patch on evictions/status; off: never asks',
+    default: 'auto',
+  },
+  {
     key: 'prestopToken',
     flag: 'prestop-token',
     value: 'TOKEN',

@@ -11,8 +11,11 @@ export type Phase = 'starting' | 'running' | 'draining' | 'stopping' | 'releasin
  */
 export type DrainOutcome = 'drained' | 'disconnected' | 'deadline' | 'no-client' | 'idle' | 'cut-short' | 'child-exited';
 
-/** Who asked for a drain: the termination signal, `drainguard prestop` on the socket, or the httpGet preStop route. */
-export type DrainSource = 'signal' | 'socket' | 'http';
+/**
+ * Who asked for a drain: the termination signal, `drainguard prestop` on the socket, the httpGet preStop
+ * route, or an Eviction that made drainguard its active responder (kube/eviction-request.ts).
+ */
+export type DrainSource = 'signal' | 'socket' | 'http' | 'eviction';
 
 /**
  * What the stop procedure reports, each event from one place and in this order:

@@ -7,7 +7,7 @@ import type { DrainOutcome, DrainSource, SupervisorObserver } from '../superviso
 import type { GuardReport } from '../guard/guard.ts';
 
 const OUTCOMES: readonly DrainOutcome[] = ['drained', 'disconnected', 'deadline', 'no-client', 'idle', 'cut-short', 'child-exited'];
-const SOURCES: readonly DrainSource[] = ['signal', 'socket', 'http'];
+const SOURCES: readonly DrainSource[] = ['signal', 'socket', 'http', 'eviction'];
 export type PrestopRefusal = 'missing-token' | 'wrong-token';
 const REFUSALS: readonly PrestopRefusal[] = ['missing-token', 'wrong-token'];
 

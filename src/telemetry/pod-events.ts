@@ -24,6 +24,7 @@ const SOURCE_TEXT: Record<DrainSource, string> = {
   signal: 'on the termination signal',
   socket: 'by the preStop hook (drainguard prestop)',
   http: 'by the httpGet preStop hook',
+  eviction: 'by an eviction request (drainguard is its active responder)',
 };
 
 export interface DrainEventObserver extends SupervisorObserver {

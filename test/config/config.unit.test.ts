@@ -88,6 +88,7 @@ test("a supervisor's config: the options table's defaults, given values, what is
     holdSettleMs: 5_000,
     leaseDurationMs: 60_000,
     leaderLease: 'auto',
+    evictionResponder: 'auto',
     pod: { name: undefined, namespace: undefined, uid: undefined },
     operatorContainers: [],
     prestopToken: undefined,

@@ -2,6 +2,7 @@
 // patch on exactly the objects it guards (by resourceNames), Leases
 // create/get/list/update/patch/delete (the guard renews its Lease with a patch
 // and lists the other holders), Events create and Pods get in its own namespace.
+// Evictions list and watch, and their status patch (the EvictionRequest responder).
 // And the other way round: it can do all of that, so the guard can work. With
 // the hold (deploy/examples/hold): get on ReplicaSets and get, list, watch,
 // patch on its Deployment by name, list and watch on the held kinds' group; and
@@ -102,6 +103,9 @@ for (const mode of [...MODES, 'hold']) {
     for (const verb of ['create', 'list', 'patch', 'delete']) allowed.add(grant(namespace, 'coordination.k8s.io', 'leases', verb, '*'));
     allowed.add(grant(namespace, '', 'events', 'create', '*'));
     allowed.add(grant(namespace, '', 'pods', 'get', '*'));
+    // The EvictionRequest responder (src/kube/eviction-request.ts): the namespace's Evictions, its own status entry.
+    for (const verb of ['list', 'watch']) allowed.add(grant(namespace, 'lifecycle.k8s.io', 'evictions', verb, '*'));
+    allowed.add(grant(namespace, 'lifecycle.k8s.io', 'evictions/status', 'patch', '*'));
     if (hold.length > 0) {
       allowed.add(grant(namespace, 'apps', 'replicasets', 'get', '*'));
       for (const verb of ['get', 'list', 'watch', 'patch']) allowed.add(grant(namespace, 'apps', 'deployments', verb, deployment.metadata.name));

@@ -107,6 +107,9 @@ for (const mode of MODES) {
       ...['create', 'list', 'patch', 'delete'].map((v) => `${NS}|coordination.k8s.io|leases|${v}|*`),
       `${NS}||events|create|*`,
       `${NS}||pods|get|*`,
+      // The EvictionRequest responder: the namespace's Evictions, its status entry.
+      ...['list', 'watch'].map((v) => `${NS}|lifecycle.k8s.io|evictions|${v}|*`),
+      `${NS}|lifecycle.k8s.io|evictions/status|patch|*`,
       // Its own Role and RoleBinding and the ServiceAccount again in the ClusterRole, which a namespace's
       // deletion leaves: by name in any namespace (RBAC cannot say which), the admission policy's to hold.
       ...['get', 'patch'].flatMap((v) => [

@@ -101,6 +101,10 @@ async function untilOk(
 export interface ControlPlaneOptions {
   /** Feature gates for the API server and the controller-manager (an alpha field the API server drops without its gate). */
   readonly featureGates?: Readonly<Record<string, boolean>>;
+  /** The API server's --runtime-config: alpha API groups are off without it (lifecycle.k8s.io/v1alpha1=true). */
+  readonly runtimeConfig?: string;
+  /** The release's binaries (a KUBEBUILDER_ASSETS directory) instead of the run's: a file that needs a newer release. */
+  readonly assets?: string;
 }
 
 /** --feature-gates=A=true,B=false of `gates`. */
@@ -112,7 +116,7 @@ export const featureGatesFlag = (gates: Readonly<Record<string, boolean>>): stri
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const gates = options.featureGates ?? {};
   const t0 = Date.now();
-  const bin = findBinaries();
+  const bin = findBinaries(options.assets ? { ...process.env, KUBEBUILDER_ASSETS: options.assets } : process.env);
   const dir = mkdtempSync(join(tmpdir(), 'drainguard-cluster-'));
   mkdirSync(join(dir, 'pki'));
   const pki = makePki(join(dir, 'pki'));
@@ -169,6 +173,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--endpoint-reconciler-type=none',
       `--cert-dir=${join(dir, 'apiserver-certs')}`,
       ...(Object.keys(gates).length > 0 ? [featureGatesFlag(gates)] : []),
+      ...(options.runtimeConfig ? [`--runtime-config=${options.runtimeConfig}`] : []),
     ],
     join(dir, 'kube-apiserver.log'),
   );

@@ -26,8 +26,9 @@ export interface KubeletCluster {
   freeAnchors(namespace: string): Promise<void>;
 }
 
-export async function kubeletCluster(): Promise<KubeletCluster> {
-  const cluster = await useCluster();
+/** The run's shared control plane, or `own`: a file's private one (another release, other gates). */
+export async function kubeletCluster(own?: TestCluster): Promise<KubeletCluster> {
+  const cluster = own ?? (await useCluster());
   const access: ClusterAccess = {
     server: cluster.url,
     ca: cluster.ca,

@@ -9,6 +9,7 @@
 //
 //   node test/support/kubernetes/build.ts          the release of go.mod here
 //   node test/support/kubernetes/build.ts 1.30     the newest 1.30 patch the proxy serves
+//   node test/support/kubernetes/build.ts 1.38.0-beta.0   a pre-release, by its exact name
 //   npm run k8s -- 1.30.x                          the same
 //
 // It prints the directory on its last line. The release of go.mod builds from
@@ -30,6 +31,15 @@ const COMMANDS: Readonly<Record<string, string>> = {
 };
 /** Written last into a build's directory: without it the build did not finish. */
 const DONE = '.built';
+/**
+ * Commands a release cannot build from the module proxy, and why: 1.38.0-beta.0's kubelet imports
+ * sigs.k8s.io/iptables-wrappers, which the proxy does not serve (403), so that release is a control
+ * plane only (the EvictionRequest tests need no node); test/support/node says so if asked for it.
+ */
+const LEFT_OUT: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  'v1.38.0-beta.0': { kubelet: 'its sigs.k8s.io/iptables-wrappers is not served by the Go module proxy' },
+};
+const commandsOf = (release: string): [string, string][] => Object.entries(COMMANDS).filter(([file]) => !LEFT_OUT[release]?.[file]);
 
 export const KUBERNETES_CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'drainguard/kubernetes');
 
@@ -44,16 +54,51 @@ export const releaseDir = (release: string): string => join(KUBERNETES_CACHE, re
 /** RELEASE's directory when its build finished with every command, else undefined. */
 export function builtRelease(release: string): string | undefined {
   const dir = releaseDir(release);
-  return existsSync(join(dir, DONE)) && Object.keys(COMMANDS).every((file) => existsSync(join(dir, file))) ? dir : undefined;
+  return existsSync(join(dir, DONE)) && commandsOf(release).every(([file]) => existsSync(join(dir, file))) ? dir : undefined;
 }
 
-const goEnv = (): NodeJS.ProcessEnv => ({ ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-buildvcs=false -mod=mod' });
-const go = (args: string[], cwd: string): string =>
-  execFileSync('go', args, { cwd, env: goEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * The one Go newer than the machines' that the module proxy serves: a release whose go.mod needs a
+ * newer Go than the local one (1.38 says `go 1.27.0`) builds with it, set in the build's own
+ * environment only; every other release builds with the local Go.
+ */
+const NEWER_TOOLCHAIN = 'go1.27.3';
+const goEnv = (toolchain = 'local'): NodeJS.ProcessEnv => ({
+  ...process.env,
+  CGO_ENABLED: '0',
+  GOTOOLCHAIN: toolchain,
+  GOFLAGS: '-buildvcs=false -mod=mod',
+});
+const go = (args: string[], cwd: string, toolchain?: string): string =>
+  execFileSync('go', args, { cwd, env: goEnv(toolchain), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 
-/** `1.30`, `1.30.x`, `v1.30.14`: the release the proxy serves (the newest patch of a minor). */
+/** Compares two Go versions (`1.27.0`, `go1.26.8`): negative when A is older than B. */
+function compareGo(a: string, b: string): number {
+  const [x, y] = [a, b].map((v) => v.replace(/^go/, '').split('.').map(Number));
+  for (let i = 0; i < 3; i++) if ((x![i] ?? 0) !== (y![i] ?? 0)) return (x![i] ?? 0) - (y![i] ?? 0);
+  return 0;
+}
+/** The toolchain for a module whose go.mod says GO_LINE (`go 1.27.0`): local unless it needs a newer Go. */
+function toolchainFor(goLine: string): string {
+  const want = goLine.split(' ')[1]!;
+  if (compareGo(want, go(['env', 'GOVERSION'], MODULE).trim()) <= 0) return 'local';
+  if (compareGo(want, NEWER_TOOLCHAIN) > 0) throw new Error(`this release needs ${goLine}: newer than the local Go and ${NEWER_TOOLCHAIN}`);
+  return NEWER_TOOLCHAIN;
+}
+
+/** The first release with the evictionrequest-controller (KEP-4563): the EvictionRequest responder's tests run on it. */
+export const EVICTION_REQUEST_RELEASE = 'v1.38.0-beta.0';
+
+/** RELEASE's KUBEBUILDER_ASSETS directory, or an error that says how to build it. */
+export function releaseAssets(release: string): string {
+  const dir = builtRelease(release);
+  if (!dir) throw new Error(`Kubernetes ${release} is not built in ${releaseDir(release)}: npm run k8s -- ${release.slice(1)}`);
+  return dir;
+}
+
+/** `1.30`, `1.30.x`, `v1.30.14`, `1.38.0-beta.0`: the release the proxy serves (the newest patch of a minor). */
 export function resolveRelease(wanted: string): string {
-  const exact = /^v?(\d+\.\d+\.\d+)$/.exec(wanted);
+  const exact = /^v?(\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?)$/.exec(wanted);
   if (exact) return `v${exact[1]}`;
   const minor = /^v?(\d+\.\d+)(\.x)?$/.exec(wanted);
   if (!minor) throw new Error(`not a Kubernetes release: ${JSON.stringify(wanted)} (give 1.37.2, 1.30 or 1.30.x)`);
@@ -68,12 +113,15 @@ export function resolveRelease(wanted: string): string {
  * A module like this one for RELEASE, in DIR: the release's go.mod names its
  * staging modules (replaced there by folders); each is pinned to v0.MINOR.PATCH.
  */
-function makeModule(release: string, dir: string): void {
-  const info = JSON.parse(go(['mod', 'download', '-json', `k8s.io/kubernetes@${release}`], MODULE)) as { GoMod: string };
+function makeModule(release: string, dir: string): string {
+  // `go list -m` reads the release's go.mod without refusing one that needs a newer Go (`go mod download` would).
+  const info = JSON.parse(go(['list', '-m', '-json', `k8s.io/kubernetes@${release}`], MODULE)) as { GoMod: string };
   const upstream = readFileSync(info.GoMod, 'utf8');
   const staging = [...upstream.matchAll(/^\s*(k8s\.io\/\S+) => \.\/staging\//gm)].map((m) => m[1]!);
   const goLine = /^go \S+$/m.exec(upstream)![0];
+  // v1.38.0-beta.0's staging modules are v0.38.0-beta.0.
   const staged = `v0${release.slice(release.indexOf('.'))}`;
+  const toolchain = toolchainFor(goLine);
   writeFileSync(
     join(dir, 'go.mod'),
     [
@@ -92,7 +140,8 @@ function makeModule(release: string, dir: string): void {
   // etcd at the release of the etcd client Kubernetes requires: a newer one would raise grpc and the rest under it.
   const etcd = /^\s*go\.etcd\.io\/etcd\/client\/v3 (v\S+)/m.exec(upstream)![1]!;
   // The commands are main packages: a file of blank imports would not build, so `go get` them.
-  go(['get', ...Object.values(COMMANDS).map((pkg) => `${pkg}@${pkg.startsWith('k8s.io/') ? release : etcd}`)], dir);
+  go(['get', ...commandsOf(release).map(([, pkg]) => `${pkg}@${pkg.startsWith('k8s.io/') ? release : etcd}`)], dir, toolchain);
+  return toolchain;
 }
 
 /** Builds RELEASE unless built; returns its directory. */
@@ -104,10 +153,11 @@ export function buildRelease(release: string): string {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   let module = MODULE;
+  let toolchain = 'local';
   if (release !== pinnedRelease()) {
     module = join(work, 'module');
     mkdirSync(module);
-    makeModule(release, module);
+    toolchain = makeModule(release, module);
   }
   const [major, minor] = release.slice(1).split('.');
   const stamp = ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'].flatMap((pkg) => [
@@ -118,17 +168,18 @@ export function buildRelease(release: string): string {
   ]);
   const t0 = Date.now();
   // One go build per file name (-o names it); the packages they share are compiled once, in Go's build cache.
-  for (const [file, pkg] of Object.entries(COMMANDS)) {
+  for (const [file, pkg] of commandsOf(release)) {
     const build = spawnSync('go', ['build', '-trimpath', '-ldflags', ['-s', '-w', ...stamp].join(' '), '-o', join(work, file), pkg], {
       cwd: module,
-      env: goEnv(),
+      env: goEnv(toolchain),
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     if (build.status !== 0)
       throw new Error(`go build ${pkg} for Kubernetes ${release} failed (exit ${build.status ?? build.signal}); its output is above`);
   }
   rmSync(join(work, 'module'), { recursive: true, force: true });
-  writeFileSync(join(work, DONE), `${release} built in ${Math.round((Date.now() - t0) / 1000)} s\n`);
+  const leftOut = Object.entries(LEFT_OUT[release] ?? {}).map(([file, why]) => `no ${file}: ${why}\n`);
+  writeFileSync(join(work, DONE), [`${release} built in ${Math.round((Date.now() - t0) / 1000)} s\n`, ...leftOut].join(''));
   rmSync(dir, { recursive: true, force: true });
   renameSync(work, dir);
   return dir;

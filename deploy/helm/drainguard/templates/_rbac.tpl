@@ -145,6 +145,17 @@ rules:
     resources: [pods]
     verbs: [get]
   {{- include "drainguard.rbac.pin" (dict "c" $c "kinds" "roles, rolebindings") }}
+  # The EvictionRequest responder (KEP-4563), used only where the API is served and
+  # the Pod names drainguard.dev/drain: Evictions are named by the controller. patch
+  # of the status may change only the Active responder's entry (the API server's
+  # validation): at worst, a compromised operator completes or prolongs the turn of
+  # a responder of another pod of this namespace (deploy/components/rbac/rbac.yaml).
+  - apiGroups: [lifecycle.k8s.io]
+    resources: [evictions]
+    verbs: [list, watch]
+  - apiGroups: [lifecycle.k8s.io]
+    resources: [evictions/status]
+    verbs: [patch]
   {{- if $c.hold }}
   # The hold: from the pod's ReplicaSet (its name changes with each rollout) to
   # the Deployment, whose finalizer it holds; list and watch by name (the hold
