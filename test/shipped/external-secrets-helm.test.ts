@@ -6,9 +6,9 @@
 // deletion reaches the PushSecret, which keeps the operator's finalizer for
 // good, its CRD Terminating. With drainguard (docs/helm.md, the hold of
 // docs/hold.md) the operator runs on with its RBAC until it has finalized it,
-// and nothing is left. The hold's settle is raised to HOLD_SETTLE: drainguard's
-// hold cannot see PushSecrets (external-secrets.ts, addDrainguard), and lets go
-// after the settle whatever is left.
+// and nothing is left. PushSecret is served in v1alpha1 of a group that prefers
+// v1: the hold finds it there (src/kube/discovery.ts); with the preferred version
+// only, it let go after its 5 s settle and the PushSecret stuck.
 
 import { test } from 'uvu';
 import { assertEsoClean, assertEsoLoss, esoNode } from '../support/shipped/external-secrets-test.ts';

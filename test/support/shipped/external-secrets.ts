@@ -72,9 +72,6 @@ const VALUES = {
   certController: { create: false },
 };
 
-/** The hold's settle for this operator (see addDrainguard). */
-export const HOLD_SETTLE = '30s';
-
 /** The RBAC templates of the chart: what docs/helm.md's `guard.templates` lists. */
 export const RBAC_TEMPLATES = ['serviceaccount.yaml', 'rbac.yaml'];
 
@@ -127,11 +124,8 @@ export function addDrainguard(chart: string, library: string): void {
     image: { repository, tag },
     operator: { template: '_deployment.yaml', command: [ESO.imagePath] },
     guard: { templates: RBAC_TEMPLATES },
-    // docs/hold.md's `hold.settle`, raised from 5 s: drainguard resolves a held kind through its group's preferred
-    // version only (src/hold/finalizing.ts), external-secrets.io's is v1 and PushSecret is served in v1alpha1 alone, so
-    // the hold counts PushSecrets as not served and lets go once the settle is over, finalized or not. Under load the
-    // operator took 8 s to finalize after the Deployment's deletion (the hold released at 6.3 s, the PushSecret stuck).
-    hold: { kinds: KINDS, settle: HOLD_SETTLE },
+    // The hold with its default settle: PushSecret is served in v1alpha1 alone, in a group that prefers v1.
+    hold: { kinds: KINDS },
   };
   writeFileSync(join(chart, 'values.yaml'), stringify(values));
 }
