@@ -11,6 +11,9 @@
 // - `bare`, the control: the same operator without drainguard: its reconcile in
 //   flight is interrupted by the kubelet's SIGTERM;
 // - `spare`, which keeps the PDB satisfied so that both evictions are allowed.
+// Then a NoExecute taint on the node: the taint-eviction controller deletes the
+// pods that do not tolerate it (DeletionByTaintManager) with their own grace,
+// PDB or not; the same pair, drainguard and the control.
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { test } from 'uvu';
@@ -95,6 +98,46 @@ function operatorPid(pod: string): number {
   return Number(pids[0]);
 }
 
+const guarded = () => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/guarded`;
+
+/** The guard's finalizer on the Role (from `fitted`), and both operators ready. */
+async function guardedAndReady(fitted: string, bare: string): Promise<void> {
+  await c.waitFor(
+    async () => ((await c.api.get(guarded()))?.metadata?.finalizers ?? []).length > 0,
+    60_000,
+    "the guard's finalizer on the Role",
+    () => timeline(fitted),
+  );
+  const ready = (p: string) => wrapStdout(node, p).includes('ready');
+  await c.waitFor(
+    () => ready(fitted) && ready(bare),
+    60_000,
+    'both operators ready',
+    () => `${timeline(fitted)}\n${timeline(bare)}`,
+  );
+}
+
+/** SIGUSR2 to the operator of pod `p`: its reconcile starts. */
+async function startReconcile(p: string): Promise<void> {
+  process.kill(operatorPid(p), 'SIGUSR2');
+  await c.waitFor(
+    () => wrapStdout(node, p).includes('work start 0'),
+    10_000,
+    `${p}'s reconcile started`,
+    () => timeline(p),
+  );
+}
+
+async function gone(...pods: string[]): Promise<void> {
+  for (const p of pods)
+    await c.waitFor(
+      async () => (await c.api.get(podPath(p))) === undefined,
+      60_000,
+      `${p} gone`,
+      () => `${node.tail()}\n${timeline(p)}`,
+    );
+}
+
 /** POST pods/NAME/eviction with the grace, again while the PDB refuses it (429), as kubectl drain does; resolves once accepted. */
 async function evict(name: string): Promise<number> {
   const body = {
@@ -142,39 +185,14 @@ test("evicted through the Eviction API with a PDB (grace 15 s on a 30 s spec): d
     'the PDB allowing two disruptions',
     () => `${node.tail()}\n${timeline('fitted')}\n${timeline('bare')}`,
   );
-  const guarded = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/guarded`;
-  await c.waitFor(
-    async () => ((await c.api.get(guarded))?.metadata?.finalizers ?? []).length > 0,
-    60_000,
-    "the guard's finalizer on the Role",
-    () => timeline('fitted'),
-  );
-  const ready = (p: string) => wrapStdout(node, p).includes('ready');
-  await c.waitFor(
-    () => ready('fitted') && ready('bare'),
-    60_000,
-    'both operators ready',
-    () => `${timeline('fitted')}\n${timeline('bare')}`,
-  );
+  await guardedAndReady('fitted', 'bare');
   let evictedAt = 0;
   for (const p of ['fitted', 'bare']) {
-    process.kill(operatorPid(p), 'SIGUSR2');
-    await c.waitFor(
-      () => wrapStdout(node, p).includes('work start 0'),
-      10_000,
-      `${p}'s reconcile started`,
-      () => timeline(p),
-    );
+    await startReconcile(p);
     const at = await evict(p);
     evictedAt ||= at;
   }
-  for (const p of ['fitted', 'bare'])
-    await c.waitFor(
-      async () => (await c.api.get(podPath(p))) === undefined,
-      60_000,
-      `${p} gone`,
-      () => `${node.tail()}\n${timeline(p)}`,
-    );
+  await gone('fitted', 'bare');
 
   // fitted: the cause and the deletion's deadline read at the signal, the reconcile done, the guard released in time.
   const f = wrapLogs(node, 'fitted');
@@ -198,7 +216,7 @@ test("evicted through the Eviction API with a PDB (grace 15 s on a 30 s spec): d
   const killAt = kill!.at + EVICTION_GRACE_S * 1000;
   const marginMs = killAt - Date.parse(String(released?.time));
   assert.ok(marginMs > 0, `released ${marginMs} ms before the kubelet's SIGKILL`);
-  const finalizers = (await c.api.get(guarded))?.metadata?.finalizers ?? [];
+  const finalizers = (await c.api.get(guarded()))?.metadata?.finalizers ?? [];
   assert.equal(finalizers, [], 'nothing left on the Role');
   const lastMs = killAt - Date.parse(String(f.at(-1)?.time));
 
@@ -213,6 +231,49 @@ test("evicted through the Eviction API with a PDB (grace 15 s on a 30 s spec): d
     `Eviction API, deleteOptions.gracePeriodSeconds ${EVICTION_GRACE_S} on a 30 s spec: the kubelet's stop ${kill!.at - evictedAt} ms after ` +
       `the eviction was accepted, drained in ${drain?.durationMs} ms, guard released ${marginMs} ms and the last line ${lastMs} ms ` +
       "before the kubelet's SIGKILL (its stop + grace); control without drainguard: reconcile interrupted",
+  );
+});
+
+test("a NoExecute taint on the node: the taint-eviction controller deletes the pods with their own grace (30 s); drainguard reads taint-eviction, the reconcile completes and the guard is released before the kubelet's SIGKILL; without drainguard (the control) the reconcile is interrupted", async () => {
+  await c.api.create(
+    `/api/v1/namespaces/${ns}/pods`,
+    operatorPod('t-fitted', { DRAINGUARD_GUARD: `role/${ns}/guarded`, DRAINGUARD_STOP_TIMEOUT: '2s' }),
+  );
+  await c.api.create(`/api/v1/namespaces/${ns}/pods`, operatorPod('t-bare', { FIXTURE_CONNECT: 'never' }, { bare: true }));
+  await guardedAndReady('t-fitted', 't-bare');
+  for (const p of ['t-fitted', 't-bare']) await startReconcile(p);
+  const taintedAt = Date.now();
+  const taint = { spec: { taints: [{ key: 'drainguard.dev/test', value: 'evict', effect: 'NoExecute' }] } };
+  const patched = await c.api.request('PATCH', `/api/v1/nodes/${node.name}`, taint, 'application/merge-patch+json');
+  assert.is(patched.status, 200, JSON.stringify(patched.body));
+  await gone('t-fitted', 't-bare');
+
+  const f = wrapLogs(node, 't-fitted');
+  const read = f.find((l) => l.msg === 'deletion read from the Pod');
+  assert.equal(
+    [read?.cause, read?.disruption, read?.deletionGracePeriodMs],
+    ['taint-eviction', 'DeletionByTaintManager', 30_000],
+    `the taint eviction read from the Pod:\n${timeline('t-fitted')}`,
+  );
+  const drain = f.find((l) => l.msg === 'drain ended');
+  assert.is(drain?.outcome, 'drained', timeline('t-fitted'));
+  const out = wrapStdout(node, 't-fitted');
+  assert.ok(out.includes('work done 0') && !out.includes('work interrupted 0'), `the reconcile completed:\n${timeline('t-fitted')}`);
+  const released = f.find((l) => l.msg === 'guard released');
+  const [kill] = kubeletKills(node, ns, 't-fitted', 'manager');
+  assert.is(kill?.gracePeriodS, 30, "the kubelet stopped the container with the Pod's own grace");
+  const marginMs = kill!.at + 30_000 - Date.parse(String(released?.time));
+  assert.ok(released && marginMs > 0, `released ${marginMs} ms before the kubelet's SIGKILL:\n${timeline('t-fitted')}`);
+  assert.equal((await c.api.get(guarded()))?.metadata?.finalizers ?? [], [], 'nothing left on the Role');
+
+  const bare = wrapStdout(node, 't-bare');
+  assert.ok(
+    bare.includes('signal SIGTERM') && bare.includes('work interrupted 0'),
+    `the control's reconcile interrupted:\n${bare.join('\n')}`,
+  );
+  console.log(
+    `taint-based eviction (NoExecute), the Pod's 30 s: the kubelet's stop ${kill!.at - taintedAt} ms after the taint, drained in ` +
+      `${drain?.durationMs} ms, guard released ${marginMs} ms before the kubelet's SIGKILL; control without drainguard: reconcile interrupted`,
   );
 });
 
