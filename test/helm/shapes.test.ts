@@ -265,8 +265,27 @@ for (const mode of MODES) {
       const chartHook = { sleep: { sleep: { seconds: 5 } }, exec: { exec: { command: ['/my-operator', '--deregister'] } } }[hook];
       if (mode === 'wrap') {
         const r = render(prestopBare, set);
-        assert.equal(containerOf(deploymentOf(r.objects, `${RELEASE}-op`), 'operator').lifecycle.preStop, chartHook);
-        assertGuarded('prestop', r, set);
+        const d = deploymentOf(r.objects, `${RELEASE}-op`);
+        const operator = containerOf(d, 'operator');
+        assert.equal(operator.lifecycle.preStop, chartHook);
+        // The hook runs inside the grace, before drainguard's signal: a known length is taken off drainguard's grace period.
+        const gracePeriodOf = (rendered: Rendered) =>
+          containerOf(deploymentOf(rendered.objects, `${RELEASE}-op`), 'operator').env.find(
+            (e: any) => e.name === 'DRAINGUARD_GRACE_PERIOD',
+          )?.value;
+        const leaves = `${d.spec.template.spec.terminationGracePeriodSeconds - 5}s`;
+        if (hook === 'sleep') {
+          assert.is(gracePeriodOf(r), leaves);
+          assertGuarded('prestop', r, set);
+          return;
+        }
+        // An exec hook's length is not known: check says so, until the chart says it.
+        assert.is(gracePeriodOf(r), undefined);
+        assertCheckFinds(prestopBare, set, 'prestop-eats-grace');
+        const told = { ...set, 'drainguard.operator.preStopSeconds': 5 };
+        const t = render(prestopBare, told);
+        assert.is(gracePeriodOf(t), leaves);
+        assertGuarded('prestop', t, told);
         return;
       }
       assert.match(

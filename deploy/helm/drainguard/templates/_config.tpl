@@ -141,6 +141,16 @@ JSON (include "drainguard.config" . | fromJson).
 {{- $drain := include "drainguard.defaultDrain" (dict "grace" $grace "stop" $stop) | int -}}
 {{- if not (kindIs "invalid" $v.drainTimeoutSeconds) }}{{ $drain = int $v.drainTimeoutSeconds }}{{ end -}}
 {{- $image := printf "%s:%s" $v.image.repository $v.image.tag -}}
+{{- /* The operator's own preStop hook, when its length is known (a sleep action, an exec of sleep N): in
+wrap mode it runs inside the grace before drainguard's signal, so drainguard's grace period is what it leaves. */ -}}
+{{- $hookSeconds := 0 -}}
+{{- if not (kindIs "invalid" $v.operator.preStopSeconds) }}{{ $hookSeconds = int $v.operator.preStopSeconds -}}
+{{- else }}{{ with (and $operator.lifecycle $operator.lifecycle.preStop) }}
+{{- if .sleep }}{{ $hookSeconds = int .sleep.seconds }}
+{{- else if and .exec .exec.command (eq (len .exec.command) 2) }}
+{{- if eq (base (first .exec.command)) "sleep" }}{{ $hookSeconds = int (index .exec.command 1) }}{{ end }}
+{{- end }}
+{{- end }}{{ end -}}
 {{- dict
   "enabled" $v.enabled "mode" $v.mode "namespace" $ns "kind" ($d.kind | default "Deployment") "deployment" $deployment
   "serviceAccount" $sa "container" $container
@@ -150,7 +160,7 @@ JSON (include "drainguard.config" . | fromJson).
   "guardSelf" $g.self "own" $own "ownCluster" (not (not $ownCluster))
   "runAsUser" $ids.runAsUser "runAsGroup" $ids.runAsGroup "token" $token
   "operatorResources" ($operator.resources | default dict) "operatorCommand" ($operator.command | default list)
-  "operatorPreStop" (not (not (and $operator.lifecycle $operator.lifecycle.preStop)))
+  "operatorPreStop" (not (not (and $operator.lifecycle $operator.lifecycle.preStop))) "hookSeconds" $hookSeconds
   "hold" $hold "grace" $grace "chartGrace" $chartGrace "stop" $stop "drain" $drain "margin" $margin "defaultSocket" $defaults.socket "image" $image
   | toJson -}}
 {{- end -}}

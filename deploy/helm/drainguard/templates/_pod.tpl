@@ -48,7 +48,11 @@ seccompProfile:
   value: {{ . | quote }}
 {{- end }}
 {{- end }}
-{{- if not (and (kindIs "invalid" $v.drainTimeoutSeconds) (kindIs "invalid" $v.stopTimeoutSeconds)) }}
+{{- if and (eq $c.mode "wrap") (gt (int $c.hookSeconds) 0) }}
+# The operator's own preStop hook ({{ int $c.hookSeconds }} s) runs inside the grace, before drainguard's signal: what it leaves.
+- name: DRAINGUARD_GRACE_PERIOD
+  value: {{ printf "%ds" (sub (int $c.grace) (int $c.hookSeconds)) | quote }}
+{{- else if not (and (kindIs "invalid" $v.drainTimeoutSeconds) (kindIs "invalid" $v.stopTimeoutSeconds)) }}
 # drainguard holds its timeouts to its own grace period before it reads the Pod's.
 - name: DRAINGUARD_GRACE_PERIOD
   value: {{ printf "%ds" (int $c.grace) | quote }}
