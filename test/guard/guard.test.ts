@@ -109,9 +109,16 @@ test("kubectl delete -f of everything, drainguard's own RBAC included: pinned to
     async (c) => {
       const pod = await c.pod('op-0');
       const p = await runHeld(c, pod);
-      const anchor = await c.cluster.waitFor(() => c.anchor(pod), 10_000, 'the release anchor made');
-      // Being deleted from the start, kept by this pod's finalizer, owning the guarded objects of its namespace and of the cluster.
-      assert.ok(anchor.metadata.deletionTimestamp);
+      // Made, then deleted at once: read it once it is being deleted (between the two, it is not yet).
+      const anchor = await c.cluster.waitFor(
+        async () => {
+          const a = await c.anchor(pod);
+          return a?.metadata.deletionTimestamp ? a : undefined;
+        },
+        10_000,
+        'the release anchor made and being deleted',
+      );
+      // Kept by this pod's finalizer, owning the guarded objects of its namespace and of the cluster.
       assert.equal(anchor.metadata.finalizers, [finalizer(pod)]);
       assert.equal(anchor.metadata.ownerReferences.length, 7);
       assert.ok(anchor.metadata.ownerReferences.every((r: any) => r.blockOwnerDeletion === true));
