@@ -132,6 +132,8 @@ function cases(httpInUse: number): Case[] {
     },
     { option: 'stop-timeout', value: '1h', fix: /must be shorter than the grace period/ },
     { option: 'node-shutdown-grace', value: 'abc', fix: /expected a duration such as 500ms, 30s, 2m or a number of seconds, got "abc"/ },
+    { option: 'node-pressure-grace', value: 'abc', fix: /expected a duration such as 500ms, 30s, 2m or a number of seconds, got "abc"/ },
+    { option: 'eviction-responder', value: 'on', fix: /expected one of auto, off/ },
     { option: 'drain-signals', value: 'SIGKILL', fix: /expected signals drainguard can catch \(SIGKILL cannot be caught\)/ },
     {
       option: 'drain-signals',
