@@ -127,137 +127,142 @@ function operatorPid(pod: string): number {
   return Number(pids[0]);
 }
 
-test("preempted by the real scheduler (its DisruptionTarget, a deletion with the spec's 30 s): drainguard reads preemption, goes by the deletion's deadline, the reconcile completes and the guard is released before the kubelet's SIGKILL; without drainguard (the control) the reconcile is interrupted", async () => {
-  const detail = () => `${scheduler.tail()}\n${node.tail()}`;
-  await c.api.create(
-    `/api/v1/namespaces/${ns}/pods`,
-    victim('fitted', { DRAINGUARD_GUARD: `role/${ns}/guarded`, DRAINGUARD_STOP_TIMEOUT: '2s' }),
-  );
-  await c.api.create(`/api/v1/namespaces/${ns}/pods`, victim('bare', { FIXTURE_CONNECT: 'never' }, { bare: true }));
-  // What the scheduler did to each victim, as the API server saw it: its DisruptionTarget, its deletion.
-  const seen = new Map<string, { disruption?: string; deletionGracePeriodSeconds?: number }>();
-  const stopWatch = c.api.watch(`/api/v1/namespaces/${ns}/pods`, (e: WatchEvent) => {
-    const pod = e.object;
-    const target = pod?.status?.conditions?.find((x: { type: string }) => x.type === 'DisruptionTarget');
-    const was = seen.get(pod?.metadata?.name) ?? {};
-    seen.set(pod?.metadata?.name, {
-      disruption: was.disruption ?? (target?.status === 'True' ? target.reason : undefined),
-      deletionGracePeriodSeconds: was.deletionGracePeriodSeconds ?? pod?.metadata?.deletionGracePeriodSeconds,
-    });
-  });
-  try {
-    const ready = (p: string) => wrapStdout(node, p).includes('ready');
-    await c.waitFor(
-      async () => {
-        for (const p of VICTIMS) if ((await c.api.get(podPath(p)))?.spec?.nodeName !== node.name) return false;
-        return ready('fitted') && ready('bare');
-      },
-      120_000,
-      'both victims bound by the scheduler and their operators ready',
-      () => `${detail()}\n${timeline('fitted')}\n${timeline('bare')}`,
-    );
-    const guarded = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/guarded`;
-    await c.waitFor(
-      async () => ((await c.api.get(guarded))?.metadata?.finalizers ?? []).length > 0,
-      60_000,
-      "the guard's finalizer on the Role",
-      () => timeline('fitted'),
-    );
-    for (const p of VICTIMS) {
-      process.kill(operatorPid(p), 'SIGUSR2');
-      await c.waitFor(
-        () => wrapStdout(node, p).includes('work start 0'),
-        10_000,
-        `${p}'s reconcile started`,
-        () => timeline(p),
-      );
-    }
-    const preemptorAt = Date.now();
+test(
+  "preempted by the real scheduler (its DisruptionTarget, a deletion with the spec's 30 s): drainguard reads preemption, " +
+    "goes by the deletion's deadline, the reconcile completes and the guard is released before the kubelet's SIGKILL; " +
+    'without drainguard (the control) the reconcile is interrupted',
+  async () => {
+    const detail = () => `${scheduler.tail()}\n${node.tail()}`;
     await c.api.create(
       `/api/v1/namespaces/${ns}/pods`,
-      scheduled(
-        {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name: 'preemptor' },
-          spec: {
-            hostNetwork: true,
-            terminationGracePeriodSeconds: 1,
-            containers: [{ name: 'main', image: TOOLS_IMAGE, command: ['/busybox', 'sleep', '3600'] }],
-          },
-        } as { spec: PodSpec },
-        high,
-        preemptorCpu,
-      ),
+      victim('fitted', { DRAINGUARD_GUARD: `role/${ns}/guarded`, DRAINGUARD_STOP_TIMEOUT: '2s' }),
     );
-    for (const p of VICTIMS)
+    await c.api.create(`/api/v1/namespaces/${ns}/pods`, victim('bare', { FIXTURE_CONNECT: 'never' }, { bare: true }));
+    // What the scheduler did to each victim, as the API server saw it: its DisruptionTarget, its deletion.
+    const seen = new Map<string, { disruption?: string; deletionGracePeriodSeconds?: number }>();
+    const stopWatch = c.api.watch(`/api/v1/namespaces/${ns}/pods`, (e: WatchEvent) => {
+      const pod = e.object;
+      const target = pod?.status?.conditions?.find((x: { type: string }) => x.type === 'DisruptionTarget');
+      const was = seen.get(pod?.metadata?.name) ?? {};
+      seen.set(pod?.metadata?.name, {
+        disruption: was.disruption ?? (target?.status === 'True' ? target.reason : undefined),
+        deletionGracePeriodSeconds: was.deletionGracePeriodSeconds ?? pod?.metadata?.deletionGracePeriodSeconds,
+      });
+    });
+    try {
+      const ready = (p: string) => wrapStdout(node, p).includes('ready');
       await c.waitFor(
-        async () => (await c.api.get(podPath(p))) === undefined,
+        async () => {
+          for (const p of VICTIMS) if ((await c.api.get(podPath(p)))?.spec?.nodeName !== node.name) return false;
+          return ready('fitted') && ready('bare');
+        },
+        120_000,
+        'both victims bound by the scheduler and their operators ready',
+        () => `${detail()}\n${timeline('fitted')}\n${timeline('bare')}`,
+      );
+      const guarded = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/guarded`;
+      await c.waitFor(
+        async () => ((await c.api.get(guarded))?.metadata?.finalizers ?? []).length > 0,
         60_000,
-        `${p} gone`,
-        () => `${detail()}\n${timeline(p)}`,
+        "the guard's finalizer on the Role",
+        () => timeline('fitted'),
       );
-    // The preemption made room: the preemptor bound to the node and running there.
-    await c.waitFor(
-      async () => {
-        const p = await c.api.get(podPath('preemptor'));
-        return p?.spec?.nodeName === node.name && p?.status?.phase === 'Running';
-      },
-      60_000,
-      'the preemptor running on the node',
-      detail,
-    );
-    for (const p of VICTIMS)
+      for (const p of VICTIMS) {
+        process.kill(operatorPid(p), 'SIGUSR2');
+        await c.waitFor(
+          () => wrapStdout(node, p).includes('work start 0'),
+          10_000,
+          `${p}'s reconcile started`,
+          () => timeline(p),
+        );
+      }
+      const preemptorAt = Date.now();
+      await c.api.create(
+        `/api/v1/namespaces/${ns}/pods`,
+        scheduled(
+          {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: 'preemptor' },
+            spec: {
+              hostNetwork: true,
+              terminationGracePeriodSeconds: 1,
+              containers: [{ name: 'main', image: TOOLS_IMAGE, command: ['/busybox', 'sleep', '3600'] }],
+            },
+          } as { spec: PodSpec },
+          high,
+          preemptorCpu,
+        ),
+      );
+      for (const p of VICTIMS)
+        await c.waitFor(
+          async () => (await c.api.get(podPath(p))) === undefined,
+          60_000,
+          `${p} gone`,
+          () => `${detail()}\n${timeline(p)}`,
+        );
+      // The preemption made room: the preemptor bound to the node and running there.
+      await c.waitFor(
+        async () => {
+          const p = await c.api.get(podPath('preemptor'));
+          return p?.spec?.nodeName === node.name && p?.status?.phase === 'Running';
+        },
+        60_000,
+        'the preemptor running on the node',
+        detail,
+      );
+      for (const p of VICTIMS)
+        assert.equal(
+          seen.get(p),
+          { disruption: 'PreemptionByScheduler', deletionGracePeriodSeconds: GRACE_S },
+          `${p} preempted by the scheduler, deleted with its grace:\n${scheduler.tail()}`,
+        );
+
+      // fitted: the cause and the deletion's deadline read at the signal, the reconcile done, the guard released in time.
+      const f = wrapLogs(node, 'fitted');
+      const read = f.find((l) => l.msg === 'deletion read from the Pod');
       assert.equal(
-        seen.get(p),
-        { disruption: 'PreemptionByScheduler', deletionGracePeriodSeconds: GRACE_S },
-        `${p} preempted by the scheduler, deleted with its grace:\n${scheduler.tail()}`,
+        [read?.cause, read?.disruption, read?.deletionGracePeriodMs],
+        ['preemption', 'PreemptionByScheduler', GRACE_S * 1000],
+        `the preemption read from the Pod:\n${timeline('fitted')}`,
       );
+      const drain = f.find((l) => l.msg === 'drain ended');
+      assert.is(drain?.outcome, 'drained', timeline('fitted'));
+      assert.ok(Number(drain?.durationMs) >= 1000, `the reconcile was in flight at the signal: the drain took ${drain?.durationMs} ms`);
+      const out = wrapStdout(node, 'fitted');
+      assert.ok(out.includes('work done 0') && !out.includes('work interrupted 0'), `the reconcile completed:\n${timeline('fitted')}`);
+      assert.ok(out.includes('signal SIGTERM'), 'the operator got its stop signal from drainguard');
+      const released = f.find((l) => l.msg === 'guard released');
+      assert.ok(released, `the guard released:\n${timeline('fitted')}`);
+      // The kubelet's SIGKILL: the deletion's grace from when it began the stop (its log).
+      const [kill] = kubeletKills(node, ns, 'fitted', 'manager');
+      assert.is(kill?.gracePeriodS, GRACE_S, "the kubelet stopped the container with the deletion's grace");
+      const killAt = kill!.at + GRACE_S * 1000;
+      const marginMs = killAt - Date.parse(String(released?.time));
+      assert.ok(marginMs > 0, `released ${marginMs} ms before the kubelet's SIGKILL`);
+      const finalizers = (await c.api.get(guarded))?.metadata?.finalizers ?? [];
+      assert.equal(finalizers, [], 'nothing left on the Role');
+      const lastMs = killAt - Date.parse(String(f.at(-1)?.time));
 
-    // fitted: the cause and the deletion's deadline read at the signal, the reconcile done, the guard released in time.
-    const f = wrapLogs(node, 'fitted');
-    const read = f.find((l) => l.msg === 'deletion read from the Pod');
-    assert.equal(
-      [read?.cause, read?.disruption, read?.deletionGracePeriodMs],
-      ['preemption', 'PreemptionByScheduler', GRACE_S * 1000],
-      `the preemption read from the Pod:\n${timeline('fitted')}`,
-    );
-    const drain = f.find((l) => l.msg === 'drain ended');
-    assert.is(drain?.outcome, 'drained', timeline('fitted'));
-    assert.ok(Number(drain?.durationMs) >= 1000, `the reconcile was in flight at the signal: the drain took ${drain?.durationMs} ms`);
-    const out = wrapStdout(node, 'fitted');
-    assert.ok(out.includes('work done 0') && !out.includes('work interrupted 0'), `the reconcile completed:\n${timeline('fitted')}`);
-    assert.ok(out.includes('signal SIGTERM'), 'the operator got its stop signal from drainguard');
-    const released = f.find((l) => l.msg === 'guard released');
-    assert.ok(released, `the guard released:\n${timeline('fitted')}`);
-    // The kubelet's SIGKILL: the deletion's grace from when it began the stop (its log).
-    const [kill] = kubeletKills(node, ns, 'fitted', 'manager');
-    assert.is(kill?.gracePeriodS, GRACE_S, "the kubelet stopped the container with the deletion's grace");
-    const killAt = kill!.at + GRACE_S * 1000;
-    const marginMs = killAt - Date.parse(String(released?.time));
-    assert.ok(marginMs > 0, `released ${marginMs} ms before the kubelet's SIGKILL`);
-    const finalizers = (await c.api.get(guarded))?.metadata?.finalizers ?? [];
-    assert.equal(finalizers, [], 'nothing left on the Role');
-    const lastMs = killAt - Date.parse(String(f.at(-1)?.time));
-
-    // bare: the kubelet's SIGTERM went to the operator itself, mid-reconcile.
-    const bare = wrapStdout(node, 'bare');
-    assert.ok(
-      bare.includes('signal SIGTERM') && bare.includes('work interrupted 0'),
-      `the control's reconcile interrupted:\n${bare.join('\n')}`,
-    );
-    assert.not.ok(bare.includes('work done 0'));
-    // The preemptor stopped by its kubelet (grace 1 s), not left running for the node's stop to kill.
-    await c.api.delete(podPath('preemptor'), { gracePeriodSeconds: 1 });
-    await c.waitFor(async () => (await c.api.get(podPath('preemptor'))) === undefined, 60_000, 'the preemptor gone', detail);
-    console.log(
-      `preemption by kube-scheduler ${c.release}, the spec's ${GRACE_S} s: the kubelet's stop ${kill!.at - preemptorAt} ms after the ` +
-        `preemptor was created, drained in ${drain?.durationMs} ms, guard released ${marginMs} ms and the last line ${lastMs} ms ` +
-        "before the kubelet's SIGKILL (its stop + grace); control without drainguard: reconcile interrupted",
-    );
-  } finally {
-    stopWatch();
-  }
-});
+      // bare: the kubelet's SIGTERM went to the operator itself, mid-reconcile.
+      const bare = wrapStdout(node, 'bare');
+      assert.ok(
+        bare.includes('signal SIGTERM') && bare.includes('work interrupted 0'),
+        `the control's reconcile interrupted:\n${bare.join('\n')}`,
+      );
+      assert.not.ok(bare.includes('work done 0'));
+      // The preemptor stopped by its kubelet (grace 1 s), not left running for the node's stop to kill.
+      await c.api.delete(podPath('preemptor'), { gracePeriodSeconds: 1 });
+      await c.waitFor(async () => (await c.api.get(podPath('preemptor'))) === undefined, 60_000, 'the preemptor gone', detail);
+      console.log(
+        `preemption by kube-scheduler ${c.release}, the spec's ${GRACE_S} s: the kubelet's stop ${kill!.at - preemptorAt} ms after the ` +
+          `preemptor was created, drained in ${drain?.durationMs} ms, guard released ${marginMs} ms and the last line ${lastMs} ms ` +
+          "before the kubelet's SIGKILL (its stop + grace); control without drainguard: reconcile interrupted",
+      );
+    } finally {
+      stopWatch();
+    }
+  },
+);
 
 test.run();
