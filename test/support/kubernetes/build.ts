@@ -45,7 +45,10 @@ const commandsOf = (release: string): [string, string][] => Object.entries(COMMA
 /**
  * Commands added after caches (CI's among them) were built without them: a finished build stays
  * finished without one, and buildRelease adds it alone (Go's build cache keeps that to minutes)
- * instead of building the release again. The preemption test needs a scheduler (issue 52).
+ * instead of building the release again. The preemption test needs a scheduler (issue 52). Measured
+ * (/usr/bin/time -v, 2 shared cores, Go's build cache of each release's first build): kube-scheduler
+ * added in 49 s of wall time to v1.37.2 (18 s of CPU), 37 s to v1.30.14, 216 s to v1.38.0-beta.0
+ * (95 s of CPU: its kubelet was never built, so more of its packages were new); then 0.11 s.
  */
 const ADDED_LATER: ReadonlySet<string> = new Set(['kube-scheduler']);
 
