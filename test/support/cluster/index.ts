@@ -21,6 +21,7 @@ import { startControlPlane } from './control-plane.ts';
 export { Api, ApiCallError } from './api.ts';
 export type { ApiResponse, WatchEvent } from './api.ts';
 export type { ControlPlane, ControlPlaneOptions, ControlPlaneState } from './control-plane.ts';
+export { type Scheduler, locateScheduler, startScheduler } from './scheduler.ts';
 
 /** The variable the runner sets for the files that use the cluster: the path of the control plane's JSON state. */
 export const STATE_VARIABLE = 'TEST_CLUSTER_STATE';
