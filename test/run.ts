@@ -323,7 +323,8 @@ for (const [i, pass] of passes.entries()) {
 }
 
 async function runPass(pass: Pass): Promise<void> {
-  const pending = [...pass.files];
+  // A group's files run one after another: started first, they overlap the rest instead of ending the run alone.
+  const pending = [...pass.files].sort((a, b) => Number(!groupOf(a)) - Number(!groupOf(b)));
   const busy = new Set<string>();
   const freed: (() => void)[] = [];
   await Promise.all(
