@@ -13,10 +13,12 @@
 // object the Deployment guards (the manager's ClusterRole and binding among
 // them); removed with docs/deploy.md's three commands: the binding held while
 // the pod drains, then nothing left (no object of the render, no Lease, no
-// holder on any RBAC object). The control: config/default, as kubebuilder
-// made it, applied and deleted the same way: the manager's binding is gone
-// while its pod still runs (nothing holds it). The chart, installed by the
-// real helm and uninstalled: the same guard, and nothing left.
+// holder on any RBAC object). The chart, installed by the real helm and
+// uninstalled: the same guard, and nothing left. The controls, config/default
+// as kubebuilder made it deleted the same way, and the chart with
+// drainguard.enabled=false uninstalled: once the manager has SIGTERM, its
+// binding is gone while its pod still runs (the operator there ignores
+// SIGTERM until its grace period ends, as work in flight goes on).
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -79,11 +81,15 @@ function guardedOf(deployment: KubeObject): Map<string, string> {
   return new Map(parseGuardList(list, 'DRAINGUARD_GUARD').map((t) => [guardTargetKey(t), pathOf(t)]));
 }
 
-const kubeletFor = (namespace: string) =>
+/** The kubelet for NAMESPACE, its operator given ENV. */
+const kubeletFor = (namespace: string, env: NodeJS.ProcessEnv = {}) =>
   Kubelet.start({
     cluster: cluster.access,
     namespaces: [namespace],
-    images: { [DRAINGUARD_IMAGE]: drainguardImage(), [MANAGER_IMAGE]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '300' }) },
+    images: {
+      [DRAINGUARD_IMAGE]: drainguardImage(),
+      [MANAGER_IMAGE]: operatorImage(fixture('operator.ts'), { FIXTURE_WORK: '300', ...env }),
+    },
   });
 
 /** The namespace's one pod, once its Deployment is available. */
@@ -136,6 +142,20 @@ async function strip(paths: Iterable<string>): Promise<void> {
     await cluster.api.call('PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json');
     await cluster.api.call('DELETE', path);
   }
+}
+
+/**
+ * The controls' failure: once the manager has its SIGTERM, its binding is gone while the pod
+ * is still there. Its operator ignores SIGTERM (work still in flight, as a manager's reconciles
+ * go on after the signal) until the grace period's SIGKILL.
+ */
+async function bindingGoneWhileRunning(kubelet: Kubelet, pod: any, binding: string): Promise<void> {
+  const name = pod.metadata.name;
+  await kubelet.event((e) => e.pod === name && e.container === 'manager' && e.what === 'signal SIGTERM', 60_000, 'SIGTERM to the manager');
+  await cluster.poll(binding, (_b, s) => s === 404, 30_000, 'the binding gone: nothing holds it');
+  const still = await cluster.api.call('GET', `/api/v1/namespaces/${pod.metadata.namespace}/pods/${name}`);
+  assert.is(still.status, 200, 'while the manager pod is still there');
+  await kubelet.event((e) => e.pod === name && e.what === 'deleted 200', 60_000, 'the pod stopped (its grace period over) and deleted');
 }
 
 function render(overlay: string): KubeObject[] {
@@ -199,15 +219,12 @@ test("the control: config/default as kubebuilder made it, deleted the same way: 
   const deployment = objects.find((o) => o.kind === 'Deployment')!;
   assert.not.ok(JSON.stringify(deployment).includes('DRAINGUARD_GUARD'), 'no drainguard in config/default');
   const binding = `${RBAC}/clusterrolebindings/${NAME}-manager-rolebinding`;
-  const kubelet = await kubeletFor(namespace);
+  const kubelet = await kubeletFor(namespace, { FIXTURE_ON_TERM: 'ignore' });
   try {
     cluster.kubectl(['apply', '-k', overlay]);
     const pod = await availablePod(namespace, deployment.metadata.name, kubelet);
     cluster.kubectl(['delete', '--wait=false', '-k', overlay]);
-    assert.is((await cluster.api.call('GET', binding)).status, 404, 'the binding gone at once: nothing holds it');
-    const still = await cluster.api.call('GET', `/api/v1/namespaces/${namespace}/pods/${pod.metadata.name}`);
-    assert.is(still.status, 200, 'while the manager pod is still there');
-    await kubelet.event((e) => e.pod === pod.metadata.name && e.what === 'deleted 200', 60_000, 'the pod stopped and deleted');
+    await bindingGoneWhileRunning(kubelet, pod, binding);
     await nothingLeft(pod, objects.map(objectPath));
   } catch (err) {
     throw new Error(`${(err as Error).message}\nkubelet:\n${kubelet.timeline()}`, { cause: err });
@@ -263,6 +280,38 @@ test("the chart the plugin edited, installed by helm: the release's RBAC guarded
     await helm(['uninstall', NAME, '-n', namespace, '--no-hooks', '--ignore-not-found']);
     await kubelet.stop();
     await strip(guarded.values());
+  }
+});
+
+test("the chart's control (drainguard.enabled=false), helm uninstall: the manager's binding gone while its pod runs", async () => {
+  const namespace = await cluster.namespace('kp-bare');
+  const chart = stageChart(join(project, 'dist/chart'));
+  const helm = adminHelm(cluster.cluster);
+  const release = `${NAME}b`;
+  const kubelet = await kubeletFor(namespace, { FIXTURE_ON_TERM: 'ignore' });
+  const flags = ['-n', namespace, '--set', 'drainguard.enabled=false', '--set', 'crd.enabled=false', '--set', 'metrics.enabled=false'];
+  let paths: string[] = [];
+  try {
+    const install = await helm(['install', release, chart, ...flags, '--wait', '--timeout', '90s']);
+    assert.is(install.code, 0, install.stderr + install.stdout);
+    const manifest = await helm(['get', 'manifest', release, '-n', namespace]);
+    paths = parseObjects(manifest.stdout).map((o) =>
+      objectPath({ ...o, metadata: { namespace: o.kind.startsWith('Cluster') ? undefined : namespace, ...o.metadata } }),
+    );
+    assert.not.ok(manifest.stdout.includes('DRAINGUARD_GUARD'), 'no drainguard in the render');
+    const pod = (await cluster.api.must('GET', `/api/v1/namespaces/${namespace}/pods`)).items[0];
+    assert.ok(pod, 'the manager pod');
+    const uninstall = helm(['uninstall', release, '-n', namespace, '--wait', '--timeout', '90s']);
+    await bindingGoneWhileRunning(kubelet, pod, `${RBAC}/clusterrolebindings/${release}-guestbook-manager-rolebinding`);
+    const done = await uninstall;
+    assert.is(done.code, 0, done.stderr + done.stdout);
+    await nothingLeft(pod, paths);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\nkubelet:\n${kubelet.timeline()}`, { cause: err });
+  } finally {
+    await helm(['uninstall', release, '-n', namespace, '--no-hooks', '--ignore-not-found']);
+    await kubelet.stop();
+    await strip(paths);
   }
 });
 
