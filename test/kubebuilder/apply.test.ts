@@ -188,7 +188,7 @@ test("config/drainguard applied with kubectl: the manager's RBAC guarded, held t
     assert.ok(binding.metadata.deletionTimestamp && binding.metadata.finalizers.includes(holder), 'the binding deleted, held by the pod');
     await guard.log('drain started', 30_000);
     const release = spawnSync('sh', ['-c', 'kubectl kustomize "$0" | "$1" release --wait 60s -f -', overlay, EXE], {
-      env: { PATH: process.env.PATH, KUBECONFIG: cluster.cluster.adminKubeconfig },
+      env: { PATH: process.env.PATH, HOME: tempDir(), KUBECONFIG: cluster.cluster.adminKubeconfig },
       encoding: 'utf8',
       timeout: 90_000,
     });
