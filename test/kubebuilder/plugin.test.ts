@@ -4,7 +4,9 @@
 // executable): `kubebuilder init --plugins=go/v4,drainguard.dev/v1-alpha` in
 // the cluster-scoped, multigroup and namespace-scoped layouts, and `kubebuilder
 // edit --plugins=drainguard.dev/v1-alpha` on the projects the CLI scaffolds
-// with `create api`, `make manifests` and helm/v2-alpha's chart. Each result:
+// with `create api`, `make manifests` and helm/v2-alpha's chart (the
+// multigroup one with `edit --plugins=helm/v2-alpha,drainguard.dev/v1-alpha`,
+// the chart made anew and drainguard added in one run). Each result:
 // config/drainguard rendered by the real kustomize (kubectl kustomize, the
 // released components' URLs replaced by this checkout's components) and the
 // chart by the real helm, each checked by `drainguard check` with no finding;
@@ -13,89 +15,39 @@
 // renders object for object what docs/helm.md's steps render (which
 // test/helm/kubebuilder.test.ts installs and uninstalls on the real control
 // plane), as config/drainguard is docs/deploy.md's overlay to the letter
-// (overlay.unit.test.ts; test/deploy/apply.test.ts applies that one).
+// (overlay.unit.test.ts; test/deploy/apply.test.ts applies that one);
+// apply.test.ts applies the plugin's own output and removes it.
 
-import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'yaml';
-import { DEPLOY, type KubeObject, REMOTE_COMPONENT, ofKind, parseObjects, theDeployment } from '../deploy/support/manifests.ts';
+import { ofKind, theDeployment } from '../deploy/support/manifests.ts';
 import { adoptKubebuilderChart } from '../helm/support/adopt.ts';
 import { cleanupCharts, stageChart, template } from '../helm/support/charts.ts';
-import { goEnv } from '../support/go.ts';
-import { type Layout, kubebuilderCli, scaffold } from '../support/kubebuilder.ts';
+import { type Layout, scaffold } from '../support/kubebuilder.ts';
 import { EXE, tempDir } from '../support/proc.ts';
+import {
+  KEY,
+  changed,
+  check,
+  drainguardEnv,
+  hasDrainguard,
+  installPlugin,
+  kubebuilder as kubebuilderWith,
+  kustomize,
+  snapshot,
+} from './support/plugin.ts';
 
-const KEY = 'drainguard.dev/v1-alpha';
-const PLUGINS = tempDir();
+let PLUGINS = '';
 test.before(() => {
-  const out = execFileSync(EXE, ['kubebuilder-plugin', 'install', PLUGINS], { encoding: 'utf8', timeout: 30_000 });
-  assert.match(out, `${PLUGINS}/drainguard.dev/v1-alpha/drainguard.dev`);
+  PLUGINS = installPlugin();
 });
 test.after(cleanupCharts);
 
-/** kubebuilder ARGS in DIR with the plugin installed; its stderr (where the plugin reports). Throws with its output on failure. */
-function kubebuilder(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): string {
-  const r = spawnSync(kubebuilderCli(), args, {
-    cwd: dir,
-    env: { ...goEnv(), EXTERNAL_PLUGINS_PATH: PLUGINS, ...env },
-    encoding: 'utf8',
-    timeout: 300_000,
-  });
-  if (r.status !== 0) throw new Error(`kubebuilder ${args.join(' ')} exited ${r.status ?? r.signal}: ${r.stderr}${r.stdout}`);
-  return r.stderr;
-}
-
-/** Every file of the project but .git and bin/, with its content: what a run of the plugin may change. */
-function snapshot(dir: string): Map<string, string> {
-  const files = readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)))
-    .filter((p) => !p.startsWith('.git/') && !p.startsWith('bin/'));
-  return new Map(files.sort().map((p) => [p, readFileSync(join(dir, p), 'utf8')]));
-}
-
-/** The differences between two snapshots, as paths. */
-const changed = (a: Map<string, string>, b: Map<string, string>) =>
-  [...new Set([...a.keys(), ...b.keys()])].filter((p) => a.get(p) !== b.get(p));
-
-/** `kubectl kustomize` of the project's config/DIR, in a copy whose overlay names this checkout's components. */
-function kustomize(project: string, dir = 'drainguard'): KubeObject[] {
-  const copy = join(tempDir(), 'config');
-  cpSync(join(project, 'config'), copy, { recursive: true });
-  const overlay = join(copy, dir);
-  const file = join(overlay, 'kustomization.yaml');
-  const text = readFileSync(file, 'utf8');
-  writeFileSync(
-    file,
-    text.replace(REMOTE_COMPONENT, (_all, c: string) => relative(overlay, join(DEPLOY, 'components', c))),
-  );
-  return parseObjects(
-    execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 }),
-  );
-}
-
-function check(objects: KubeObject[], namespace?: string): string {
-  const r = spawnSync(EXE, ['check', ...(namespace ? ['-n', namespace] : []), '-'], {
-    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  assert.is(r.status, 0, r.stdout + r.stderr);
-  return r.stdout;
-}
-
-/** The env value NAME of drainguard's container (wrap: the manager; a sidecar mode: drainguard's own). */
-function drainguardEnv(objects: KubeObject[], name: string): string | undefined {
-  const spec = theDeployment(objects).spec.template.spec;
-  const containers = [...(spec.initContainers ?? []), ...spec.containers];
-  return containers.flatMap((c: any) => c.env ?? []).find((e: any) => e.name === name)?.value;
-}
-
-const hasDrainguard = (objects: KubeObject[]) =>
-  theDeployment(objects).spec.template.spec.initContainers?.some((c: any) => /drainguard/.test(c.image)) === true;
+const kubebuilder = (dir: string, args: string[], env: NodeJS.ProcessEnv = {}) => kubebuilderWith(PLUGINS, dir, args, env);
 
 interface InitCase {
   readonly layout: 'cluster' | 'multigroup' | 'namespaced';
@@ -181,6 +133,43 @@ for (const layout of ['cluster', 'namespaced'] as Layout[]) {
     assert.equal(changed(before, snapshot(project)), [], 'the second run changes nothing');
   });
 }
+
+test(`multigroup: edit --plugins=helm/v2-alpha,${KEY} on a scaffolded project: its chart and config/drainguard check clean`, () => {
+  const project = join(tempDir(), 'guestbook');
+  cpSync(scaffold(undefined, 'multigroup').dir, project, { recursive: true });
+  assert.ok(existsSync(join(project, 'api/webapp/v1')), "the multigroup layout: the API under its group's folder");
+  const chart = join(project, 'dist/chart');
+  const namespace = 'guestbook-system';
+  // The control: the chart as helm/v2-alpha wrote it renders a Deployment without drainguard.
+  assert.not.ok(hasDrainguard(template(stageChart(chart), { namespace, release: 'guestbook' })));
+
+  // Another manifests file than the default one: helm/v2-alpha then runs no make target (no controller-gen in the copy).
+  cpSync(join(project, 'dist/install.yaml'), join(project, 'dist/install-copy.yaml'));
+  const report = kubebuilder(project, ['edit', `--plugins=helm/v2-alpha,${KEY}`, '--manifests=dist/install-copy.yaml']);
+  assert.match(report, /> dist\/chart\/templates\/manager\/manager.yaml -> dist\/chart\/templates\/manager\/_manager.yaml/);
+  const config = parse(readFileSync(join(project, 'PROJECT'), 'utf8'));
+  assert.is(config.multigroup, true);
+  assert.equal(config.layout, ['go.kubebuilder.io/v4']);
+
+  const objects = kustomize(project);
+  assert.ok(hasDrainguard(objects));
+  assert.match(check(objects), /no findings/);
+  const guard = (drainguardEnv(objects, 'DRAINGUARD_GUARD') ?? '').split(',');
+  assert.ok(guard.includes('clusterrole/guestbook-manager-role'), `the manager's ClusterRole in ${guard}`);
+
+  const rendered = template(stageChart(chart), { namespace, release: 'shop' });
+  assert.is(ofKind(rendered, 'Deployment').length, 1, 'manager.yaml renders nothing: the Deployment once, from the partial');
+  assert.ok(hasDrainguard(rendered));
+  assert.match(check(rendered, namespace), /no findings/);
+  const chartGuard = (drainguardEnv(rendered, 'DRAINGUARD_GUARD') ?? '').split(',');
+  assert.ok(chartGuard.includes('clusterrole/shop-guestbook-manager-role'), `the release's manager ClusterRole in ${chartGuard}`);
+  // Object for object what docs/helm.md's steps render on the same chart.
+  assert.equal(rendered, template(adoptKubebuilderChart(undefined, 'multigroup'), { namespace, release: 'shop' }));
+
+  const before = snapshot(project);
+  assert.match(kubebuilder(project, ['edit', `--plugins=${KEY}`]), /nothing to change/);
+  assert.equal(changed(before, snapshot(project)), [], 'the second run changes nothing');
+});
 
 test(`edit --plugins=helm/v2-alpha,${KEY}: helm/v2-alpha writes manager.yaml anew, the plugin takes it into the partial again`, () => {
   const project = join(tempDir(), 'guestbook');

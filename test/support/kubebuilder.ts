@@ -3,7 +3,8 @@
 // layouts (`init` or `init --namespaced`, `create api`, the Guestbook
 // controller of test/fixtures/kubebuilder, `make manifests`,
 // `edit --plugins=helm/v2-alpha`), and that project's manager with
-// clients/go/ctrl added by the diff docs/deploy.md shows. Each is built once
+// clients/go/ctrl added by the diff docs/deploy.md shows; and the same project
+// in the multigroup layout (`init --multigroup`), without a manager. Each is built once
 // into ~/.cache/drainguard/kubebuilder/VERSION/, under a key of what it is
 // made from, into a temporary folder renamed into place when complete (a
 // build cut short is never taken for a cached one). Only the Go module proxy
@@ -55,11 +56,17 @@ export const MANAGER_IMAGE = 'controller';
  * later: manager-role a Role in the manager's namespace, WATCH_NAMESPACE).
  */
 export type Layout = 'cluster' | 'namespaced';
+/**
+ * A layout `scaffold` makes: one of the two, or `multigroup` (`kubebuilder init
+ * --multigroup`: cluster-scoped, its API under api/webapp/v1 and its controller
+ * under internal/controller/webapp). No manager is built of a multigroup one.
+ */
+export type ScaffoldLayout = Layout | 'multigroup';
 
 export interface Project {
   /** The project folder, as kubebuilder left it (without bin/): config/, dist/chart/, cmd/, ... Copy before changing. */
   readonly dir: string;
-  readonly layout: Layout;
+  readonly layout: ScaffoldLayout;
   /** The API group of its one kind, Guestbook: webapp.DOMAIN. */
   readonly group: string;
   /** sigs.k8s.io/controller-runtime's version in its go.mod. */
@@ -141,22 +148,27 @@ export function kubebuilderCli(): string {
  * fixture's (in the namespaced layout with `namespace=` in its RBAC markers,
  * as kubebuilder writes them there).
  */
-export function scaffold(domain = 'my.domain', layout: Layout = 'cluster'): Project {
+export function scaffold(domain = 'my.domain', layout: ScaffoldLayout = 'cluster'): Project {
   ensurePrepared();
   const group = `webapp.${domain}`;
   let controller = readFileSync(CONTROLLER, 'utf8').replaceAll('webapp.my.domain', group);
   if (layout === 'namespaced')
     controller = controller.replace(/^(\/\/ \+kubebuilder:rbac:groups=[^,]*),/gm, `$1,namespace=${PROJECT}-system,`);
-  const kind = layout === 'namespaced' ? 'project-namespaced' : 'project';
+  // Multigroup: the controller's package is its group's, the API's package under api/GROUP/.
+  if (layout === 'multigroup')
+    controller = controller
+      .replace(/^package controller$/m, 'package webapp')
+      .replace(`"example.com/${PROJECT}/api/v1"`, `"example.com/${PROJECT}/api/webapp/v1"`);
+  const kind = layout === 'cluster' ? 'project' : `project-${layout}`;
   const base = cached(join(CACHE, `${kind}-${domain}-${sha(controller)}`), (tmp) => {
     const cli = kubebuilderCli();
     const dir = join(tmp, PROJECT);
     mkdirSync(dir);
     const init = ['init', '--domain', domain, '--repo', `example.com/${PROJECT}`];
-    run(cli, layout === 'namespaced' ? [...init, '--namespaced'] : init, { cwd: dir });
+    run(cli, layout === 'cluster' ? init : [...init, `--${layout}`], { cwd: dir });
     run(cli, ['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook', '--resource', '--controller'], { cwd: dir });
     // kubebuilder's own controller is kept beside the project: the doc's diff is checked against it too.
-    const generated = join(dir, 'internal/controller/guestbook_controller.go');
+    const generated = join(dir, `internal/controller/${layout === 'multigroup' ? 'webapp/' : ''}guestbook_controller.go`);
     writeFileSync(join(tmp, 'scaffold_controller.go'), readFileSync(generated));
     writeFileSync(generated, controller);
     run('make', ['manifests'], { cwd: dir });
@@ -207,6 +219,7 @@ function clientSources(): string[] {
  */
 export function kubebuilderManager(project: Project): string {
   ensurePrepared();
+  if (project.layout === 'multigroup') throw new Error("no manager of a multigroup project: docs/deploy.md's diff is of the other layouts");
   const diff = drainDiff(project.layout);
   const sources = clientSources();
   const key = sha(project.dir, diff, ...sources.flatMap((f) => [f, readFileSync(f, 'utf8')]));
@@ -269,14 +282,19 @@ export function prepareKubebuilder(): string {
   const had = existsSync(CACHE) ? readdirSync(CACHE).length : 0;
   const project = scaffold();
   scaffold(undefined, 'namespaced');
+  scaffold(undefined, 'multigroup');
   kubebuilderManager(scaffold(RUN_DOMAIN));
   kubebuilderManager(scaffold(RUN_DOMAIN, 'namespaced'));
+  scaffold(APPLY_DOMAIN);
   const took = ((Date.now() - started) / 1000).toFixed(1);
   return `kubebuilder ${KUBEBUILDER_VERSION} (controller-runtime ${project.controllerRuntime}), ${had ? 'from' : 'built into'} ${CACHE} in ${took} s`;
 }
 
 /** The domain of the project whose manager runs on the cluster (its CRD apart from the kustomize tests'). */
 export const RUN_DOMAIN = 'run.my.domain';
+
+/** The domain of the project test/kubebuilder/apply.test.ts applies and deletes, CRD and all (a CRD no other file has). */
+export const APPLY_DOMAIN = 'apply.my.domain';
 
 /** Whether the test file imports this module, directly or through its relative imports (a text check). */
 export function needsKubebuilder(file: string, seen = new Set<string>()): boolean {

@@ -5,7 +5,7 @@
 
 import { appendFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type Layout, scaffold } from '../../support/kubebuilder.ts';
+import { type ScaffoldLayout, scaffold } from '../../support/kubebuilder.ts';
 import { stageChart } from './charts.ts';
 
 const doc = readFileSync('docs/helm.md', 'utf8');
@@ -44,7 +44,7 @@ function adopt(fixture: string, steps: Steps, prefix: string): string {
 }
 
 /** kubebuilder's dist/chart (of the project of `domain`, in `layout`) with drainguard added as docs/helm.md says. */
-export const adoptKubebuilderChart = (domain?: string, layout?: Layout): string =>
+export const adoptKubebuilderChart = (domain?: string, layout?: ScaffoldLayout): string =>
   adopt(join(scaffold(domain, layout).dir, 'dist/chart'), KUBEBUILDER, 'dist/chart/');
 /** A helm create chart with drainguard added as docs/helm.md says. */
 export const adoptHelmCreateChart = (): string => adopt('test/fixtures/helm-create', HELM_CREATE, '');
