@@ -1,5 +1,6 @@
 // A real node for the tests that are about the kubelet: Debian's containerd
-// and runc, the kubelet of the control plane's release, registered with the
+// and runc, the kubelet of the control plane's release (or an older one's,
+// kubeletRelease), registered with the
 // run's control plane under a name of its own, one per test file. Pods run
 // with hostNetwork on the host's loopback (no CNI is ever called: the network
 // config containerd reads is a placeholder that makes the node Ready and fails
@@ -25,7 +26,17 @@ import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 import { type Logind, startLogind } from '../logind/index.ts';
 
 export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, buildContainerImage, saveImage, toolsImageStoppedBy, toolsMounts } from './images.ts';
-export { type WrapPod, fieldRef, installedParts, outLines, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
+export {
+  type WrapPod,
+  fieldRef,
+  installedParts,
+  outLines,
+  wrapLogs,
+  wrapOperatorPid,
+  wrapPod,
+  wrapStderr,
+  wrapStdout,
+} from './wrap-pod.ts';
 
 const READY_MS = 120_000;
 
@@ -63,14 +74,20 @@ const onPath = (name: string) =>
     .map((d) => join(d, name))
     .find(executable);
 
-/** The kubelet and the runtime, or why a real node cannot start here. */
+/**
+ * The kubelet and the runtime, or why a real node cannot start here. The kubelet is the control plane's
+ * (KUBEBUILDER_ASSETS), or that of `kubeletRelease`, built in its own directory (npm run k8s -- RELEASE).
+ */
 export function locateNode(
   env: NodeJS.ProcessEnv = process.env,
+  kubeletRelease?: string,
 ): { kubelet: string; containerd: string; ctr: string } | { missing: string } {
-  const assets = env.KUBEBUILDER_ASSETS || builtRelease(pinnedRelease());
+  const assets = kubeletRelease ? releaseDir(kubeletRelease) : env.KUBEBUILDER_ASSETS || builtRelease(pinnedRelease());
   const kubelet = assets ? join(assets, 'kubelet') : undefined;
   if (!kubelet || !executable(kubelet))
-    return { missing: `no kubelet in ${assets ?? releaseDir(pinnedRelease())} (npm run k8s builds it)` };
+    return {
+      missing: `no kubelet in ${assets ?? releaseDir(pinnedRelease())} (npm run k8s${kubeletRelease ? ` -- ${kubeletRelease.slice(1)}` : ''} builds it)`,
+    };
   const [containerd, ctr, runc, shim] = ['containerd', 'ctr', 'runc', 'containerd-shim-runc-v2'].map(onPath);
   const absent = [
     ['containerd', containerd],
@@ -276,6 +293,11 @@ export interface NodeOptions {
   readonly shutdown?: NodeShutdown;
   /** Soft node-pressure eviction (SoftEviction). */
   readonly eviction?: SoftEviction;
+  /**
+   * The kubelet of another release than the control plane's ('v1.37.2'), as the version-skew policy allows
+   * (a kubelet up to three minors older than the API server): for a control plane whose own kubelet cannot be built.
+   */
+  readonly kubeletRelease?: string;
 }
 
 /**
@@ -303,7 +325,7 @@ export interface NodeShutdown {
  * file: every container killed, mounts, cgroup and directory removed, Node deleted.
  */
 export async function startNode(cluster: TestCluster, options: NodeOptions = {}): Promise<RealNode> {
-  const found = locateNode();
+  const found = locateNode(process.env, options.kubeletRelease);
   if ('missing' in found) throw new Error(`no real node: ${found.missing} (see test/support/node/README.md)`);
   const name = `node-${randomBytes(3).toString('hex')}`;
   await reapLeftovers();
