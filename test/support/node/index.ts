@@ -15,9 +15,9 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:https';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
-import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts';
-import { Daemon, executable } from '../daemon-process.ts';
+import { join } from 'node:path';
+import { Daemon } from '../daemon-process.ts';
+import { locateNode } from './locate.ts';
 import { freePort } from '../free-port.ts';
 import { onFileEnd } from '../file-end.ts';
 import { type TestCluster, useCluster } from '../cluster/index.ts';
@@ -25,6 +25,7 @@ import { signed } from '../cluster/pki.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 import { type Logind, startLogind } from '../logind/index.ts';
 
+export { locateNode } from './locate.ts';
 export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, buildContainerImage, saveImage, toolsImageStoppedBy, toolsMounts } from './images.ts';
 export {
   type WrapPod,
@@ -65,42 +66,6 @@ export interface RealNode {
   /** With NodeOptions.shutdown: logind's PrepareForShutdown(true), the kubelet's real graceful shutdown; resolves once emitted. */
   shutdown(): Promise<void>;
   stop(): Promise<void>;
-}
-
-const onPath = (name: string) =>
-  (process.env.PATH ?? '')
-    .split(delimiter)
-    .concat('/usr/sbin', '/sbin')
-    .map((d) => join(d, name))
-    .find(executable);
-
-/**
- * The kubelet and the runtime, or why a real node cannot start here. The kubelet is the control plane's
- * (KUBEBUILDER_ASSETS), or that of `kubeletRelease`, built in its own directory (npm run k8s -- RELEASE).
- */
-export function locateNode(
-  env: NodeJS.ProcessEnv = process.env,
-  kubeletRelease?: string,
-): { kubelet: string; containerd: string; ctr: string } | { missing: string } {
-  const assets = kubeletRelease ? releaseDir(kubeletRelease) : env.KUBEBUILDER_ASSETS || builtRelease(pinnedRelease());
-  const kubelet = assets ? join(assets, 'kubelet') : undefined;
-  if (!kubelet || !executable(kubelet))
-    return {
-      missing: `no kubelet in ${assets ?? releaseDir(pinnedRelease())} (npm run k8s${kubeletRelease ? ` -- ${kubeletRelease.slice(1)}` : ''} builds it)`,
-    };
-  const [containerd, ctr, runc, shim] = ['containerd', 'ctr', 'runc', 'containerd-shim-runc-v2'].map(onPath);
-  const absent = [
-    ['containerd', containerd],
-    ['runc', runc],
-    ['containerd-shim-runc-v2', shim],
-  ]
-    .filter(([, p]) => !p)
-    .map(([n]) => n);
-  if (absent.length > 0) return { missing: `${absent.join(', ')} not on PATH (Debian: apt-get install containerd runc)` };
-  if (process.getuid?.() !== 0) return { missing: 'containerd and the kubelet need root' };
-  if (!existsSync('/bin/busybox'))
-    return { missing: 'no /bin/busybox for the pause and tools images (Debian: apt-get install busybox-static)' };
-  return { kubelet, containerd: containerd!, ctr: ctr! };
 }
 
 /** The cgroup hierarchies mounted under /sys/fs/cgroup (v1: one per controller; v2: the unified one). */
