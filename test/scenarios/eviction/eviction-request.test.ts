@@ -5,7 +5,8 @@
 // evictionrequest-controller and imperative-eviction-responder-controller.
 // The pod runs through the kubelet stand-in (1.38.0-beta.0's kubelet cannot be
 // built from the module proxy: test/support/kubernetes/build.ts), which sends
-// SIGTERM when the pod is deleted, as the kubelet does. deploy/examples/wrap,
+// SIGTERM when the pod is deleted, as the kubelet does (eviction-request-node.test.ts:
+// the same on the real v1.37.2 kubelet). deploy/examples/wrap,
 // its Role as shipped, the Pod naming drainguard.dev/drain in
 // spec.evictionResponders; a reconcile of 6 s in flight.
 // - An EvictionRequest for the pod: the controller makes drainguard's entry

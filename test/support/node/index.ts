@@ -1,5 +1,6 @@
 // A real node for the tests that are about the kubelet: Debian's containerd
-// and runc, the kubelet of the control plane's release, registered with the
+// and runc, the kubelet of the control plane's release (or an older one's,
+// kubeletRelease), registered with the
 // run's control plane under a name of its own, one per test file. Pods run
 // with hostNetwork on the host's loopback (no CNI is ever called: the network
 // config containerd reads is a placeholder that makes the node Ready and fails
@@ -14,9 +15,9 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:https';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
-import { builtRelease, pinnedRelease, releaseDir } from '../kubernetes/build.ts';
-import { Daemon, executable } from '../daemon-process.ts';
+import { join } from 'node:path';
+import { Daemon } from '../daemon-process.ts';
+import { locateNode } from './locate.ts';
 import { freePort } from '../free-port.ts';
 import { onFileEnd } from '../file-end.ts';
 import { type TestCluster, useCluster } from '../cluster/index.ts';
@@ -24,8 +25,19 @@ import { signed } from '../cluster/pki.ts';
 import { PAUSE_IMAGE, buildNodeImages } from './images.ts';
 import { type Logind, startLogind } from '../logind/index.ts';
 
+export { locateNode } from './locate.ts';
 export { CHECKOUT, DRAINGUARD_IMAGE, TOOLS_IMAGE, buildContainerImage, saveImage, toolsImageStoppedBy, toolsMounts } from './images.ts';
-export { type WrapPod, fieldRef, installedParts, outLines, wrapLogs, wrapPod, wrapStderr, wrapStdout } from './wrap-pod.ts';
+export {
+  type WrapPod,
+  fieldRef,
+  installedParts,
+  outLines,
+  wrapLogs,
+  wrapOperatorPid,
+  wrapPod,
+  wrapStderr,
+  wrapStdout,
+} from './wrap-pod.ts';
 
 const READY_MS = 120_000;
 
@@ -54,36 +66,6 @@ export interface RealNode {
   /** With NodeOptions.shutdown: logind's PrepareForShutdown(true), the kubelet's real graceful shutdown; resolves once emitted. */
   shutdown(): Promise<void>;
   stop(): Promise<void>;
-}
-
-const onPath = (name: string) =>
-  (process.env.PATH ?? '')
-    .split(delimiter)
-    .concat('/usr/sbin', '/sbin')
-    .map((d) => join(d, name))
-    .find(executable);
-
-/** The kubelet and the runtime, or why a real node cannot start here. */
-export function locateNode(
-  env: NodeJS.ProcessEnv = process.env,
-): { kubelet: string; containerd: string; ctr: string } | { missing: string } {
-  const assets = env.KUBEBUILDER_ASSETS || builtRelease(pinnedRelease());
-  const kubelet = assets ? join(assets, 'kubelet') : undefined;
-  if (!kubelet || !executable(kubelet))
-    return { missing: `no kubelet in ${assets ?? releaseDir(pinnedRelease())} (npm run k8s builds it)` };
-  const [containerd, ctr, runc, shim] = ['containerd', 'ctr', 'runc', 'containerd-shim-runc-v2'].map(onPath);
-  const absent = [
-    ['containerd', containerd],
-    ['runc', runc],
-    ['containerd-shim-runc-v2', shim],
-  ]
-    .filter(([, p]) => !p)
-    .map(([n]) => n);
-  if (absent.length > 0) return { missing: `${absent.join(', ')} not on PATH (Debian: apt-get install containerd runc)` };
-  if (process.getuid?.() !== 0) return { missing: 'containerd and the kubelet need root' };
-  if (!existsSync('/bin/busybox'))
-    return { missing: 'no /bin/busybox for the pause and tools images (Debian: apt-get install busybox-static)' };
-  return { kubelet, containerd: containerd!, ctr: ctr! };
 }
 
 /** The cgroup hierarchies mounted under /sys/fs/cgroup (v1: one per controller; v2: the unified one). */
@@ -276,6 +258,11 @@ export interface NodeOptions {
   readonly shutdown?: NodeShutdown;
   /** Soft node-pressure eviction (SoftEviction). */
   readonly eviction?: SoftEviction;
+  /**
+   * The kubelet of another release than the control plane's ('v1.37.2'), as the version-skew policy allows
+   * (a kubelet up to three minors older than the API server): for a control plane whose own kubelet cannot be built.
+   */
+  readonly kubeletRelease?: string;
 }
 
 /**
@@ -303,7 +290,7 @@ export interface NodeShutdown {
  * file: every container killed, mounts, cgroup and directory removed, Node deleted.
  */
 export async function startNode(cluster: TestCluster, options: NodeOptions = {}): Promise<RealNode> {
-  const found = locateNode();
+  const found = locateNode(process.env, options.kubeletRelease);
   if ('missing' in found) throw new Error(`no real node: ${found.missing} (see test/support/node/README.md)`);
   const name = `node-${randomBytes(3).toString('hex')}`;
   await reapLeftovers();

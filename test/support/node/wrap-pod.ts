@@ -5,7 +5,7 @@
 // drainguard and the operator print goes to OUT/NAME.out and NAME.err on the host.
 // Its volumes, install and mounts are a native sidecar pod's too.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DRAINGUARD_IMAGE, TOOLS_IMAGE, toolsMounts } from './images.ts';
 import type { RealNode } from './index.ts';
@@ -137,4 +137,22 @@ export function wrapLogs(node: RealNode, pod: string): { msg: string; [key: stri
       return [];
     }
   });
+}
+
+/** The operator fixture's process of wrap-mode pod NAMESPACE/POD, on the host (its environment names the pod), for signals. */
+export function wrapOperatorPid(namespace: string, pod: string): number {
+  const mine = [`DRAINGUARD_POD_NAME=${pod}`, `DRAINGUARD_POD_NAMESPACE=${namespace}`];
+  const pids = readdirSync('/proc').filter((p) => {
+    try {
+      if (!/^\d+$/.test(p)) return false;
+      // Node.js on the fixture (drainguard's own command line names the fixture too).
+      const [exe, script] = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      if (exe !== process.execPath || !script?.endsWith('fixtures/operator.ts')) return false;
+      return mine.every((v) => readFileSync(`/proc/${p}/environ`, 'utf8').split('\0').includes(v));
+    } catch {
+      return false;
+    }
+  });
+  if (pids.length !== 1) throw new Error(`not one operator process of ${namespace}/${pod}: ${pids.join(', ') || 'none'}`);
+  return Number(pids[0]);
 }
