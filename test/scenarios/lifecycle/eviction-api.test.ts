@@ -15,7 +15,6 @@
 // pods that do not tolerate it (DeletionByTaintManager) with their own grace,
 // PDB or not; the same pair, drainguard and the control.
 
-import { readFileSync, readdirSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { TestCluster } from '../../support/cluster/index.ts';
@@ -27,6 +26,7 @@ import {
   wrapLogs,
   wrapPod,
   wrapStderr,
+  wrapOperatorPid,
   wrapStdout,
 } from '../../support/node/index.ts';
 import { fixture } from '../../support/proc.ts';
@@ -79,25 +79,6 @@ function operatorPod(name: string, env: Record<string, string>, { bare = false }
   return pod;
 }
 
-/** The operator fixture's process in pod `pod` of this namespace, on the host: its environment names the pod. */
-function operatorPid(pod: string): number {
-  const mine = [`DRAINGUARD_POD_NAME=${pod}`, `DRAINGUARD_POD_NAMESPACE=${ns}`];
-  const pids = readdirSync('/proc').filter((p) => {
-    try {
-      if (!/^\d+$/.test(p)) return false;
-      // Node.js on the fixture (drainguard's own command line names the fixture too).
-      const [exe, script] = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-      if (exe !== process.execPath || !script?.endsWith('fixtures/operator.ts')) return false;
-      const env = readFileSync(`/proc/${p}/environ`, 'utf8').split('\0');
-      return mine.every((v) => env.includes(v));
-    } catch {
-      return false;
-    }
-  });
-  assert.is(pids.length, 1, `one operator process of ${ns}/${pod}: ${pids.join(', ')}`);
-  return Number(pids[0]);
-}
-
 const guarded = () => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/guarded`;
 
 /** The guard's finalizer on the Role (from `fitted`), and both operators ready. */
@@ -119,7 +100,7 @@ async function guardedAndReady(fitted: string, bare: string): Promise<void> {
 
 /** SIGUSR2 to the operator of pod `p`: its reconcile starts. */
 async function startReconcile(p: string): Promise<void> {
-  process.kill(operatorPid(p), 'SIGUSR2');
+  process.kill(wrapOperatorPid(ns, p), 'SIGUSR2');
   await c.waitFor(
     () => wrapStdout(node, p).includes('work start 0'),
     10_000,

@@ -13,7 +13,6 @@
 // - `bare`, the control: the same operator without drainguard: its reconcile in
 //   flight is interrupted by the kubelet's SIGTERM.
 
-import { readFileSync, readdirSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { type Scheduler, type TestCluster, type WatchEvent, startScheduler } from '../../support/cluster/index.ts';
@@ -25,6 +24,7 @@ import {
   wrapLogs,
   wrapPod,
   wrapStderr,
+  wrapOperatorPid,
   wrapStdout,
 } from '../../support/node/index.ts';
 import { fixture } from '../../support/proc.ts';
@@ -108,25 +108,6 @@ function victim(name: string, env: Record<string, string>, { bare = false } = {}
   return scheduled(pod, low, victimCpu);
 }
 
-/** The operator fixture's process in pod `pod` of this namespace, on the host: its environment names the pod. */
-function operatorPid(pod: string): number {
-  const mine = [`DRAINGUARD_POD_NAME=${pod}`, `DRAINGUARD_POD_NAMESPACE=${ns}`];
-  const pids = readdirSync('/proc').filter((p) => {
-    try {
-      if (!/^\d+$/.test(p)) return false;
-      // Node.js on the fixture (drainguard's own command line names the fixture too).
-      const [exe, script] = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-      if (exe !== process.execPath || !script?.endsWith('fixtures/operator.ts')) return false;
-      const env = readFileSync(`/proc/${p}/environ`, 'utf8').split('\0');
-      return mine.every((v) => env.includes(v));
-    } catch {
-      return false;
-    }
-  });
-  assert.is(pids.length, 1, `one operator process of ${ns}/${pod}: ${pids.join(', ')}`);
-  return Number(pids[0]);
-}
-
 test(
   "preempted by the real scheduler (its DisruptionTarget, a deletion with the spec's 30 s): drainguard reads preemption, " +
     "goes by the deletion's deadline, the reconcile completes and the guard is released before the kubelet's SIGKILL; " +
@@ -168,7 +149,7 @@ test(
         () => timeline('fitted'),
       );
       for (const p of VICTIMS) {
-        process.kill(operatorPid(p), 'SIGUSR2');
+        process.kill(wrapOperatorPid(ns, p), 'SIGUSR2');
         await c.waitFor(
           () => wrapStdout(node, p).includes('work start 0'),
           10_000,
