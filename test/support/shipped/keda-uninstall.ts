@@ -346,7 +346,7 @@ async function reconciled(c: TestCluster, apps: string, logs: PodLogs): Promise<
 }
 
 /** After a run: what it left removed by force (finalizers stripped), so that the next run starts clean. */
-async function unstick(c: TestCluster, ns: string, apps: string): Promise<void> {
+export async function unstick(c: TestCluster, ns: string, apps: string): Promise<void> {
   const strip = async (path: string) => {
     const o = await c.api.get(path).catch(() => undefined);
     if (o?.metadata.finalizers?.length) await c.api.patch(path, { metadata: { finalizers: null } }).catch(() => {});
