@@ -21,10 +21,14 @@ function client(down: Record<string, Error> = {}): KubeClient {
       groups: [
         { name: 'example.com', preferredVersion: { version: 'v1' }, versions: [{ version: 'v1' }] },
         { name: 'metrics.example.org', preferredVersion: { version: 'v1beta1' }, versions: [{ version: 'v1beta1' }] },
+        // Gadgets are served in v1alpha1 alone, a version the group does not prefer.
+        { name: 'gear.example.net', preferredVersion: { version: 'v1' }, versions: [{ version: 'v1' }, { version: 'v1alpha1' }] },
       ],
     },
     '/apis/example.com/v1': { resources: [WIDGETS] },
     '/apis/metrics.example.org/v1beta1': { resources: [{ name: 'nodemetrics', namespaced: false, kind: 'NodeMetrics' }] },
+    '/apis/gear.example.net/v1': { resources: [{ name: 'cogs', singularName: 'cog', namespaced: true, kind: 'Cog' }] },
+    '/apis/gear.example.net/v1alpha1': { resources: [{ name: 'sprockets', singularName: 'sprocket', namespaced: true, kind: 'Sprocket' }] },
   };
   return {
     server: SERVER,
@@ -84,6 +88,14 @@ test('no answer at all from a group ends the run with that error', async () => {
   const refused = new KubeUnreachableError('discovery of example.com/v1', SERVER, 'ECONNREFUSED');
   const discovery = new Discovery(client({ '/apis/example.com/v1': refused }));
   assert.is(await rejection(discovery.resolve(parseResourceArgs('widgets.example.com')[0]!)), refused);
+});
+
+test('a bare kind resolves, and a type served only in a version its group does not prefer is found there', async () => {
+  const discovery = new Discovery(client(), () => undefined);
+  const widget = await discovery.resolve(parseResourceArgs('Widget/w')[0]!);
+  assert.equal([widget.resource.group, widget.resource.resource], ['example.com', 'widgets']);
+  const sprocket = await discovery.resolve(parseResourceArgs('sprockets/s')[0]!);
+  assert.equal([sprocket.resource.group, sprocket.resource.version], ['gear.example.net', 'v1alpha1']);
 });
 
 test.run();
