@@ -21,15 +21,14 @@ import type { TestCluster } from '../../support/cluster/index.ts';
 import {
   TOOLS_IMAGE,
   type RealNode,
-  kubeletKills,
   nodeWithNamespace,
-  wrapLogs,
   wrapPod,
   wrapStderr,
   wrapOperatorPid,
   wrapStdout,
 } from '../../support/node/index.ts';
 import { fixture } from '../../support/proc.ts';
+import { assertDeletedPair } from './deleted-pair.ts';
 
 /** The eviction's deleteOptions.gracePeriodSeconds; the Pod's spec says 30. */
 const EVICTION_GRACE_S = 15;
@@ -175,42 +174,13 @@ test("evicted through the Eviction API with a PDB (grace 15 s on a 30 s spec): d
   }
   await gone('fitted', 'bare');
 
-  // fitted: the cause and the deletion's deadline read at the signal, the reconcile done, the guard released in time.
-  const f = wrapLogs(node, 'fitted');
-  const read = f.find((l) => l.msg === 'deletion read from the Pod');
-  assert.equal(
-    [read?.cause, read?.disruption, read?.deletionGracePeriodMs],
-    ['eviction-api', 'EvictionByEvictionAPI', EVICTION_GRACE_S * 1000],
-    `the eviction read from the Pod:\n${timeline('fitted')}`,
-  );
-  const drain = f.find((l) => l.msg === 'drain ended');
-  assert.is(drain?.outcome, 'drained', timeline('fitted'));
-  assert.ok(Number(drain?.durationMs) >= 1000, `the reconcile was in flight at the signal: the drain took ${drain?.durationMs} ms`);
-  const out = wrapStdout(node, 'fitted');
-  assert.ok(out.includes('work done 0') && !out.includes('work interrupted 0'), `the reconcile completed:\n${timeline('fitted')}`);
-  assert.ok(out.includes('signal SIGTERM'), 'the operator got its stop signal from drainguard');
-  const released = f.find((l) => l.msg === 'guard released');
-  assert.ok(released, `the guard released:\n${timeline('fitted')}`);
-  // The kubelet's SIGKILL: the deletion's grace from when it began the stop (its log).
-  const [kill] = kubeletKills(node, ns, 'fitted', 'manager');
-  assert.is(kill?.gracePeriodS, EVICTION_GRACE_S, "the kubelet stopped the container with the deletion's grace");
-  const killAt = kill!.at + EVICTION_GRACE_S * 1000;
-  const marginMs = killAt - Date.parse(String(released?.time));
-  assert.ok(marginMs > 0, `released ${marginMs} ms before the kubelet's SIGKILL`);
-  const finalizers = (await c.api.get(guarded()))?.metadata?.finalizers ?? [];
-  assert.equal(finalizers, [], 'nothing left on the Role');
-  const lastMs = killAt - Date.parse(String(f.at(-1)?.time));
-
-  // bare: the kubelet's SIGTERM went to the operator itself, mid-reconcile.
-  const bare = wrapStdout(node, 'bare');
-  assert.ok(
-    bare.includes('signal SIGTERM') && bare.includes('work interrupted 0'),
-    `the control's reconcile interrupted:\n${bare.join('\n')}`,
-  );
-  assert.not.ok(bare.includes('work done 0'));
+  const { stoppedAt, drainMs, marginMs, lastMs } = await assertDeletedPair({
+    ...{ c, node, ns, fitted: 'fitted', bare: 'bare', guarded: guarded() },
+    ...{ cause: 'eviction-api', disruption: 'EvictionByEvictionAPI', graceS: EVICTION_GRACE_S },
+  });
   console.log(
-    `Eviction API, deleteOptions.gracePeriodSeconds ${EVICTION_GRACE_S} on a 30 s spec: the kubelet's stop ${kill!.at - evictedAt} ms after ` +
-      `the eviction was accepted, drained in ${drain?.durationMs} ms, guard released ${marginMs} ms and the last line ${lastMs} ms ` +
+    `Eviction API, deleteOptions.gracePeriodSeconds ${EVICTION_GRACE_S} on a 30 s spec: the kubelet's stop ${stoppedAt - evictedAt} ms after ` +
+      `the eviction was accepted, drained in ${drainMs} ms, guard released ${marginMs} ms and the last line ${lastMs} ms ` +
       "before the kubelet's SIGKILL (its stop + grace); control without drainguard: reconcile interrupted",
   );
 });
@@ -229,32 +199,13 @@ test("a NoExecute taint on the node: the taint-eviction controller deletes the p
   assert.is(patched.status, 200, JSON.stringify(patched.body));
   await gone('t-fitted', 't-bare');
 
-  const f = wrapLogs(node, 't-fitted');
-  const read = f.find((l) => l.msg === 'deletion read from the Pod');
-  assert.equal(
-    [read?.cause, read?.disruption, read?.deletionGracePeriodMs],
-    ['taint-eviction', 'DeletionByTaintManager', 30_000],
-    `the taint eviction read from the Pod:\n${timeline('t-fitted')}`,
-  );
-  const drain = f.find((l) => l.msg === 'drain ended');
-  assert.is(drain?.outcome, 'drained', timeline('t-fitted'));
-  const out = wrapStdout(node, 't-fitted');
-  assert.ok(out.includes('work done 0') && !out.includes('work interrupted 0'), `the reconcile completed:\n${timeline('t-fitted')}`);
-  const released = f.find((l) => l.msg === 'guard released');
-  const [kill] = kubeletKills(node, ns, 't-fitted', 'manager');
-  assert.is(kill?.gracePeriodS, 30, "the kubelet stopped the container with the Pod's own grace");
-  const marginMs = kill!.at + 30_000 - Date.parse(String(released?.time));
-  assert.ok(released && marginMs > 0, `released ${marginMs} ms before the kubelet's SIGKILL:\n${timeline('t-fitted')}`);
-  assert.equal((await c.api.get(guarded()))?.metadata?.finalizers ?? [], [], 'nothing left on the Role');
-
-  const bare = wrapStdout(node, 't-bare');
-  assert.ok(
-    bare.includes('signal SIGTERM') && bare.includes('work interrupted 0'),
-    `the control's reconcile interrupted:\n${bare.join('\n')}`,
-  );
+  const { stoppedAt, drainMs, marginMs } = await assertDeletedPair({
+    ...{ c, node, ns, fitted: 't-fitted', bare: 't-bare', guarded: guarded() },
+    ...{ cause: 'taint-eviction', disruption: 'DeletionByTaintManager', graceS: 30 },
+  });
   console.log(
-    `taint-based eviction (NoExecute), the Pod's 30 s: the kubelet's stop ${kill!.at - taintedAt} ms after the taint, drained in ` +
-      `${drain?.durationMs} ms, guard released ${marginMs} ms before the kubelet's SIGKILL; control without drainguard: reconcile interrupted`,
+    `taint-based eviction (NoExecute), the Pod's 30 s: the kubelet's stop ${stoppedAt - taintedAt} ms after the taint, drained in ` +
+      `${drainMs} ms, guard released ${marginMs} ms before the kubelet's SIGKILL; control without drainguard: reconcile interrupted`,
   );
 });
 

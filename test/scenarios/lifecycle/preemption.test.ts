@@ -19,15 +19,14 @@ import { type Scheduler, type TestCluster, type WatchEvent, startScheduler } fro
 import {
   TOOLS_IMAGE,
   type RealNode,
-  kubeletKills,
   nodeWithNamespace,
-  wrapLogs,
   wrapPod,
   wrapStderr,
   wrapOperatorPid,
   wrapStdout,
 } from '../../support/node/index.ts';
 import { fixture } from '../../support/proc.ts';
+import { assertDeletedPair } from './deleted-pair.ts';
 
 /** The Pods' terminationGracePeriodSeconds: the scheduler deletes with it. */
 const GRACE_S = 30;
@@ -199,45 +198,16 @@ test(
           `${p} preempted by the scheduler, deleted with its grace:\n${scheduler.tail()}`,
         );
 
-      // fitted: the cause and the deletion's deadline read at the signal, the reconcile done, the guard released in time.
-      const f = wrapLogs(node, 'fitted');
-      const read = f.find((l) => l.msg === 'deletion read from the Pod');
-      assert.equal(
-        [read?.cause, read?.disruption, read?.deletionGracePeriodMs],
-        ['preemption', 'PreemptionByScheduler', GRACE_S * 1000],
-        `the preemption read from the Pod:\n${timeline('fitted')}`,
-      );
-      const drain = f.find((l) => l.msg === 'drain ended');
-      assert.is(drain?.outcome, 'drained', timeline('fitted'));
-      assert.ok(Number(drain?.durationMs) >= 1000, `the reconcile was in flight at the signal: the drain took ${drain?.durationMs} ms`);
-      const out = wrapStdout(node, 'fitted');
-      assert.ok(out.includes('work done 0') && !out.includes('work interrupted 0'), `the reconcile completed:\n${timeline('fitted')}`);
-      assert.ok(out.includes('signal SIGTERM'), 'the operator got its stop signal from drainguard');
-      const released = f.find((l) => l.msg === 'guard released');
-      assert.ok(released, `the guard released:\n${timeline('fitted')}`);
-      // The kubelet's SIGKILL: the deletion's grace from when it began the stop (its log).
-      const [kill] = kubeletKills(node, ns, 'fitted', 'manager');
-      assert.is(kill?.gracePeriodS, GRACE_S, "the kubelet stopped the container with the deletion's grace");
-      const killAt = kill!.at + GRACE_S * 1000;
-      const marginMs = killAt - Date.parse(String(released?.time));
-      assert.ok(marginMs > 0, `released ${marginMs} ms before the kubelet's SIGKILL`);
-      const finalizers = (await c.api.get(guarded))?.metadata?.finalizers ?? [];
-      assert.equal(finalizers, [], 'nothing left on the Role');
-      const lastMs = killAt - Date.parse(String(f.at(-1)?.time));
-
-      // bare: the kubelet's SIGTERM went to the operator itself, mid-reconcile.
-      const bare = wrapStdout(node, 'bare');
-      assert.ok(
-        bare.includes('signal SIGTERM') && bare.includes('work interrupted 0'),
-        `the control's reconcile interrupted:\n${bare.join('\n')}`,
-      );
-      assert.not.ok(bare.includes('work done 0'));
+      const { stoppedAt, drainMs, marginMs, lastMs } = await assertDeletedPair({
+        ...{ c, node, ns, fitted: 'fitted', bare: 'bare', guarded },
+        ...{ cause: 'preemption', disruption: 'PreemptionByScheduler', graceS: GRACE_S },
+      });
       // The preemptor stopped by its kubelet (grace 1 s), not left running for the node's stop to kill.
       await c.api.delete(podPath('preemptor'), { gracePeriodSeconds: 1 });
       await c.waitFor(async () => (await c.api.get(podPath('preemptor'))) === undefined, 60_000, 'the preemptor gone', detail);
       console.log(
-        `preemption by kube-scheduler ${c.release}, the spec's ${GRACE_S} s: the kubelet's stop ${kill!.at - preemptorAt} ms after the ` +
-          `preemptor was created, drained in ${drain?.durationMs} ms, guard released ${marginMs} ms and the last line ${lastMs} ms ` +
+        `preemption by kube-scheduler ${c.release}, the spec's ${GRACE_S} s: the kubelet's stop ${stoppedAt - preemptorAt} ms after the ` +
+          `preemptor was created, drained in ${drainMs} ms, guard released ${marginMs} ms and the last line ${lastMs} ms ` +
           "before the kubelet's SIGKILL (its stop + grace); control without drainguard: reconcile interrupted",
       );
     } finally {
