@@ -10,7 +10,6 @@
 // PushSecret, all with the operator's RBAC. Used by
 // test/shipped/external-secrets-*.test.ts and test/tooling/bench/shipped.ts.
 
-import { execFile } from 'node:child_process';
 import type { TestCluster } from '../cluster/index.ts';
 import { freePort } from '../free-port.ts';
 import { helm, helmRun } from '../helm.ts';
@@ -19,6 +18,7 @@ import { LIBRARY } from '../../helm/support/charts.ts';
 import { PUSHSECRET_FINALIZER, RELEASE, addDrainguard, writeEsoChart } from './external-secrets.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { type PodLogs, followPodLogs } from './pod-logs.ts';
+import { REFUSED, type ShippedRelease, kubectl, releaseLeftovers, unstickRelease } from './release-objects.ts';
 
 export type EsoWay =
   /** `helm uninstall` (drainguard's post-delete hook runs). */
@@ -71,12 +71,8 @@ export function apiServerCleaning(left: readonly string[], l: string): boolean {
 
 /** The render holds the operator's 22 CRDs, 1.5 MB: more than execFileSync's 1 MiB default. */
 const RENDER_BYTES = 64 << 20;
-const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const ES = '/apis/external-secrets.io';
-const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
-const ours = (name: string) => (o: any) => o.spec.group.endsWith(name);
 
-const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
 /**
  * The operator's reconcile that removed the last finalizer deletes the PushSecret with that update; the status patch
  * it defers then finds nothing (pushsecret_controller.go: `errPatchStatus`, "error merging", and the API's "not found").
@@ -85,48 +81,19 @@ const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
 const FINALIZED = (name: string) => (l: string) =>
   l.includes('"error merging"') && l.includes(`pushsecrets.external-secrets.io \\"${name}\\" not found`);
 
-function kubectl(c: TestCluster, args: readonly string[], input?: string): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      'kubectl',
-      ['--kubeconfig', c.adminKubeconfig, ...args],
-      { encoding: 'utf8', timeout: HELM_MS, killSignal: 'SIGKILL' },
-      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
-    );
-    child.stdin!.end(input);
-  });
-}
-
-const describe = (kind: string, o: any): string =>
-  `${kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}` +
-  `${o.metadata.deletionTimestamp ? ' (being deleted)' : ''}${o.metadata.finalizers?.length ? ` finalizers ${o.metadata.finalizers.join(',')}` : ''}`;
+/** The release in NS, its custom resources in APPS. */
+const release = (ns: string, apps: string): ShippedRelease => ({
+  ns,
+  customResources: [
+    { kind: 'pushsecret', path: `${ES}/v1alpha1/namespaces/${apps}/pushsecrets` },
+    { kind: 'secretstore', path: `${ES}/v1/namespaces/${apps}/secretstores` },
+  ],
+  crdGroup: 'external-secrets.io',
+  clusterRbac: (name) => name.startsWith(RELEASE),
+});
 
 /** What the release and its custom resources left: every object of theirs still there. */
-export async function esoLeftovers(c: TestCluster, ns: string, apps: string): Promise<string[]> {
-  const out: string[] = [];
-  const add = async (kind: string, path: string, keep: (o: any) => boolean = () => true) => {
-    for (const o of await c.api.list(path).catch(() => [])) if (keep(o)) out.push(describe(kind, o));
-  };
-  const release = (o: any) => o.metadata.name.startsWith(RELEASE) || o.metadata.name.includes(`:${ns}:`);
-  await add('pushsecret', `${ES}/v1alpha1/namespaces/${apps}/pushsecrets`);
-  await add('secretstore', `${ES}/v1/namespaces/${apps}/secretstores`);
-  await add('customresourcedefinition', CRDS, ours('external-secrets.io'));
-  await add('clusterrole', `${RBAC}/clusterroles`, release);
-  await add('clusterrolebinding', `${RBAC}/clusterrolebindings`, release);
-  await add('validatingadmissionpolicy', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', (o) =>
-    o.metadata.name.includes(ns),
-  );
-  await add('validatingadmissionpolicybinding', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', (o) =>
-    o.metadata.name.includes(ns),
-  );
-  await add('role', `${RBAC}/namespaces/${ns}/roles`);
-  await add('rolebinding', `${RBAC}/namespaces/${ns}/rolebindings`);
-  await add('serviceaccount', `/api/v1/namespaces/${ns}/serviceaccounts`, (o) => o.metadata.name !== 'default');
-  await add('deployment', `/apis/apps/v1/namespaces/${ns}/deployments`);
-  await add('job', `/apis/batch/v1/namespaces/${ns}/jobs`);
-  await add('pod', `/api/v1/namespaces/${ns}/pods`);
-  return out;
-}
+export const esoLeftovers = (c: TestCluster, ns: string, apps: string): Promise<string[]> => releaseLeftovers(c, release(ns, apps));
 
 export interface EsoRun {
   readonly c: TestCluster;
@@ -261,22 +228,4 @@ async function pushed(c: TestCluster, apps: string, logs: PodLogs): Promise<void
 }
 
 /** After a run: what it left removed by force (finalizers stripped), so that the next run starts clean. */
-async function unstick(c: TestCluster, ns: string, apps: string): Promise<void> {
-  const strip = async (path: string) => {
-    const o = await c.api.get(path).catch(() => undefined);
-    if (o?.metadata.finalizers?.length) await c.api.patch(path, { metadata: { finalizers: null } }).catch(() => {});
-  };
-  for (const ps of await c.api.list(`${ES}/v1alpha1/namespaces/${apps}/pushsecrets`).catch(() => []))
-    await strip(`${ES}/v1alpha1/namespaces/${apps}/pushsecrets/${ps.metadata.name}`);
-  for (const kind of ['clusterroles', 'clusterrolebindings'])
-    for (const o of await c.api.list(`${RBAC}/${kind}`))
-      if (o.metadata.name.startsWith(RELEASE) || o.metadata.name.includes(`:${ns}:`)) {
-        await strip(`${RBAC}/${kind}/${o.metadata.name}`);
-        await c.api.delete(`${RBAC}/${kind}/${o.metadata.name}`);
-      }
-  for (const crd of (await c.api.list(CRDS)).filter(ours('external-secrets.io'))) await c.api.delete(`${CRDS}/${crd.metadata.name}`);
-  await c.waitFor(async () => !(await c.api.list(CRDS)).some(ours('external-secrets.io')), 60_000, "the operator's CRDs gone");
-  for (const path of ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'])
-    for (const o of await c.api.list(`/apis/admissionregistration.k8s.io/v1/${path}`))
-      if (o.metadata.name.includes(ns)) await c.api.delete(`/apis/admissionregistration.k8s.io/v1/${path}/${o.metadata.name}`);
-}
+const unstick = (c: TestCluster, ns: string, apps: string): Promise<void> => unstickRelease(c, release(ns, apps), 'the operator');

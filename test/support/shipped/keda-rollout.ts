@@ -26,6 +26,7 @@ import { OPERATOR, SCALEDOBJECT_FINALIZER, addDrainguard, kedaCertificates, writ
 import { type KedaRun, unstick } from './keda-uninstall.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { followPodLogs } from './pod-logs.ts';
+import { REFUSED } from './release-objects.ts';
 
 const KEDA_API = '/apis/keda.sh/v1alpha1';
 const HELM_MS = 150_000;
@@ -35,7 +36,6 @@ const BATCH = 5;
 const STREAM = 40;
 /** How many more the stream creates once the leader is being stopped. */
 const AFTER_STOP = 4;
-const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
 /** controller-runtime's line for a reconcile that returned an error, and the error of one cut short by the manager's stop. */
 const FAILED = 'Reconciler error';
 const CANCELED = /context canceled/;

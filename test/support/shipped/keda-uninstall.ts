@@ -7,7 +7,6 @@
 // pod of the operator's namespace is left: nobody remains who could remove a
 // finalizer). Used by test/shipped/keda.test.ts and test/tooling/bench/shipped.ts.
 
-import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestCluster } from '../cluster/index.ts';
@@ -15,6 +14,7 @@ import { freePort } from '../free-port.ts';
 import { helm, helmRun } from '../helm.ts';
 import type { RealNode } from '../node/index.ts';
 import { LIBRARY } from '../../helm/support/charts.ts';
+import { REFUSED, type ShippedRelease, describeObject, kubectl, releaseLeftovers, unstickRelease } from './release-objects.ts';
 import { OPERATOR, SCALEDOBJECT_FINALIZER, addDrainguard, addNamespaceDeletionRights, kedaCertificates, writeKedaChart } from './keda.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { type PodLogs, followPodLogs } from './pod-logs.ts';
@@ -75,63 +75,31 @@ export const UNINSTALL_TIMEOUT_S = 45;
 const SETTLE_MS = 180_000;
 /** How long an HPA whose owner's CRD is gone is given before it counts as kept for good by the garbage collector. */
 const ORPHAN_MS = 10_000;
-const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const KEDA = '/apis/keda.sh/v1alpha1';
-const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
-const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
 /**
  * The NamespaceLifecycle admission's 403 on anything created in a namespace being deleted (KEDA's Events of the
  * finalization, in a namespace deletion): no right lost, the same for every client; not a refusal to count.
  */
 const TERMINATING = /unable to create new content in namespace \S+ because it is being terminated/;
 
-function kubectl(c: TestCluster, args: readonly string[], input?: string): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      'kubectl',
-      ['--kubeconfig', c.adminKubeconfig, ...args],
-      { encoding: 'utf8', timeout: HELM_MS, killSignal: 'SIGKILL' },
-      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
-    );
-    child.stdin!.end(input);
-  });
-}
-
 /** A leftover that nothing will remove by itself: being deleted, or held by a finalizer. */
 const stuck = (l: string) => l.includes(' (being deleted)') || l.includes(' finalizers ');
 
-const describe = (kind: string, o: any): string =>
-  `${kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}` +
-  `${o.metadata.deletionTimestamp ? ' (being deleted)' : ''}${o.metadata.finalizers?.length ? ` finalizers ${o.metadata.finalizers.join(',')}` : ''}`;
+/** The release in NS, its ScaledObjects in APPS. */
+const release = (ns: string, apps: string): ShippedRelease => ({
+  ns,
+  customResources: [{ kind: 'scaledobject', path: `${KEDA}/namespaces/${apps}/scaledobjects` }],
+  crdGroup: 'keda.sh',
+  clusterRbac: (name) => name === OPERATOR,
+});
 
 /** What the release and its custom resources left: every object of theirs still there. */
-export async function leftovers(c: TestCluster, ns: string, apps: string): Promise<string[]> {
-  const out: string[] = [];
-  const add = async (kind: string, path: string, keep: (o: any) => boolean = () => true) => {
-    for (const o of await c.api.list(path).catch(() => [])) if (keep(o)) out.push(describe(kind, o));
-  };
-  const ours = (o: any) => o.metadata.name === OPERATOR || o.metadata.name.includes(`:${ns}:`);
-  await add('scaledobject', `${KEDA}/namespaces/${apps}/scaledobjects`);
-  await add('customresourcedefinition', CRDS, (o) => o.spec.group.endsWith('keda.sh'));
-  await add('clusterrole', `${RBAC}/clusterroles`, ours);
-  await add('clusterrolebinding', `${RBAC}/clusterrolebindings`, ours);
-  await add('validatingadmissionpolicy', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', (o) =>
-    o.metadata.name.includes(ns),
-  );
-  await add('validatingadmissionpolicybinding', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', (o) =>
-    o.metadata.name.includes(ns),
-  );
-  await add('role', `${RBAC}/namespaces/${ns}/roles`);
-  await add('rolebinding', `${RBAC}/namespaces/${ns}/rolebindings`);
-  await add('serviceaccount', `/api/v1/namespaces/${ns}/serviceaccounts`, (o) => o.metadata.name !== 'default');
-  await add('deployment', `/apis/apps/v1/namespaces/${ns}/deployments`);
-  await add('job', `/apis/batch/v1/namespaces/${ns}/jobs`);
-  await add('pod', `/api/v1/namespaces/${ns}/pods`);
+export const leftovers = (c: TestCluster, ns: string, apps: string): Promise<string[]> =>
   // The HPA KEDA made is owned by the ScaledObject: the garbage collector takes it once that is gone.
-  await add('horizontalpodautoscaler', `/apis/autoscaling/v2/namespaces/${apps}/horizontalpodautoscalers`);
-  return out;
-}
+  releaseLeftovers(c, release(ns, apps), [
+    { kind: 'horizontalpodautoscaler', path: `/apis/autoscaling/v2/namespaces/${apps}/horizontalpodautoscalers` },
+  ]);
 
 /**
  * What a deletion of the namespace NS left stuck: the namespace itself while it is there, and every object of the
@@ -140,7 +108,7 @@ export async function leftovers(c: TestCluster, ns: string, apps: string): Promi
 async function namespaceLeftovers(c: TestCluster, ns: string): Promise<string[]> {
   const namespace = await c.api.get(`/api/v1/namespaces/${ns}`);
   const left = (await leftovers(c, ns, ns)).filter(stuck);
-  return namespace ? [`${describe('namespace', namespace)} phase ${namespace.status?.phase}`, ...left] : left;
+  return namespace ? [`${describeObject('namespace', namespace)} phase ${namespace.status?.phase}`, ...left] : left;
 }
 
 /**
@@ -248,7 +216,7 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
       if (target) targetReplicas = target.spec.replicas;
       const left = await (namespaced ? namespaceLeftovers(c, ns) : leftovers(c, ns, apps));
       // leftovers() lists the pods; namespaceLeftovers() only those stuck.
-      const pods = namespaced ? (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).map((p) => describe('pod', p)) : [];
+      const pods = namespaced ? (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).map((p) => describeObject('pod', p)) : [];
       seen = [...left, ...pods];
       return left;
     };
@@ -346,24 +314,4 @@ async function reconciled(c: TestCluster, apps: string, logs: PodLogs): Promise<
 }
 
 /** After a run: what it left removed by force (finalizers stripped), so that the next run starts clean. */
-export async function unstick(c: TestCluster, ns: string, apps: string): Promise<void> {
-  const strip = async (path: string) => {
-    const o = await c.api.get(path).catch(() => undefined);
-    if (o?.metadata.finalizers?.length) await c.api.patch(path, { metadata: { finalizers: null } }).catch(() => {});
-  };
-  for (const so of await c.api.list(`${KEDA}/namespaces/${apps}/scaledobjects`).catch(() => []))
-    await strip(`${KEDA}/namespaces/${apps}/scaledobjects/${so.metadata.name}`);
-  for (const kind of ['clusterroles', 'clusterrolebindings'])
-    for (const o of await c.api.list(`${RBAC}/${kind}`))
-      if (o.metadata.name === OPERATOR || o.metadata.name.includes(`:${ns}:`)) {
-        await strip(`${RBAC}/${kind}/${o.metadata.name}`);
-        await c.api.delete(`${RBAC}/${kind}/${o.metadata.name}`);
-      }
-  for (const crd of (await c.api.list(CRDS)).filter((o: any) => o.spec.group.endsWith('keda.sh'))) {
-    await c.api.delete(`${CRDS}/${crd.metadata.name}`);
-  }
-  await c.waitFor(async () => (await c.api.list(CRDS)).every((o: any) => !o.spec.group.endsWith('keda.sh')), 60_000, "KEDA's CRDs gone");
-  for (const path of ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'])
-    for (const o of await c.api.list(`/apis/admissionregistration.k8s.io/v1/${path}`))
-      if (o.metadata.name.includes(ns)) await c.api.delete(`/apis/admissionregistration.k8s.io/v1/${path}/${o.metadata.name}`);
-}
+export const unstick = (c: TestCluster, ns: string, apps: string): Promise<void> => unstickRelease(c, release(ns, apps), 'KEDA');
