@@ -4,9 +4,12 @@
 // the fake provider, then `helm uninstall`. Helm deletes the Deployment first
 // and the CRDs last: without drainguard the operator is gone when the CRD's
 // deletion reaches the PushSecret, which keeps the operator's finalizer for
-// good, its CRD Terminating. With drainguard (docs/helm.md, the hold of
-// docs/hold.md) the operator runs on with its RBAC until it has finalized it,
-// and nothing is left. PushSecret is served in v1alpha1 of a group that prefers
+// good, its CRD Terminating. With drainguard (docs/helm.md with its pre-delete
+// hook, the hold of docs/hold.md) the hook deletes the PushSecret while the
+// operator and its SecretStore are there, the operator finalizes it with its
+// RBAC, and nothing is left. The hold alone is not enough here: the CRDs'
+// deletion removes the SecretStore at once, and a PushSecret reconciled after
+// that can never be finalized (external-secrets#3411; seen once in CI). PushSecret is served in v1alpha1 of a group that prefers
 // v1: the hold finds it there (src/kube/discovery.ts); with the preferred version
 // only, it let go after its 5 s settle and the PushSecret stuck.
 

@@ -17,7 +17,8 @@
 //
 // drainguard is added by docs/helm.md's four steps (the chart is a `helm create`
 // one: its Deployment sets no command, so wrap mode names the image's
-// ENTRYPOINT) and docs/hold.md's `hold.kinds`, nothing else.
+// ENTRYPOINT), docs/hold.md's `hold.kinds` and docs/helm.md's `predelete`,
+// nothing else.
 
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -126,6 +127,11 @@ export function addDrainguard(chart: string, library: string): void {
     guard: { templates: RBAC_TEMPLATES },
     // The hold with its default settle: PushSecret is served in v1alpha1 alone, in a group that prefers v1.
     hold: { kinds: KINDS },
+    // docs/helm.md's pre-delete hook, the PushSecrets (in any namespace) before Helm deletes anything: their cleanup
+    // reads the SecretStore they pushed to, which the CRDs' deletion removes at once (no finalizer keeps it,
+    // external-secrets#3411). Left to the hold alone, which store or PushSecret goes first is a race the operator
+    // lost once in CI. `helm template --no-hooks` (the kubectl way) leaves the hook out.
+    predelete: { enabled: true, stages: [KINDS], allNamespaces: true, requireReady: `app.kubernetes.io/name=${RELEASE}` },
   };
   writeFileSync(join(chart, 'values.yaml'), stringify(values));
 }
