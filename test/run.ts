@@ -53,7 +53,8 @@ const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
 const UNIT = '.unit.test.ts';
 /**
  * The files that run again on the oldest supported release: the chart, the admission policy, the guard,
- * and what the release changes: namespace deletion (not ordered before 1.33), the kubelet's termination.
+ * and what the release changes: namespace deletion (not ordered before 1.33), the kubelet's termination;
+ * and the shipped operators' uninstalls (their rollouts stay on the newest).
  */
 const COMPAT_FILES = [
   'test/helm/',
@@ -63,6 +64,12 @@ const COMPAT_FILES = [
   'test/namespace/',
   'test/support/node/real-node',
   'test/scenarios/lifecycle/',
+  'test/shipped/external-secrets-',
+  'test/shipped/keda-helm',
+  'test/shipped/keda-kubectl',
+  'test/shipped/keda-namespace',
+  'test/shipped/keda-no-hooks',
+  'test/shipped/keda-wait',
 ];
 /** Of those, what the oldest release cannot run: lifecycle.stopSignal's gate, ContainerStopSignals, came in 1.33. */
 const NOT_ON_OLDEST = ['test/scenarios/lifecycle/stop-signal'];

@@ -2,65 +2,93 @@
 // lacks, supplied from outside the chart so that the chart stays as its
 // project ships it:
 // - the pod network: the real node has no CNI (test/support/node/README.md),
-//   so a MutatingAdmissionPolicy of the cluster's own puts every pod created
+//   so a mutating admission webhook of the test's own puts every pod created
 //   in the namespace on the host network, with the API server's address in
 //   each container (nothing routes the `kubernetes` Service's ClusterIP);
-//   that covers the operator's pods and the hooks' Jobs alike;
+//   that covers the operator's pods and the hooks' Jobs alike. A webhook, not
+//   a MutatingAdmissionPolicy: Kubernetes 1.30 serves no such policy, and the
+//   shipped tier runs there too;
 // - a scheduler: the control plane runs none (kube-scheduler is not built), so
 //   bind() binds each unbound pod of the namespace to the node with the
 //   pods/binding subresource, as kube-scheduler would. A stand-in: it decides
 //   nothing, there is one node.
 
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import type { TestCluster } from '../cluster/index.ts';
+import { onFileEnd } from '../file-end.ts';
 import type { RealNode } from '../node/index.ts';
 
-const MAP = 'admissionregistration.k8s.io/v1';
+/** The API server's address, in place of the `kubernetes` Service's: what each container of a host-network pod is given. */
+const apiEnv = (c: TestCluster) => [
+  { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+  { name: 'KUBERNETES_SERVICE_PORT', value: new URL(c.url).port },
+];
 
-/** The policy and its binding for NAMESPACE: created, and removed by the file's end with the cluster's objects. */
+/** The JSON patch that puts POD on the host network, each of its containers and init containers given the API's address. */
+function hostNetworkPatch(c: TestCluster, pod: any): object[] {
+  const env = apiEnv(c);
+  const names = new Set(env.map((e) => e.name));
+  const patch: object[] = [{ op: 'add', path: '/spec/hostNetwork', value: true }];
+  for (const list of ['containers', 'initContainers'] as const)
+    (pod.spec[list] ?? []).forEach((container: any, i: number) => {
+      const kept = (container.env ?? []).filter((e: any) => !names.has(e.name));
+      patch.push({ op: 'add', path: `/spec/${list}/${i}/env`, value: [...kept, ...env] });
+    });
+  return patch;
+}
+
+/**
+ * The webhook server for C: HTTPS on loopback with the cluster's own serving certificate (SAN 127.0.0.1, signed by
+ * the cluster CA), closed at the file's end. Every review it gets is a pod CREATE of a namespace that asked for it.
+ */
+async function serveWebhook(c: TestCluster): Promise<number> {
+  const server = createServer({ cert: readFileSync(c.state.servingCert), key: readFileSync(c.state.servingKey) }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (b: Buffer) => chunks.push(b));
+    req.on('end', () => {
+      const review = JSON.parse(Buffer.concat(chunks).toString());
+      const patch = Buffer.from(JSON.stringify(hostNetworkPatch(c, review.request.object))).toString('base64');
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          apiVersion: 'admission.k8s.io/v1',
+          kind: 'AdmissionReview',
+          response: { uid: review.request.uid, allowed: true, patchType: 'JSONPatch', patch },
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onFileEnd(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return (server.address() as AddressInfo).port;
+}
+
+/** The webhook and its configuration for NAMESPACE: created, and removed by the file's end with the cluster's objects. */
 export async function hostNetworkPolicy(c: TestCluster, namespace: string): Promise<void> {
-  const name = `host-network-${namespace}`;
-  const port = new URL(c.url).port;
-  const env = `[Object.spec.containers.env{name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1"},
-    Object.spec.containers.env{name: "KUBERNETES_SERVICE_PORT", value: "${port}"}]`;
+  const port = await serveWebhook(c);
   await c.create(
     {
-      apiVersion: MAP,
-      kind: 'MutatingAdmissionPolicy',
-      metadata: { name },
-      spec: {
-        matchConstraints: {
-          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      metadata: { name: `host-network-${namespace}` },
+      webhooks: [
+        {
+          name: 'host-network.drainguard.test',
+          clientConfig: { url: `https://127.0.0.1:${port}/mutate`, caBundle: readFileSync(c.state.caFile).toString('base64') },
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+          failurePolicy: 'Fail',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          timeoutSeconds: 10,
         },
-        failurePolicy: 'Fail',
-        reinvocationPolicy: 'IfNeeded',
-        mutations: [
-          {
-            patchType: 'ApplyConfiguration',
-            applyConfiguration: {
-              expression: `Object{spec: Object.spec{hostNetwork: true,
-              containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, env: ${env}})}}`,
-            },
-          },
-          {
-            patchType: 'ApplyConfiguration',
-            applyConfiguration: {
-              expression: `has(object.spec.initContainers) ? Object{spec: Object.spec{
-              initContainers: object.spec.initContainers.map(c, Object.spec.initContainers{name: c.name,
-                env: ${env.replaceAll('Object.spec.containers.env', 'Object.spec.initContainers.env')}})}} : Object{}`,
-            },
-          },
-        ],
-      },
+      ],
     },
-    'mutatingadmissionpolicies',
+    'mutatingwebhookconfigurations',
   );
-  await c.create({
-    apiVersion: MAP,
-    kind: 'MutatingAdmissionPolicyBinding',
-    metadata: { name },
-    spec: { policyName: name, matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } } },
-  });
-  // The policy takes effect once the API server's admission has loaded it: a probe pod shows when.
+  // The configuration takes effect once the API server's admission has loaded it: a probe pod shows when.
   await c.waitFor(
     async () => {
       const r = await c.api.request('POST', `/api/v1/namespaces/${namespace}/pods?dryRun=All`, {
@@ -72,7 +100,7 @@ export async function hostNetworkPolicy(c: TestCluster, namespace: string): Prom
       return r.status === 201 && r.body?.spec?.hostNetwork === true;
     },
     30_000,
-    `the host-network policy applied in ${namespace}`,
+    `the host-network webhook applied in ${namespace}`,
   );
 }
 
