@@ -54,7 +54,9 @@ const UNIT = '.unit.test.ts';
 /**
  * The files that run again on the oldest supported release: the chart, the admission policy, the guard,
  * and what the release changes: namespace deletion (not ordered before 1.33), the kubelet's termination;
- * and the shipped operators' uninstalls (their rollouts stay on the newest).
+ * and the shipped operators' uninstalls. Not their rollouts, nor KEDA's namespace deletion: before 1.33 the namespace
+ * controller deletes everything at once, KEDA's rights are cluster-wide, and whether it finalizes its ScaledObject
+ * without drainguard is a race (it did in one run of two on v1.30.14), so that file's control shows nothing there.
  */
 const COMPAT_FILES = [
   'test/helm/',
@@ -67,7 +69,6 @@ const COMPAT_FILES = [
   'test/shipped/external-secrets-',
   'test/shipped/keda-helm',
   'test/shipped/keda-kubectl',
-  'test/shipped/keda-namespace',
   'test/shipped/keda-no-hooks',
   'test/shipped/keda-wait',
 ];

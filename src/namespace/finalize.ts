@@ -12,8 +12,9 @@
 // What is left at the deadline is logged, object by object.
 //
 // Rights: `get` on its own Namespace (resourceNames), and `list` and `delete`
-// on the listed kinds in it (the hold already has `list`). Discovery is
-// readable by every authenticated user. Nothing here ever throws.
+// on the listed kinds in it (the hold already has `list`). A refused delete is
+// warned about and waited out: the namespace controller may still delete them.
+// Discovery is readable by every authenticated user. Nothing here ever throws.
 
 import { type Clock, systemClock } from '../clock.ts';
 import { type HoldKind, holdKindName } from '../config/hold-list.ts';
@@ -96,14 +97,27 @@ export async function finalizeNamespaceContent(
       objects: names,
       deadline: new Date(deadline).toISOString(),
     });
+    const refused: string[] = [];
+    let refusal: unknown;
     for (const { ref, item } of first) {
       if (item.metadata.deletionTimestamp) continue;
       await client
         .delete({ ...ref, namespace, name: item.metadata.name! }, { ...call, body: { propagationPolicy: 'Background' } })
         .catch((err: unknown) => {
-          if (!isNotFound(err)) throw err;
+          if (isNotFound(err)) return;
+          // Refused: before 1.33 the namespace controller deletes them with everything else (a Role that granted
+          // this delete too, when it was not guarded), and the operator, still running, can finalize them then.
+          if (!isStatus(err, 401, 403)) throw err;
+          refused.push(nameOf(ref, item));
+          refusal = err;
         });
     }
+    if (refused.length > 0)
+      log.warn(
+        'namespace being deleted: deleting its custom resources was refused; waiting for the namespace controller to delete them: ' +
+          'grant delete on them in a Role that drainguard guards (docs/namespace.md)',
+        { namespace, objects: refused, error: refusal },
+      );
     let left = first;
     while (left.length > 0) {
       if (signal?.aborted) return { outcome: 'aborted' };

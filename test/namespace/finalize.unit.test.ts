@@ -5,6 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { KubeClient } from '../../src/kube/client.ts';
+import { KubeApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/objects.ts';
 import type { LogFields, Logger } from '../../src/log/logger.ts';
 import { type NamespaceFinalizeOutcome, finalizeNamespaceContent } from '../../src/namespace/finalize.ts';
@@ -22,8 +23,11 @@ function capture(): { logger: Logger; lines: { msg: string; fields?: LogFields }
   return { logger, lines };
 }
 
-/** A namespace being deleted with one widget whose finalizer runs until `goneAtList` (the list that no longer finds it; never without). */
-function api(clock: FakeClock, goneAtList?: number) {
+/**
+ * A namespace being deleted with one widget whose finalizer runs until `goneAtList` (the list that no longer finds it;
+ * never without); `deleteRefused`: its DELETE answered 403, as when the Role granting it went with the namespace.
+ */
+function api(clock: FakeClock, goneAtList?: number, deleteRefused = false) {
   const listedAt: number[] = [];
   const widget: KubeObject = { metadata: { name: 'w', namespace: NS, finalizers: ['example.com/cleanup'] } };
   const client = {
@@ -38,7 +42,10 @@ function api(clock: FakeClock, goneAtList?: number) {
       listedAt.push(clock.now() - T0);
       return { items: listedAt.length === goneAtList ? [] : [widget] };
     },
-    delete: async () => ({}),
+    delete: async () => {
+      if (deleteRefused) throw new KubeApiError('DELETE widget/ops/w', 'https://api', 403, 'Forbidden', 'widgets "w" is forbidden');
+      return {};
+    },
   } as unknown as KubeClient;
   return { client, listedAt };
 }
@@ -82,6 +89,19 @@ test('finalized at the third list: gone, and the time it took on the clock', asy
     msg: 'namespace being deleted: its custom resources are finalized and gone',
     fields: { namespace: NS, objects: [`widgets.example.com/${NS}/w`], afterMs: 500 },
   });
+});
+
+test('a refused delete: warned, naming the objects, and waited out: the namespace controller deletes them, the operator finalizes them', async () => {
+  const clock = new FakeClock(T0);
+  const { client, listedAt } = api(clock, 3, true);
+  const { logger, lines } = capture();
+  const r = run(clock, client, logger, T0 + 10_000);
+  await clock.advance(500);
+  assert.equal(await within(2000, 'the outcome', r.pending), { outcome: 'finalized', objects: [`widgets.example.com/${NS}/w`] });
+  assert.equal(listedAt, [0, 250, 500]);
+  const warned = lines.find((l) => l.msg.startsWith('namespace being deleted: deleting its custom resources was refused'));
+  assert.ok(warned, lines.map((l) => l.msg).join('\n'));
+  assert.equal(warned.fields?.objects, [`widgets.example.com/${NS}/w`]);
 });
 
 test('aborted between two polls: the outcome at once, no later list', async () => {

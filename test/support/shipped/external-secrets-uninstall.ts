@@ -44,6 +44,11 @@ export interface EsoUninstalled {
   readonly finalizedByOperator: boolean;
   /** The operator's log lines that say 401 or 403. */
   readonly refused: string[];
+  /**
+   * When the operator's ClusterRoleBinding was deleted (its DELETED event), whether an operator pod was not yet even
+   * being deleted: the operator ran on without its rights. Undefined when the binding outlived the settle.
+   */
+  readonly rightsGoneWhileRunning: boolean | undefined;
   /** The operator's log, for a failure's message. */
   readonly log: string[];
 }
@@ -72,6 +77,8 @@ export function apiServerCleaning(left: readonly string[], l: string): boolean {
 /** The render holds the operator's 22 CRDs, 1.5 MB: more than execFileSync's 1 MiB default. */
 const RENDER_BYTES = 64 << 20;
 const ES = '/apis/external-secrets.io';
+/** The chart's binding of the operator's ClusterRole: its rights. */
+const BINDING = `${RELEASE}-controller`;
 
 /**
  * The operator's reconcile that removed the last finalizer deletes the PushSecret with that update; the status patch
@@ -135,6 +142,8 @@ export async function uninstallEso(run: EsoRun, guarded: boolean, way: EsoWay): 
     );
     await pushed(c, apps, logs);
 
+    const rights = watchRightsGone(c, ns);
+    await rights.ready;
     const t0 = Date.now();
     const done = await (way === 'kubectl delete -f'
       ? kubectl(c, ['delete', '-n', ns, '-f', '-', '--wait=false'], render)
@@ -165,6 +174,7 @@ export async function uninstallEso(run: EsoRun, guarded: boolean, way: EsoWay): 
       () => `left:\n  ${seen.join('\n  ')}\noperator log (last 30):\n${operatorLog().slice(-30).join('\n')}\n` + node.tail(),
     );
     const settledMs = Date.now() - t0;
+    rights.stop();
     const left = await esoLeftovers(c, ns, apps);
     const log = operatorLog();
     return {
@@ -178,6 +188,7 @@ export async function uninstallEso(run: EsoRun, guarded: boolean, way: EsoWay): 
       left,
       finalizedByOperator: log.some(FINALIZED('pushed')),
       refused: log.filter((l) => REFUSED.test(l)),
+      rightsGoneWhileRunning: rights.whileRunning(),
       log,
     };
   } finally {
@@ -185,6 +196,24 @@ export async function uninstallEso(run: EsoRun, guarded: boolean, way: EsoWay): 
     logs.stop();
     await unstick(c, ns, apps);
   }
+}
+
+/**
+ * Watches the operator's ClusterRoleBinding: at its DELETED event, reads the operator's pods at once. `ready` resolves
+ * once the watch has seen the binding there (its first event), so that no deletion can come before it.
+ */
+function watchRightsGone(c: TestCluster, ns: string) {
+  let whileRunning: boolean | undefined;
+  let seen: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (seen = resolve));
+  const stop = c.api.watch(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?fieldSelector=metadata.name%3D${BINDING}`, (e) => {
+    if (e.type === 'ADDED') seen();
+    if (e.type !== 'DELETED') return;
+    void c.api.list(`/api/v1/namespaces/${ns}/pods?labelSelector=app.kubernetes.io%2Fname%3D${RELEASE}`).then((pods) => {
+      whileRunning = pods.some((p: any) => !p.metadata.deletionTimestamp);
+    });
+  });
+  return { ready, stop, whileRunning: () => whileRunning };
 }
 
 const ready = (p: any) => p.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True');

@@ -226,10 +226,13 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
         if (!left.some((l) => /^(scaledobject|customresourcedefinition)\//.test(l))) finalizedMs ??= Date.now() - t0;
         if (left.length === 0) return (cleanMs = Date.now() - t0);
         // A namespace deletion is settled when it is gone, or once its pods are gone and the namespace controller says
-        // it waits on a finalizer that nobody left can remove (not the garbage collector's).
+        // it waits on a finalizer that nobody left can remove (not the garbage collector's), on an object still there:
+        // the controller's condition lags (before 1.33 it names the ScaledObject's finalizer from its first pass, when
+        // everything was deleted at once, until its next pass after the operator finalized it).
         if (namespaced)
           return (
             (await c.api.list(`/api/v1/namespaces/${ns}/pods`)).length === 0 &&
+            left.some((l) => !l.startsWith('namespace/')) &&
             waitsOnFinalizer(await c.api.get(`/api/v1/namespaces/${ns}`))
           );
         // The HPA of a ScaledObject that is gone is the garbage collector's to take, a moment later: not settled yet. Unless
