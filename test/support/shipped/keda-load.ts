@@ -148,9 +148,14 @@ export function scaledObjects(c: TestCluster, apps: string, tail: () => string):
       const before = created;
       const stream = (async () => {
         for (let i = 0; i < max && left-- > 0; i++) {
-          // Only before the stop: after it, the operator that reconciles may be gone until the next one leads.
+          // Only before the stop is seen: after it, the operator that reconciles may be gone until the next one leads.
           if (window < Infinity && left === Infinity)
-            await c.waitFor(async () => created - (await done()) < window, 60_000, `fewer than ${window} ScaledObjects waiting`, tail);
+            await c.waitFor(
+              async () => left !== Infinity || created - (await done()) < window,
+              60_000,
+              `fewer than ${window} ScaledObjects waiting`,
+              tail,
+            );
           await scaled();
         }
       })();
