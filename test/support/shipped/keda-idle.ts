@@ -232,6 +232,9 @@ export async function idleKeda(run: KedaRun, idleMetrics: boolean): Promise<Idle
     await c.waitFor(async () => (await load.done()) === load.created(), 90_000, 'every ScaledObject reconciled after the node drain', tail);
 
     // Clean up by the operator itself: every ScaledObject deleted and finalized by it, then the release.
+    // The tally is of the handovers: a reconcile requeued for a ScaledObject the cleanup has just finalized fails with
+    // "not found", a race of the cleanup's own (seen once in keda-rollout.test.ts), not of a stop.
+    const handedOver = tally(all());
     await finalizeAll(c, apps, tail);
     const log = all();
     const uninstall = await helmRun(['uninstall', 'keda', '--namespace', ns, '--wait', '--timeout', '60s', ...kube], HELM_MS);
@@ -240,7 +243,7 @@ export async function idleKeda(run: KedaRun, idleMetrics: boolean): Promise<Idle
     return {
       idleMetrics,
       stops,
-      ...tally(log),
+      ...handedOver,
       created: load.created(),
       evicted,
       boundWhileCordoned,
