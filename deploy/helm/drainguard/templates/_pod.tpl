@@ -73,6 +73,10 @@ seccompProfile:
 - name: DRAINGUARD_LOG_FORMAT
   value: {{ . | quote }}
 {{- end }}
+{{- with $v.idleMetrics }}
+- name: DRAINGUARD_IDLE_METRICS
+  value: {{ include "drainguard.tpl" (dict "value" . "context" $) | quote }}
+{{- end }}
 {{- end -}}
 
 {{/*
