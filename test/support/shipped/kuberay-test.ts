@@ -20,7 +20,7 @@ export async function kubeRayNode(): Promise<KubeRayRun> {
 }
 
 const story = (r: KubeRayUninstalled) =>
-  `${r.guarded ? 'with' : 'without'} drainguard, ${r.way}: Ready after ${r.readyMs} ms, ` +
+  `${r.guarded ? 'with' : 'without'} drainguard, ${r.way}: took on the RayJob after ${r.tookOnMs} ms, ` +
   `exit ${r.code} after ${r.commandMs} ms, settled after ${r.settledMs} ms, ` +
   `the RayJob gone after ${r.rayJobGoneMs ?? '(never)'} ms, clean after ${r.cleanMs ?? '(never)'} ms, ` +
   `the operator's finalizer reconcile ${r.finalizerMs ?? '(none)'} ms\n` +
