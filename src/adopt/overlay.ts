@@ -117,7 +117,8 @@ export function planOverlay(r: OverlayRequest): OverlayPlan {
     throw refuseOverlay(
       `${where}'s containers are ${pod.containers.map((c) => c.name).join(', ')}, and the components find the operator's ` +
         "container by its name, manager: rename it, or copy deploy/components/ and replace manager in the mode's " +
-        `deployment.yaml and kustomization.yaml (${ANY_OPERATOR}, step 3)`,
+        "deployment.yaml and kustomization.yaml, and in wrap mode in guard-more's and hold's kustomization.yaml too " +
+        `(${ANY_OPERATOR}, step 3)`,
     );
   const account = pod.serviceAccountName ?? 'default';
   const serviceAccount = objects.find(

@@ -55,6 +55,17 @@ export const OPERATORS: Readonly<Record<string, ShippedOperator>> = {
     stamp: [],
     keep: ['config/crds/bases', 'deploy/charts/external-secrets'],
   },
+  kuberay: {
+    module: 'github.com/ray-project/kuberay/ray-operator',
+    version: 'v1.5.0',
+    why: 'the newest release the proxy serves; go 1.24 in its go.mod, no replace directives',
+    command: '.',
+    imagePath: '/manager',
+    // Its Makefile's -X main._buildTime_ and main._commitId_ name no variable of main.go, and its Dockerfile stamps nothing.
+    stamp: [],
+    // config/default is its kustomize install: it is made of ../crd, ../rbac and ../manager.
+    keep: ['config/default', 'config/crd', 'config/rbac', 'config/manager'],
+  },
 };
 
 /** Written last into a build's directory: without it the build did not finish. */
