@@ -18,7 +18,7 @@ import { LIBRARY } from '../../helm/support/charts.ts';
 import { PUSHSECRET_FINALIZER, RELEASE, addDrainguard, writeEsoChart } from './external-secrets.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { type PodLogs, followPodLogs } from './pod-logs.ts';
-import { REFUSED, type ShippedRelease, kubectl, releaseLeftovers, unstickRelease } from './release-objects.ts';
+import { refusedLine, type ShippedRelease, kubectl, releaseLeftovers, unstickRelease } from './release-objects.ts';
 
 export type EsoWay =
   /** `helm uninstall` (drainguard's post-delete hook runs). */
@@ -187,7 +187,7 @@ export async function uninstallEso(run: EsoRun, guarded: boolean, way: EsoWay): 
       finalizedMs,
       left,
       finalizedByOperator: log.some(FINALIZED('pushed')),
-      refused: log.filter((l) => REFUSED.test(l)),
+      refused: log.filter(refusedLine),
       rightsGoneWhileRunning: rights.whileRunning(),
       log,
     };

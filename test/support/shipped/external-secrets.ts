@@ -64,7 +64,7 @@ function crdCondition(kind: string): string {
   return kind.includes('Cluster') || kind.includes('PushSecret') ? `and (.Values.installCRDs) (${flag})` : '.Values.installCRDs';
 }
 
-/** The values the tests set: the image, no webhook, leader election, a log whose times are no numbers (see REFUSED). */
+/** The values the tests set: the image, no webhook, leader election, a log whose times are no numbers (see refusedLine). */
 const VALUES = {
   image: { repository: ESO_IMAGE.split(':')[0], tag: ESO_IMAGE.split(':')[1], pullPolicy: 'IfNotPresent' },
   leaderElect: true,

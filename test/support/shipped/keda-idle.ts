@@ -37,7 +37,7 @@ import { SHORT_LEASE, type Tally, finalizeAll, klogTime, leads, ownPorts, ready,
 import { type KedaRun, unstick } from './keda-uninstall.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { followPodLogs } from './pod-logs.ts';
-import { REFUSED } from './release-objects.ts';
+import { refusedLine } from './release-objects.ts';
 
 const HELM_MS = 150_000;
 /**
@@ -247,7 +247,7 @@ export async function idleKeda(run: KedaRun, idleMetrics: boolean): Promise<Idle
       created: load.created(),
       evicted,
       boundWhileCordoned,
-      refused: log.filter((l) => REFUSED.test(l)),
+      refused: log.filter(refusedLine),
       log,
     };
   } finally {

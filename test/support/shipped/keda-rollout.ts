@@ -22,7 +22,7 @@ import { SHORT_LEASE, type Tally, finalizeAll, klogTime, leads as leadLine, ownP
 import { type KedaRun, unstick } from './keda-uninstall.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { followPodLogs } from './pod-logs.ts';
-import { REFUSED } from './release-objects.ts';
+import { refusedLine } from './release-objects.ts';
 
 const HELM_MS = 150_000;
 /** At most this many ScaledObjects created one after another through a handover: reconciles queued and running when it comes. */
@@ -180,7 +180,7 @@ export async function rollKeda(run: KedaRun, guarded: boolean): Promise<Rolled> 
       created: load.created(),
       holders,
       livePods,
-      refused: log.filter((l) => REFUSED.test(l)),
+      refused: log.filter(refusedLine),
       blockedEviction,
       log,
     };

@@ -14,7 +14,7 @@ import { freePort } from '../free-port.ts';
 import { helm, helmRun } from '../helm.ts';
 import type { RealNode } from '../node/index.ts';
 import { LIBRARY } from '../../helm/support/charts.ts';
-import { REFUSED, type ShippedRelease, describeObject, kubectl, releaseLeftovers, unstickRelease } from './release-objects.ts';
+import { refusedLine, type ShippedRelease, describeObject, kubectl, releaseLeftovers, unstickRelease } from './release-objects.ts';
 import { OPERATOR, SCALEDOBJECT_FINALIZER, addDrainguard, addNamespaceDeletionRights, kedaCertificates, writeKedaChart } from './keda.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { type PodLogs, followPodLogs } from './pod-logs.ts';
@@ -265,7 +265,7 @@ export async function uninstallKeda(run: KedaRun, guarded: boolean, way: Way): P
       left,
       finalizedByOperator: log.some((l) => l.includes('Successfully finalized ScaledObject') && l.includes(apps)),
       targetReplicas,
-      refused: log.filter((l) => REFUSED.test(l) && !TERMINATING.test(l)),
+      refused: log.filter((l) => refusedLine(l) && !TERMINATING.test(l)),
       log,
     };
   } finally {

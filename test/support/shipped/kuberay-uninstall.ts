@@ -22,7 +22,7 @@ import { apiServerCleaning } from './external-secrets-uninstall.ts';
 import { OPERATOR, RAYJOB_FINALIZER, adoptKubeRay, writeKubeRayOverlay } from './kuberay.ts';
 import { bindPods, hostNetworkPolicy } from './node-network.ts';
 import { followPodLogs } from './pod-logs.ts';
-import { RBAC, REFUSED, type ShippedRelease, describeObject, kubectl, releaseLeftovers, unstickRelease } from './release-objects.ts';
+import { RBAC, refusedLine, type ShippedRelease, describeObject, kubectl, releaseLeftovers, unstickRelease } from './release-objects.ts';
 
 export type KubeRayWay =
   /** `kubectl delete -k` of the kustomize directory it was applied from: kustomize's order, CRDs and RBAC before the Deployment. */
@@ -78,18 +78,6 @@ const ADMISSION_REFUSALS = [
   /is forbidden: unable to create new content in namespace \S+ because it is being terminated/g,
 ];
 const notAdmission = (l: string) => ADMISSION_REFUSALS.reduce<string>((x, p) => x.replaceAll(p, ''), l);
-
-/**
- * drainguard's own lines: in wrap mode it writes to the operator's container's log. Not the operator's, and REFUSED
- * (a bare 401 or 403) matches their numbers: its `"durationMs":401` was once counted as a refusal.
- */
-const drainguards = (l: string): boolean => {
-  try {
-    return JSON.parse(l)?.component === 'drainguard';
-  } catch {
-    return false;
-  }
-};
 
 /** The release in NS, its custom resources in APPS. */
 const release = (ns: string, apps: string): ShippedRelease => ({
@@ -223,7 +211,7 @@ export async function uninstallKubeRay(run: KubeRayRun, guarded: boolean, way: K
       left,
       finalizedByOperator: finalized !== undefined,
       finalizerMs: finalized?.ms,
-      refused: log.filter((l) => !drainguards(l) && REFUSED.test(notAdmission(l))),
+      refused: log.filter((l) => refusedLine(notAdmission(l))),
       log,
       ...(adopted && { adopt: `${adopted.refusal}\n${adopted.output}` }),
     };

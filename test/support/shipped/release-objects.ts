@@ -21,8 +21,22 @@ export interface ShippedRelease {
 export const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 export const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 const ADMISSION = '/apis/admissionregistration.k8s.io/v1';
-/** An operator's log line that says the API server refused it. */
-export const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
+const REFUSED = /\b(forbidden|unauthorized)\b|\b40[13]\b/i;
+
+/**
+ * drainguard's own lines: in wrap mode it writes to the operator's container's log. Not the operator's, and a bare
+ * 401 or 403 matches their numbers: its `"durationMs":401` was once counted as a refusal.
+ */
+const drainguards = (l: string): boolean => {
+  try {
+    return JSON.parse(l)?.component === 'drainguard';
+  } catch {
+    return false;
+  }
+};
+
+/** A line of the operator's own (not drainguard's, in the same container log) that says the API server refused it. */
+export const refusedLine = (l: string): boolean => !drainguards(l) && REFUSED.test(l);
 const HELM_MS = 180_000;
 
 const ofGroup = (r: ShippedRelease) => (o: any) => o.spec.group.endsWith(r.crdGroup);
