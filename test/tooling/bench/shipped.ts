@@ -8,9 +8,10 @@
 // ScaledObjects before the uninstall): the line says so.
 //
 //   node test/tooling/bench/shipped.ts [--runs N] [--operators keda,external-secrets]
-//     [--ways helm,helm --wait,helm --no-hooks --wait,kubectl delete -f,...]
+//     [--ways helm,helm --wait,helm --no-hooks --wait,kubectl delete -f,...] (operators: keda, external-secrets, kuberay)
 //
-// The External Secrets Operator is measured on the ways of its tests (ESO_WAYS); a way it lacks is skipped for it.
+// The External Secrets Operator and KubeRay are measured on the ways of their tests (ESO_WAYS, KUBERAY_WAYS); a way
+// an operator lacks is skipped for it.
 //
 // kubectl delete namespace deletes what is the namespace's: its "clean" is the namespace gone, and what it left is
 // what is stuck (the cluster-scoped objects stay by design).
@@ -26,6 +27,8 @@ import { OPERATORS } from '../../support/shipped/build.ts';
 import { importEsoImage, removeEsoCharts } from '../../support/shipped/external-secrets.ts';
 import { type EsoWay, uninstallEso } from '../../support/shipped/external-secrets-uninstall.ts';
 import { importKedaImage, removeKedaCharts } from '../../support/shipped/keda.ts';
+import { importKubeRayImage, removeKubeRayOverlays } from '../../support/shipped/kuberay.ts';
+import { type KubeRayWay, uninstallKubeRay } from '../../support/shipped/kuberay-uninstall.ts';
 import { type Way, uninstallKeda } from '../../support/shipped/keda-uninstall.ts';
 import { percentile } from '../../support/stats.ts';
 
@@ -39,6 +42,7 @@ const WAYS: readonly Way[] = [
 ];
 
 const ESO_WAYS: readonly Way[] = ['helm', 'kubectl delete -f'] satisfies readonly EsoWay[];
+const KUBERAY_WAYS: readonly Way[] = ['kubectl delete -k', 'kubectl delete namespace'] satisfies readonly KubeRayWay[];
 
 interface Measured {
   readonly cleanMs: number | undefined;
@@ -61,6 +65,16 @@ const BENCHED: Record<string, Benched> = {
     ways: ESO_WAYS,
     run: (guarded, way) => uninstallEso({ c, node }, guarded, way as EsoWay),
     done: removeEsoCharts,
+  },
+  // Its kustomize install adopted with `drainguard adopt` and the hold (kuberay.ts); "CRs gone" is the RayJob gone.
+  kuberay: {
+    image: importKubeRayImage,
+    ways: KUBERAY_WAYS,
+    run: async (guarded, way) => {
+      const r = await uninstallKubeRay({ c, node }, guarded, way as KubeRayWay);
+      return { cleanMs: r.cleanMs, finalizedMs: r.rayJobGoneMs, left: r.left };
+    },
+    done: removeKubeRayOverlays,
   },
 };
 
@@ -92,6 +106,7 @@ try {
 } finally {
   removeKedaCharts();
   removeEsoCharts();
+  removeKubeRayOverlays();
   for (const err of await runFileEndHooks()) process.stderr.write(`cleanup: ${String(err)}\n`);
 }
 
