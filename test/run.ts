@@ -54,7 +54,7 @@ const UNIT = '.unit.test.ts';
 /**
  * The files that run again on the oldest supported release: the chart, the admission policy, the guard,
  * and what the release changes: namespace deletion (not ordered before 1.33), the kubelet's termination;
- * and the shipped operators' uninstalls. Not their rollouts, nor KEDA's namespace deletion: before 1.33 the namespace
+ * and the shipped operators' uninstalls. Not their rollouts, nor the namespace deletions: before 1.33 the namespace
  * controller deletes everything at once, KEDA's rights are cluster-wide, and whether it finalizes its ScaledObject
  * without drainguard is a race (it did in one run of two on v1.30.14), so that file's control shows nothing there.
  */
@@ -71,6 +71,7 @@ const COMPAT_FILES = [
   'test/shipped/keda-kubectl',
   'test/shipped/keda-no-hooks',
   'test/shipped/keda-wait',
+  'test/shipped/kuberay-kubectl',
 ];
 /** Of those, what the oldest release cannot run: lifecycle.stopSignal's gate, ContainerStopSignals, came in 1.33. */
 const NOT_ON_OLDEST = ['test/scenarios/lifecycle/stop-signal'];
