@@ -14,9 +14,20 @@
 // It prints one line per operator and the cache directory on its last line.
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 
 export interface ShippedOperator {
   readonly module: string;
@@ -161,4 +172,25 @@ if (import.meta.main) {
     );
   }
   process.stdout.write(`${SHIPPED_CACHE}\n`);
+}
+
+/**
+ * The image of operator NAME, tagged TAG: its binary at its published image's path (`imagePath`) in a context of its
+ * own, built from CONTAINERFILE (the project's Dockerfile's last stage, FROM scratch), saved and imported into NODE.
+ */
+export function importOperatorImage(node: { importImages(files: string[]): void }, name: string, tag: string, containerfile: string): void {
+  const op = OPERATORS[name]!;
+  const dir = mkdtempSync(join(tmpdir(), `drainguard-${name}-image-`));
+  try {
+    const at = join(dir, op.imagePath);
+    mkdirSync(dirname(at), { recursive: true });
+    copyFileSync(join(buildOperator(name), basename(op.imagePath)), at);
+    writeFileSync(join(dir, 'Containerfile'), containerfile);
+    const podman = (...args: string[]) => execFileSync('podman', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    podman('build', '--quiet', '--layers=false', '--timestamp', '0', '-f', join(dir, 'Containerfile'), '-t', tag, dir);
+    podman('save', '--quiet', '--format', 'docker-archive', '-o', join(dir, 'image.tar'), tag);
+    node.importImages([join(dir, 'image.tar')]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -21,13 +21,13 @@
 // nothing else.
 
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { DRAINGUARD_IMAGE } from '../node/images.ts';
 import type { RealNode } from '../node/index.ts';
-import { buildOperator, OPERATORS } from './build.ts';
+import { buildOperator, importOperatorImage, OPERATORS } from './build.ts';
 
 export const ESO = OPERATORS['external-secrets']!;
 export const ESO_IMAGE = `drainguard.test/external-secrets/external-secrets:${ESO.version}`;
@@ -40,22 +40,13 @@ const CHART = 'deploy/charts/external-secrets';
 
 /** Builds the operator's image (FROM scratch, /bin/external-secrets, USER 65534, its ENTRYPOINT) and imports it into NODE. */
 export function importEsoImage(node: RealNode): void {
-  const dir = mkdtempSync(join(tmpdir(), 'drainguard-eso-image-'));
-  try {
-    mkdirSync(join(dir, 'bin'));
-    copyFileSync(join(buildOperator('external-secrets'), 'external-secrets'), join(dir, 'bin/external-secrets'));
-    writeFileSync(
-      join(dir, 'Containerfile'),
-      // Its Dockerfile: distroless/static, the binary at /bin/external-secrets, USER 65534 (nobody).
-      'FROM scratch\nCOPY bin/external-secrets /bin/external-secrets\nUSER 65534\nENTRYPOINT ["/bin/external-secrets"]\n',
-    );
-    const podman = (...args: string[]) => execFileSync('podman', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    podman('build', '--quiet', '--layers=false', '--timestamp', '0', '-f', join(dir, 'Containerfile'), '-t', ESO_IMAGE, dir);
-    podman('save', '--quiet', '--format', 'docker-archive', '-o', join(dir, 'image.tar'), ESO_IMAGE);
-    node.importImages([join(dir, 'image.tar')]);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  // Its Dockerfile: distroless/static, the binary at /bin/external-secrets, USER 65534 (nobody).
+  importOperatorImage(
+    node,
+    'external-secrets',
+    ESO_IMAGE,
+    'FROM scratch\nCOPY bin/external-secrets /bin/external-secrets\nUSER 65534\nENTRYPOINT ["/bin/external-secrets"]\n',
+  );
 }
 
 /** hack/helm.generate.sh's condition for a CRD of kind KIND. */

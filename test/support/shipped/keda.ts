@@ -16,14 +16,14 @@
 // `hold.kinds`, nothing else; the operator and the rest of its chart stay.
 
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { selfSigned, signed } from '../cluster/pki.ts';
 import { DRAINGUARD_IMAGE } from '../node/images.ts';
 import type { RealNode } from '../node/index.ts';
-import { buildOperator, OPERATORS } from './build.ts';
+import { buildOperator, importOperatorImage, OPERATORS } from './build.ts';
 
 export const KEDA = OPERATORS.keda!;
 export const KEDA_IMAGE = `drainguard.test/kedacore/keda:${KEDA.version.slice(1)}`;
@@ -33,21 +33,13 @@ export const KINDS = ['scaledobjects.keda.sh', 'scaledjobs.keda.sh'];
 
 /** Builds KEDA's image (FROM scratch, /keda, USER 65532, KEDA's ENTRYPOINT) and imports it into NODE. */
 export function importKedaImage(node: RealNode): void {
-  const dir = mkdtempSync(join(tmpdir(), 'drainguard-keda-image-'));
-  try {
-    copyFileSync(join(buildOperator('keda'), 'keda'), join(dir, 'keda'));
-    writeFileSync(
-      join(dir, 'Containerfile'),
-      // KEDA's Dockerfile: distroless/static:nonroot, WORKDIR /, the binary at /keda, USER 65532:65532.
-      'FROM scratch\nWORKDIR /\nCOPY keda /keda\nUSER 65532:65532\nENTRYPOINT ["/keda", "--zap-log-level=info", "--zap-encoder=console"]\n',
-    );
-    const podman = (...args: string[]) => execFileSync('podman', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    podman('build', '--quiet', '--layers=false', '--timestamp', '0', '-f', join(dir, 'Containerfile'), '-t', KEDA_IMAGE, dir);
-    podman('save', '--quiet', '--format', 'docker-archive', '-o', join(dir, 'image.tar'), KEDA_IMAGE);
-    node.importImages([join(dir, 'image.tar')]);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  // KEDA's Dockerfile: distroless/static:nonroot, WORKDIR /, the binary at /keda, USER 65532:65532.
+  importOperatorImage(
+    node,
+    'keda',
+    KEDA_IMAGE,
+    'FROM scratch\nWORKDIR /\nCOPY keda /keda\nUSER 65532:65532\nENTRYPOINT ["/keda", "--zap-log-level=info", "--zap-encoder=console"]\n',
+  );
 }
 
 /** A CA and a serving certificate as the `kedaorg-certs` Secret holds them (ca.crt, tls.crt, tls.key), base64 for its `data`. */

@@ -18,14 +18,14 @@
 // (see adoptKubeRay).
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { DRAINGUARD_IMAGE } from '../node/images.ts';
 import type { RealNode } from '../node/index.ts';
 import { EXE } from '../proc.ts';
-import { buildOperator, OPERATORS } from './build.ts';
+import { buildOperator, importOperatorImage, OPERATORS } from './build.ts';
 
 export const KUBERAY = OPERATORS.kuberay!;
 export const KUBERAY_IMAGE = `drainguard.test/kuberay/operator:${KUBERAY.version}`;
@@ -45,21 +45,8 @@ const COMPONENTS = resolve('deploy/components');
 
 /** Builds the operator's image (FROM scratch, /manager, USER 65532:65532, its ENTRYPOINT) and imports it into NODE. */
 export function importKubeRayImage(node: RealNode): void {
-  const dir = mkdtempSync(join(tmpdir(), 'drainguard-kuberay-image-'));
-  try {
-    copyFileSync(join(buildOperator('kuberay'), 'manager'), join(dir, 'manager'));
-    writeFileSync(
-      join(dir, 'Containerfile'),
-      // Its Dockerfile: distroless/base, the binary at /manager, USER 65532:65532. Built with CGO_ENABLED=0, it needs no libc.
-      'FROM scratch\nCOPY manager /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n',
-    );
-    const podman = (...args: string[]) => execFileSync('podman', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    podman('build', '--quiet', '--layers=false', '--timestamp', '0', '-f', join(dir, 'Containerfile'), '-t', KUBERAY_IMAGE, dir);
-    podman('save', '--quiet', '--format', 'docker-archive', '-o', join(dir, 'image.tar'), KUBERAY_IMAGE);
-    node.importImages([join(dir, 'image.tar')]);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  // Its Dockerfile: distroless/base, the binary at /manager, USER 65532:65532. Built with CGO_ENABLED=0, it needs no libc.
+  importOperatorImage(node, 'kuberay', KUBERAY_IMAGE, 'FROM scratch\nCOPY manager /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n');
 }
 
 export interface KubeRayPorts {
